@@ -1,0 +1,104 @@
+/* st_common.h - status codes, error reports, logging, RNG and small helpers shared by
+ * every module of stretch.
+ *
+ * Error policy: library functions never exit. A function that can fail on user input
+ * takes an `st_error *` and returns an st_status; the message names the file and, for
+ * configs, the JSON key path. Only src/cli/ turns a status into a process exit code.
+ * Programmer errors (broken invariants) use ST_ASSERT, which is always on. */
+#ifndef ST_COMMON_H
+#define ST_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ST_VERSION "0.1.0"
+
+/* Process exit codes (documented in README "Exit codes"). */
+typedef enum st_status {
+    ST_OK = 0,
+    ST_ERR_GENERIC = 1,   /* anything not listed below */
+    ST_ERR_CONFIG = 2,    /* bad config / CLI usage: unknown key, wrong type, out of range */
+    ST_ERR_IO = 3,        /* file missing, unreadable, unwritable, output dir occupied */
+    ST_ERR_DATA = 4,      /* bad data: empty file, bad bytes, token id out of range, vocab mismatch */
+    ST_ERR_CHECKPOINT = 5,/* truncated / corrupt / foreign checkpoint or safetensors, config mismatch */
+    ST_ERR_MEMORY = 6,    /* a size that would exceed memory, arena overflow, malloc failure */
+    ST_ERR_NUMERIC = 7,   /* non-finite loss or gradient */
+    ST_ERR_INTERRUPTED = 130 /* SIGINT/SIGTERM: state was saved, exit cleanly */
+} st_status;
+
+typedef struct st_error {
+    int code;          /* st_status; ST_OK when no error */
+    char msg[1024];    /* "file: key.path: what is wrong" */
+} st_error;
+
+/* Record an error (printf-style) and return its code. Safe with e == NULL. */
+int st_fail(st_error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void st_error_clear(st_error *e);
+const char *st_status_name(int code);
+
+/* Logging to stderr. Library code logs through this, never printf. */
+enum { ST_LOG_DEBUG = 0, ST_LOG_INFO = 1, ST_LOG_WARN = 2, ST_LOG_ERROR = 3 };
+void st_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Invariant check, always compiled in. Prints file:line and the expression, then aborts. */
+#define ST_ASSERT(x) \
+    do { if (!(x)) st_assert_fail(#x, __FILE__, __LINE__); } while (0)
+void st_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
+
+/* Allocation that reports failure through st_error (ST_ERR_MEMORY with the size). */
+void *st_malloc(size_t bytes, st_error *e);
+void *st_calloc(size_t n, size_t size, st_error *e);
+/* 64-byte aligned allocation (free with st_aligned_free). */
+void *st_aligned_alloc(size_t bytes, st_error *e);
+void st_aligned_free(void *p);
+
+/* ---- RNG: xoshiro256** with an explicit state (no global rand()). ---- */
+typedef struct st_rng { uint64_t s[4]; } st_rng;
+void st_rng_seed(st_rng *r, uint64_t seed);
+uint64_t st_rng_u64(st_rng *r);
+double st_rng_uniform(st_rng *r);            /* [0, 1) */
+float st_rng_normal(st_rng *r);              /* N(0, 1), Box-Muller */
+uint64_t st_rng_below(st_rng *r, uint64_t n);/* uniform in [0, n), unbiased */
+
+/* Counter-based hash: a pure function of (seed, index), so values do not depend on
+ * which thread asks or in what order (used by dropout and data shuffles). */
+uint64_t st_hash64(uint64_t seed, uint64_t index);
+static inline float st_hash_uniform(uint64_t seed, uint64_t index) {
+    return (float)(st_hash64(seed, index) >> 40) * (1.0f / 16777216.0f); /* [0,1), 24 bits */
+}
+
+/* Wall clock in seconds (monotonic). */
+double st_time(void);
+/* Peak resident set size of this process in bytes (VmHWM), 0 if unknown. */
+size_t st_peak_rss(void);
+/* Physical memory of the machine in bytes (0 if unknown). */
+size_t st_mem_total(void);
+
+/* CRC32 (zlib) over a buffer, continuing from crc (start with 0). */
+uint32_t st_crc32(uint32_t crc, const void *buf, size_t n);
+
+/* ---- BLAS / threading environment (src/core/blas.c) ---- */
+typedef struct st_blas_info {
+    char corename[64];   /* e.g. "Haswell", "Cooperlake" (OpenBLAS's choice) */
+    char config[256];    /* openblas_get_config() */
+    int blas_threads;
+    int omp_threads;
+    int cpu_avx512;      /* CPU supports AVX-512F */
+    int weak_core;       /* the BLAS core is weaker than the CPU supports */
+} st_blas_info;
+void st_blas_query(st_blas_info *info);
+/* Log the BLAS core and thread counts; warn (saying what to change) when the core is
+ * weaker than the CPU supports. */
+void st_blas_log(void);
+/* Set the thread count used by both OpenMP and OpenBLAS (n <= 0: number of cores). */
+void st_set_threads(int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,127 @@
+/* st_model.h - the causal language model and its position methods.
+ *
+ *   ids (B,T) -> tok_emb (+ sinusoidal | learned positions) -> dropout
+ *             -> n_layers x [ x += drop(attn(LN1(x))) ; x += drop(ffn(LN2(x))) ]
+ *             -> LN_f -> logits = x @ W_head^T  (W_head = tok_emb.weight when tied)
+ *
+ * Position methods (docs/position-methods.md has the exact math):
+ *   none, alibi, alibi_rf (receptive field: exp | gaussian | reciprocal, rho fixed or
+ *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple. */
+#ifndef ST_MODEL_H
+#define ST_MODEL_H
+
+#include "st_tensor.h"
+#include "st_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum st_pos_kind {
+    ST_POS_NONE = 0, ST_POS_ALIBI, ST_POS_ALIBI_RF, ST_POS_SINUSOIDAL, ST_POS_LEARNED,
+    ST_POS_ROPE, ST_POS_T5, ST_POS_KERPLE, ST_POS_COUNT
+} st_pos_kind;
+
+typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;
+typedef enum st_rf_scope { ST_RF_FIXED = 0, ST_RF_PER_LAYER, ST_RF_PER_HEAD } st_rf_scope;
+
+typedef struct st_model_config {
+    int vocab_size;
+    int n_layers;
+    int d_model;
+    int n_heads;
+    int d_ff;               /* 0 -> 4 * d_model */
+    int pos;                /* st_pos_kind */
+    int max_len;            /* learned positions: table length (error beyond it) */
+    int tie_embeddings;     /* 1 (default): lm head = tok_emb.weight */
+    float dropout_emb;      /* on embeddings */
+    float dropout_attn;     /* on attention probabilities */
+    float dropout_resid;    /* on each residual branch */
+    int gelu_exact;         /* 0: tanh approximation (default), 1: erf */
+    float ln_eps;           /* 1e-5 */
+    float init_std;         /* 0.02; residual output projections get std/sqrt(2*n_layers) */
+    /* alibi / alibi_rf */
+    float alibi_max_bias;   /* 8: slopes 2^(-max_bias*h/n) for n a power of two */
+    int rf_kind;            /* st_rf_kind */
+    int rf_scope;           /* st_rf_scope */
+    float rf_rho;           /* fixed rho, or the initial rho when learnable */
+    /* rope */
+    float rope_base;        /* 10000 */
+    /* t5 */
+    int t5_buckets;         /* 32 */
+    int t5_max_distance;    /* 128 */
+} st_model_config;
+
+/* Defaults for every field (vocab_size must still be set). */
+void st_model_config_default(st_model_config *c);
+/* Check ranges; message names "model.<key>". */
+int st_model_config_validate(const st_model_config *c, const char *file, st_error *e);
+const char *st_pos_name(int pos);
+int st_pos_from_name(const char *name);       /* -1 if unknown */
+const char *st_rf_name(int kind);
+int st_rf_from_name(const char *name);
+
+/* Official ALiBi slopes (ofirpress/attention_with_linear_biases get_slopes) for n heads:
+ * n a power of two -> m_h = 2^(-max_bias*h/n), h = 1..n; otherwise the slopes for
+ * c = 2^floor(log2 n) followed by slopes 0, 2, 4, ... of the 2c set, first n - c of them. */
+void st_alibi_slopes(int n_heads, float max_bias, float *out);
+
+/* Position-bias providers (src/model/position.c) usable on their own, e.g. by the
+ * attention tests. kind: ST_POS_ALIBI, ST_POS_ALIBI_RF, ST_POS_T5, ST_POS_KERPLE.
+ * `params`/`grads` point at this layer's bias parameters (rf_theta, t5 table, kerple
+ * r1/r2 raw values) or NULL for parameter-free methods. bidirectional: bias depends on
+ * |i - j| (ALiBi) or on signed buckets (T5). */
+typedef struct st_pos_bias {
+    st_attn_bias iface;     /* pass &pb->iface to st_attention */
+    int kind, n_heads, bidirectional;
+    const st_model_config *cfg;
+    float slopes[256];
+    const float *params;    /* layer's parameters (see docs) or NULL */
+    float *grads;           /* same layout, accumulated */
+} st_pos_bias;
+void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirectional,
+                      const float *params, float *grads);
+
+typedef struct st_model {
+    st_model_config cfg;
+    st_params params;
+    /* parameter indices (-1 when absent) */
+    int p_tok_emb, p_pos_emb, p_ln_f_w, p_ln_f_b, p_lm_head;
+    int p_t5;               /* shared T5 bucket table [H, buckets] ("t5.rel_bias") */
+    struct st_block_params {
+        int ln1_w, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_w, ln2_b;
+        int fc1_w, fc1_b, fc2_w, fc2_b;
+        int rf_theta;       /* [H] or [1] */
+        int kerple;         /* [2, H]: raw r1, r2 (softplus applied) */
+    } *blocks;
+} st_model;
+
+int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e);
+void st_model_free(st_model *m);
+size_t st_model_num_params(const st_model *m);
+
+/* Forward to the final hidden states (B,T,C) after LN_f. ids: int32 (B*T), in [0, V).
+ * seed: dropout seed for this step. Fails (NULL, ctx->failed) on arena overflow; a
+ * learned-position model asked for T > max_len returns NULL with *e set. */
+st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
+                           uint64_t seed, st_error *e);
+/* Logits (B,T,V) (for generation and tests). */
+st_tensor *st_model_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
+                           uint64_t seed, st_error *e);
+/* Mean cross-entropy over targets (B*T) via the fused head+loss op. tok_loss (B*T) gets
+ * each token's loss when not NULL. */
+st_tensor *st_model_loss(st_model *m, st_ctx *ctx, const int32_t *ids, const int32_t *targets,
+                         int64_t B, int64_t T, uint64_t seed, float *tok_loss, st_error *e);
+/* Bytes of arena a step of (B,T) needs, measured by running one step in a scratch arena
+ * (grad: training step incl. backward buffers). */
+size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error *e);
+
+/* safetensors (F32, PyTorch [out,in] layout; names in docs/model-format.md). */
+int st_model_save_safetensors(const st_model *m, const char *path, st_error *e);
+/* Load tensors by name into an initialised model; shapes must match exactly. */
+int st_model_load_safetensors(st_model *m, const char *path, st_error *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

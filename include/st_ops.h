@@ -1,0 +1,106 @@
+/* st_ops.h - differentiable ops. Each op lives in src/ops/<name>.c with its forward and
+ * backward kernels side by side. Every op:
+ *   - allocates its output from ctx's arena and computes it immediately;
+ *   - records a tape node when st_needs_grad() (grad mode and an input needs a gradient);
+ *   - returns NULL if an input is NULL or the arena overflowed (ctx->failed), so a failure
+ *     propagates to the caller, who reports it with st_ctx_check().
+ * Shape legend: B batch, T time, C channels, H heads, D head size (C = H*D), V vocab,
+ * N = any number of leading rows. Weights are stored [out, in] as in PyTorch. */
+#ifndef ST_OPS_H
+#define ST_OPS_H
+
+#include "st_tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y (N,OUT) = x (N,IN) @ W^T (IN,OUT) + b (OUT); x may have any leading dims, b may be NULL.
+ * Every matmul goes through cblas_sgemm. */
+st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b);
+/* Batched matmul: a (..,M,K) @ b (..,K,N) -> (..,M,N), same leading dims (or none). */
+st_tensor *st_matmul(st_ctx *ctx, st_tensor *a, st_tensor *b);
+/* Elementwise a + b (same shape): residual connections. */
+st_tensor *st_add(st_ctx *ctx, st_tensor *a, st_tensor *b);
+/* x (..,C) + b (C) broadcast over rows. */
+st_tensor *st_bias(st_ctx *ctx, st_tensor *x, st_tensor *b);
+/* x * s (scalar constant). */
+st_tensor *st_scale(st_ctx *ctx, st_tensor *x, float s);
+/* out (B,T,C) = table[ids] with ids int32 (B*T), table (V,C). Backward scatter-adds.
+ * Ids must be in [0, V) (checked by the caller's data layer; asserted here). */
+st_tensor *st_embedding(st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T, st_tensor *table);
+/* LayerNorm over the last dim: (x - mean)/sqrt(var + eps) * w + b, biased variance. */
+st_tensor *st_layernorm(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b, float eps);
+/* GELU: exact = 0 -> tanh approximation 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3)));
+ *       exact = 1 -> 0.5x(1+erf(x/sqrt 2)). */
+st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact);
+/* Inverted dropout with keep-mask from st_hash_uniform(seed, element index): identical
+ * for any thread count; identity when p == 0 or !ctx->train. */
+st_tensor *st_dropout(st_ctx *ctx, st_tensor *x, float p, uint64_t seed);
+/* (B,T,C) -> (B,H,T,D) and back. */
+st_tensor *st_split_heads(st_ctx *ctx, st_tensor *x, int H);
+st_tensor *st_merge_heads(st_ctx *ctx, st_tensor *x);
+/* qkv (B,T,3C) (q rows, then k, then v; head h uses cols h*D..(h+1)*D of each) ->
+ * q, k, v each (B,H,T,D). One op, three outputs; returns 0 on failure. */
+int st_split_qkv(st_ctx *ctx, st_tensor *qkv, int H, st_tensor **q, st_tensor **k, st_tensor **v);
+/* Rotary position embedding (rotate-half convention, as GPT-NeoX / HF LLaMA) applied to
+ * x (B,H,T,D) at absolute positions pos0..pos0+T-1; frequencies base^(-2i/D). */
+st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0);
+/* Sum / mean of all elements -> scalar (shape (1)). */
+st_tensor *st_sum(st_ctx *ctx, st_tensor *x);
+st_tensor *st_mean(st_ctx *ctx, st_tensor *x);
+
+/* Cross-entropy fused with log-softmax: logits (N,V), targets int32 (N) -> scalar mean
+ * NLL over targets != ignore_index. tok_loss (N), if not NULL, receives each row's loss
+ * (0 for ignored rows). */
+st_tensor *st_cross_entropy(st_ctx *ctx, st_tensor *logits, const int32_t *targets,
+                            int32_t ignore_index, float *tok_loss);
+/* The LM head and the loss in one op: logits = x (N,C) @ W^T (C,V), then cross-entropy as
+ * above. Logits are produced in row chunks and never kept: in grad mode the gradient wrt
+ * x and W is formed chunk by chunk during the forward and scaled by the upstream
+ * gradient in backward, so no (N,V) buffer outlives the call. */
+st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
+                                   const int32_t *targets, int32_t ignore_index, float *tok_loss);
+
+/* ------------------------------------------------------------ attention ---- */
+/* Additive position bias that depends only on the head and the signed distance
+ * d = i - j (query i, key j). ALiBi, ALiBi with a receptive field, T5 buckets and KERPLE
+ * all have this form, so the kernel never materialises a TxT bias: it asks for the
+ * per-head table over the distances it needs and adds it on the fly.
+ *   fill(self, h, d0, n, out): out[k] = bias(h, d0 + k) for k in [0, n).
+ *   grad(self, h, d0, n, g): accumulate parameter gradients given g[k] = sum of
+ *       dL/dscore over all (b, i, j) of head h with i - j = d0 + k. NULL if the bias has
+ *       no parameters. Called from one thread at a time.
+ * For causal attention d >= 0 only; for bidirectional attention d ranges over
+ * [-(T-1), T-1]. */
+typedef struct st_attn_bias {
+    void (*fill)(const struct st_attn_bias *self, int h, int64_t d0, int64_t n, float *out);
+    void (*grad)(const struct st_attn_bias *self, int h, int64_t d0, int64_t n, const float *g);
+    void *state;
+} st_attn_bias;
+
+/* Fused multi-head attention: q,k,v (B,H,T,D) -> (B,H,T,D).
+ *   score(i,j) = scale * q_i.k_j + bias(h, i - j)    (bias may be NULL)
+ *   causal: keys j <= i only; p = softmax over keys (then dropout p_drop in training);
+ *   out_i = sum_j p(i,j) v_j.
+ * scale <= 0 means 1/sqrt(D). Grad mode keeps the probabilities for backward; inference
+ * mode streams over key blocks with an online softmax and needs O(T) memory per thread. */
+st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
+                        const st_attn_bias *bias, int causal, float scale,
+                        float p_drop, uint64_t seed);
+
+/* Reference kernels for tests: materialised attention forward in double precision
+ * (TxT scores per (b,h)) with the same semantics; out must hold B*H*T*D floats. */
+void st_attention_reference(const float *q, const float *k, const float *v, float *out,
+                            int64_t B, int64_t H, int64_t T, int64_t D,
+                            const st_attn_bias *bias, int causal, float scale);
+/* The streamed (online-softmax, key-blocked) forward, callable directly for tests and
+ * benchmarks. kblock: keys per block (0 = default). */
+void st_attention_streamed(const float *q, const float *k, const float *v, float *out,
+                           int64_t B, int64_t H, int64_t T, int64_t D,
+                           const st_attn_bias *bias, int causal, float scale, int64_t kblock);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

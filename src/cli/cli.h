@@ -1,0 +1,22 @@
+/* cli.h - the `stretch` subcommands. Each lives in src/cli/cmd_<name>.c, parses its own
+ * arguments and returns a process exit code (st_status). Only the CLI calls exit(). */
+#ifndef ST_CLI_H
+#define ST_CLI_H
+
+#include "stretch.h"
+
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_selfcheck(int argc, char **argv);
+int cmd_data(int argc, char **argv);
+
+/* Print "stretch: error: <msg>" to stderr and return the code. */
+int cli_report(const st_error *e);
+/* Usage error (exit 2). */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,9 @@
+/* cmd_bench.c - `stretch bench` (placeholder until its issue lands: says so and fails). */
+#include "cli/cli.h"
+
+int cmd_bench(int argc, char **argv) {
+    (void)argc; (void)argv;
+    st_error e = {0};
+    st_fail(&e, ST_ERR_GENERIC, "'bench' is not built yet");
+    return cli_report(&e);
+}

@@ -1,0 +1,9 @@
+/* cmd_data.c - `stretch data` (placeholder until its issue lands: says so and fails). */
+#include "cli/cli.h"
+
+int cmd_data(int argc, char **argv) {
+    (void)argc; (void)argv;
+    st_error e = {0};
+    st_fail(&e, ST_ERR_GENERIC, "'data' is not built yet");
+    return cli_report(&e);
+}

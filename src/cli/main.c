@@ -1,0 +1,54 @@
+/* main.c - `stretch <command> [args]`: dispatch to the subcommands. */
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct { const char *name; int (*fn)(int, char **); const char *help; } commands[] = {
+    {"train",     cmd_train,     "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR"},
+    {"eval",      cmd_eval,      "eval RUN_DIR|CHECKPOINT --lengths 64,128,... [--split valid|test] [--mode nonoverlapping|sliding --stride S]"},
+    {"sweep",     cmd_sweep,     "sweep SWEEP.json [--out DIR]: grid of runs, trained and evaluated, with tables"},
+    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]"},
+    {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR: model.safetensors + config.json + tokenizer"},
+    {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] ...: step time split, tokens/s, MFU, eval memory"},
+    {"data",      cmd_data,      "data CONFIG.json: tokenize and cache a corpus, print its statistics"},
+    {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check"},
+};
+
+int cli_report(const st_error *e) {
+    fprintf(stderr, "stretch: error: %s\n", e->msg[0] ? e->msg : st_status_name(e->code));
+    return e->code ? e->code : ST_ERR_GENERIC;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "stretch %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, cmd) == 0) fprintf(stderr, "usage: stretch %s\n", commands[i].help);
+    return ST_ERR_CONFIG;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "stretch %s - train short, test long: decoder-only transformers with ALiBi\n\nusage:\n", ST_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  stretch %s\n", commands[i].help);
+    fprintf(f, "\nexit codes: 0 ok, 1 error, 2 config/usage, 3 I/O, 4 data, 5 checkpoint, 6 memory, 7 non-finite, 130 interrupted\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? ST_ERR_CONFIG : 0;
+    }
+    if (!strcmp(argv[1], "--version")) { printf("stretch %s\n", ST_VERSION); return 0; }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, argv[1]) == 0) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "stretch: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return ST_ERR_CONFIG;
+}

@@ -1,0 +1,94 @@
+/* params.c - the flat parameter block. Parameters, gradients and AdamW moments are four
+ * blocks of the same layout, so zero-grad, the optimizer and checkpoints are flat loops. */
+#include "st_tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_params_init(st_params *p) { memset(p, 0, sizeof *p); }
+
+int st_params_add(st_params *p, const char *name, int ndim, const int64_t *shape,
+                  int decay, int init, float init_value) {
+    ST_ASSERT(!p->finalized);
+    ST_ASSERT(ndim >= 1 && ndim <= 4);
+    if (p->count == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 64;
+        p->info = realloc(p->info, (size_t)p->cap * sizeof *p->info);
+        ST_ASSERT(p->info);
+    }
+    st_param_info *in = &p->info[p->count];
+    memset(in, 0, sizeof *in);
+    snprintf(in->name, sizeof in->name, "%s", name);
+    in->ndim = ndim;
+    in->numel = 1;
+    for (int i = 0; i < 4; i++) in->shape[i] = i < ndim ? shape[i] : 1;
+    for (int i = 0; i < ndim; i++) in->numel *= (size_t)shape[i];
+    /* 16-float (64-byte) alignment of every parameter keeps SIMD loads aligned */
+    in->offset = p->n;
+    p->n += (in->numel + 15) & ~(size_t)15;
+    in->decay = decay;
+    in->init = init;
+    in->init_value = init_value;
+    return p->count++;
+}
+
+int st_params_finalize(st_params *p, st_error *e) {
+    size_t bytes = (p->n ? p->n : 16) * sizeof(float);
+    p->data = st_aligned_alloc(bytes, e);
+    p->grad = p->data ? st_aligned_alloc(bytes, e) : NULL;
+    p->m = p->grad ? st_aligned_alloc(bytes, e) : NULL;
+    p->v = p->m ? st_aligned_alloc(bytes, e) : NULL;
+    p->tensors = p->v ? calloc((size_t)(p->count ? p->count : 1), sizeof(st_tensor)) : NULL;
+    if (!p->tensors) {
+        if (e && !e->code) st_fail(e, ST_ERR_MEMORY, "cannot allocate %zu parameter bytes", 4 * bytes);
+        return ST_ERR_MEMORY;
+    }
+    memset(p->data, 0, bytes); memset(p->grad, 0, bytes);
+    memset(p->m, 0, bytes); memset(p->v, 0, bytes);
+    for (int i = 0; i < p->count; i++) {
+        st_tensor *t = &p->tensors[i];
+        st_set_shape(t, p->info[i].ndim, p->info[i].shape);
+        t->data = p->data + p->info[i].offset;
+        t->grad = p->grad + p->info[i].offset;
+        t->requires_grad = 1;
+        t->name = p->info[i].name;
+    }
+    p->finalized = 1;
+    return ST_OK;
+}
+
+void st_params_init_values(st_params *p, st_rng *rng) {
+    for (int i = 0; i < p->count; i++) {
+        st_param_info *in = &p->info[i];
+        float *d = p->data + in->offset;
+        for (size_t k = 0; k < in->numel; k++) {
+            switch (in->init) {
+            case ST_INIT_ZERO: d[k] = 0.0f; break;
+            case ST_INIT_ONE: d[k] = 1.0f; break;
+            case ST_INIT_CONST: d[k] = in->init_value; break;
+            default: d[k] = in->init_value * st_rng_normal(rng); break;
+            }
+        }
+    }
+}
+
+st_tensor *st_param(st_params *p, int index) {
+    ST_ASSERT(p->finalized && index >= 0 && index < p->count);
+    return &p->tensors[index];
+}
+
+int st_params_find(const st_params *p, const char *name) {
+    for (int i = 0; i < p->count; i++) if (strcmp(p->info[i].name, name) == 0) return i;
+    return -1;
+}
+
+void st_params_zero_grad(st_params *p) { memset(p->grad, 0, p->n * sizeof(float)); }
+
+void st_params_free(st_params *p) {
+    st_aligned_free(p->data); st_aligned_free(p->grad);
+    st_aligned_free(p->m); st_aligned_free(p->v);
+    free(p->tensors);
+    free(p->info);
+    memset(p, 0, sizeof *p);
+}

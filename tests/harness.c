@@ -1,0 +1,180 @@
+/* harness.c - test counters, closeness checks and the finite-difference gradient check. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+int th_passed, th_failed;
+
+int th_check(int ok, const char *file, int line, const char *expr) {
+    if (ok) th_passed++;
+    else { th_failed++; fprintf(stderr, "FAIL %s:%d: %s\n", file, line, expr); }
+    return ok;
+}
+
+int th_checkf(int ok, const char *file, int line, const char *fmt, ...) {
+    if (ok) { th_passed++; return 1; }
+    th_failed++;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 0;
+}
+
+int th_near(double a, double b, double tol, const char *file, int line, const char *ea, const char *eb) {
+    int ok = fabs(a - b) <= tol && !isnan(a) && !isnan(b);
+    return th_checkf(ok, file, line, "%s = %.9g vs %s = %.9g (tol %.3g)", ea, a, eb, b, tol);
+}
+
+int th_close(const char *what, const float *a, const float *b, int64_t n, double atol, double rtol) {
+    double maxd = 0;
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        double lim = atol + rtol * fmax(fabs(a[i]), fabs(b[i]));
+        if (d > maxd) maxd = d;
+        if ((d > lim || isnan(a[i]) || isnan(b[i])) && bad < 0) bad = i;
+    }
+    if (bad >= 0) {
+        th_failed++;
+        fprintf(stderr, "FAIL %s: element %lld: %.9g vs %.9g (max |diff| %.3g, atol %.3g, rtol %.3g)\n",
+                what, (long long)bad, a[bad], b[bad], maxd, atol, rtol);
+        return 0;
+    }
+    th_passed++;
+    return 1;
+}
+
+int test_finish(const char *suite) {
+    printf("%s: %d passed, %d failed\n", suite, th_passed, th_failed);
+    return th_failed ? 1 : 0;
+}
+
+void test_skip(const char *what, const char *why) {
+    printf("SKIP %s: %s\n", what, why);
+}
+
+const char *test_data_path(const char *rel, char *buf, size_t n) {
+    const char *dir = getenv("STRETCH_DATA_DIR");
+    if (!dir || !*dir) dir = "../shared/data";
+    snprintf(buf, n, "%s/%s", dir, rel);
+    struct stat st;
+    if (stat(buf, &st) != 0) {
+        char why[1200];
+        snprintf(why, sizeof why, "%s not found (set STRETCH_DATA_DIR to the shared data folder)", buf);
+        test_skip(rel, why);
+        return NULL;
+    }
+    return buf;
+}
+
+const char *test_tmpdir(char *buf, size_t n) {
+    const char *t = getenv("TMPDIR");
+    snprintf(buf, n, "%s/stretch-test-XXXXXX", t && *t ? t : "/tmp");
+    return mkdtemp(buf);
+}
+
+/* ---- gradcheck ---- */
+typedef struct { const float *r; int64_t n; } dot_saved;
+
+static void dot_backward(st_ctx *ctx, st_node *nd) {
+    dot_saved *s = nd->saved;
+    float *gx = st_grad(ctx, nd->in[0]);
+    float g = nd->out->grad[0];
+    for (int64_t i = 0; i < s->n; i++) gx[i] += g * s->r[i];
+}
+
+/* L = sum r_k out_k in double; recorded so backward seeds out.grad = r. */
+static st_tensor *dot_const(st_ctx *ctx, st_tensor *x, const float *r, double *value) {
+    x = st_contiguous(ctx, x);
+    if (!x) return NULL;
+    int64_t n = st_numel(x);
+    double acc = 0;
+    for (int64_t i = 0; i < n; i++) acc += (double)r[i] * (double)x->data[i];
+    *value = acc;
+    int64_t one = 1;
+    st_tensor *out = st_new(ctx, 1, &one);
+    if (!out) return NULL;
+    out->data[0] = (float)acc;
+    if (st_needs_grad(ctx, x, NULL, NULL, NULL)) {
+        dot_saved *s = st_ctx_alloc(ctx, sizeof *s, 1);
+        s->r = r; s->n = n;
+        st_record(ctx, "gc_dot", dot_backward, out, x, NULL, NULL, NULL, s);
+    }
+    return out;
+}
+
+int gradcheck(const char *name, gc_build_fn build, void *user, st_tensor **leaves, int n_leaves,
+              int train, double eps, double atol, double rtol, int max_per_leaf) {
+    st_arena arena;
+    st_ctx ctx;
+    st_error err = {0};
+    st_arena_init(&arena, 1 << 20, (size_t)8 << 30, &err);
+    st_ctx_init(&ctx, &arena, 1 << 14, &err);
+
+    /* fixed projection vector sized from a first forward */
+    st_ctx_begin(&ctx, 1, train);
+    st_tensor *o = build(&ctx, user);
+    if (!o) { th_checkf(0, __FILE__, __LINE__, "%s: forward failed", name); return 0; }
+    int64_t no = st_numel(o);
+    float *r = malloc((size_t)no * sizeof(float));
+    st_rng rng; st_rng_seed(&rng, 12345);
+    for (int64_t i = 0; i < no; i++) r[i] = st_rng_normal(&rng);
+
+    /* analytic */
+    for (int l = 0; l < n_leaves; l++) memset(leaves[l]->grad, 0, (size_t)st_numel(leaves[l]) * sizeof(float));
+    st_ctx_begin(&ctx, 1, train);
+    double L0;
+    st_tensor *loss = dot_const(&ctx, build(&ctx, user), r, &L0);
+    int rc = st_backward(&ctx, loss, 1.0f, &err);
+    if (rc) { th_checkf(0, __FILE__, __LINE__, "%s: backward failed: %s", name, err.msg); free(r); return 0; }
+
+    int ok = 1, checked = 0;
+    double worst = 0;
+    for (int l = 0; l < n_leaves && ok; l++) {
+        st_tensor *t = leaves[l];
+        int64_t n = st_numel(t);
+        float *ana = malloc((size_t)n * sizeof(float));
+        memcpy(ana, t->grad, (size_t)n * sizeof(float));
+        int64_t step = (max_per_leaf > 0 && n > max_per_leaf) ? n / max_per_leaf : 1;
+        for (int64_t i = 0; i < n; i += step) {
+            float save = t->data[i];
+            double Lp, Lm;
+            t->data[i] = save + (float)eps;
+            st_ctx_begin(&ctx, 1, train);
+            dot_const(&ctx, build(&ctx, user), r, &Lp);
+            t->data[i] = save - (float)eps;
+            st_ctx_begin(&ctx, 1, train);
+            dot_const(&ctx, build(&ctx, user), r, &Lm);
+            t->data[i] = save;
+            /* the perturbation actually applied is the float difference */
+            double h = (double)(save + (float)eps) - (double)(save - (float)eps);
+            double num = (Lp - Lm) / h;
+            double a = ana[i];
+            double d = fabs(a - num);
+            double lim = atol + rtol * fmax(fabs(a), fabs(num));
+            if (d / (lim > 0 ? lim : 1) > worst) worst = d / (lim > 0 ? lim : 1);
+            checked++;
+            if (d > lim || isnan(a)) {
+                fprintf(stderr, "FAIL gradcheck %s: leaf %d (%s) elem %lld: analytic %.8g numeric %.8g\n",
+                        name, l, t->name ? t->name : "?", (long long)i, a, num);
+                ok = 0;
+                break;
+            }
+        }
+        free(ana);
+    }
+    if (ok) th_passed++; else th_failed++;
+    printf("gradcheck %-28s %s (%d elements, worst |err|/tol %.3f)\n", name, ok ? "ok" : "FAILED", checked, worst);
+    free(r);
+    st_ctx_free(&ctx);
+    st_arena_free(&arena);
+    return ok;
+}

@@ -1,0 +1,41 @@
+/* harness.h - the minimal test harness shared by tests/test_*.c.
+ * CHECK-style macros print file:line on failure and count; test_finish() prints the
+ * closing "N passed, N failed" line and returns the exit code (non-zero on any failure).
+ * gradcheck() compares the tape's gradients with central finite differences. */
+#ifndef ST_TEST_HARNESS_H
+#define ST_TEST_HARNESS_H
+
+#include <stdio.h>
+#include <math.h>
+#include "stretch.h"
+
+extern int th_passed, th_failed;
+
+#define CHECK(cond) th_check((cond) != 0, __FILE__, __LINE__, #cond)
+#define CHECK_MSG(cond, ...) th_checkf((cond) != 0, __FILE__, __LINE__, __VA_ARGS__)
+#define CHECK_NEAR(a, b, tol) th_near((double)(a), (double)(b), (double)(tol), __FILE__, __LINE__, #a, #b)
+int th_check(int ok, const char *file, int line, const char *expr);
+int th_checkf(int ok, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int th_near(double a, double b, double tol, const char *file, int line, const char *ea, const char *eb);
+/* Max |a-b| over n floats; prints the first mismatch beyond tol. Returns 1 if all within. */
+int th_close(const char *what, const float *a, const float *b, int64_t n, double atol, double rtol);
+int test_finish(const char *suite);
+/* Skip line for tests that need ../shared/data and cannot find it. */
+void test_skip(const char *what, const char *why);
+/* Path of a shared data file ("wikitext-2/train.txt"), or NULL with a skip line. */
+const char *test_data_path(const char *rel, char *buf, size_t n);
+/* A fresh empty temporary directory (mkdtemp under $TMPDIR or /tmp). */
+const char *test_tmpdir(char *buf, size_t n);
+
+/* ---- finite-difference gradient check ----
+ * build(ctx, user) runs a forward that reads the leaves and returns any output tensor.
+ * The checked scalar is L = sum_k r_k * out_k (r fixed random, accumulated in double).
+ * Analytic gradients come from the tape; numeric ones from (L(x+eps) - L(x-eps)) / 2eps
+ * evaluated on up to max_per_leaf elements of each leaf (all if 0). Passes when
+ * |a - n| <= atol + rtol * max(|a|, |n|) for every checked element. */
+typedef st_tensor *(*gc_build_fn)(st_ctx *ctx, void *user);
+typedef struct gc_leaf { st_tensor *t; } gc_leaf;
+int gradcheck(const char *name, gc_build_fn build, void *user, st_tensor **leaves, int n_leaves,
+              int train, double eps, double atol, double rtol, int max_per_leaf);
+
+#endif

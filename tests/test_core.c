@@ -1,0 +1,120 @@
+/* test_core.c - arena (alignment, reset, overflow report, consolidation), tensors and
+ * views, the parameter block, the tape's reverse walk, RNG determinism. */
+#include "harness.h"
+
+#include <string.h>
+#include <stdint.h>
+
+static void test_arena(void) {
+    st_arena a;
+    st_error e = {0};
+    CHECK(st_arena_init(&a, 4096, 1 << 20, &e) == ST_OK);
+    void *p = st_arena_alloc(&a, 10), *q = st_arena_alloc(&a, 100);
+    CHECK(((uintptr_t)p % 64) == 0 && ((uintptr_t)q % 64) == 0);
+    CHECK((char *)q - (char *)p == 64);
+    /* grows past the first chunk within the limit, then consolidates on reset */
+    void *big = st_arena_alloc(&a, 100000);
+    CHECK(big != NULL);
+    CHECK(st_arena_chunks(&a) == 2);
+    size_t hw = a.high_water;
+    st_arena_reset(&a);
+    CHECK(st_arena_chunks(&a) == 1);
+    CHECK(a.capacity >= hw);
+    CHECK(a.used == 0);
+    /* overflow: reports bytes needed and available */
+    void *huge = st_arena_alloc(&a, (size_t)2 << 20);
+    CHECK(huge == NULL);
+    CHECK(a.overflowed);
+    char msg[256];
+    st_arena_overflow_msg(&a, msg, sizeof msg);
+    CHECK_MSG(strstr(msg, "needed 2097152 bytes") && strstr(msg, "available 1048576 bytes"), "msg: %s", msg);
+    st_arena_reset(&a);
+    CHECK(!a.overflowed);
+    st_arena_free(&a);
+}
+
+static void test_ctx_overflow_propagates(void) {
+    st_arena a;
+    st_ctx ctx;
+    st_error e = {0};
+    st_arena_init(&a, 4096, 8192, &e);
+    st_ctx_init(&ctx, &a, 16, &e);
+    st_ctx_begin(&ctx, 1, 0);
+    st_tensor *t = st_new2(&ctx, 100, 100);   /* 40000 bytes > limit */
+    CHECK(t == NULL);
+    CHECK(ctx.failed);
+    CHECK(st_ctx_check(&ctx, &e) == ST_ERR_MEMORY);
+    CHECK_MSG(strstr(e.msg, "arena overflow") != NULL, "msg: %s", e.msg);
+    st_ctx_free(&ctx);
+    st_arena_free(&a);
+}
+
+static void test_views(void) {
+    st_arena a;
+    st_ctx ctx;
+    st_error e = {0};
+    st_arena_init(&a, 1 << 16, 1 << 20, &e);
+    st_ctx_init(&ctx, &a, 64, &e);
+    st_ctx_begin(&ctx, 1, 0);
+    st_tensor *x = st_new3(&ctx, 2, 3, 4);
+    for (int i = 0; i < 24; i++) x->data[i] = (float)i;
+    int64_t s2[2] = {6, 4};
+    st_tensor *v = st_view(&ctx, x, 2, s2);
+    CHECK(v->data == x->data && v->base == x && st_is_contiguous(v));
+    st_tensor *tr = st_transpose(&ctx, x, 1, 2);       /* (2,4,3) strided */
+    CHECK(!st_is_contiguous(tr));
+    CHECK(tr->shape[1] == 4 && tr->shape[2] == 3);
+    st_tensor *c = st_contiguous(&ctx, tr);
+    /* c[b][i][j] = x[b][j][i] */
+    int ok = 1;
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 3; j++)
+                ok &= c->data[b * 12 + i * 3 + j] == x->data[b * 12 + j * 4 + i];
+    CHECK(ok);
+    st_ctx_free(&ctx);
+    st_arena_free(&a);
+}
+
+static void test_params(void) {
+    st_params p;
+    st_error e = {0};
+    st_params_init(&p);
+    int64_t s1[2] = {3, 5}, s2[1] = {7};
+    int a = st_params_add(&p, "w", 2, s1, 1, ST_INIT_NORMAL, 0.02f);
+    int b = st_params_add(&p, "b", 1, s2, 0, ST_INIT_ONE, 0);
+    CHECK(st_params_finalize(&p, &e) == ST_OK);
+    st_rng r; st_rng_seed(&r, 1);
+    st_params_init_values(&p, &r);
+    CHECK(p.info[a].offset == 0 && p.info[b].offset == 16);  /* 64-byte aligned slots */
+    CHECK(st_param(&p, b)->data[6] == 1.0f);
+    CHECK(st_param(&p, a)->grad == p.grad);
+    CHECK(st_params_find(&p, "b") == b && st_params_find(&p, "zz") == -1);
+    p.grad[3] = 5; st_params_zero_grad(&p);
+    CHECK(p.grad[3] == 0);
+    st_params_free(&p);
+}
+
+static void test_rng(void) {
+    st_rng a, b;
+    st_rng_seed(&a, 42); st_rng_seed(&b, 42);
+    int same = 1;
+    for (int i = 0; i < 100; i++) same &= st_rng_u64(&a) == st_rng_u64(&b);
+    CHECK(same);
+    CHECK(st_hash64(7, 3) == st_hash64(7, 3) && st_hash64(7, 3) != st_hash64(7, 4));
+    double m = 0, v = 0;
+    st_rng_seed(&a, 3);
+    for (int i = 0; i < 100000; i++) { double x = st_rng_normal(&a); m += x; v += x * x; }
+    m /= 100000; v = v / 100000 - m * m;
+    CHECK_NEAR(m, 0.0, 0.02);
+    CHECK_NEAR(v, 1.0, 0.02);
+}
+
+int main(void) {
+    test_arena();
+    test_ctx_overflow_propagates();
+    test_views();
+    test_params();
+    test_rng();
+    return test_finish("test_core");
+}
