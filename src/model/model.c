@@ -1,0 +1,225 @@
+/* model.c - the causal LM: parameter table, initialisation, forward and loss.
+ *
+ *   x = tok_emb[ids] (+ positions)                      (B,T,C)
+ *   x = dropout(x)
+ *   per block: x += drop(W_o attn(split(W_qkv LN1(x))))  (pre-LN)
+ *              x += drop(W_2 gelu(W_1 LN2(x)))
+ *   h = LN_f(x); logits = h W_head^T (W_head = tok_emb when tied)
+ *
+ * Initialisation (GPT-2 style): every matrix and embedding N(0, init_std); the two
+ * residual output projections (attn.out, ffn.fc2) N(0, init_std / sqrt(2 n_layers)) so
+ * the residual stream's variance does not grow with depth; biases 0; LN weight 1. */
+#include "st_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int add_param(st_model *m, const char *name, int ndim, int64_t d0, int64_t d1,
+                     int decay, int init, float v) {
+    int64_t shape[2] = {d0, d1};
+    return st_params_add(&m->params, name, ndim, shape, decay, init, v);
+}
+
+size_t st_model_num_params(const st_model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->params.count; i++) n += m->params.info[i].numel;
+    return n;
+}
+
+static double inv_softplus(double y) { return y > 30 ? y : log(expm1(y)); }
+
+int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e) {
+    memset(m, 0, sizeof *m);
+    int rc = st_model_config_validate(cfg, NULL, e);
+    if (rc) return rc;
+    if (cfg->vocab_size < 2) return st_fail(e, ST_ERR_CONFIG, "model.vocab_size: must be set (>= 2)");
+    m->cfg = *cfg;
+    st_model_config *c = &m->cfg;
+    if (c->d_ff == 0) c->d_ff = 4 * c->d_model;
+    const int64_t V = c->vocab_size, C = c->d_model, F = c->d_ff, H = c->n_heads, L = c->n_layers;
+    const float std = c->init_std, rstd = c->init_std / sqrtf(2.0f * (float)L);
+
+    /* Refuse sizes that cannot fit before allocating anything: parameters, grads and
+     * the two AdamW moments are 4 floats per parameter. */
+    double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+    if (c->pos == ST_POS_LEARNED) nparam += (double)c->max_len * C;
+    double need = nparam * 16.0, have = (double)st_mem_total();
+    if (have > 0 && need > 0.9 * have)
+        return st_fail(e, ST_ERR_MEMORY, "model: %.0f parameters need %.2f GiB (weights, grads, AdamW m and v); "
+                       "this machine has %.2f GiB", nparam, need / 1073741824.0, have / 1073741824.0);
+
+    st_params_init(&m->params);
+    m->p_tok_emb = add_param(m, "tok_emb.weight", 2, V, C, 1, ST_INIT_NORMAL, std);
+    m->params.info[m->p_tok_emb].is_embedding = 1;
+    m->p_pos_emb = m->p_t5 = m->p_lm_head = -1;
+    if (c->pos == ST_POS_LEARNED) {
+        m->p_pos_emb = add_param(m, "pos_emb.weight", 2, c->max_len, C, 1, ST_INIT_NORMAL, std);
+        m->params.info[m->p_pos_emb].is_embedding = 1;
+    }
+    if (c->pos == ST_POS_T5) m->p_t5 = add_param(m, "t5.rel_bias", 2, H, c->t5_buckets, 0, ST_INIT_ZERO, 0);
+    m->blocks = st_calloc((size_t)L, sizeof *m->blocks, e);
+    if (!m->blocks) return ST_ERR_MEMORY;
+    char nm[96];
+    for (int l = 0; l < L; l++) {
+        struct st_block_params *b = &m->blocks[l];
+#define P(field, suffix, nd, d0, d1, decay, init, v) do { \
+        snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix); \
+        b->field = add_param(m, nm, nd, d0, d1, decay, init, v); } while (0)
+        P(ln1_w, "ln1.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
+        P(ln1_b, "ln1.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+        P(qkv_w, "attn.qkv.weight", 2, 3 * C, C, 1, ST_INIT_NORMAL, std);
+        P(qkv_b, "attn.qkv.bias", 1, 3 * C, 1, 0, ST_INIT_ZERO, 0);
+        P(out_w, "attn.out.weight", 2, C, C, 1, ST_INIT_NORMAL, rstd);
+        P(out_b, "attn.out.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+        b->rf_theta = b->kerple = -1;
+        if (c->pos == ST_POS_ALIBI_RF && c->rf_scope != ST_RF_FIXED) {
+            int64_t n = c->rf_scope == ST_RF_PER_HEAD ? H : 1;
+            P(rf_theta, "attn.rf_theta", 1, n, 1, 0, ST_INIT_CONST, (float)inv_softplus(c->rf_rho));
+        }
+        if (c->pos == ST_POS_KERPLE)   /* r1 = r2 = 1 at init: softplus(0.5413) = 1 */
+            P(kerple, "attn.kerple", 2, 2, H, 0, ST_INIT_CONST, (float)inv_softplus(1.0));
+        P(ln2_w, "ln2.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
+        P(ln2_b, "ln2.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+        P(fc1_w, "ffn.fc1.weight", 2, F, C, 1, ST_INIT_NORMAL, std);
+        P(fc1_b, "ffn.fc1.bias", 1, F, 1, 0, ST_INIT_ZERO, 0);
+        P(fc2_w, "ffn.fc2.weight", 2, C, F, 1, ST_INIT_NORMAL, rstd);
+        P(fc2_b, "ffn.fc2.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+#undef P
+    }
+    m->p_ln_f_w = add_param(m, "ln_f.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
+    m->p_ln_f_b = add_param(m, "ln_f.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+    if (!c->tie_embeddings) m->p_lm_head = add_param(m, "lm_head.weight", 2, V, C, 1, ST_INIT_NORMAL, std);
+    rc = st_params_finalize(&m->params, e);
+    if (rc) { st_model_free(m); return rc; }
+    st_rng rng;
+    st_rng_seed(&rng, seed);
+    st_params_init_values(&m->params, &rng);
+    return ST_OK;
+}
+
+void st_model_free(st_model *m) {
+    st_params_free(&m->params);
+    free(m->blocks);
+    m->blocks = NULL;
+}
+
+/* Position signal added to the embeddings: sinusoidal (constant) or learned (gathered). */
+static st_tensor *add_positions(st_model *m, st_ctx *ctx, st_tensor *x, int64_t B, int64_t T, st_error *e) {
+    const st_model_config *c = &m->cfg;
+    const int64_t C = c->d_model;
+    if (c->pos == ST_POS_LEARNED) {
+        if (T > c->max_len) {
+            st_fail(e, ST_ERR_CONFIG, "model.max_len: learned positions have a table of %d rows, "
+                    "a sequence of %lld tokens is longer (learned positions cannot extrapolate)",
+                    c->max_len, (long long)T);
+            return NULL;
+        }
+        int32_t *pos = st_ctx_alloc(ctx, (size_t)(B * T) * sizeof(int32_t), 0);
+        if (!pos) return NULL;
+        for (int64_t i = 0; i < B * T; i++) pos[i] = (int32_t)(i % T);
+        return st_add(ctx, x, st_embedding(ctx, pos, B, T, st_param(&m->params, m->p_pos_emb)));
+    }
+    /* sinusoidal (Vaswani et al.): pe[t, 2i] = sin(t w_i), pe[t, 2i+1] = cos(t w_i),
+     * w_i = 10000^(-2i/C); computed in double, any length */
+    int64_t shape[3] = {B, T, C};
+    st_tensor *pe = st_new(ctx, 3, shape);
+    if (!pe) return NULL;
+    for (int64_t t = 0; t < T; t++) {
+        float *row = pe->data + t * C;
+        for (int64_t i = 0; i < C; i++) {
+            double w = pow(10000.0, -(double)(i & ~(int64_t)1) / (double)C);
+            row[i] = (float)((i & 1) ? cos((double)t * w) : sin((double)t * w));
+        }
+    }
+    for (int64_t b = 1; b < B; b++) memcpy(pe->data + b * T * C, pe->data, (size_t)(T * C) * sizeof(float));
+    return st_add(ctx, x, pe);
+}
+
+st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
+                           uint64_t seed, st_error *e) {
+    const st_model_config *c = &m->cfg;
+    st_params *p = &m->params;
+    const int H = c->n_heads;
+    st_tensor *x = st_embedding(ctx, ids, B, T, st_param(p, m->p_tok_emb));
+    if (c->pos == ST_POS_SINUSOIDAL || c->pos == ST_POS_LEARNED) x = add_positions(m, ctx, x, B, T, e);
+    if (!x) return NULL;
+    x = st_dropout(ctx, x, c->dropout_emb, st_hash64(seed, 0));
+    int biased = c->pos == ST_POS_ALIBI || c->pos == ST_POS_ALIBI_RF || c->pos == ST_POS_T5 || c->pos == ST_POS_KERPLE;
+    for (int l = 0; l < c->n_layers && x; l++) {
+        const struct st_block_params *b = &m->blocks[l];
+        uint64_t ls = st_hash64(seed, 1 + (uint64_t)l);
+        /* attention sub-block */
+        st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln1_w), st_param(p, b->ln1_b), c->ln_eps);
+        st_tensor *qkv = st_linear(ctx, h, st_param(p, b->qkv_w), st_param(p, b->qkv_b));
+        st_tensor *q = NULL, *k = NULL, *v = NULL;
+        if (!qkv || !st_split_qkv(ctx, qkv, H, &q, &k, &v)) return NULL;
+        if (c->pos == ST_POS_ROPE) {
+            q = st_rope(ctx, q, c->rope_base, 0);
+            k = st_rope(ctx, k, c->rope_base, 0);
+        }
+        st_attn_bias *bias = NULL;
+        if (biased) {
+            /* the provider must outlive the step (backward reads it): arena-owned */
+            st_pos_bias *pb = st_ctx_alloc(ctx, sizeof *pb, 0);
+            if (!pb) return NULL;
+            int pidx = c->pos == ST_POS_T5 ? m->p_t5 : c->pos == ST_POS_KERPLE ? b->kerple : b->rf_theta;
+            const float *pd = pidx >= 0 ? st_param(p, pidx)->data : NULL;
+            float *pg = pidx >= 0 ? st_param(p, pidx)->grad : NULL;
+            st_pos_bias_init(pb, c, 0, pd, ctx->grad ? pg : NULL);
+            bias = &pb->iface;
+        }
+        st_tensor *a = st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
+        a = st_linear(ctx, st_merge_heads(ctx, a), st_param(p, b->out_w), st_param(p, b->out_b));
+        a = st_dropout(ctx, a, c->dropout_resid, st_hash64(ls, 2));
+        x = st_add(ctx, x, a);
+        /* feed-forward sub-block */
+        h = st_layernorm(ctx, x, st_param(p, b->ln2_w), st_param(p, b->ln2_b), c->ln_eps);
+        h = st_linear(ctx, h, st_param(p, b->fc1_w), st_param(p, b->fc1_b));
+        h = st_gelu(ctx, h, c->gelu_exact);
+        h = st_linear(ctx, h, st_param(p, b->fc2_w), st_param(p, b->fc2_b));
+        h = st_dropout(ctx, h, c->dropout_resid, st_hash64(ls, 3));
+        x = st_add(ctx, x, h);
+    }
+    return st_layernorm(ctx, x, st_param(p, m->p_ln_f_w), st_param(p, m->p_ln_f_b), c->ln_eps);
+}
+
+static st_tensor *head_weight(st_model *m) {
+    return st_param(&m->params, m->cfg.tie_embeddings ? m->p_tok_emb : m->p_lm_head);
+}
+
+st_tensor *st_model_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
+                           uint64_t seed, st_error *e) {
+    st_tensor *h = st_model_hidden(m, ctx, ids, B, T, seed, e);
+    return st_linear(ctx, h, head_weight(m), NULL);
+}
+
+st_tensor *st_model_loss(st_model *m, st_ctx *ctx, const int32_t *ids, const int32_t *targets,
+                         int64_t B, int64_t T, uint64_t seed, float *tok_loss, st_error *e) {
+    st_tensor *h = st_model_hidden(m, ctx, ids, B, T, seed, e);
+    if (!h) return NULL;
+    int64_t shape[2] = {B * T, m->cfg.d_model};
+    return st_linear_cross_entropy(ctx, st_view(ctx, h, 2, shape), head_weight(m), targets, -1, tok_loss);
+}
+
+size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error *e) {
+    st_arena a;
+    st_ctx ctx;
+    if (st_arena_init(&a, (size_t)64 << 20, (size_t)-1, e)) return 0;
+    if (st_ctx_init(&ctx, &a, 1 << 16, e)) { st_arena_free(&a); return 0; }
+    size_t n = (size_t)(B * T);
+    int32_t *ids = st_calloc(n, sizeof(int32_t), e);
+    size_t bytes = 0;
+    if (ids) {
+        st_ctx_begin(&ctx, grad, grad);
+        st_tensor *loss = st_model_loss(m, &ctx, ids, ids, B, T, 0, NULL, e);
+        if (loss && grad) st_backward(&ctx, loss, 1.0f, e);
+        if (!st_ctx_check(&ctx, e) && loss) bytes = a.high_water;
+        if (grad) st_params_zero_grad(&m->params);
+        free(ids);
+    }
+    st_ctx_free(&ctx);
+    st_arena_free(&a);
+    return bytes;
+}

@@ -1,0 +1,133 @@
+/* safetensors.c - model weights as safetensors (https://github.com/huggingface/safetensors):
+ *   u64 little-endian N | N bytes of JSON header | raw tensor data
+ * header: {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
+ *          "__metadata__": {"format": "pt", ...}}; offsets relative to the data start.
+ * We write F32 in PyTorch [out, in] layout (our own layout), in parameter order, header
+ * padded with spaces to a multiple of 8. The writer goes through a temp file + rename so
+ * an existing file is never left half-written. The reader checks every offset against
+ * the file size before touching data. */
+#define _GNU_SOURCE
+#include "st_model.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) {
+    const st_params *p = &m->params;
+    cJSON *hdr = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(hdr, "__metadata__");
+    cJSON_AddStringToObject(meta, "format", "pt");
+    cJSON_AddStringToObject(meta, "producer", "stretch " ST_VERSION);
+    size_t off = 0;
+    for (int i = 0; i < p->count; i++) {
+        const st_param_info *in = &p->info[i];
+        cJSON *t = cJSON_AddObjectToObject(hdr, in->name);
+        cJSON_AddStringToObject(t, "dtype", "F32");
+        cJSON *shape = cJSON_AddArrayToObject(t, "shape");
+        for (int d = 0; d < in->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)in->shape[d]));
+        cJSON *offs = cJSON_AddArrayToObject(t, "data_offsets");
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+        off += in->numel * sizeof(float);
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+    }
+    char *json = cJSON_PrintUnformatted(hdr);
+    cJSON_Delete(hdr);
+    if (!json) return st_fail(e, ST_ERR_MEMORY, "%s: cannot build the safetensors header", path);
+    size_t jl = strlen(json), padded = (jl + 7) & ~(size_t)7;
+
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) { free(json); return st_fail(e, ST_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno)); }
+    unsigned char n8[8];
+    for (int i = 0; i < 8; i++) n8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    int ok = fwrite(n8, 1, 8, f) == 8 && fwrite(json, 1, jl, f) == jl;
+    for (size_t i = jl; i < padded && ok; i++) ok = fputc(' ', f) != EOF;
+    free(json);
+    for (int i = 0; i < p->count && ok; i++)
+        ok = fwrite(p->data + p->info[i].offset, sizeof(float), p->info[i].numel, f) == p->info[i].numel;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        return st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    }
+    return ST_OK;
+}
+
+int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {
+    st_params *p = &m->params;
+    FILE *f = fopen(path, "rb");
+    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int rc = ST_OK;
+    char *json = NULL;
+    cJSON *hdr = NULL;
+    unsigned char *seen = calloc((size_t)p->count + 1, 1);
+    fseeko(f, 0, SEEK_END);
+    off_t fsize = ftello(f);
+    fseeko(f, 0, SEEK_SET);
+    unsigned char n8[8];
+    if (fsize < 8 || fread(n8, 1, 8, f) != 8) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: not a safetensors file (too short)", path); goto done; }
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++) hl |= (uint64_t)n8[i] << (8 * i);
+    if (hl < 2 || hl > (uint64_t)fsize - 8 || hl > (100u << 20)) {
+        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: not a safetensors file (header length %llu, file %lld bytes)",
+                     path, (unsigned long long)hl, (long long)fsize);
+        goto done;
+    }
+    json = malloc(hl + 1);
+    if (!json || fread(json, 1, hl, f) != hl) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: truncated header", path); goto done; }
+    json[hl] = 0;
+    hdr = cJSON_Parse(json);
+    if (!cJSON_IsObject(hdr)) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: header is not a JSON object", path); goto done; }
+    uint64_t data_len = (uint64_t)fsize - 8 - hl;
+    for (cJSON *t = hdr->child; t; t = t->next) {
+        if (strcmp(t->string, "__metadata__") == 0) continue;
+        int idx = st_params_find(p, t->string);
+        if (idx < 0) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: tensor '%s' is not a parameter of this model (%s positions)", path, t->string, st_pos_name(m->cfg.pos)); goto done; }
+        const st_param_info *in = &p->info[idx];
+        cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+        cJSON *sh = cJSON_GetObjectItemCaseSensitive(t, "shape");
+        cJSON *of = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+        if (!cJSON_IsString(dt) || strcmp(dt->valuestring, "F32") != 0) {
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: dtype must be F32", path, t->string); goto done;
+        }
+        if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) != in->ndim) {
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: expected %d dims", path, t->string, in->ndim); goto done;
+        }
+        for (int d = 0; d < in->ndim; d++) {
+            cJSON *x = cJSON_GetArrayItem(sh, d);
+            if (!cJSON_IsNumber(x) || (int64_t)x->valuedouble != in->shape[d]) {
+                rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: shape mismatch in dim %d (model has %lld)", path, t->string, d, (long long)in->shape[d]);
+                goto done;
+            }
+        }
+        if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2 || !cJSON_IsNumber(of->child) || !cJSON_IsNumber(of->child->next)) {
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: bad data_offsets", path, t->string); goto done;
+        }
+        double b0 = of->child->valuedouble, b1 = of->child->next->valuedouble;
+        if (b0 < 0 || b1 < b0 || b1 > (double)data_len || (uint64_t)(b1 - b0) != in->numel * sizeof(float)) {
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: data_offsets [%.0f, %.0f] do not fit the tensor or the file", path, t->string, b0, b1);
+            goto done;
+        }
+        if (fseeko(f, (off_t)(8 + hl + (uint64_t)b0), SEEK_SET) != 0 ||
+            fread(p->data + in->offset, sizeof(float), in->numel, f) != in->numel) {
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: truncated data", path, t->string); goto done;
+        }
+        seen[idx] = 1;
+    }
+    for (int i = 0; i < p->count; i++)
+        if (!seen[i]) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: tensor '%s' is missing", path, p->info[i].name); goto done; }
+done:
+    cJSON_Delete(hdr);
+    free(json);
+    free(seen);
+    fclose(f);
+    return rc;
+}
