@@ -5,7 +5,7 @@
 #   STRETCH_SANITIZE=1 : also build and run the suite under ASan+UBSan (build-asan/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh
+bash scripts/install_deps.sh --with-python   # PyTorch for the reference tests
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${STRETCH_DATA_DIR:+-DSTRETCH_DATA_DIR="$STRETCH_DATA_DIR"} >/dev/null
 cmake --build build -j"$jobs"

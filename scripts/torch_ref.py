@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""Independent PyTorch re-implementation of the stretch model, for reference checks.
+
+Usage (called by tests/test_pytorch_ref.c):
+    /usr/bin/python3 scripts/torch_ref.py DIR
+DIR holds config.json (the "model" section), model.safetensors (weights), grads.safetensors
+(stretch's gradients), batch.json ({"ids": [[...]], "targets": [[...]], "loss": float}).
+The model is rebuilt here from the documented math (docs/position-methods.md) in float64,
+the loss and all gradients are computed by torch.autograd, and compared with stretch's.
+Prints one line per tensor and exits 1 on any mismatch beyond the tolerances.
+"""
+import json, math, struct, sys
+import torch
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        hdr = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in hdr.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", name
+        b0, b1 = t["data_offsets"]
+        arr = torch.frombuffer(bytearray(data[b0:b1]), dtype=torch.float32).clone()
+        out[name] = arr.reshape(t["shape"]).to(torch.float64)
+    return out
+
+
+def alibi_slopes(n, max_bias=8.0):
+    def pow2(n):
+        start = 2.0 ** (-max_bias / n)
+        return [start ** (i + 1) for i in range(n)]
+    if math.log2(n).is_integer():
+        return pow2(n)
+    c = 2 ** math.floor(math.log2(n))
+    return pow2(c) + alibi_slopes(2 * c, max_bias)[0::2][: n - c]
+
+
+def t5_bucket(rel, num_buckets, max_distance):
+    # causal: n = max(-rel, 0)
+    n = torch.clamp(-rel, min=0)
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (torch.log(n.double().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).long()
+    large = torch.clamp(large, max=num_buckets - 1)
+    return torch.where(is_small, n, large)
+
+
+def bias_for(cfg, p, layer, T, H):
+    pos = cfg["pos"]
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    d = (i - j).double().clamp(min=0)                      # causal distances
+    if pos == "alibi":
+        m = torch.tensor(alibi_slopes(H, cfg["alibi_max_bias"]))
+        return -m[:, None, None] * d
+    if pos == "alibi_rf":
+        m = torch.tensor(alibi_slopes(H, cfg["alibi_max_bias"]))
+        rf = cfg["rf"]
+        if rf["scope"] == "fixed":
+            rho = torch.full((H,), float(rf["rho"]))
+        else:
+            theta = p[f"blocks.{layer}.attn.rf_theta"]
+            rho = F.softplus(theta).expand(H) if theta.numel() == 1 else F.softplus(theta)
+        rho = rho[:, None, None]
+        if rf["kind"] == "exp":
+            f = torch.exp(-d / rho)
+        elif rf["kind"] == "gaussian":
+            f = torch.exp(-d * d / (2 * rho * rho))
+        else:
+            f = rho / (rho + d)
+        return -m[:, None, None] * d * f
+    if pos == "t5":
+        w = p["t5.rel_bias"]                                  # [H, buckets]
+        b = t5_bucket(j - i, cfg["t5_buckets"], cfg["t5_max_distance"])
+        return w[:, b]
+    if pos == "kerple":
+        k = p[f"blocks.{layer}.attn.kerple"]                  # [2, H]
+        r1, r2 = F.softplus(k[0]), F.softplus(k[1])
+        return -r1[:, None, None] * torch.log1p(r2[:, None, None] * d)
+    return None
+
+
+def rope(x, base):
+    B, H, T, D = x.shape
+    half = D // 2
+    inv = base ** (-torch.arange(half).double() * 2 / D)
+    ang = torch.arange(T).double()[:, None] * inv[None, :]
+    cos, sin = torch.cos(ang), torch.sin(ang)
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def forward(cfg, p, ids, targets):
+    B, T = ids.shape
+    V, C = p["tok_emb.weight"].shape
+    H, L = cfg["n_heads"], cfg["n_layers"]
+    D = C // H
+    eps = cfg["ln_eps"]
+    x = p["tok_emb.weight"][ids]
+    if cfg["pos"] == "sinusoidal":
+        t = torch.arange(T).double()[:, None]
+        k = torch.arange(C)
+        w = 10000.0 ** (-(k - (k % 2)).double() / C)
+        pe = torch.where(k % 2 == 0, torch.sin(t * w), torch.cos(t * w))
+        x = x + pe
+    elif cfg["pos"] == "learned":
+        x = x + p["pos_emb.weight"][:T]
+    mask = torch.ones(T, T).tril().bool()
+    for l in range(L):
+        pre = f"blocks.{l}."
+        h = F.layer_norm(x, (C,), p[pre + "ln1.weight"], p[pre + "ln1.bias"], eps)
+        qkv = h @ p[pre + "attn.qkv.weight"].T + p[pre + "attn.qkv.bias"]
+        q, k, v = qkv.split(C, dim=-1)
+        q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
+        if cfg["pos"] == "rope":
+            q, k = rope(q, cfg["rope_base"]), rope(k, cfg["rope_base"])
+        s = q @ k.transpose(-1, -2) / math.sqrt(D)
+        bias = bias_for(cfg, p, l, T, H)
+        if bias is not None:
+            s = s + bias[None]
+        s = s.masked_fill(~mask, float("-inf"))
+        a = torch.softmax(s, dim=-1) @ v
+        a = a.transpose(1, 2).reshape(B, T, C)
+        x = x + a @ p[pre + "attn.out.weight"].T + p[pre + "attn.out.bias"]
+        h = F.layer_norm(x, (C,), p[pre + "ln2.weight"], p[pre + "ln2.bias"], eps)
+        h = h @ p[pre + "ffn.fc1.weight"].T + p[pre + "ffn.fc1.bias"]
+        h = F.gelu(h, approximate="none" if cfg["gelu"] == "erf" else "tanh")
+        x = x + h @ p[pre + "ffn.fc2.weight"].T + p[pre + "ffn.fc2.bias"]
+    x = F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"], eps)
+    head = p["tok_emb.weight"] if cfg["tie_embeddings"] else p["lm_head.weight"]
+    logits = x @ head.T
+    return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(-1), ignore_index=-1)
+
+
+def main():
+    d = sys.argv[1]
+    cfg = json.load(open(f"{d}/config.json"))
+    cfg = cfg.get("model", cfg)
+    p = load_safetensors(f"{d}/model.safetensors")
+    g_c = load_safetensors(f"{d}/grads.safetensors")
+    batch = json.load(open(f"{d}/batch.json"))
+    ids = torch.tensor(batch["ids"])
+    tg = torch.tensor(batch["targets"])
+    for t in p.values():
+        t.requires_grad_(True)
+    loss = forward(cfg, p, ids, tg)
+    loss.backward()
+    ok = True
+    dl = abs(loss.item() - batch["loss"])
+    line_ok = dl <= 1e-5 * max(1.0, abs(loss.item()))
+    ok &= line_ok
+    print(f"loss torch {loss.item():.8f} stretch {batch['loss']:.8f} |diff| {dl:.2e} {'ok' if line_ok else 'MISMATCH'}")
+    worst = 0.0
+    for name, t in p.items():
+        gt = t.grad if t.grad is not None else torch.zeros_like(t)
+        gc = g_c[name]
+        scale = max(gt.abs().max().item(), 1e-3)
+        err = (gt - gc).abs().max().item() / scale
+        worst = max(worst, err)
+        # float32 forward/backward in stretch vs float64 here: relative to the tensor's scale
+        good = err <= 1e-5
+        ok &= good
+        if not good:
+            print(f"  {name}: max |diff|/scale {err:.2e} MISMATCH")
+    print(f"gradients: {len(p)} tensors, worst max|diff|/max|grad| {worst:.2e} {'ok' if ok else 'MISMATCH'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
