@@ -67,7 +67,14 @@ uint64_t st_rng_below(st_rng *r, uint64_t n);/* uniform in [0, n), unbiased */
 
 /* Counter-based hash: a pure function of (seed, index), so values do not depend on
  * which thread asks or in what order (used by dropout and data shuffles). */
-uint64_t st_hash64(uint64_t seed, uint64_t index);
+static inline uint64_t st_hash64(uint64_t seed, uint64_t index) {
+    /* inline so per-element mask loops (dropout) vectorise */
+    uint64_t x = seed ^ (index * 0xD1B54A32D192ED03ull);
+    x ^= x >> 32; x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 32; x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 32;
+    return x;
+}
 static inline float st_hash_uniform(uint64_t seed, uint64_t index) {
     return (float)(st_hash64(seed, index) >> 40) * (1.0f / 16777216.0f); /* [0,1), 24 bits */
 }

@@ -129,14 +129,6 @@ uint64_t st_rng_below(st_rng *r, uint64_t n) {
     return x % n;
 }
 
-uint64_t st_hash64(uint64_t seed, uint64_t index) {
-    uint64_t x = seed ^ (index * 0xD1B54A32D192ED03ull);
-    x ^= x >> 32; x *= 0xD6E8FEB86659FD93ull;
-    x ^= x >> 32; x *= 0xD6E8FEB86659FD93ull;
-    x ^= x >> 32;
-    return x;
-}
-
 double st_time(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

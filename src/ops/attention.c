@@ -1,0 +1,276 @@
+/* attention.c - fused multi-head attention with an additive distance bias: the
+ * st_attention entry, the grad-mode forward that keeps the probabilities, and the
+ * hand-written backward. The inference forward (online softmax, no (T,T) buffer) and the
+ * double reference live in attention_stream.c.
+ *
+ * Legend: B batch, H heads, T time, D head size; q, k, v, out (B,H,T,D).
+ * Forward, per (b,h), with P' the dropped-out probabilities (mask M, keep = 1/(1-p)):
+ *   S = scale Q K^T + bias(h, i - j)      causal: j <= i only
+ *   P = softmax_rows(S)                   (max-subtracted, starts at -inf)
+ *   P' = P * M * keep                     (P' = P without dropout)
+ *   O = P' V
+ * Backward (dO given):
+ *   dV += P'^T dO
+ *   dP' = dO V^T,  dP = dP' * M * keep
+ *   dS = P * (dP - rowsum(dP * P)) = P' * dP' - P * c,  c_i = sum_j P'_ij dP'_ij
+ *   dQ += scale dS K,  dK += scale dS^T Q
+ *   dbias(h, d) = sum over (b, i, j) with i - j = d of dS_ij   (the bias is unscaled)
+ * Every product is one cblas_sgemm per block of ST_ATTN_QBLOCK query rows; for causal
+ * attention a block [i0, i1) only touches keys [0, i1), which skips the upper triangle
+ * except inside the diagonal block (masked to 0 there).
+ *
+ * Memory (grad mode): P (B,H,T,T) floats and, with dropout, a (B,H,T,T) byte mask are
+ * kept for backward; that is the price of a fast backward at training lengths. */
+#include "attention_internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+typedef struct attn_saved {
+    float *P;            /* (B,H,T,T) probabilities before dropout; causal: row i holds
+                          * keys j < end of its query block, zero for j > i */
+    uint8_t *drop;       /* (B,H,T,T) 1 = dropped (same extent as P); NULL: no dropout */
+    st_attn_bias bias;   /* copy of the provider; used only when bias.grad != NULL */
+    int has_bias_grad;
+    int64_t B, H, T, D;
+    int causal;
+    float scale, keep;   /* keep = 1/(1-p) */
+} attn_saved;
+
+/* In-place softmax of p[0..n): max-subtracted; a row with every entry -inf becomes 0. */
+static void softmax_row(float *p, int64_t n) {
+    const float mx = st_attn_max(p, n);
+    if (mx == -INFINITY) {
+        memset(p, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    const float inv = 1.0f / st_attn_exp_sum(p, n, mx);   /* sum >= 1: the max term is exp(0) */
+    for (int64_t j = 0; j < n; j++) p[j] *= inv;
+}
+
+/* Grad-mode forward of pair bh, query rows [i0, i1): P rows, mask rows, out rows.
+ * pd: (QBLOCK, T) scratch for P' when dropout is on. */
+static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, int64_t bh,
+                          int64_t i0, int64_t i1, float *pd) {
+    const int64_t T = pb->T, D = pb->D, rb = i1 - i0;
+    const float *Q = pb->q + bh * T * D, *K = pb->k + bh * T * D, *V = pb->v + bh * T * D;
+    const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * st_attn_bias_len(T, pb->causal) : NULL;
+    const float keep = st_attn_keep_scale(pb->p_drop);
+    const int64_t kend = pb->causal ? i1 : T;
+    float *Pb = P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);   /* (rb, kend), ld T */
+
+    /* S (rb, kend) = scale Q[i0:i1] K[0:kend]^T */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D,
+                pb->scale, Q + i0 * D, (int)D, K, (int)D, 0.0f, Pb, (int)T);
+    for (int64_t r = 0; r < rb; r++) {
+        const int64_t i = i0 + r, jn = pb->causal ? i + 1 : T;
+        float *p = Pb + r * T;
+        if (rtab) {
+            const float *br = st_attn_bias_row(rtab, T, i);
+            for (int64_t j = 0; j < jn; j++) p[j] += br[j];
+        }
+        softmax_row(p, jn);
+        for (int64_t j = jn; j < kend; j++) p[j] = 0.0f;   /* future keys in the diagonal block */
+        if (drop) {
+            uint8_t *dr = drop + ((size_t)bh * (size_t)T + (size_t)i) * (size_t)T;
+            float *x = pd + r * kend;
+            for (int64_t j = 0; j < jn; j++) {
+                const int d = st_attn_dropped(pb->seed, bh, T, i, j, pb->p_drop);
+                dr[j] = (uint8_t)d;
+                x[j] = p[j] * (d ? 0.0f : keep);
+            }
+            for (int64_t j = jn; j < kend; j++) { dr[j] = 0; x[j] = 0.0f; }
+        }
+    }
+    /* O[i0:i1] (rb, D) = P' (rb, kend) V[0:kend] (kend, D) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, 1.0f,
+                drop ? pd : Pb, drop ? (int)kend : (int)T, V, (int)D, 0.0f,
+                pb->out + bh * T * D + i0 * D, (int)D);
+}
+
+/* Backward of pair bh. dq/dk/dv: (T,D) gradient rows of this pair or NULL when that input
+ * needs none; gacc: (n) reversed-distance bias-gradient accumulator of this pair or NULL.
+ * scratch: dP' (QBLOCK, T) then, with dropout, P' (QBLOCK, T). */
+static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const float *K,
+                          const float *V, const float *dO, float *dq, float *dk, float *dv,
+                          float *gacc, float *scratch) {
+    const int64_t T = s->T, D = s->D;
+    const int need_ds = dq || dk || gacc;
+    float *g = scratch;                                   /* dP' then dS, (rb, kend) */
+    float *pd = scratch + (size_t)ST_ATTN_QBLOCK * (size_t)T;  /* P', (rb, kend) */
+    for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
+        const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T, rb = i1 - i0;
+        const int64_t kend = s->causal ? i1 : T;
+        const float *Pb = s->P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);
+        const float *dOb = dO + i0 * D;
+
+        /* P' rows: the saved P, or P * mask * keep rebuilt from the byte mask */
+        const float *pp = Pb;
+        int64_t ldp = T;
+        if (s->drop) {
+            const uint8_t *dr = s->drop + ((size_t)bh * (size_t)T + (size_t)i0) * (size_t)T;
+            for (int64_t r = 0; r < rb; r++) {
+                const uint8_t *d = dr + r * T;
+                const float *p = Pb + r * T;
+                float *x = pd + r * kend;
+                for (int64_t j = 0; j < kend; j++) x[j] = p[j] * ((float)(1 - d[j]) * s->keep);
+            }
+            pp = pd;
+            ldp = kend;
+        }
+        /* dV[0:kend] += P'^T (kend, rb) dO[i0:i1] (rb, D) */
+        if (dv)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kend, (int)D, (int)rb, 1.0f,
+                        pp, (int)ldp, dOb, (int)D, 1.0f, dv, (int)D);
+        if (!need_ds) continue;
+        /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D, 1.0f,
+                    dOb, (int)D, V, (int)D, 0.0f, g, (int)kend);
+        for (int64_t r = 0; r < rb; r++) {
+            const int64_t i = i0 + r, jn = s->causal ? i + 1 : T;
+            const float *p = Pb + r * T, *x = pp + r * ldp;
+            float *gr = g + r * kend;
+            const float c = st_attn_dot(x, gr, jn);
+            /* dS = P' dP' - P c  (= P (dP - c) without dropout) */
+            for (int64_t j = 0; j < jn; j++) gr[j] = x[j] * gr[j] - p[j] * c;
+            for (int64_t j = jn; j < kend; j++) gr[j] = 0.0f;
+            if (gacc) {
+                float *ga = gacc + (T - 1 - i);   /* ga[j] accumulates distance i - j */
+                for (int64_t j = 0; j < jn; j++) ga[j] += gr[j];
+            }
+        }
+        /* dQ[i0:i1] += scale dS (rb, kend) K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
+        if (dq)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, s->scale,
+                        g, (int)kend, K, (int)D, 1.0f, dq + i0 * D, (int)D);
+        if (dk)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kend, (int)D, (int)rb, s->scale,
+                        g, (int)kend, Q + i0 * D, (int)D, 1.0f, dk, (int)D);
+    }
+}
+
+static void attention_backward(st_ctx *ctx, st_node *node) {
+    const attn_saved *s = node->saved;
+    st_tensor *q = node->in[0], *k = node->in[1], *v = node->in[2];
+    const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H;
+    const int64_t n = st_attn_bias_len(T, s->causal);
+    float *dq = q->requires_grad ? st_grad(ctx, q) : NULL;
+    float *dk = k->requires_grad ? st_grad(ctx, k) : NULL;
+    float *dv = v->requires_grad ? st_grad(ctx, v) : NULL;
+    if (ctx->failed) return;
+    const float *dO = node->out->grad;
+
+    /* per-pair bias-gradient partials, summed over b in a fixed order afterwards, so the
+     * result does not depend on the thread count */
+    float *gacc = NULL;
+    if (s->has_bias_grad) {
+        gacc = st_ctx_alloc(ctx, (size_t)(BH * n + n) * sizeof(float), 1);
+        if (!gacc) return;
+        memset(gacc, 0, (size_t)(BH * n) * sizeof(float));
+    }
+    const int nth = omp_get_max_threads();
+    const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1);
+    float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 1);
+    if (!scratch) return;
+
+    /* One task per (b,h): the pair's dK and dV rows are summed over all its query blocks,
+     * so a pair is never split between threads. OpenBLAS (OpenMP build) runs each sgemm
+     * single-threaded inside the region. */
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (int64_t bh = 0; bh < BH; bh++) {
+        const size_t o = (size_t)(bh * T * D);
+        backward_pair(s, bh, q->data + o, k->data + o, v->data + o, dO + o,
+                      dq ? dq + o : NULL, dk ? dk + o : NULL, dv ? dv + o : NULL,
+                      gacc ? gacc + bh * n : NULL, scratch + (size_t)omp_get_thread_num() * per);
+    }
+
+    if (gacc) {
+        /* g[k] = sum_b gacc[b,h][m] with m the reversed index of distance d0 + k */
+        float *gd = gacc + BH * n;
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t kk = 0; kk < n; kk++) {
+                float a = 0.0f;
+                for (int64_t b = 0; b < B; b++) a += gacc[(b * H + h) * n + (n - 1 - kk)];
+                gd[kk] = a;
+            }
+            s->bias.grad(&s->bias, (int)h, st_attn_bias_d0(T, s->causal), n, gd);
+        }
+    }
+}
+
+st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
+                        const st_attn_bias *bias, int causal, float scale,
+                        float p_drop, uint64_t seed) {
+    if (!q || !k || !v || ctx->failed) return NULL;
+    ST_ASSERT(q->ndim == 4 && st_same_shape(q, k) && st_same_shape(q, v));
+    ST_ASSERT(!(p_drop < 0.0f));
+    q = st_contiguous(ctx, q);
+    k = st_contiguous(ctx, k);
+    v = st_contiguous(ctx, v);
+    if (!q || !k || !v) return NULL;
+    causal = causal != 0;
+    const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3];
+    st_tensor *out = st_new4(ctx, B, H, T, D);
+    if (!out) return NULL;
+    if (B * H * T * D == 0) return out;
+
+    const int64_t n = st_attn_bias_len(T, causal);
+    float *rtab = NULL;
+    if (bias) {
+        rtab = st_ctx_alloc(ctx, (size_t)(H * n) * sizeof(float), 0);
+        if (!rtab) return NULL;
+        st_attn_bias_tables(bias, H, T, causal, rtab);
+    }
+    st_attn_problem pb = {
+        .q = q->data, .k = k->data, .v = v->data, .out = out->data,
+        .B = B, .H = H, .T = T, .D = D, .rtab = rtab, .causal = causal,
+        .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D),
+        .p_drop = ctx->train ? p_drop : 0.0f, .seed = seed,
+    };
+    const int nth = omp_get_max_threads();
+    /* A learnable bias needs the backward even when q, k, v do not. */
+    const int record = st_needs_grad(ctx, q, k, v, NULL) || (ctx->grad && bias && bias->grad);
+
+    if (!record) {
+        /* inference: streamed online softmax, O(block) scratch per thread, nothing kept */
+        const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
+        const size_t per = st_attn_stream_scratch_floats(D, kb);
+        float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
+        if (!scratch) return NULL;
+        st_attn_stream_run(&pb, kb, scratch, nth);
+        return out;
+    }
+
+    attn_saved *s = st_ctx_alloc(ctx, sizeof *s, 1);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    const size_t tt = (size_t)(B * H) * (size_t)T * (size_t)T;
+    s->P = st_ctx_alloc(ctx, tt * sizeof(float), 1);
+    if (!s->P) return NULL;
+    const int dropout = pb.p_drop > 0.0f;
+    float *pd = NULL;
+    if (dropout) {
+        s->drop = st_ctx_alloc(ctx, tt, 1);
+        pd = st_ctx_alloc(ctx, (size_t)nth * (size_t)ST_ATTN_QBLOCK * (size_t)T * sizeof(float), 0);
+        if (!s->drop || !pd) return NULL;
+    }
+    if (bias && bias->grad) { s->bias = *bias; s->has_bias_grad = 1; }
+    s->B = B; s->H = H; s->T = T; s->D = D;
+    s->causal = causal;
+    s->scale = pb.scale;
+    s->keep = st_attn_keep_scale(pb.p_drop);
+
+    /* Tasks are (b,h,query block): each writes disjoint rows of P, the mask and out. */
+    const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, ntask = B * H * nq;
+#pragma omp parallel for num_threads(nth) schedule(static, 1)
+    for (int64_t t = 0; t < ntask; t++) {
+        const int64_t bh = t / nq, i0 = (t % nq) * ST_ATTN_QBLOCK;
+        const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T;
+        forward_block(&pb, s->P, s->drop, bh, i0, i1,
+                      pd ? pd + (size_t)omp_get_thread_num() * (size_t)ST_ATTN_QBLOCK * (size_t)T : NULL);
+    }
+    if (!st_record(ctx, "attention", attention_backward, out, q, k, v, NULL, s)) return NULL;
+    return out;
+}

@@ -1,0 +1,114 @@
+/* attention_internal.h - what attention.c (grad-mode kernels, the st_attention entry) and
+ * attention_stream.c (streamed online-softmax forward, double reference) share: the
+ * per-head bias tables, the problem description and the streamed kernel driver.
+ * Not a public header: nothing outside src/ops/attention*.c includes it.
+ *
+ * Legend: B batch, H heads, T time, D head size; q, k, v, out are (B,H,T,D) contiguous. */
+#ifndef ST_ATTENTION_INTERNAL_H
+#define ST_ATTENTION_INTERNAL_H
+
+#include "st_ops.h"
+#include "ops_internal.h"
+
+#include <math.h>
+
+/* Query rows per block in grad mode (QBLOCK) and in the streamed kernel (SQBLOCK), and
+ * the default keys per streamed block. 64 query rows x 256 keys of scores is 64 KiB: the
+ * score block, the (64,D) accumulator and a key/value block stay in L2 while sgemm
+ * streams over them. (Streamed 64/128/256 rows x 128/256/512 keys measured within noise
+ * of each other at T=8192, D=64; 512 keys was ~10% slower.) */
+#define ST_ATTN_QBLOCK 64
+#define ST_ATTN_SQBLOCK 64
+#define ST_ATTN_KBLOCK 256
+
+/* One attention call, with the bias already turned into tables. */
+typedef struct st_attn_problem {
+    const float *q, *k, *v;   /* (B,H,T,D) */
+    float *out;               /* (B,H,T,D) */
+    int64_t B, H, T, D;
+    const float *rtab;        /* (H, st_attn_bias_len) reversed bias tables, NULL: no bias */
+    int causal;
+    float scale;              /* resolved, > 0 */
+    float p_drop;             /* attention dropout on the probabilities; 0: none */
+    uint64_t seed;            /* dropout mask seed */
+} st_attn_problem;
+
+/* Distances a call needs: causal d = i - j in [0, T) (T values), bidirectional
+ * d in [-(T-1), T-1] (2T-1 values). The lowest distance is st_attn_bias_d0. */
+static inline int64_t st_attn_bias_len(int64_t T, int causal) { return causal ? T : 2 * T - 1; }
+static inline int64_t st_attn_bias_d0(int64_t T, int causal) { return causal ? 0 : -(T - 1); }
+
+/* Fill rtab (H, n) with each head's bias in REVERSED distance order,
+ *   rtab[h*n + m] = bias(h, d) with d = (T-1) - m,
+ * so that for query i the keys j = 0, 1, ... read consecutive entries:
+ *   bias(h, i - j) = st_attn_bias_row(rtab_h, T, i)[j].
+ * One fill() call per head, from the calling thread. */
+void st_attn_bias_tables(const st_attn_bias *bias, int64_t H, int64_t T, int causal, float *rtab);
+static inline const float *st_attn_bias_row(const float *rtab_h, int64_t T, int64_t i) {
+    return rtab_h + (T - 1 - i);
+}
+
+/* Dropout keep factor for probability p: 1/(1-p); p >= 1 drops everything (factor 0). */
+static inline float st_attn_keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+/* Dropout decision for element (b,h,i,j): dropped when st_hash_uniform(seed, index) < p
+ * with index the flat (B,H,T,T) position, so the mask is the same in every kernel and
+ * thread layout (st_hash64 is inline, so the mask loops vectorise). */
+static inline int st_attn_dropped(uint64_t seed, int64_t bh, int64_t T, int64_t i, int64_t j, float p) {
+    const uint64_t idx = ((uint64_t)bh * (uint64_t)T + (uint64_t)i) * (uint64_t)T + (uint64_t)j;
+    return (float)(st_hash64(seed, idx) >> 40) * (1.0f / 16777216.0f) < p;
+}
+
+/* exp(x) for the softmax (every argument <= 0: a score minus its row max): ops_expf,
+ * the vectorisable Cephes expf shared by all ops (src/ops/ops_internal.h). */
+static inline float st_attn_exp(float x) { return ops_expf(x); }
+
+/* Row reductions with 16 independent partial results, combined in a fixed order: the
+ * compiler turns the lanes into one vector register (a single running max or sum is a
+ * serial dependency chain), and the result is the same on every run and thread count. */
+#define ST_ATTN_LANES 16
+static inline float st_attn_max(const float *x, int64_t n) {
+    float m[ST_ATTN_LANES];
+    for (int k = 0; k < ST_ATTN_LANES; k++) m[k] = -INFINITY;
+    int64_t j = 0;
+    for (; j + ST_ATTN_LANES <= n; j += ST_ATTN_LANES)
+        for (int k = 0; k < ST_ATTN_LANES; k++) m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
+    for (int k = 0; j < n; j++, k++) m[k] = x[j] > m[k] ? x[j] : m[k];
+    float r = m[0];
+    for (int k = 1; k < ST_ATTN_LANES; k++) r = m[k] > r ? m[k] : r;
+    return r;
+}
+/* x[j] = exp(x[j] - mx) for j < n; returns the sum of the new values. mx >= every x[j]. */
+static inline float st_attn_exp_sum(float *x, int64_t n, float mx) {
+    float s[ST_ATTN_LANES] = {0};
+    int64_t j = 0;
+    for (; j + ST_ATTN_LANES <= n; j += ST_ATTN_LANES)
+        for (int k = 0; k < ST_ATTN_LANES; k++) {
+            x[j + k] = st_attn_exp(x[j + k] - mx);
+            s[k] += x[j + k];
+        }
+    for (int k = 0; j < n; j++, k++) {
+        x[j] = st_attn_exp(x[j] - mx);
+        s[k] += x[j];
+    }
+    float r = 0.0f;
+    for (int k = 0; k < ST_ATTN_LANES; k++) r += s[k];
+    return r;
+}
+static inline float st_attn_dot(const float *a, const float *b, int64_t n) {
+    float s[ST_ATTN_LANES] = {0};
+    int64_t j = 0;
+    for (; j + ST_ATTN_LANES <= n; j += ST_ATTN_LANES)
+        for (int k = 0; k < ST_ATTN_LANES; k++) s[k] += a[j + k] * b[j + k];
+    for (int k = 0; j < n; j++, k++) s[k] += a[j] * b[j];
+    float r = 0.0f;
+    for (int k = 0; k < ST_ATTN_LANES; k++) r += s[k];
+    return r;
+}
+
+/* Floats of per-thread scratch the streamed kernel needs for a key block of kblock. */
+size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock);
+/* Streamed forward over all (b, h, query block) tasks with `nthreads` OpenMP threads;
+ * scratch holds nthreads * st_attn_stream_scratch_floats(D, kblock) floats. */
+void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads);
+
+#endif

@@ -1,0 +1,191 @@
+/* attention_stream.c - the inference attention forward: flash-attention-style online
+ * softmax over key blocks, so no (T,T) buffer exists and memory per thread is one score
+ * block (QBLOCK, kblock) plus one accumulator (QBLOCK, D). Also the per-head bias tables
+ * and the double-precision materialised reference used by the tests.
+ * Not here: the grad-mode kernels and backward (attention.c).
+ *
+ * Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022), per query row i, over key
+ * blocks J in order, with s_j = scale q_i.k_j + bias(h, i - j):
+ *   m' = max(m, max_{j in J} s_j)          running max, starts at -inf
+ *   a  = exp(m - m')                       rescale of what was accumulated so far
+ *   l' = a l + sum_{j in J} exp(s_j - m')   running normaliser
+ *   acc' = a acc + sum_{j in J} exp(s_j - m') v_j
+ * and finally out_i = acc / l. Every exponent is <= 0, so a bias of any size (ALiBi at
+ * distance 65536 is -32768 for slope 0.5) only underflows to 0, never overflows. A row
+ * whose keys are all at -inf so far has m' = -inf and is skipped (no exp(-inf + inf)).
+ * Dropout (only when st_attention runs a training forward without grad) multiplies the
+ * terms of acc by keep/(1-p) but not those of l: out_i = sum_j p_ij mask_ij v_j /(1-p). */
+#include "attention_internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_attn_bias_tables(const st_attn_bias *bias, int64_t H, int64_t T, int causal, float *rtab) {
+    int64_t n = st_attn_bias_len(T, causal), d0 = st_attn_bias_d0(T, causal);
+    for (int64_t h = 0; h < H; h++) {
+        float *t = rtab + h * n;
+        bias->fill(bias, (int)h, d0, n, t);
+        /* fill gives t[k] = bias(d0 + k); reverse so t[m] = bias((T-1) - m) (d0 + n-1 = T-1) */
+        for (int64_t a = 0, b = n - 1; a < b; a++, b--) { float x = t[a]; t[a] = t[b]; t[b] = x; }
+    }
+}
+
+size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock) {
+    /* scores (QBLOCK, kblock) + accumulator (QBLOCK, D) + running max and sum (QBLOCK each),
+     * each rounded up to 16 floats so every part stays 64-byte aligned */
+    size_t s = (size_t)ST_ATTN_SQBLOCK * (size_t)kblock, a = (size_t)ST_ATTN_SQBLOCK * (size_t)D;
+    return ((s + 15) & ~(size_t)15) + ((a + 15) & ~(size_t)15) + 2 * ST_ATTN_SQBLOCK;
+}
+
+/* One (b,h) pair, query rows [i0, i1): out rows written, nothing else. */
+static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1,
+                         int64_t kblock, float *scratch) {
+    const int64_t T = pb->T, D = pb->D, rb = i1 - i0;
+    const float *Q = pb->q + bh * T * D, *K = pb->k + bh * T * D, *V = pb->v + bh * T * D;
+    const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * st_attn_bias_len(T, pb->causal) : NULL;
+    const int dropout = pb->p_drop > 0.0f;
+    const float keep = st_attn_keep_scale(pb->p_drop);
+    float *S = scratch;                                                  /* (rb, nb) */
+    float *acc = S + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15); /* (rb, D) */
+    float *m = acc + (((size_t)ST_ATTN_SQBLOCK * (size_t)D + 15) & ~(size_t)15);      /* (rb) */
+    float *l = m + ST_ATTN_SQBLOCK;                                       /* (rb) */
+    for (int64_t r = 0; r < rb; r++) { m[r] = -INFINITY; l[r] = 0.0f; }
+    memset(acc, 0, (size_t)(rb * D) * sizeof(float));
+
+    const int64_t kend = pb->causal ? i1 : T;   /* causal: no key after the last query row */
+    for (int64_t j0 = 0; j0 < kend; j0 += kblock) {
+        const int64_t j1 = j0 + kblock < kend ? j0 + kblock : kend, nb = j1 - j0;
+        /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
+                    pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, S, (int)nb);
+        for (int64_t r = 0; r < rb; r++) {
+            const int64_t i = i0 + r;
+            float *s = S + r * nb;
+            /* keys of this block row i may see: all, or (causal, diagonal block) j <= i */
+            int64_t cnt = pb->causal ? (i + 1 < j1 ? i + 1 : j1) - j0 : nb;
+            if (cnt < 0) cnt = 0;
+            if (rtab) {
+                const float *br = st_attn_bias_row(rtab, T, i) + j0;
+                for (int64_t j = 0; j < cnt; j++) s[j] += br[j];
+            }
+            const float bm = st_attn_max(s, cnt);
+            const float mn = m[r] > bm ? m[r] : bm;
+            if (mn == -INFINITY) {   /* every key so far masked: contributes nothing */
+                memset(s, 0, (size_t)nb * sizeof(float));
+                continue;
+            }
+            const float alpha = st_attn_exp(m[r] - mn);   /* m = -inf -> 0 */
+            const float sum = st_attn_exp_sum(s, cnt, mn);
+            for (int64_t j = cnt; j < nb; j++) s[j] = 0.0f;
+            l[r] = l[r] * alpha + sum;
+            m[r] = mn;
+            if (alpha != 1.0f) {
+                float *a = acc + r * D;
+                for (int64_t c = 0; c < D; c++) a[c] *= alpha;
+            }
+            if (dropout)
+                for (int64_t j = 0; j < cnt; j++)
+                    s[j] = st_attn_dropped(pb->seed, bh, T, i, j0 + j, pb->p_drop) ? 0.0f : s[j] * keep;
+        }
+        /* acc (rb, D) += S (rb, nb) V[j0:j1] (nb, D) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)nb,
+                    1.0f, S, (int)nb, V + j0 * D, (int)D, 1.0f, acc, (int)D);
+    }
+    float *O = pb->out + bh * T * D + i0 * D;
+    for (int64_t r = 0; r < rb; r++) {
+        /* l == 0 only for a row with every key at -inf: its output is 0, not 0/0 */
+        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (int64_t c = 0; c < D; c++) O[r * D + c] = acc[r * D + c] * inv;
+    }
+}
+
+void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads) {
+    const int64_t nq = (pb->T + ST_ATTN_SQBLOCK - 1) / ST_ATTN_SQBLOCK;
+    const int64_t ntask = pb->B * pb->H * nq;
+    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock);
+    /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every
+     * thread. Causal blocks differ in cost (block q sees q+1 key ranges); the cyclic
+     * schedule(static, 1) interleaves cheap and dear blocks. Each task writes only its own
+     * output rows, so the result does not depend on the thread count. */
+#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
+    for (int64_t t = 0; t < ntask; t++) {
+        const int64_t bh = t / nq, qb = t % nq;
+        const int64_t i0 = qb * ST_ATTN_SQBLOCK;
+        const int64_t i1 = i0 + ST_ATTN_SQBLOCK < pb->T ? i0 + ST_ATTN_SQBLOCK : pb->T;
+        stream_block(pb, bh, i0, i1, kblock, scratch + (size_t)omp_get_thread_num() * per);
+    }
+}
+
+void st_attention_streamed(const float *q, const float *k, const float *v, float *out,
+                           int64_t B, int64_t H, int64_t T, int64_t D,
+                           const st_attn_bias *bias, int causal, float scale, int64_t kblock) {
+    ST_ASSERT(B >= 0 && H >= 0 && T >= 0 && D > 0);
+    if (B * H * T == 0) return;
+    if (kblock <= 0) kblock = ST_ATTN_KBLOCK;
+    if (kblock > T) kblock = T;
+    const int nth = omp_get_max_threads();
+    const size_t tab = bias ? (size_t)(H * st_attn_bias_len(T, causal)) : 0;
+    const size_t per = st_attn_stream_scratch_floats(D, kblock);
+    /* This entry has no context (tests, benchmarks): its O(H*T + threads*block) scratch is
+     * malloc'd. st_attention's inference path takes the same scratch from the arena. */
+    float *mem = st_aligned_alloc((tab + (size_t)nth * per) * sizeof(float), NULL);
+    if (!mem) {
+        st_log(ST_LOG_ERROR, "attention_streamed: cannot allocate %zu bytes of scratch; output set to NaN",
+               (tab + (size_t)nth * per) * sizeof(float));
+        for (int64_t x = 0; x < B * H * T * D; x++) out[x] = NAN;
+        return;
+    }
+    float *rtab = bias ? mem : NULL;
+    if (bias) st_attn_bias_tables(bias, H, T, causal, rtab);
+    st_attn_problem pb = {
+        .q = q, .k = k, .v = v, .out = out, .B = B, .H = H, .T = T, .D = D, .rtab = rtab,
+        .causal = causal, .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D),
+        .p_drop = 0.0f, .seed = 0,
+    };
+    st_attn_stream_run(&pb, kblock, mem + tab, nth);
+    st_aligned_free(mem);
+}
+
+/* ---- reference: double precision, scores of a whole row materialised ---- */
+void st_attention_reference(const float *q, const float *k, const float *v, float *out,
+                            int64_t B, int64_t H, int64_t T, int64_t D,
+                            const st_attn_bias *bias, int causal, float scale) {
+    ST_ASSERT(B >= 0 && H >= 0 && T >= 0 && D > 0);
+    if (B * H * T == 0) return;
+    const double sc = scale > 0.0f ? (double)scale : 1.0 / sqrt((double)D);
+    const int64_t n = st_attn_bias_len(T, causal), d0 = st_attn_bias_d0(T, causal);
+    float *tab = malloc((size_t)n * sizeof(float));
+    double *s = malloc((size_t)T * sizeof(double));
+    double *o = malloc((size_t)D * sizeof(double));
+    ST_ASSERT(tab && s && o);   /* test-only entry: a few KiB */
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            if (bias) bias->fill(bias, (int)h, d0, n, tab);   /* tab[k] = bias(h, d0 + k) */
+            const int64_t base = (b * H + h) * T * D;
+            for (int64_t i = 0; i < T; i++) {
+                const int64_t jn = causal ? i + 1 : T;
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < jn; j++) {
+                    double dot = 0;
+                    for (int64_t c = 0; c < D; c++)
+                        dot += (double)q[base + i * D + c] * (double)k[base + j * D + c];
+                    s[j] = sc * dot + (bias ? (double)tab[i - j - d0] : 0.0);
+                    if (s[j] > mx) mx = s[j];
+                }
+                double z = 0;
+                for (int64_t c = 0; c < D; c++) o[c] = 0;
+                if (mx > -(double)INFINITY) {
+                    for (int64_t j = 0; j < jn; j++) {
+                        const double e = exp(s[j] - mx);
+                        z += e;
+                        for (int64_t c = 0; c < D; c++) o[c] += e * (double)v[base + j * D + c];
+                    }
+                }
+                for (int64_t c = 0; c < D; c++) out[base + i * D + c] = z > 0 ? (float)(o[c] / z) : 0.0f;
+            }
+        }
+    free(tab); free(s); free(o);
+}

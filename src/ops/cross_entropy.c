@@ -1,0 +1,250 @@
+/* cross_entropy.c - mean negative log-likelihood of the targets under softmax(logits),
+ * plain and fused with the LM head.
+ *
+ * Per row r with target t (rows with t == ignore_index are skipped), count = rows kept:
+ *   lse_r  = m + log sum_j exp(z_j - m),  m = max_j z_j    (max subtraction: no overflow)
+ *   loss_r = lse_r - z_t,   loss = sum_r loss_r / count    (0 if count == 0)
+ *   dz_j   = g / count * (softmax_j - [j == t]),  softmax_j = exp(z_j - lse_r)
+ * Row sums of exp run in float over blocks of CE_BLOCK entries, the blocks and the row
+ * losses are added in double, in a fixed order.
+ *
+ * st_linear_cross_entropy computes z = x W^T CE_CHUNK rows at a time. In grad mode each
+ * chunk of logits is turned in place into dz/count (g = 1) while it is hot, and two
+ * sgemms fold it into dx (N,C) and dW (V,C) buffers; the backward only scales those by
+ * the upstream g. Peak extra memory is one (CE_CHUNK,V) chunk plus dW, never (N,V). */
+#include "ops_internal.h"
+
+#include <cblas.h>
+#include <math.h>
+
+#define CE_BLOCK 512     /* entries per float partial sum in a row's sum of exp */
+#define CE_CHUNK 256     /* rows of logits per sgemm in the fused op */
+
+/* --------------------------------------------------------- row kernels ---- */
+static float row_max(const float *restrict z, int64_t V) {
+    float m = -INFINITY;
+    #pragma omp simd reduction(max:m)
+    for (int64_t j = 0; j < V; j++) m = z[j] > m ? z[j] : m;
+    return m;
+}
+
+/* sum_j exp(z_j - m) */
+static double row_sumexp(const float *restrict z, float m, int64_t V) {
+    double s = 0.0;
+    for (int64_t j0 = 0; j0 < V; j0 += CE_BLOCK) {
+        int64_t j1 = j0 + CE_BLOCK < V ? j0 + CE_BLOCK : V;
+        float bs = 0.0f;
+        #pragma omp simd reduction(+:bs)
+        for (int64_t j = j0; j < j1; j++) bs += ops_expf(z[j] - m);
+        s += (double)bs;
+    }
+    return s;
+}
+
+/* In place z_j -> exp(z_j - m); returns their sum (same blocking as row_sumexp). */
+static double row_exp_inplace(float *restrict z, float m, int64_t V) {
+    double s = 0.0;
+    for (int64_t j0 = 0; j0 < V; j0 += CE_BLOCK) {
+        int64_t j1 = j0 + CE_BLOCK < V ? j0 + CE_BLOCK : V;
+        float bs = 0.0f;
+        #pragma omp simd reduction(+:bs)
+        for (int64_t j = j0; j < j1; j++) { float e = ops_expf(z[j] - m); z[j] = e; bs += e; }
+        s += (double)bs;
+    }
+    return s;
+}
+
+static double row_lse(const float *z, int64_t V) {
+    float m = row_max(z, V);
+    return (double)m + log(row_sumexp(z, m, V));
+}
+
+/* In place: z -> (softmax(z) - onehot(t)) * scale. Returns the row's loss lse - z_t. */
+static double row_softmax_grad(float *restrict z, int64_t V, int32_t t, float scale) {
+    float m = row_max(z, V);
+    float zt = z[t];
+    double s = row_exp_inplace(z, m, V);
+    float k = (float)((double)scale / s);
+    for (int64_t j = 0; j < V; j++) z[j] *= k;
+    z[t] -= scale;
+    return (double)m + log(s) - (double)zt;
+}
+
+/* Checks the targets and counts the rows that are not ignored. */
+static int64_t count_targets(const int32_t *targets, int64_t N, int64_t V, int32_t ignore_index) {
+    int64_t count = 0;
+    for (int64_t r = 0; r < N; r++) {
+        if (targets[r] == ignore_index) continue;
+        ST_ASSERT(targets[r] >= 0 && targets[r] < V);
+        count++;
+    }
+    return count;
+}
+
+/* loss = sum of row losses / count (in row order); tok_loss gets each row's loss. */
+static float finish_loss(const double *rowloss, int64_t N, int64_t count, float *tok_loss) {
+    double total = 0.0;
+    for (int64_t r = 0; r < N; r++) {
+        total += rowloss[r];
+        if (tok_loss) tok_loss[r] = (float)rowloss[r];
+    }
+    return count ? (float)(total / (double)count) : 0.0f;
+}
+
+/* ------------------------------------------------------- cross_entropy ---- */
+typedef struct ce_saved {
+    float *lse;          /* (N) per-row log-sum-exp */
+    int32_t *targets;    /* (N) copy */
+    int32_t ignore_index;
+    float inv_count;     /* 1 / count, 0 if every row is ignored */
+} ce_saved;
+
+static void ce_backward_kernel(float *dz, const float *z, const float *lse, const int32_t *targets,
+                               int32_t ignore_index, float g, int64_t N, int64_t V) {
+    #pragma omp parallel for schedule(static) if (N * V > OPS_PAR_MIN)
+    for (int64_t r = 0; r < N; r++) {
+        int32_t t = targets[r];
+        if (t == ignore_index) continue;
+        const float *restrict zr = z + r * V;
+        float *restrict d = dz + r * V;
+        float l = lse[r];
+        #pragma omp simd
+        for (int64_t j = 0; j < V; j++) d[j] += g * ops_expf(zr[j] - l);
+        d[t] -= g;
+    }
+}
+
+static void ce_backward(st_ctx *ctx, st_node *n) {
+    const ce_saved *sv = n->saved;
+    st_tensor *z = n->in[0];
+    if (sv->inv_count == 0.0f) return;
+    float *dz = st_grad(ctx, z);
+    if (!dz) return;
+    ce_backward_kernel(dz, z->data, sv->lse, sv->targets, sv->ignore_index,
+                       n->out->grad[0] * sv->inv_count, ops_rows(z), ops_cols(z));
+}
+
+st_tensor *st_cross_entropy(st_ctx *ctx, st_tensor *logits, const int32_t *targets,
+                            int32_t ignore_index, float *tok_loss) {
+    if (!logits || !targets) return NULL;
+    ST_ASSERT(st_is_contiguous(logits));
+    int64_t V = ops_cols(logits), N = ops_rows(logits);
+    int64_t count = count_targets(targets, N, V, ignore_index);
+    int grad = st_needs_grad(ctx, logits, NULL, NULL, NULL);
+    st_tensor *out = ops_scalar(ctx);
+    double *rowloss = out ? st_ctx_alloc(ctx, (size_t)N * sizeof(double), 0) : NULL;
+    if (!rowloss) return NULL;
+    ce_saved *sv = NULL;
+    if (grad) {
+        sv = st_ctx_alloc(ctx, sizeof *sv, 1);
+        float *lse = sv ? st_ctx_alloc(ctx, (size_t)N * sizeof(float), 1) : NULL;
+        int32_t *tc = lse ? st_ctx_alloc(ctx, (size_t)N * sizeof(int32_t), 1) : NULL;
+        if (!tc) return NULL;
+        memcpy(tc, targets, (size_t)N * sizeof(int32_t));
+        sv->lse = lse;
+        sv->targets = tc;
+        sv->ignore_index = ignore_index;
+        sv->inv_count = count ? 1.0f / (float)count : 0.0f;
+    }
+    const float *z = logits->data;
+    #pragma omp parallel for schedule(static) if (N * V > OPS_PAR_MIN)
+    for (int64_t r = 0; r < N; r++) {
+        int32_t t = targets[r];
+        if (t == ignore_index) { rowloss[r] = 0.0; if (sv) sv->lse[r] = 0.0f; continue; }
+        double lse = row_lse(z + r * V, V);
+        rowloss[r] = lse - (double)z[r * V + t];
+        if (sv) sv->lse[r] = (float)lse;
+    }
+    out->data[0] = finish_loss(rowloss, N, count, tok_loss);
+    if (sv && !st_record(ctx, "cross_entropy", ce_backward, out, logits, NULL, NULL, NULL, sv))
+        return NULL;
+    return out;
+}
+
+/* ------------------------------------------------ linear_cross_entropy ---- */
+typedef struct lce_saved {
+    float *dx;   /* (N,C) d(loss)/dx for g = 1, or NULL */
+    float *dw;   /* (V,C) d(loss)/dW for g = 1, or NULL */
+} lce_saved;
+
+static void lce_backward(st_ctx *ctx, st_node *n) {
+    const lce_saved *sv = n->saved;
+    st_tensor *x = n->in[0], *w = n->in[1];
+    float g = n->out->grad[0];
+    for (int k = 0; k < 2; k++) {
+        st_tensor *t = k ? w : x;
+        const float *restrict src = k ? sv->dw : sv->dx;
+        if (!src || !t->requires_grad) continue;
+        float *restrict d = st_grad(ctx, t);
+        if (!d) return;
+        int64_t cnt = st_numel(t);
+        #pragma omp parallel for simd schedule(static) if (cnt > OPS_PAR_MIN)
+        for (int64_t i = 0; i < cnt; i++) d[i] += g * src[i];
+    }
+}
+
+/* One chunk of `rows` rows: logits buf (rows,V) = x W^T, row losses, and in grad mode
+ * dx_chunk = dz W, dW += dz^T x with dz = (softmax - onehot) / count. */
+static void lce_chunk(float *buf, double *rowloss, float *dx, float *dw, const float *x,
+                      const float *w, const int32_t *targets, int32_t ignore_index,
+                      float inv_count, int64_t rows, int64_t C, int64_t V) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)V, (int)C,
+                1.0f, x, (int)C, w, (int)C, 0.0f, buf, (int)V);
+    int grad = dx || dw;
+    #pragma omp parallel for schedule(static) if (rows * V > OPS_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        float *z = buf + r * V;
+        int32_t t = targets[r];
+        if (t == ignore_index) {
+            rowloss[r] = 0.0;
+            if (grad) memset(z, 0, (size_t)V * sizeof(float));
+        } else if (grad) {
+            rowloss[r] = row_softmax_grad(z, V, t, inv_count);
+        } else {
+            rowloss[r] = row_lse(z, V) - (double)z[t];
+        }
+    }
+    if (dx)   /* dx (rows,C) = dz (rows,V) W (V,C) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)C, (int)V,
+                    1.0f, buf, (int)V, w, (int)C, 0.0f, dx, (int)C);
+    if (dw)   /* dW (V,C) += dz^T (V,rows) x (rows,C) */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)V, (int)C, (int)rows,
+                    1.0f, buf, (int)V, x, (int)C, 1.0f, dw, (int)C);
+}
+
+st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
+                                   const int32_t *targets, int32_t ignore_index, float *tok_loss) {
+    if (!x || !w || !targets) return NULL;
+    ST_ASSERT(st_is_contiguous(x) && st_is_contiguous(w) && w->ndim == 2);
+    int64_t C = ops_cols(x), N = ops_rows(x), V = w->shape[0];
+    ST_ASSERT(w->shape[1] == C);
+    int64_t count = count_targets(targets, N, V, ignore_index);
+    /* no gradient work at all in inference mode or when every row is ignored */
+    int grad = st_needs_grad(ctx, x, w, NULL, NULL);
+    int need_dx = grad && count && x->requires_grad, need_dw = grad && count && w->requires_grad;
+    float inv_count = count ? 1.0f / (float)count : 0.0f;
+
+    st_tensor *out = ops_scalar(ctx);
+    int64_t chunk = N < CE_CHUNK ? N : CE_CHUNK;
+    double *rowloss = out ? st_ctx_alloc(ctx, (size_t)N * sizeof(double), 0) : NULL;
+    float *buf = rowloss ? st_ctx_alloc(ctx, (size_t)(chunk * V) * sizeof(float), 0) : NULL;
+    if (!buf) return NULL;
+    lce_saved *sv = NULL;
+    if (grad) {
+        sv = st_ctx_alloc(ctx, sizeof *sv, 1);
+        if (!sv) return NULL;
+        sv->dx = need_dx ? st_ctx_alloc(ctx, (size_t)(N * C) * sizeof(float), 1) : NULL;
+        sv->dw = need_dw ? st_ctx_alloc(ctx, (size_t)(V * C) * sizeof(float), 1) : NULL;
+        if ((need_dx && !sv->dx) || (need_dw && !sv->dw)) return NULL;
+        if (sv->dw) memset(sv->dw, 0, (size_t)(V * C) * sizeof(float));
+    }
+    for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+        int64_t rows = N - r0 < chunk ? N - r0 : chunk;
+        lce_chunk(buf, rowloss + r0, sv && sv->dx ? sv->dx + r0 * C : NULL, sv ? sv->dw : NULL,
+                  x->data + r0 * C, w->data, targets + r0, ignore_index, inv_count, rows, C, V);
+    }
+    out->data[0] = finish_loss(rowloss, N, count, tok_loss);
+    if (sv && !st_record(ctx, "linear_cross_entropy", lce_backward, out, x, w, NULL, NULL, sv))
+        return NULL;
+    return out;
+}

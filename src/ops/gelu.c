@@ -1,0 +1,90 @@
+/* gelu.c - GELU, y = x Phi(x), in its two usual forms.
+ *
+ * tanh approximation (exact = 0):
+ *   y = 0.5 x (1 + tanh u),  u = k (x + a x^3),  k = sqrt(2/pi), a = 0.044715
+ * Since 0.5 (1 + tanh u) = sigmoid(2u), we evaluate y = x s with s = 1 / (1 + exp(-2u)):
+ * no cancellation in 1 + tanh u for x << 0, and only one exp. Derivative:
+ *   dy/dx = s + x s (1 - s) 2k (1 + 3a x^2)
+ *
+ * erf form (exact = 1):
+ *   y = x Phi(x),  Phi(x) = 0.5 erfc(-x / sqrt 2),  dy/dx = Phi(x) + x phi(x),
+ *   phi(x) = exp(-x^2/2) / sqrt(2 pi)
+ * Phi comes from erfc of |x|/sqrt2 (relative accuracy in the tail), see ops_erfc_pos.
+ * The backward recomputes from the saved input x; nothing else is stored. */
+#include "ops_internal.h"
+
+#define GELU_K 0.7978845608028654f      /* sqrt(2/pi) */
+#define GELU_A 0.044715f
+#define INV_SQRT2 0.7071067811865476f
+#define INV_SQRT2PI 0.3989422804014327f
+
+typedef struct gelu_saved { int exact; } gelu_saved;
+
+static inline float gelu_phi_cdf(float x) {       /* Phi(x) */
+    float e = ops_erfc_pos((x < 0.0f ? -x : x) * INV_SQRT2);
+    return x < 0.0f ? 0.5f * e : 1.0f - 0.5f * e;
+}
+
+/* sigmoid(2u); exactly 0 where exp(-2u) would be clamped (u < -44, true value < 1e-38),
+ * so x s and x s (1 - s) (1 + 3a x^2) stay 0 for absurdly negative x. */
+static inline float gelu_sigmoid2(float u) {
+    float s = 1.0f / (1.0f + ops_expf(-2.0f * u));
+    return u < -44.0f ? 0.0f : s;
+}
+
+static void gelu_forward(float *restrict out, const float *restrict x, int64_t n, int exact) {
+    if (exact) {
+        #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) out[i] = x[i] * gelu_phi_cdf(x[i]);
+    } else {
+        #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i];
+            float u = GELU_K * (v + GELU_A * v * v * v);
+            out[i] = v * gelu_sigmoid2(u);
+        }
+    }
+}
+
+static void gelu_backward_kernel(float *restrict dx, const float *restrict dout, const float *restrict x,
+                                 int64_t n, int exact) {
+    if (exact) {
+        #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i];
+            float d = gelu_phi_cdf(v) + v * INV_SQRT2PI * ops_expf(-0.5f * v * v);
+            dx[i] += dout[i] * d;
+        }
+    } else {
+        #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i];
+            float u = GELU_K * (v + GELU_A * v * v * v);
+            float s = gelu_sigmoid2(u);
+            float d = s + v * s * (1.0f - s) * 2.0f * GELU_K * (1.0f + 3.0f * GELU_A * v * v);
+            dx[i] += dout[i] * d;
+        }
+    }
+}
+
+static void gelu_backward(st_ctx *ctx, st_node *n) {
+    const gelu_saved *sv = n->saved;
+    float *dx = st_grad(ctx, n->in[0]);
+    if (!dx) return;
+    gelu_backward_kernel(dx, n->out->grad, n->in[0]->data, st_numel(n->out), sv->exact);
+}
+
+st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact) {
+    if (!x) return NULL;
+    ST_ASSERT(st_is_contiguous(x));
+    st_tensor *out = st_new(ctx, x->ndim, x->shape);
+    if (!out) return NULL;
+    gelu_forward(out->data, x->data, st_numel(x), exact != 0);
+    if (st_needs_grad(ctx, x, NULL, NULL, NULL)) {
+        gelu_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);
+        if (!sv) return NULL;
+        sv->exact = exact != 0;
+        if (!st_record(ctx, "gelu", gelu_backward, out, x, NULL, NULL, NULL, sv)) return NULL;
+    }
+    return out;
+}

@@ -1,0 +1,117 @@
+/* heads.c - moving between the token layout (B,T,C) and the head layout (B,H,T,D), C = H*D:
+ *   split_heads:  y[b,h,t,d] = x[b,t,h*D+d]          merge_heads is the inverse
+ *   split_qkv:    q[b,h,t,d] = qkv[b,t,     h*D+d]
+ *                 k[b,h,t,d] = qkv[b,t,   C+h*D+d]
+ *                 v[b,h,t,d] = qkv[b,t, 2*C+h*D+d]
+ * All are permuting copies; the backward of each is the opposite copy, accumulated.
+ *
+ * split_qkv is one node with three outputs. q, k and v are contiguous views into one
+ * owner tensor (3B,H,T,D); the node is recorded on q. The first st_grad() on any of the
+ * three allocates the owner's gradient, which st_backward() sees through q->base, so the
+ * node runs whichever of q, k, v received a gradient (the others read as zeros). */
+#include "ops_internal.h"
+
+/* The one copy kernel. heads (B,H,T,D); tok rows of length ld with the head block at
+ * column col0 (so tok element (b,t,col0+h*D+d)).
+ *   to_heads: heads (=|+=) tok      else: tok (=|+=) heads
+ * Threads split the (b,t) rows, so each output element has one writer. */
+static void heads_copy(float *heads, float *tok, int64_t B, int64_t H, int64_t T, int64_t D,
+                       int64_t ld, int64_t col0, int to_heads, int accumulate) {
+    #pragma omp parallel for collapse(2) schedule(static) if (B * T * H * D > OPS_PAR_MIN)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < H; h++) {
+                float *restrict hp = heads + ((b * H + h) * T + t) * D;
+                float *restrict tp = tok + (b * T + t) * ld + col0 + h * D;
+                if (to_heads && accumulate) for (int64_t d = 0; d < D; d++) hp[d] += tp[d];
+                else if (to_heads)          for (int64_t d = 0; d < D; d++) hp[d] = tp[d];
+                else if (accumulate)        for (int64_t d = 0; d < D; d++) tp[d] += hp[d];
+                else                        for (int64_t d = 0; d < D; d++) tp[d] = hp[d];
+            }
+}
+
+/* ------------------------------------------------------- split / merge ---- */
+static void split_heads_backward(st_ctx *ctx, st_node *n) {
+    st_tensor *x = n->in[0], *y = n->out;
+    float *dx = st_grad(ctx, x);
+    if (!dx) return;
+    heads_copy(y->grad, dx, y->shape[0], y->shape[1], y->shape[2], y->shape[3], x->shape[2], 0, 0, 1);
+}
+
+st_tensor *st_split_heads(st_ctx *ctx, st_tensor *x, int H) {
+    if (!x) return NULL;
+    ST_ASSERT(x->ndim == 3 && st_is_contiguous(x) && H > 0 && x->shape[2] % H == 0);
+    int64_t B = x->shape[0], T = x->shape[1], C = x->shape[2], D = C / H;
+    st_tensor *out = st_new4(ctx, B, H, T, D);
+    if (!out) return NULL;
+    heads_copy(out->data, x->data, B, H, T, D, C, 0, 1, 0);
+    if (st_needs_grad(ctx, x, NULL, NULL, NULL) &&
+        !st_record(ctx, "split_heads", split_heads_backward, out, x, NULL, NULL, NULL, NULL))
+        return NULL;
+    return out;
+}
+
+static void merge_heads_backward(st_ctx *ctx, st_node *n) {
+    st_tensor *x = n->in[0];
+    float *dx = st_grad(ctx, x);
+    if (!dx) return;
+    heads_copy(dx, n->out->grad, x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+               x->shape[1] * x->shape[3], 0, 1, 1);
+}
+
+st_tensor *st_merge_heads(st_ctx *ctx, st_tensor *x) {
+    if (!x) return NULL;
+    ST_ASSERT(x->ndim == 4 && st_is_contiguous(x));
+    int64_t B = x->shape[0], H = x->shape[1], T = x->shape[2], D = x->shape[3];
+    st_tensor *out = st_new3(ctx, B, T, H * D);
+    if (!out) return NULL;
+    heads_copy(x->data, out->data, B, H, T, D, H * D, 0, 0, 0);
+    if (st_needs_grad(ctx, x, NULL, NULL, NULL) &&
+        !st_record(ctx, "merge_heads", merge_heads_backward, out, x, NULL, NULL, NULL, NULL))
+        return NULL;
+    return out;
+}
+
+/* ------------------------------------------------------------ split_qkv ---- */
+static void split_qkv_backward(st_ctx *ctx, st_node *n) {
+    st_tensor *qkv = n->in[0], *q = n->out;
+    float *dqkv = st_grad(ctx, qkv);
+    if (!dqkv) return;
+    /* the owner's gradient holds dq, dk, dv back to back (zeros where none arrived) */
+    float *g = q->base->grad;
+    int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3], C = H * D;
+    int64_t part = B * H * T * D;
+    for (int i = 0; i < 3; i++)
+        heads_copy(g + i * part, dqkv, B, H, T, D, 3 * C, i * C, 0, 1);
+}
+
+/* A contiguous (B,H,T,D) view of owner at element offset off. */
+static st_tensor *owner_slice(st_ctx *ctx, st_tensor *owner, int64_t off, const int64_t *shape) {
+    st_tensor *t = st_wrap(ctx, owner->data + off, 4, shape);
+    if (!t) return NULL;
+    t->base = owner;
+    t->offset = off;
+    return t;
+}
+
+int st_split_qkv(st_ctx *ctx, st_tensor *qkv, int H, st_tensor **q, st_tensor **k, st_tensor **v) {
+    *q = *k = *v = NULL;
+    if (!qkv) return 0;
+    ST_ASSERT(qkv->ndim == 3 && st_is_contiguous(qkv) && H > 0 && qkv->shape[2] % (3 * H) == 0);
+    int64_t B = qkv->shape[0], T = qkv->shape[1], C = qkv->shape[2] / 3, D = C / H;
+    int64_t part = B * H * T * D;
+    st_tensor *owner = st_new4(ctx, 3 * B, H, T, D);
+    if (!owner) return 0;
+    int64_t shape[4] = {B, H, T, D};
+    st_tensor *tq = owner_slice(ctx, owner, 0, shape);
+    st_tensor *tk = owner_slice(ctx, owner, part, shape);
+    st_tensor *tv = owner_slice(ctx, owner, 2 * part, shape);
+    if (!tq || !tk || !tv) return 0;
+    for (int i = 0; i < 3; i++) heads_copy(owner->data + i * part, qkv->data, B, H, T, D, 3 * C, i * C, 1, 0);
+    if (st_needs_grad(ctx, qkv, NULL, NULL, NULL)) {
+        if (!st_record(ctx, "split_qkv", split_qkv_backward, tq, qkv, NULL, NULL, NULL, NULL)) return 0;
+        owner->requires_grad = tk->requires_grad = tv->requires_grad = 1;
+    }
+    *q = tq; *k = tk; *v = tv;
+    return 1;
+}

@@ -1,0 +1,126 @@
+/* linear.c - the affine map y = x W^T + b and the batched matmul, both one cblas_sgemm
+ * per (batch) matrix in the forward and two in the backward.
+ *
+ *   linear:  y (N,OUT) = x (N,IN) W^T + b      dx += dy W,  dW += dy^T x,  db += colsum(dy)
+ *   matmul:  c (M,N)   = a (M,K) b (K,N)       da += dc b^T, db += a^T dc
+ * The backward sgemms use beta = 1, which is exactly the "accumulate" rule of the tape. */
+#include "ops_internal.h"
+
+#include <cblas.h>
+
+/* ---------------------------------------------------------------- linear ---- */
+static void linear_forward(float *out, const float *x, const float *w, const float *b,
+                           int64_t N, int64_t IN, int64_t OUT) {
+    float beta = 0.0f;
+    if (b) {
+        /* pre-fill every row with the bias, then let sgemm add x W^T on top (beta = 1) */
+        #pragma omp parallel for schedule(static) if (N * OUT > OPS_PAR_MIN)
+        for (int64_t r = 0; r < N; r++) memcpy(out + r * OUT, b, (size_t)OUT * sizeof(float));
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OUT, (int)IN,
+                1.0f, x, (int)IN, w, (int)IN, beta, out, (int)OUT);
+}
+
+static void linear_backward_kernel(float *dx, float *dw, float *db, const float *dout,
+                                   const float *x, const float *w, int64_t N, int64_t IN, int64_t OUT) {
+    if (dx)   /* dx (N,IN) += dout (N,OUT) W (OUT,IN) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)IN, (int)OUT,
+                    1.0f, dout, (int)OUT, w, (int)IN, 1.0f, dx, (int)IN);
+    if (dw)   /* dW (OUT,IN) += dout^T (OUT,N) x (N,IN) */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OUT, (int)IN, (int)N,
+                    1.0f, dout, (int)OUT, x, (int)IN, 1.0f, dw, (int)IN);
+    if (db) ops_colsum_acc(db, dout, N, OUT);
+}
+
+static void linear_backward(st_ctx *ctx, st_node *n) {
+    st_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    int64_t IN = ops_cols(x), N = ops_rows(x), OUT = w->shape[0];
+    float *dx = NULL, *dw = NULL, *db = NULL;
+    if (x->requires_grad && !(dx = st_grad(ctx, x))) return;
+    if (w->requires_grad && !(dw = st_grad(ctx, w))) return;
+    if (b && b->requires_grad && !(db = st_grad(ctx, b))) return;
+    linear_backward_kernel(dx, dw, db, n->out->grad, x->data, w->data, N, IN, OUT);
+}
+
+st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {
+    if (!x || !w) return NULL;
+    ST_ASSERT(w->ndim == 2 && st_is_contiguous(w) && st_is_contiguous(x));
+    int64_t IN = ops_cols(x), N = ops_rows(x), OUT = w->shape[0];
+    ST_ASSERT(w->shape[1] == IN);
+    ST_ASSERT(!b || (st_numel(b) == OUT && st_is_contiguous(b)));
+    int64_t shape[4];
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
+    shape[x->ndim - 1] = OUT;
+    st_tensor *out = st_new(ctx, x->ndim, shape);
+    if (!out) return NULL;
+    linear_forward(out->data, x->data, w->data, b ? b->data : NULL, N, IN, OUT);
+    if (st_needs_grad(ctx, x, w, b, NULL) &&
+        !st_record(ctx, "linear", linear_backward, out, x, w, b, NULL, NULL))
+        return NULL;
+    return out;
+}
+
+/* ---------------------------------------------------------------- matmul ---- */
+/* Batching: a and b have the same leading dims (one sgemm per batch), or b is a plain
+ * matrix (K,N) shared by every batch of a, in which case a is one (batch*M, K) matrix. */
+typedef struct matmul_dims { int64_t batch, M, K, N, a_stride, b_stride; } matmul_dims;
+
+static matmul_dims matmul_shape(const st_tensor *a, const st_tensor *b) {
+    matmul_dims d;
+    d.M = a->shape[a->ndim - 2];
+    d.K = a->shape[a->ndim - 1];
+    d.N = b->shape[b->ndim - 1];
+    d.batch = st_numel(a) / (d.M * d.K);
+    d.a_stride = d.M * d.K;
+    d.b_stride = d.K * d.N;
+    if (b->ndim == 2 && a->ndim > 2) {   /* shared b: fold the batch into the rows */
+        d.M *= d.batch;
+        d.batch = 1;
+    }
+    return d;
+}
+
+static void matmul_backward(st_ctx *ctx, st_node *n) {
+    st_tensor *a = n->in[0], *b = n->in[1];
+    matmul_dims d = matmul_shape(a, b);
+    float *da = NULL, *db = NULL;
+    if (a->requires_grad && !(da = st_grad(ctx, a))) return;
+    if (b->requires_grad && !(db = st_grad(ctx, b))) return;
+    const float *dc = n->out->grad;
+    for (int64_t i = 0; i < d.batch; i++) {
+        const float *dci = dc + i * d.M * d.N;
+        if (da)   /* da (M,K) += dc (M,N) b^T (N,K) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)d.M, (int)d.K, (int)d.N,
+                        1.0f, dci, (int)d.N, b->data + i * d.b_stride, (int)d.N,
+                        1.0f, da + i * d.a_stride, (int)d.K);
+        if (db)   /* db (K,N) += a^T (K,M) dc (M,N) */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d.K, (int)d.N, (int)d.M,
+                        1.0f, a->data + i * d.a_stride, (int)d.K, dci, (int)d.N,
+                        1.0f, db + i * d.b_stride, (int)d.N);
+    }
+}
+
+st_tensor *st_matmul(st_ctx *ctx, st_tensor *a, st_tensor *b) {
+    if (!a || !b) return NULL;
+    ST_ASSERT(a->ndim >= 2 && b->ndim >= 2 && st_is_contiguous(a) && st_is_contiguous(b));
+    ST_ASSERT(a->shape[a->ndim - 1] == b->shape[b->ndim - 2]);
+    if (b->ndim != 2 || a->ndim == 2) {
+        ST_ASSERT(a->ndim == b->ndim);
+        for (int i = 0; i < a->ndim - 2; i++) ST_ASSERT(a->shape[i] == b->shape[i]);
+    }
+    matmul_dims d = matmul_shape(a, b);
+    int64_t shape[4];
+    for (int i = 0; i < a->ndim; i++) shape[i] = a->shape[i];
+    shape[a->ndim - 1] = d.N;
+    st_tensor *out = st_new(ctx, a->ndim, shape);
+    if (!out) return NULL;
+    for (int64_t i = 0; i < d.batch; i++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d.M, (int)d.N, (int)d.K,
+                    1.0f, a->data + i * d.a_stride, (int)d.K, b->data + i * d.b_stride, (int)d.N,
+                    0.0f, out->data + i * d.M * d.N, (int)d.N);
+    if (st_needs_grad(ctx, a, b, NULL, NULL) &&
+        !st_record(ctx, "matmul", matmul_backward, out, a, b, NULL, NULL, NULL))
+        return NULL;
+    return out;
+}

@@ -1,0 +1,102 @@
+/* ops_internal.h - small helpers shared by the op kernels in src/ops/ (static inline, no
+ * state). Not part of the public API.
+ *
+ * Why our own exp/erfc: without -ffast-math GCC does not vectorise calls to libm's expf,
+ * tanhf or erff, and the softmax of the LM head evaluates N*V ~ 5e8 exponentials per
+ * step. The versions below are plain float arithmetic that GCC vectorises (AVX2/AVX-512)
+ * inside simple loops, with errors of a couple of ulp (checked in tests/test_ops.c). */
+#ifndef ST_OPS_INTERNAL_H
+#define ST_OPS_INTERNAL_H
+
+#include "st_ops.h"
+
+#include <string.h>
+
+/* Below this many elements a kernel runs on one thread: the OpenMP fork/join costs more
+ * than the loop. */
+#define OPS_PAR_MIN 32768
+
+/* Rows and columns of a tensor seen as (N, last dim). */
+static inline int64_t ops_cols(const st_tensor *t) { return t->shape[t->ndim - 1]; }
+static inline int64_t ops_rows(const st_tensor *t) { return st_numel(t) / ops_cols(t); }
+
+/* A new scalar tensor, shape (1). */
+static inline st_tensor *ops_scalar(st_ctx *ctx) {
+    int64_t one = 1;
+    return st_new(ctx, 1, &one);
+}
+
+/* exp(x) in float, relative error < 1.5 ulp on [-87.33, 88.37]; 0 below, clamped above
+ * (88.37 -> 2.4e38), NaN in -> NaN out.
+ *   exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
+ * with ln 2 split into an exact head and a tail (Cody-Waite) so r is accurate, exp(r) by
+ * Cephes' degree-6 minimax polynomial, and 2^n assembled in the exponent bits.
+ * round() is the 1.5*2^23 trick: adding it forces rounding to an integer. */
+static inline float ops_expf(float x) {
+    float xc = x >= -87.33f ? x : -87.33f;   /* NaN -> -87.33: n stays a small integer */
+    xc = xc <= 88.37f ? xc : 88.37f;
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    float y = p * scale;
+    y = x < -87.33f ? 0.0f : y;
+    return x == x ? y : x;                      /* NaN in -> NaN out */
+}
+
+/* erfc(z) for z >= 0 with a small RELATIVE error everywhere (Numerical Recipes' erfcc
+ * Chebyshev fit, fractional error < 1.2e-7 in exact arithmetic):
+ *   erfc(z) = t exp(-z^2 + P(t)),  t = 1 / (1 + z/2).
+ * In float the rounding of the exponent -z^2 + P adds ~ z^2 * 6e-8: measured with FMA
+ * contraction 5e-7 for z < 2, 1.2e-6 for z < 5, 4e-6 at z = 9 (where erfc = 4e-37);
+ * about twice that without FMA (-O0 / no -march=native). Relative accuracy in the
+ * tail is what GELU needs: x Phi(x) for x << 0 is x erfc(-x/sqrt2) / 2, which a 1 + erf
+ * formula would cancel to noise. */
+static inline float ops_erfc_pos(float z) {
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float p = 0.17087277f;
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    return t * ops_expf(p - z * z);
+}
+
+/* The dropout keep-mask draw: st_hash_uniform (inline in st_common.h, so the mask loop
+ * vectorises). */
+static inline float ops_hash_uniform(uint64_t seed, uint64_t index) { return st_hash_uniform(seed, index); }
+
+/* db[c] += sum_r dy[r, c] for dy (N, C): the bias gradient. Threads own blocks of 64
+ * columns and walk all rows in order, summing in double, so the result does not depend
+ * on the thread count. */
+#define OPS_COLSUM_BLOCK 64
+static inline void ops_colsum_acc(float *restrict db, const float *restrict dy, int64_t N, int64_t C) {
+    int64_t nblk = (C + OPS_COLSUM_BLOCK - 1) / OPS_COLSUM_BLOCK;
+    #pragma omp parallel for schedule(static) if (N * C > OPS_PAR_MIN && nblk > 1)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t c0 = blk * OPS_COLSUM_BLOCK;
+        int64_t nc = C - c0 < OPS_COLSUM_BLOCK ? C - c0 : OPS_COLSUM_BLOCK;
+        double acc[OPS_COLSUM_BLOCK] = {0};
+        for (int64_t r = 0; r < N; r++) {
+            const float *row = dy + r * C + c0;
+            for (int64_t j = 0; j < nc; j++) acc[j] += (double)row[j];
+        }
+        for (int64_t j = 0; j < nc; j++) db[c0 + j] += (float)acc[j];
+    }
+}
+
+#endif
