@@ -9,7 +9,8 @@
  *               train / valid / test, tokenized by bytes or by a BPE trained on train.
  * Token streams are int32. Tokenized splits are cached as zlib-compressed files with a
  * header (magic, version, tokenizer hash, token count, CRC32), rebuilt when the source or
- * tokenizer changes or the cache is corrupt. */
+ * tokenizer changes or the cache is corrupt (format: data/README.md). The synthetic
+ * source is generated on the fly (faster than reading a cache) and never cached. */
 #ifndef ST_DATA_H
 #define ST_DATA_H
 
@@ -27,12 +28,15 @@ enum { ST_UNIT_WORD = 0, ST_UNIT_BYTE, ST_UNIT_TOKEN };
 typedef struct st_data_config {
     char source[16];        /* "synthetic" | "wikitext" | "text" */
     char path[1024];        /* wikitext: directory; text: file; synthetic: unused */
-    char tokenizer[16];     /* "word" (wikitext) | "byte" | "bpe" | "synthetic" */
-    int bpe_vocab;          /* BPE: target vocabulary size incl. the 256 bytes (>= 257) */
-    char cache_dir[1024];   /* token caches; "" -> "<path dir>/.stretch-cache" or "data/cache" */
+    char tokenizer[16];     /* "auto" (default: synthetic -> "synthetic", wikitext -> "word",
+                               text -> "byte") | "word" | "byte" | "bpe" | "synthetic" */
+    int bpe_vocab;          /* BPE: target vocabulary size incl. the 256 bytes (>= 257; 512) */
+    char cache_dir[1024];   /* token caches; "" -> "<data dir>/.stretch-cache" when writable,
+                               else "$TMPDIR/stretch-cache" (/tmp when TMPDIR is unset) */
     float valid_frac;       /* text: fraction of bytes for valid (default 0.05) */
     float test_frac;        /* text: fraction for test (default 0.05) */
     /* synthetic source */
+    /* JSON keys data.synthetic.{seed,vocab,order,branch,tokens} */
     uint64_t syn_seed;      /* 1234 */
     int syn_vocab;          /* 64 */
     int syn_order;          /* 2: next token depends on the previous `order` tokens */
@@ -43,6 +47,8 @@ typedef struct st_data_config {
 void st_data_config_default(st_data_config *c);
 /* Range checks; messages name "data.<key>" and the config file. */
 int st_data_config_validate(const st_data_config *c, const char *file, st_error *e);
+/* The tokenizer the config means ("auto" resolved for its source). */
+const char *st_data_tokenizer_name(const st_data_config *c);
 
 typedef struct st_tokenizer st_tokenizer;   /* opaque */
 
@@ -54,7 +60,13 @@ typedef struct st_dataset {
     int unit;               /* ST_UNIT_* */
     st_tokenizer *tok;
     uint64_t tok_hash;      /* identifies the tokenizer (vocab/merges) */
-    double entropy_rate;    /* synthetic: true entropy rate in nats/token; else 0 */
+    double entropy_rate;    /* synthetic: true entropy rate in nats/token; else 0.
+                               The ideal perplexity is exp(entropy_rate). */
+    /* provenance, filled by st_dataset_load (for logs and `stretch data`) */
+    char cache_file[3][1024];/* each split's token cache ("" when not cached) */
+    char vocab_file[1024];  /* cached vocabulary / BPE merges ("" when none) */
+    int cache_hits;         /* splits read from cache (0..3) */
+    double load_seconds;    /* wall time of st_dataset_load */
 } st_dataset;
 
 /* Load (or build and cache) all three splits. cfg_file names the config for messages. */
@@ -62,17 +74,36 @@ int st_dataset_load(const st_data_config *cfg, const char *cfg_file, st_dataset 
 void st_dataset_free(st_dataset *ds);
 
 /* Tokenizer files: written next to a run / export ("tokenizer.json"), read back by eval
- * and generate. Loading a tokenizer whose hash differs from a checkpoint's is an error. */
+ * and generate. Loading a tokenizer whose hash differs from a checkpoint's is an error.
+ * Format (JSON, data/README.md): {"format": "stretch-tokenizer", "version": 1, "kind",
+ * "vocab_size", "hash" (16 hex digits), then "tokens" (word), "merges" (bpe) or
+ * "synthetic"}. Loading re-derives the hash from the content and refuses a mismatch. */
 int st_tokenizer_save(const st_tokenizer *t, const char *path, st_error *e);
 st_tokenizer *st_tokenizer_load(const char *path, st_error *e);
+/* Load and require the given hash and vocabulary size (e.g. a checkpoint's): a mismatch
+ * is ST_ERR_DATA naming the file and both values. */
+st_tokenizer *st_tokenizer_load_expect(const char *path, uint64_t hash, int vocab_size, st_error *e);
+/* The 256-symbol byte tokenizer. */
+st_tokenizer *st_tokenizer_new_byte(st_error *e);
+/* Train a byte-level BPE of vocab_size (>= 257) on a text in memory (any bytes). Text is
+ * pre-split into chunks (see data/README.md) that merges never cross. The result may have
+ * fewer tokens when the text runs out of pairs (logged). */
+st_tokenizer *st_tokenizer_train_bpe(const char *text, int64_t len, int vocab_size, st_error *e);
 void st_tokenizer_free(st_tokenizer *t);
 int st_tokenizer_vocab_size(const st_tokenizer *t);
 uint64_t st_tokenizer_hash(const st_tokenizer *t);
 int st_tokenizer_kind(const st_tokenizer *t);
-/* Encode UTF-8 text; returns the number of tokens (out may be NULL to count). */
+/* Encode UTF-8 text; returns the number of tokens (out may be NULL to count). At most
+ * cap ids are written; the return value is the full count either way.
+ *   word: whitespace-split words, "\n" -> <eos> (no <eos> after an unterminated last
+ *         line); an unknown word maps to <unk> when the vocabulary has it, else -1.
+ *   synthetic: whitespace-separated decimal ids; -1 on anything else. */
 int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, int64_t len,
                             int32_t *out, int64_t cap);
-/* Decode tokens to text; returns bytes written (excluding NUL), -1 on a bad id. */
+/* Decode tokens to text; returns bytes written (excluding NUL), -1 on a bad id.
+ * Like snprintf: writes at most cap - 1 bytes plus a NUL (out may be NULL with cap 0) and
+ * returns the full length. word: words joined by spaces, <eos> -> "\n"; synthetic:
+ * decimal ids joined by spaces. */
 int64_t st_tokenizer_decode(const st_tokenizer *t, const int32_t *ids, int64_t n,
                             char *out, int64_t cap);
 
@@ -99,6 +130,31 @@ void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y);
 typedef struct st_eval_window { int64_t start; int64_t len; int64_t score_from; } st_eval_window;
 /* Returns the number of windows; writes them to out when out != NULL (cap entries). */
 int64_t st_eval_windows(int64_t n_tokens, int64_t L, int64_t stride, st_eval_window *out, int64_t cap);
+
+/* ---- the synthetic source: a sparse random Markov chain of order k ----
+ * Contexts are the V^k tuples of the last k tokens, s = sum_i x_i V^(k-1-i) (oldest
+ * token most significant); the next context is (s * V + y) mod V^k. Each context has
+ * `branch` successors: one along a de Bruijn cycle through all contexts (so the chain is
+ * irreducible) and branch - 1 distinct random others, with Dirichlet(1) probabilities.
+ * pi is the stationary distribution (power iteration on the lazy chain (I + P) / 2), and
+ * the entropy rate H = sum_s pi(s) H(P(.|s)) in nats/token. */
+typedef struct st_markov {
+    int vocab, order, branch;
+    int64_t n_ctx;          /* V^k */
+    int32_t *next;          /* (n_ctx, branch) successor tokens */
+    double *prob;           /* (n_ctx, branch) P(next | context), rows sum to 1 */
+    double *pi;             /* (n_ctx) stationary distribution */
+    double entropy_rate;    /* nats / token */
+    int iterations;         /* power iterations used */
+    double residual;        /* L1 change of pi in the last iteration */
+} st_markov;
+/* Limits: 2 <= V <= 65536, 1 <= k, 1 <= branch <= V, V^k <= 2^20, V^k * branch <= 2^24. */
+int st_markov_init(st_markov *m, uint64_t seed, int vocab, int order, int branch, st_error *e);
+void st_markov_free(st_markov *m);
+/* Context index of the k tokens ctx[0..k) (oldest first). */
+int64_t st_markov_context(const st_markov *m, const int32_t *ctx);
+/* Draw n tokens: the first k are a context drawn from pi, the rest follow the chain. */
+void st_markov_sample(const st_markov *m, uint64_t seed, int32_t *out, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,94 @@
+/* config.c - the data section of a run config: defaults and range checks.
+ * Parsing JSON into st_data_config is the trainer's config parser's job; this file only
+ * knows what values are acceptable. Messages read "FILE: data.<key>: what is wrong". */
+#include "st_data.h"
+
+#include <math.h>
+#include <string.h>
+
+void st_data_config_default(st_data_config *c) {
+    memset(c, 0, sizeof *c);
+    strcpy(c->source, "synthetic");
+    strcpy(c->tokenizer, "auto");
+    c->bpe_vocab = 512;
+    c->valid_frac = 0.05f;
+    c->test_frac = 0.05f;
+    c->syn_seed = 1234;
+    c->syn_vocab = 64;
+    c->syn_order = 2;
+    c->syn_branch = 4;
+    c->syn_tokens[0] = 1000000;
+    c->syn_tokens[1] = 100000;
+    c->syn_tokens[2] = 100000;
+}
+
+const char *st_data_tokenizer_name(const st_data_config *c) {
+    if (strcmp(c->tokenizer, "auto") != 0 && c->tokenizer[0]) return c->tokenizer;
+    if (!strcmp(c->source, "wikitext")) return "word";
+    if (!strcmp(c->source, "text")) return "byte";
+    return "synthetic";
+}
+
+/* memchr-based check that a fixed char array holds a terminated string */
+static int terminated(const char *s, size_t cap) { return memchr(s, 0, cap) != NULL; }
+
+int st_data_config_validate(const st_data_config *c, const char *file, st_error *e) {
+    const char *f = file && *file ? file : "config";
+    if (!terminated(c->source, sizeof c->source) || !terminated(c->tokenizer, sizeof c->tokenizer) ||
+        !terminated(c->path, sizeof c->path) || !terminated(c->cache_dir, sizeof c->cache_dir))
+        return st_fail(e, ST_ERR_CONFIG, "%s: data: a string field is not terminated", f);
+
+    int syn = !strcmp(c->source, "synthetic"), wiki = !strcmp(c->source, "wikitext"),
+        text = !strcmp(c->source, "text");
+    if (!syn && !wiki && !text)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.source: expected \"synthetic\", \"wikitext\" or \"text\", got \"%s\"",
+                       f, c->source);
+    const char *tok = st_data_tokenizer_name(c);
+    int t_word = !strcmp(tok, "word"), t_byte = !strcmp(tok, "byte"), t_bpe = !strcmp(tok, "bpe"),
+        t_syn = !strcmp(tok, "synthetic");
+    if (!t_word && !t_byte && !t_bpe && !t_syn)
+        return st_fail(e, ST_ERR_CONFIG,
+                       "%s: data.tokenizer: expected \"auto\", \"word\", \"byte\", \"bpe\" or \"synthetic\", got \"%s\"",
+                       f, c->tokenizer);
+    if (syn != t_syn)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.tokenizer: \"%s\" does not go with data.source \"%s\"%s", f, tok,
+                       c->source, syn ? " (use \"synthetic\" or \"auto\")" : " (use \"word\", \"byte\" or \"bpe\")");
+    if (!syn && !c->path[0])
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.path: required for source \"%s\" (%s)", f, c->source,
+                       wiki ? "the directory holding train.txt / wiki.train.tokens" : "a text file");
+    if (t_bpe && (c->bpe_vocab < 257 || c->bpe_vocab > 262144))
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.bpe_vocab: must be in [257, 262144] (256 bytes + merges), got %d",
+                       f, c->bpe_vocab);
+    if (text) {
+        if (!isfinite(c->valid_frac) || c->valid_frac <= 0.0f || c->valid_frac > 0.5f)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.valid_frac: must be in (0, 0.5], got %g", f, (double)c->valid_frac);
+        if (!isfinite(c->test_frac) || c->test_frac <= 0.0f || c->test_frac > 0.5f)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.test_frac: must be in (0, 0.5], got %g", f, (double)c->test_frac);
+        if (c->valid_frac + c->test_frac > 0.5f)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.test_frac: valid_frac + test_frac must be <= 0.5, got %g", f,
+                           (double)(c->valid_frac + c->test_frac));
+    }
+    if (syn) {
+        if (c->syn_vocab < 2 || c->syn_vocab > 65536)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.vocab: must be in [2, 65536], got %d", f, c->syn_vocab);
+        if (c->syn_order < 1 || c->syn_order > 20)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.order: must be in [1, 20], got %d", f, c->syn_order);
+        if (c->syn_branch < 1 || c->syn_branch > c->syn_vocab)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.branch: must be in [1, synthetic.vocab = %d], got %d", f,
+                           c->syn_vocab, c->syn_branch);
+        double n_ctx = pow((double)c->syn_vocab, (double)c->syn_order);
+        if (n_ctx > (double)(1 << 20))
+            return st_fail(e, ST_ERR_CONFIG,
+                           "%s: data.synthetic.order: vocab^order = %d^%d = %.0f contexts exceeds 2^20; lower one of them",
+                           f, c->syn_vocab, c->syn_order, n_ctx);
+        if (n_ctx * c->syn_branch > (double)(1 << 24))
+            return st_fail(e, ST_ERR_CONFIG,
+                           "%s: data.synthetic.branch: contexts x branch = %.0f x %d exceeds 2^24 transition entries", f,
+                           n_ctx, c->syn_branch);
+        for (int i = 0; i < 3; i++)
+            if (c->syn_tokens[i] < 2 * (int64_t)c->syn_order + 2 || c->syn_tokens[i] > ((int64_t)1 << 31))
+                return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.tokens[%d]: must be in [%d, 2^31], got %lld", f, i,
+                               2 * c->syn_order + 2, (long long)c->syn_tokens[i]);
+    }
+    return ST_OK;
+}

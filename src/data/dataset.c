@@ -1,0 +1,328 @@
+/* dataset.c - st_dataset_load: find the split files, load or build the tokenizer and
+ * the three token streams, use and refresh the token caches.
+ *
+ *   synthetic: build the Markov source, compute its entropy rate, sample the splits
+ *              (seeds derived from syn_seed per split); never cached.
+ *   wikitext : <dir>/{train,valid,test}.txt or wiki.{train,valid,test}.tokens.
+ *   text     : one file, split by bytes: train = the first 1 - valid_frac - test_frac,
+ *              then valid, then test; each cut moved forward to the next line start
+ *              (within 64 KiB) so no line is split.
+ * Caches (cache.c) live in <cache dir>/<stem>.<split>.<spec>.tokens and the vocabulary
+ * (word / BPE) in <stem>.<spec>.vocab; <stem> is the source's name plus a hash of its
+ * absolute path, so one cache dir serves many corpora. */
+#define _GNU_SOURCE
+#include "data/data_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <math.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *split_name[3] = {"train", "valid", "test"};
+
+typedef struct split_src { char path[1100]; int64_t begin, end; sd_identity id; } split_src;
+
+/* ---- sources ---- */
+
+static int resolve_wikitext(const char *dir, split_src s[3], st_error *e) {
+    static const char *names[3][2] = {{"train.txt", "wiki.train.tokens"},
+                                      {"valid.txt", "wiki.valid.tokens"},
+                                      {"test.txt", "wiki.test.tokens"}};
+    struct stat st;
+    if (stat(dir, &st) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return st_fail(e, ST_ERR_IO, "%s: not a directory (wikitext wants the directory holding train.txt, valid.txt, "
+                       "test.txt or wiki.*.tokens)", dir);
+    for (int i = 0; i < 3; i++) {
+        int found = 0;
+        for (int k = 0; k < 2 && !found; k++) {
+            snprintf(s[i].path, sizeof s[i].path, "%s/%s", dir, names[i][k]);
+            found = stat(s[i].path, &st) == 0;
+        }
+        if (!found)
+            return st_fail(e, ST_ERR_IO, "%s: no %s or %s (scripts/download_wikitext.sh fetches WikiText)", dir,
+                           names[i][0], names[i][1]);
+        if (sd_identity_of(s[i].path, &s[i].id, e)) return e->code;
+        if (s[i].id.size == 0) return st_fail(e, ST_ERR_DATA, "%s: empty file", s[i].path);
+        s[i].begin = 0;
+        s[i].end = (int64_t)s[i].id.size;
+    }
+    return ST_OK;
+}
+
+/* first offset >= at that starts a line, looking at most 64 KiB ahead; `at` if none */
+static int64_t next_line_start(const char *path, int64_t at, int64_t size) {
+    if (at <= 0 || at >= size) return at;
+    char buf[1 << 16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return at;
+    ssize_t r = pread(fd, buf, sizeof buf, (off_t)(at - 1));
+    close(fd);
+    for (ssize_t i = 0; i < r; i++)
+        if (buf[i] == '\n') return at + i < size ? at + i : at;
+    return at;
+}
+
+static int resolve_text(const st_data_config *c, split_src s[3], st_error *e) {
+    struct stat st;
+    if (stat(c->path, &st) == 0 && S_ISDIR(st.st_mode))
+        return st_fail(e, ST_ERR_IO, "%s: is a directory (source \"text\" wants one text file; use \"wikitext\" for a "
+                       "directory of splits)", c->path);
+    sd_identity id;
+    if (sd_identity_of(c->path, &id, e)) return e->code;
+    if (id.size == 0) return st_fail(e, ST_ERR_DATA, "%s: empty file", c->path);
+    int64_t size = (int64_t)id.size;
+    int64_t n_valid = (int64_t)((double)size * c->valid_frac), n_test = (int64_t)((double)size * c->test_frac);
+    /* cuts move to the next line start, unless that would empty the following split */
+    int64_t raw1 = size - n_valid - n_test, raw2 = size - n_test;
+    int64_t cut1 = next_line_start(c->path, raw1, size), cut2 = next_line_start(c->path, raw2, size);
+    if (cut1 >= raw2) cut1 = raw1;
+    if (cut2 >= size) cut2 = raw2;
+    if (cut2 <= cut1) cut2 = raw2;
+    int64_t b[4] = {0, cut1, cut2, size};
+    for (int i = 0; i < 3; i++) {
+        snprintf(s[i].path, sizeof s[i].path, "%s", c->path);
+        s[i].id = id;
+        s[i].begin = b[i];
+        s[i].end = b[i + 1];
+        if (s[i].end <= s[i].begin)
+            return st_fail(e, ST_ERR_DATA, "%s: too small (%lld bytes) to split into train / valid / test with "
+                           "valid_frac %g and test_frac %g: the %s split is empty", c->path, (long long)size,
+                           (double)c->valid_frac, (double)c->test_frac, split_name[i]);
+    }
+    return ST_OK;
+}
+
+/* ---- cache locations ---- */
+
+static int resolve_cache_dir(const st_data_config *c, const char *cfg_file, const char *data_dir, char *out, size_t cap,
+                             st_error *e) {
+    out[0] = 0;
+    if (c->cache_dir[0]) {
+        if (!sd_dir_writable(c->cache_dir))
+            return st_fail(e, ST_ERR_IO, "%s: data.cache_dir: cannot create or write to %s", cfg_file ? cfg_file : "config",
+                           c->cache_dir);
+        snprintf(out, cap, "%s", c->cache_dir);
+        return ST_OK;
+    }
+    char cand[1300];
+    snprintf(cand, sizeof cand, "%s/.stretch-cache", data_dir);
+    /* A data directory without any write bit (a shared, read-only copy) is left alone even
+     * when the permission check would let us in (root): only use it when it is meant to
+     * be written, or when its cache directory already exists. */
+    struct stat st;
+    int meant = (stat(cand, &st) == 0 && S_ISDIR(st.st_mode)) ||
+                (stat(data_dir, &st) == 0 && (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)));
+    if (meant && sd_dir_writable(cand)) { snprintf(out, cap, "%s", cand); return ST_OK; }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(cand, sizeof cand, "%s/stretch-cache", tmp && *tmp ? tmp : "/tmp");
+    if (sd_dir_writable(cand)) {
+        st_log(ST_LOG_DEBUG, "%s is not writable; token caches go to %s", data_dir, cand);
+        snprintf(out, cap, "%s", cand);
+        return ST_OK;
+    }
+    st_log(ST_LOG_WARN, "no writable cache directory (%s/.stretch-cache, %s); tokenizing without a cache", data_dir, cand);
+    return ST_OK;
+}
+
+/* "<name>-<8 hex of the absolute path>" */
+static void cache_stem(const char *src, char *out, size_t cap) {
+    char abs[PATH_MAX], tmp[PATH_MAX];
+    const char *p = realpath(src, abs) ? abs : src;
+    snprintf(tmp, sizeof tmp, "%s", p);
+    size_t n = strlen(tmp);
+    while (n > 1 && tmp[n - 1] == '/') tmp[--n] = 0;
+    snprintf(out, cap, "%.200s-%08" PRIx32, basename(tmp), (uint32_t)sd_fnv(SD_FNV_OFFSET, p, strlen(p)));
+}
+
+/* ---- synthetic ---- */
+
+static int load_synthetic(const st_data_config *c, st_dataset *ds, st_error *e) {
+    st_markov m;
+    int rc = st_markov_init(&m, c->syn_seed, c->syn_vocab, c->syn_order, c->syn_branch, e);
+    if (rc) return rc;
+    for (int i = 0; i < 3 && !rc; i++) {
+        ds->tokens[i] = st_malloc((size_t)c->syn_tokens[i] * sizeof(int32_t), e);
+        if (!ds->tokens[i]) { rc = ST_ERR_MEMORY; break; }
+        ds->n[i] = c->syn_tokens[i];
+        st_markov_sample(&m, st_hash64(c->syn_seed, 0x5EED0000u + (uint64_t)i), ds->tokens[i], ds->n[i]);
+    }
+    if (!rc && !(ds->tok = sd_tok_new_synthetic(c->syn_vocab, c->syn_seed, c->syn_order, c->syn_branch, e))) rc = ST_ERR_MEMORY;
+    if (!rc) {
+        ds->vocab_size = c->syn_vocab;
+        ds->unit = ST_UNIT_TOKEN;
+        ds->tok_hash = ds->tok->hash;
+        ds->entropy_rate = m.entropy_rate;
+        st_log(ST_LOG_INFO, "data: synthetic Markov source V=%d order %d branch %d seed %" PRIu64
+               ": entropy rate %.6f nats/token, ideal perplexity %.4f", c->syn_vocab, c->syn_order, c->syn_branch,
+               c->syn_seed, m.entropy_rate, exp(m.entropy_rate));
+    }
+    st_markov_free(&m);
+    return rc;
+}
+
+/* ---- corpora ---- */
+
+static int tokenize_split(st_tokenizer *t, const split_src *s, int build, sd_vec *v, st_error *e) {
+    if (t->kind == ST_TOK_WORD) return sd_word_tokenize_file(t, s->path, s->begin, s->end, build, v, e);
+    return sd_encode_file(t, s->path, s->begin, s->end, v, e);
+}
+
+static int load_corpus(const st_data_config *c, const char *cfg_file, st_dataset *ds, st_error *e) {
+    const char *tname = st_data_tokenizer_name(c);
+    int kind = !strcmp(tname, "word") ? ST_TOK_WORD : !strcmp(tname, "bpe") ? ST_TOK_BPE : ST_TOK_BYTE;
+    int wiki = !strcmp(c->source, "wikitext");
+    split_src src[3];
+    int rc = wiki ? resolve_wikitext(c->path, src, e) : resolve_text(c, src, e);
+    if (rc) return rc;
+
+    char data_dir[1100], cdir[1300], stem[300], spec[16];
+    snprintf(data_dir, sizeof data_dir, "%s", c->path);
+    if (!wiki) {
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s", c->path);
+        snprintf(data_dir, sizeof data_dir, "%s", dirname(tmp));
+    }
+    if ((rc = resolve_cache_dir(c, cfg_file, data_dir, cdir, sizeof cdir, e))) return rc;
+    cache_stem(c->path, stem, sizeof stem);
+    if (kind == ST_TOK_BPE) snprintf(spec, sizeof spec, "bpe%d", c->bpe_vocab);
+    else snprintf(spec, sizeof spec, "%s", tname);
+    if (cdir[0] && strlen(cdir) + strlen(stem) + 40 >= sizeof ds->vocab_file) {
+        st_log(ST_LOG_WARN, "cache directory path %s is too long; tokenizing without a cache", cdir);
+        cdir[0] = 0;
+    }
+    if (cdir[0]) {
+        for (int i = 0; i < 3; i++)
+            snprintf(ds->cache_file[i], sizeof ds->cache_file[i], "%s/%s.%s.%s.tokens", cdir, stem, split_name[i], spec);
+        if (kind != ST_TOK_BYTE) snprintf(ds->vocab_file, sizeof ds->vocab_file, "%s/%s.%s.vocab", cdir, stem, spec);
+    }
+    sd_cache_key key[3];
+    for (int i = 0; i < 3; i++) {
+        memset(&key[i], 0, sizeof key[i]);
+        key[i].src = src[i].id;
+        key[i].begin = src[i].begin;
+        key[i].end = src[i].end;
+        snprintf(key[i].spec, sizeof key[i].spec, "%s", spec);
+    }
+
+    /* 1. the tokenizer: fixed (byte), or from the vocabulary cache */
+    st_tokenizer *t = NULL;
+    int hit[3] = {0, 0, 0}, built = 0;
+    sd_vec v[3];
+    memset(v, 0, sizeof v);
+    if (kind == ST_TOK_BYTE) {
+        if (!(t = st_tokenizer_new_byte(e))) return e->code;
+    } else if (ds->vocab_file[0]) {
+        sd_cache_read_tokenizer(ds->vocab_file, &key[0], &t);
+    }
+    /* 2. cached splits made by that tokenizer */
+    uint64_t tried[3] = {0, 0, 0};   /* tokenizer hash each split's cache was checked against */
+    for (int i = 0; i < 3 && t && cdir[0]; i++) {
+        key[i].tok_hash = t->hash;
+        key[i].vocab_size = t->vocab_size;
+        int64_t bytes;
+        hit[i] = sd_cache_read_tokens(ds->cache_file[i], &key[i], &v[i].v, &v[i].n, &bytes);
+        v[i].cap = v[i].n;
+        tried[i] = t->hash;
+    }
+    /* 3. build what is missing. Word level: the vocabulary comes out of tokenizing train */
+    int have_train = 0;
+    if (kind == ST_TOK_WORD && (!t || !hit[0])) {
+        uint64_t old = t ? t->hash : 0;
+        st_tokenizer_free(t);
+        sd_vec_free(&v[0]);
+        if (!(t = sd_tok_new(ST_TOK_WORD, e))) { rc = e->code; goto fail; }
+        double t0 = st_time();
+        if ((rc = tokenize_split(t, &src[0], 1, &v[0], e))) goto fail;
+        st_log(ST_LOG_DEBUG, "data: tokenized %s (%lld words, vocab %d) in %.3f s", src[0].path, (long long)v[0].n,
+               t->vocab_size, st_time() - t0);
+        hit[0] = 0;
+        have_train = 1;
+        built = 1;
+        if (t->hash != old)
+            for (int i = 1; i < 3; i++) { sd_vec_free(&v[i]); hit[i] = 0; }
+    }
+    if (kind == ST_TOK_BPE && !t) {
+        double t0 = st_time();
+        if (!(t = sd_bpe_train_file(src[0].path, src[0].begin, src[0].end, c->bpe_vocab, e))) { rc = e->code; goto fail; }
+        st_log(ST_LOG_INFO, "data: trained BPE (%d tokens) on %s in %.2f s", t->vocab_size, src[0].path, st_time() - t0);
+        built = 1;
+    }
+    if (built && ds->vocab_file[0]) {
+        st_error we = {0};
+        key[0].tok_hash = 0;
+        if (sd_cache_write_tokenizer(ds->vocab_file, &key[0], t, &we))
+            st_log(ST_LOG_WARN, "could not write the vocabulary cache: %s", we.msg);
+    }
+    /* 4. every split not in hand: its cache (a rebuilt tokenizer is often the same one),
+     * else tokenize it and write the cache */
+    for (int i = 0; i < 3; i++) {
+        key[i].tok_hash = t->hash;
+        key[i].vocab_size = t->vocab_size;
+        if (!hit[i] && !(i == 0 && have_train) && cdir[0] && tried[i] != t->hash) {
+            int64_t bytes;
+            hit[i] = sd_cache_read_tokens(ds->cache_file[i], &key[i], &v[i].v, &v[i].n, &bytes);
+            v[i].cap = v[i].n;
+        }
+        if (!hit[i] && !(i == 0 && have_train))
+            if ((rc = tokenize_split(t, &src[i], 0, &v[i], e))) goto fail;
+        if (!hit[i] && cdir[0]) {
+            st_error we = {0};
+            if (sd_cache_write_tokens(ds->cache_file[i], &key[i], v[i].v, v[i].n, src[i].end - src[i].begin, &we))
+                st_log(ST_LOG_WARN, "could not write the token cache: %s", we.msg);
+        }
+        if (v[i].n < 2) {
+            rc = st_fail(e, ST_ERR_DATA, "%s: the %s split has %lld token%s; at least 2 are needed", src[i].path,
+                         split_name[i], (long long)v[i].n, v[i].n == 1 ? "" : "s");
+            goto fail;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        int32_t *fit = realloc(v[i].v, (size_t)v[i].n * sizeof(int32_t));   /* drop growth slack */
+        ds->tokens[i] = fit ? fit : v[i].v;
+        ds->n[i] = v[i].n;
+        ds->bytes[i] = src[i].end - src[i].begin;
+        ds->cache_hits += hit[i];
+    }
+    ds->tok = t;
+    ds->tok_hash = t->hash;
+    ds->vocab_size = t->vocab_size;
+    ds->unit = kind == ST_TOK_WORD ? ST_UNIT_WORD : ST_UNIT_BYTE;
+    return ST_OK;
+fail:
+    for (int i = 0; i < 3; i++) sd_vec_free(&v[i]);
+    st_tokenizer_free(t);
+    return rc;
+}
+
+int st_dataset_load(const st_data_config *cfg, const char *cfg_file, st_dataset *ds, st_error *e) {
+    double t0 = st_time();
+    memset(ds, 0, sizeof *ds);
+    int rc = st_data_config_validate(cfg, cfg_file, e);
+    if (rc) return rc;
+    rc = !strcmp(cfg->source, "synthetic") ? load_synthetic(cfg, ds, e) : load_corpus(cfg, cfg_file, ds, e);
+    if (rc) {
+        st_dataset_free(ds);
+        return rc;
+    }
+    ds->load_seconds = st_time() - t0;
+    if (strcmp(cfg->source, "synthetic") != 0)
+        st_log(ST_LOG_INFO, "data: %s %s (%s): vocab %d; train %lld / valid %lld / test %lld tokens; %d/3 splits from "
+               "cache; %.2f s", cfg->source, cfg->path, st_data_tokenizer_name(cfg), ds->vocab_size, (long long)ds->n[0],
+               (long long)ds->n[1], (long long)ds->n[2], ds->cache_hits, ds->load_seconds);
+    return ST_OK;
+}
+
+void st_dataset_free(st_dataset *ds) {
+    if (!ds) return;
+    for (int i = 0; i < 3; i++) free(ds->tokens[i]);
+    st_tokenizer_free(ds->tok);
+    memset(ds, 0, sizeof *ds);
+}

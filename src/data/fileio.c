@@ -1,0 +1,248 @@
+/* fileio.c - the file plumbing of the data module: a block-streaming reader that never
+ * holds a whole corpus (WikiText-103 is 540 MB), the identity of a source file for cache
+ * keys, atomic writes (temp + fsync + rename), small-file reads, directory helpers, and
+ * the growable token vector. */
+#define _GNU_SOURCE
+#include "data/data_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* 16 MiB blocks: large enough that read() cost is negligible, small next to the tokens. */
+#define SD_BLOCK ((int64_t)16 << 20)
+#define SD_SAMPLE ((int64_t)1 << 20)
+
+const unsigned char sd_is_space[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v'] = 1, ['\f'] = 1, ['\r'] = 1,
+};
+
+int sd_vec_grow(sd_vec *a, int64_t need) {
+    if (need <= a->cap) return 0;
+    int64_t cap = a->cap ? a->cap : 1024;
+    while (cap < need) cap += cap / 2;
+    int32_t *v = realloc(a->v, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    a->v = v;
+    a->cap = cap;
+    return 0;
+}
+
+void sd_vec_free(sd_vec *a) {
+    free(a->v);
+    a->v = NULL;
+    a->n = a->cap = 0;
+}
+
+int64_t sd_safe_cut(const char *buf, int64_t len) {
+    for (int64_t p = len - 1; p > 0; p--)
+        if (buf[p - 1] == '\n' && buf[p] != '\n' && buf[p] != '\r') return p;
+    return 0;
+}
+
+static int64_t count_newlines(const char *s, int64_t n) {
+    int64_t c = 0;
+    const char *end = s + n;
+    while (s < end && (s = memchr(s, '\n', (size_t)(end - s)))) { c++; s++; }
+    return c;
+}
+
+int64_t sd_lines_before(const char *path, int64_t off) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[1 << 16];
+    int64_t lines = 0, pos = 0;
+    while (pos < off) {
+        ssize_t r = pread(fd, buf, (size_t)(off - pos < (int64_t)sizeof buf ? off - pos : (int64_t)sizeof buf), (off_t)pos);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        lines += count_newlines(buf, r);
+        pos += r;
+    }
+    close(fd);
+    return lines;
+}
+
+int sd_stream(const char *path, int64_t begin, int64_t end, sd_block_fn fn, void *user, st_error *e) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int rc = ST_OK;
+    /* STRETCH_DATA_BLOCK (bytes) shrinks the block so tests can cross block boundaries */
+    int64_t block = SD_BLOCK;
+    const char *env = getenv("STRETCH_DATA_BLOCK");
+    if (env && atoll(env) >= 16) block = atoll(env);
+    int64_t cap = end - begin < block ? end - begin + 1 : block;
+    char *buf = malloc((size_t)cap);
+    if (!buf) { close(fd); return st_fail(e, ST_ERR_MEMORY, "%s: out of memory for a %lld-byte read buffer", path, (long long)cap); }
+    int64_t len = 0, at = begin, next = begin, lines = 0;  /* buf[0] is at offset `at` */
+    for (;;) {
+        while (len < cap && next < end) {
+            int64_t want = cap - len < end - next ? cap - len : end - next;
+            ssize_t r = pread(fd, buf + len, (size_t)want, (off_t)next);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) { rc = st_fail(e, ST_ERR_IO, "%s: read error at byte %lld: %s", path, (long long)next, strerror(errno)); goto done; }
+            if (r == 0) { rc = st_fail(e, ST_ERR_IO, "%s: file shrank while reading (at byte %lld of %lld)", path, (long long)next, (long long)end); goto done; }
+            const char *nul = memchr(buf + len, 0, (size_t)r);
+            if (nul) {
+                int64_t off = next + (nul - (buf + len));
+                int64_t line = sd_lines_before(path, begin) + lines + count_newlines(buf + len, nul - (buf + len)) + 1;
+                rc = st_fail(e, ST_ERR_DATA, "%s: line %lld: NUL byte at offset %lld: this looks like a binary file; only text is supported",
+                             path, (long long)line, (long long)off);
+                goto done;
+            }
+            lines += count_newlines(buf + len, r);
+            len += r;
+            next += r;
+        }
+        int final = next >= end;
+        int64_t used = 0;
+        if ((rc = fn(user, buf, len, at, final, &used, e)) != ST_OK) goto done;
+        if (final) break;
+        ST_ASSERT(used >= 0 && used <= len);
+        if (used == 0) {   /* one unit longer than the buffer: grow it */
+            char *nb = realloc(buf, (size_t)cap * 2);
+            if (!nb) { rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory growing the read buffer to %lld bytes", path, (long long)cap * 2); goto done; }
+            buf = nb;
+            cap *= 2;
+            continue;
+        }
+        memmove(buf, buf + used, (size_t)(len - used));
+        len -= used;
+        at += used;
+    }
+done:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+int sd_identity_of(const char *path, sd_identity *id, st_error *e) {
+    memset(id, 0, sizeof *id);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) { close(fd); return st_fail(e, ST_ERR_IO, "%s: cannot stat: %s", path, strerror(errno)); }
+    if (!S_ISREG(st.st_mode)) { close(fd); return st_fail(e, ST_ERR_IO, "%s: not a regular file", path); }
+    id->size = (uint64_t)st.st_size;
+    id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    /* CRC32 of the first and last MiB: catches an edit that kept size and mtime (a copy
+     * with preserved timestamps, a clock reset) at the cost of reading 2 MiB. */
+    char *buf = malloc((size_t)SD_SAMPLE);
+    if (!buf) { close(fd); return st_fail(e, ST_ERR_MEMORY, "out of memory"); }
+    uint32_t crc[2] = {0, 0};
+    int64_t size = (int64_t)st.st_size;
+    for (int k = 0; k < 2; k++) {
+        int64_t off = k == 0 ? 0 : (size > SD_SAMPLE ? size - SD_SAMPLE : 0);
+        int64_t n = size - off < SD_SAMPLE ? size - off : SD_SAMPLE;
+        int64_t got = 0;
+        while (got < n) {
+            ssize_t r = pread(fd, buf + got, (size_t)(n - got), (off_t)(off + got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) { free(buf); close(fd); return st_fail(e, ST_ERR_IO, "%s: read error: %s", path, r < 0 ? strerror(errno) : "short read"); }
+            got += r;
+        }
+        crc[k] = st_crc32(0, buf, (size_t)n);
+    }
+    id->sample = (uint64_t)crc[0] << 32 | crc[1];
+    free(buf);
+    close(fd);
+    return ST_OK;
+}
+
+int sd_write_atomic(const char *path, const void *data, size_t n, st_error *e) {
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%llx", path, (long)getpid(),
+             (unsigned long long)(st_hash64((uint64_t)(st_time() * 1e9), (uint64_t)(uintptr_t)data) & 0xffffff));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    const char *p = data;
+    size_t left = n;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int err = errno;
+            close(fd);
+            unlink(tmp);
+            return st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, w < 0 ? strerror(err) : "no progress");
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        int err = errno;
+        unlink(tmp);
+        return st_fail(e, ST_ERR_IO, "%s: fsync/close failed: %s", path, strerror(err));
+    }
+    if (rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        return st_fail(e, ST_ERR_IO, "%s: rename from %s failed: %s", path, tmp, strerror(err));
+    }
+    return ST_OK;
+}
+
+char *sd_read_file(const char *path, int64_t *n, int64_t max_bytes, st_error *e) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        st_fail(e, ST_ERR_IO, "%s: not a regular file", path);
+        return NULL;
+    }
+    if (st.st_size > max_bytes) {
+        close(fd);
+        st_fail(e, ST_ERR_DATA, "%s: %lld bytes is larger than the %lld allowed here", path, (long long)st.st_size,
+                (long long)max_bytes);
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf) { close(fd); st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); return NULL; }
+    int64_t got = 0;
+    while (got < st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)(st.st_size - got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            free(buf);
+            close(fd);
+            st_fail(e, ST_ERR_IO, "%s: read error: %s", path, r < 0 ? strerror(errno) : "file shrank");
+            return NULL;
+        }
+        got += r;
+    }
+    close(fd);
+    buf[got] = 0;
+    *n = got;
+    return buf;
+}
+
+int sd_mkdirs(const char *dir) {
+    char p[1100];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return -1;
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+        *s = '/';
+    }
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+int sd_dir_writable(const char *dir) {
+    if (sd_mkdirs(dir) != 0) return 0;
+    /* access(W_OK) is not enough on read-only mounts with permissive modes: try it. */
+    char probe[1200];
+    snprintf(probe, sizeof probe, "%s/.probe.%ld", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return 0;
+    close(fd);
+    unlink(probe);
+    return 1;
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# cli_data.sh - `stretch data` end to end: the synthetic corpus (ideal perplexity line),
+# a text file with byte and BPE tokenizers (cache files reported, second run from cache,
+# --save-tokenizer), WikiText-2 counts when the shared data is present, and the exit codes:
+# usage / bad values 2, missing file 3, empty or binary file 4.
+set -u
+BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
+T=$(mktemp -d "${TMPDIR:-/tmp}/cli_data.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fails=0; passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect_rc() { # expected-code description command...
+    local want=$1 what=$2; shift 2
+    "$@" >out.txt 2>err.txt; local rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; tail -5 err.txt; fi
+}
+expect_out() { grep -q -- "$1" out.txt && ok || { bad "output lacks '$1'"; cat out.txt; }; }
+expect_err() { grep -q -- "$1" err.txt && ok || { bad "message lacks '$1'"; cat err.txt; }; }
+
+# synthetic: counts and the ideal perplexity exp(H)
+expect_rc 0 "synthetic" "$BIN" data --source synthetic --syn-tokens 20000,2000,2000
+expect_out "train *20,000"
+expect_out "ideal perplexity exp(H) = [0-9.]*"
+expect_rc 0 "synthetic small" "$BIN" data --source synthetic --syn-vocab 3 --syn-order 1 --syn-branch 2 --syn-tokens 100,100,100
+expect_out "entropy"
+
+# a text file: byte, then BPE (cold, then from cache), tokenizer saved
+for i in $(seq 1 400); do echo "line $i of the corpus: the quick brown fox jumps over the lazy dog $((i * 7))"; done > corpus.txt
+expect_rc 0 "text byte" "$BIN" data --source text --path corpus.txt --cache-dir cache
+expect_out "tokenizer   byte  vocab 256"
+expect_out "cache/corpus.txt-.*\.train\.byte\.tokens"
+expect_rc 0 "text bpe" "$BIN" data --source text --path corpus.txt --tokenizer bpe --bpe-vocab 300 --cache-dir cache --save-tokenizer tok.json
+expect_out "vocab cache .*bpe300.vocab"
+expect_out "(0/3 splits from cache)"
+[ -s tok.json ] && grep -q '"kind":"bpe"' tok.json && ok || bad "tok.json not written"
+expect_rc 0 "text bpe cached" "$BIN" data --source text --path corpus.txt --tokenizer bpe --bpe-vocab 300 --cache-dir cache
+expect_out "(3/3 splits from cache)"
+if compgen -G "cache/*.tmp.*" >/dev/null; then bad "temporary files left in the cache"; else ok; fi
+
+# WikiText-2, when the shared data is there
+W=${STRETCH_DATA_DIR:-}/wikitext-2
+if [ -f "$W/train.txt" ]; then
+    expect_rc 0 "wikitext-2" "$BIN" data --source wikitext --path "$W" --cache-dir wcache
+    expect_out "vocab 33278"
+    expect_out "train *2,088,628"
+    expect_out "valid *217,646"
+    expect_out "test *245,569"
+else
+    echo "SKIP wikitext-2: $W/train.txt not found"
+fi
+
+# errors and exit codes
+expect_rc 2 "no source" "$BIN" data
+expect_rc 2 "positional config" "$BIN" data cfg.json
+expect_rc 2 "unknown flag" "$BIN" data --source synthetic --frobnicate 1
+expect_rc 2 "bad number" "$BIN" data --source synthetic --syn-vocab many
+expect_rc 2 "bad bpe vocab" "$BIN" data --source text --path corpus.txt --tokenizer bpe --bpe-vocab 100
+expect_err "data.bpe_vocab"
+expect_rc 2 "bad source" "$BIN" data --source wiki
+expect_err "data.source"
+expect_rc 3 "missing file" "$BIN" data --source text --path nope.txt --cache-dir cache
+expect_err "nope.txt"
+: > empty.txt
+expect_rc 4 "empty file" "$BIN" data --source text --path empty.txt --cache-dir cache
+expect_err "empty.txt: empty file"
+head -c 4096 "$BIN" > blob.bin   # an ELF header: NUL bytes from byte 7 on
+expect_rc 4 "binary file" "$BIN" data --source text --path blob.bin --cache-dir cache
+expect_err "blob.bin.*NUL byte"
+expect_rc 0 "help" "$BIN" data --help
+expect_out "usage: stretch data"
+
+echo "cli_data: $passes passed, $fails failed"
+[ "$fails" = 0 ]
