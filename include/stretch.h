@@ -6,4 +6,6 @@
 #include "st_ops.h"
 #include "st_data.h"
 #include "st_model.h"
+#include "st_train.h"
+#include "st_eval.h"
 #endif

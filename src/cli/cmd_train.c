@@ -1,9 +1,107 @@
-/* cmd_train.c - `stretch train` (placeholder until its issue lands: says so and fails). */
+/* cmd_train.c - `stretch train`: parse arguments, load the config, run st_train.
+ *
+ *   stretch train CONFIG.json [--set section.key=value ...] [--out RUN_DIR] [--force]
+ *   stretch train --resume RUN_DIR [--set ...]
+ * Options: --quiet (no progress output), --stop-after N (stop with a checkpoint after step
+ * N, exit 0: staged runs and resume tests). Default RUN_DIR: runs/<config name>. */
 #include "cli/cli.h"
+#include "st_train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SETS 256
+
+static void help(void) {
+    printf("usage: stretch train CONFIG.json [--set section.key=value ...] [--out RUN_DIR] [--force]\n"
+           "       stretch train --resume RUN_DIR [--set section.key=value ...]\n\n"
+           "  --set k=v      override a config key (value parsed as JSON when it is, else a string),\n"
+           "                 e.g. --set model.pos=rope --set train.steps=2000 --set eval.lengths=[64,128]\n"
+           "  --out DIR      run directory (default runs/<config name>)\n"
+           "  --force        replace an existing run in DIR\n"
+           "  --resume DIR   continue DIR from its latest checkpoint (bit-identical to an uninterrupted run)\n"
+           "  --stop-after N stop with a checkpoint after step N (resume later with --resume)\n"
+           "  --quiet        no progress bar or log lines (metrics.jsonl is still written)\n"
+           "Config keys: configs/README.md. Exit codes: 2 config, 3 I/O or occupied RUN_DIR, 4 data,\n"
+           "5 checkpoint, 6 memory, 7 non-finite loss, 130 interrupted (checkpoint saved).\n");
+}
+
+/* "runs/<basename of config without .json>" */
+static void default_out(const char *config, char *out, size_t n) {
+    const char *base = strrchr(config, '/');
+    base = base ? base + 1 : config;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".json") == 0) len -= 5;
+    snprintf(out, n, "runs/%.*s", (int)len, base);
+}
 
 int cmd_train(int argc, char **argv) {
-    (void)argc; (void)argv;
+    const char *sets[MAX_SETS];
+    int n_sets = 0;
+    const char *config = NULL, *out = NULL, *resume = NULL;
+    st_train_opts opts = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(); return 0; }
+        if (!strcmp(a, "--set") || !strncmp(a, "--set=", 6)) {
+            const char *v = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v) return cli_usage("train", "--set needs section.key=value");
+            if (n_sets == MAX_SETS) return cli_usage("train", "too many --set options (max %d)", MAX_SETS);
+            sets[n_sets++] = v;
+        } else if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
+            if (i + 1 >= argc) return cli_usage("train", "%s needs a directory", a);
+            out = argv[++i];
+        } else if (!strcmp(a, "--resume")) {
+            if (i + 1 >= argc) return cli_usage("train", "--resume needs a run directory");
+            resume = argv[++i];
+        } else if (!strcmp(a, "--force")) {
+            opts.force = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            opts.quiet = 1;
+        } else if (!strcmp(a, "--stop-after")) {
+            char *end = NULL;
+            long long v = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || !end || *end || v < 1) return cli_usage("train", "--stop-after needs a step number >= 1");
+            opts.stop_after = v;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage("train", "unknown option '%s'", a);
+        } else if (!config) {
+            config = a;
+        } else {
+            return cli_usage("train", "unexpected argument '%s'", a);
+        }
+    }
+    if (resume && (config || out))
+        return cli_usage("train", "--resume RUN_DIR takes the config from RUN_DIR/config.json; drop %s",
+                         config ? "the CONFIG argument" : "--out");
+    if (!resume && !config) return cli_usage("train", "missing CONFIG.json");
+
     st_error e = {0};
-    st_fail(&e, ST_ERR_GENERIC, "'train' is not built yet");
-    return cli_report(&e);
+    st_run_config cfg;
+    char dir[4200];
+    if (resume) {
+        char path[4300];
+        snprintf(dir, sizeof dir, "%s", resume);
+        snprintf(path, sizeof path, "%s/config.json", resume);
+        opts.resume = 1;
+        if (st_run_config_load(path, sets, n_sets, &cfg, &e)) {
+            if (e.code == ST_ERR_IO)
+                st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", resume);
+            return cli_report(&e);
+        }
+    } else {
+        if (out) snprintf(dir, sizeof dir, "%s", out);
+        else default_out(config, dir, sizeof dir);
+        if (st_run_config_load(config, sets, n_sets, &cfg, &e)) return cli_report(&e);
+    }
+    if (!opts.quiet) st_log(ST_LOG_INFO, "%s %s -> %s", resume ? "resuming" : "training", resume ? resume : config, dir);
+    int rc = st_train(&cfg, dir, &opts, NULL, &e);
+    if (rc == ST_ERR_INTERRUPTED) {
+        fprintf(stderr, "stretch: %s\n", e.msg);
+        return rc;
+    }
+    if (rc) return cli_report(&e);
+    return 0;
 }

@@ -1,0 +1,235 @@
+/* st_train.h - JSON run configs, optimisers, learning-rate schedules, checkpoints and the
+ * training loop (`stretch train`).
+ *
+ * A run config has four sections: model (st_model_config), data (st_data_config), train
+ * and eval. It is read strictly from JSON: unknown keys, wrong types and out-of-range
+ * values are errors naming the file and the key path; configs/README.md lists every key.
+ *
+ * Run directory layout (written by st_train_run):
+ *   RUN_DIR/config.json          the fully resolved config (loads back to the same config)
+ *   RUN_DIR/tokenizer.json       the dataset's tokenizer (when it has one)
+ *   RUN_DIR/metrics.jsonl        one JSON object per logged step and per validation
+ *   RUN_DIR/checkpoints/step_NNNNNNNN.ckpt   the last train.keep_last checkpoints
+ *   RUN_DIR/checkpoints/best.ckpt            lowest validation loss so far
+ *   RUN_DIR/checkpoints/latest               one line: file name of the newest checkpoint
+ *
+ * Checkpoint file (little-endian, fixed-width fields):
+ *   header (64 bytes): magic "STCKPT\0\0", u32 version, u32 header bytes, u64 payload bytes
+ *   (raw), u64 compressed bytes, u64 step, u64 config hash, u64 param floats, u32 crc32 of
+ *   the compressed payload followed by header bytes 0..55, u32 reserved (0);
+ *   payload (zlib): resolved config JSON, training state, parameter table, then the
+ *   parameter, m and v blocks. Written to a temp file in the same directory, fsync'ed and
+ *   renamed, then the directory is fsync'ed. */
+#ifndef ST_TRAIN_H
+#define ST_TRAIN_H
+
+#include "st_common.h"
+#include "st_tensor.h"
+#include "st_model.h"
+#include "st_data.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------- config ---- */
+enum { ST_OPT_ADAMW = 0, ST_OPT_SGD = 1 };
+enum { ST_SCHED_CONSTANT = 0, ST_SCHED_COSINE = 1, ST_SCHED_INV_SQRT = 2 };
+/* train.optimizer.no_decay: bit mask of parameter groups excluded from weight decay */
+enum { ST_NODECAY_BIAS = 1, ST_NODECAY_NORM = 2, ST_NODECAY_EMBEDDING = 4 };
+enum { ST_NONFINITE_ERROR = 0, ST_NONFINITE_SKIP = 1 };
+enum { ST_EVAL_NONOVERLAPPING = 0, ST_EVAL_SLIDING = 1 };
+#define ST_EVAL_MAX_LENGTHS 32
+
+typedef struct st_optim_config {
+    int name;               /* ST_OPT_* */
+    float lr;               /* peak learning rate */
+    float beta1, beta2, eps;/* AdamW */
+    float weight_decay;     /* decoupled: p -= lr * wd * p (AdamW and SGD) */
+    float momentum;         /* SGD: buf = momentum * buf + g; 0 = plain SGD */
+    int no_decay;           /* ST_NODECAY_* mask */
+} st_optim_config;
+
+typedef struct st_schedule_config {
+    int kind;               /* ST_SCHED_* */
+    int64_t warmup;         /* linear warmup steps */
+    float min_lr_ratio;     /* cosine: final lr = min_lr_ratio * lr */
+} st_schedule_config;
+
+typedef struct st_train_config {
+    uint64_t seed;          /* model init, dropout stream, batch windows */
+    int batch_size;         /* sequences per micro-batch (B) */
+    int seq_len;            /* training length (T) */
+    int64_t steps;          /* optimizer updates */
+    int grad_accum;         /* micro-batches per update */
+    st_optim_config optim;
+    st_schedule_config sched;
+    float clip_norm;        /* global gradient-norm clip, 0 = off */
+    int64_t eval_every;     /* steps between validations (0: only at the end) */
+    int eval_batches;       /* validation batches of (B, T) (0: no validation) */
+    int64_t checkpoint_every; /* steps between checkpoints (0: only at the end) */
+    int keep_last;          /* step checkpoints kept (best.ckpt is extra) */
+    int threads;            /* OpenMP + BLAS threads, 0 = all cores */
+    int nonfinite;          /* ST_NONFINITE_* */
+    int64_t log_every;      /* steps between log lines / metrics records */
+    double max_seconds;     /* stop with a checkpoint after this much wall time, 0 = off */
+    char init_from[1024];   /* safetensors to initialise from ("" = none) */
+} st_train_config;
+
+typedef struct st_eval_config {
+    int n_lengths;
+    int64_t lengths[ST_EVAL_MAX_LENGTHS]; /* evaluation lengths L */
+    int split;              /* ST_SPLIT_VALID | ST_SPLIT_TEST */
+    int mode;               /* ST_EVAL_* */
+    int64_t stride;         /* sliding: scored tokens per window, 0 = L/2 */
+    int64_t max_tokens;     /* tokens of the split evaluated, 0 = all */
+    int buckets;            /* per-position loss buckets (0 = none) */
+} st_eval_config;
+
+typedef struct st_run_config {
+    st_model_config model;  /* model.vocab_size 0 = take the dataset's */
+    st_data_config data;    /* data.path is absolute after loading */
+    st_train_config train;
+    st_eval_config eval;
+    char file[1024];        /* where the config came from (for messages) */
+} st_run_config;
+
+/* Every default (model/data defaults come from their modules). */
+void st_run_config_default(st_run_config *c);
+/* Read JSON from `path`, apply `--set`-style assignments ("section.key=value"; value is a
+ * JSON scalar/array when it parses as one, else a string), fill derived defaults and
+ * validate. Errors (ST_ERR_CONFIG; ST_ERR_IO when unreadable) name the file and key path,
+ * or "--set section.key" for an assignment. */
+int st_run_config_load(const char *path, const char *const *sets, int n_sets,
+                       st_run_config *c, st_error *e);
+/* Same from a buffer; `file` names it in messages. */
+int st_run_config_parse(const char *json, size_t len, const char *file,
+                        const char *const *sets, int n_sets, st_run_config *c, st_error *e);
+/* Apply one "section.key=value" assignment to a config (not validated across keys). */
+int st_run_config_set(st_run_config *c, const char *assignment, st_error *e);
+/* Fill derived defaults (eval.lengths from train.seq_len) and check every range and
+ * cross-key constraint. */
+int st_run_config_validate(st_run_config *c, st_error *e);
+/* Canonical JSON of the whole config (section NULL) or one section ("model", ...):
+ * fixed key order, floats in the shortest form that reads back to the same float.
+ * malloc'd; NULL on allocation failure. */
+char *st_run_config_to_json(const st_run_config *c, const char *section);
+int st_run_config_save(const st_run_config *c, const char *path, st_error *e);
+/* 64-bit hash of the canonical JSON. */
+uint64_t st_run_config_hash(const st_run_config *c);
+/* Compare one section key by key: 0 when equal, else 1 with "model.d_model: 128 vs 256"
+ * in buf. */
+int st_run_config_diff(const st_run_config *a, const st_run_config *b, const char *section,
+                       char *buf, size_t n);
+/* Expand a leading "$STRETCH_DATA_DIR" / "${STRETCH_DATA_DIR}" (default "../shared/data")
+ * and make a relative path absolute against the current directory. */
+int st_resolve_path(const char *in, char *out, size_t n);
+
+/* ---------------------------------------------------------- schedule ---- */
+/* Learning rate for update number `step` (1-based):
+ *   warmup w: lr * step / w for step <= w (constant and cosine);
+ *   constant: lr;  cosine: min + (lr - min) * (1 + cos(pi * (step - w) / (steps - w))) / 2;
+ *   inv_sqrt (fairseq): lr * min(step / w, sqrt(w / step)). */
+double st_lr_at(const st_train_config *t, int64_t step);
+
+/* --------------------------------------------------------- optimizer ---- */
+/* Does weight decay apply to this parameter? info->decay, minus the no_decay groups:
+ * bias = 1-d "*.bias", norm = "ln*.weight" (last name component starts with "ln"),
+ * embedding = is_embedding or a name starting with "tok_emb" / "pos_emb". */
+int st_param_decays(const st_param_info *info, int no_decay_mask);
+
+/* Work items: the flat block cut into pieces of at most ST_OPTIM_CHUNK floats, each in
+ * one parameter, so updates and norms are parallel loops whose reductions combine in a
+ * fixed order (results independent of the thread count). */
+#define ST_OPTIM_CHUNK 32768
+typedef struct st_optim_item { size_t offset, len; int decay; } st_optim_item;
+typedef struct st_optim {
+    st_optim_config cfg;
+    st_optim_item *items;
+    int64_t n_items;
+    double *partial;        /* per-item sums for the norm (n_items) */
+} st_optim;
+
+int st_optim_init(st_optim *o, const st_optim_config *cfg, const st_params *p, st_error *e);
+void st_optim_free(st_optim *o);
+/* sqrt(sum g^2) over the gradient block, in double, fixed order. */
+double st_grad_norm(st_optim *o, const st_params *p);
+/* Scale gradients so their global norm is at most max_norm (PyTorch clip_grad_norm_:
+ * factor max_norm / (norm + 1e-6) when norm > max_norm). Returns the factor applied. */
+float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm);
+/* One update with learning rate lr; t = number of this update (1-based, AdamW bias
+ * correction). AdamW (Loshchilov & Hutter 2019, PyTorch form):
+ *   p *= 1 - lr*wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+ *   p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
+ * SGD: p *= 1 - lr*wd; buf = momentum*buf + g (buf in m); p -= lr * buf. */
+void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t);
+/* 1 if every parameter value is finite. */
+int st_params_finite(const st_params *p);
+
+/* -------------------------------------------------------- checkpoint ---- */
+#define ST_CKPT_VERSION 1
+typedef struct st_train_state {
+    int64_t step;           /* updates done */
+    int64_t opt_t;          /* updates applied (skipped non-finite steps excluded) */
+    uint64_t loader_draws;  /* training st_loader state */
+    st_rng rng;             /* dropout-seed stream */
+    double best_val;        /* lowest validation loss (INFINITY: none yet) */
+    int64_t best_step;
+    double last_val;
+    int64_t tokens;         /* training tokens seen */
+    double elapsed;         /* training seconds over all sessions */
+    int64_t skipped;        /* non-finite steps skipped */
+    uint64_t tok_hash;      /* dataset tokenizer hash */
+} st_train_state;
+
+/* Write atomically (temp file + fsync + rename + directory fsync). */
+int st_checkpoint_save(const char *path, const st_run_config *cfg, const st_params *p,
+                       const st_train_state *s, st_error *e);
+/* Read and verify a checkpoint (magic, version, sizes, CRC; ST_ERR_CHECKPOINT naming the
+ * file). cfg (optional) receives its embedded config. When p is not NULL its layout must
+ * match the checkpoint's parameter table and data/m/v are filled (m/v only if with_moments).
+ * s is optional. */
+int st_checkpoint_load(const char *path, st_run_config *cfg, st_params *p, int with_moments,
+                       st_train_state *s, st_error *e);
+/* path_or_run_dir: a .ckpt file, or a run dir (its checkpoints/latest). Writes the file. */
+int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e);
+/* Build the model from a checkpoint's config and load its parameters (for eval, export,
+ * generate). cfg (optional) receives the run config. Free with st_model_free. */
+int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_config *cfg,
+                             st_error *e);
+
+/* ---------------------------------------------------------- training ---- */
+typedef struct st_train_opts {
+    int resume;             /* continue from RUN_DIR's latest checkpoint */
+    int force;              /* replace an existing run in RUN_DIR */
+    int64_t stop_after;     /* stop with a checkpoint after this step (0: none); as if
+                             * interrupted, but returns ST_OK (tests, staged runs) */
+    int quiet;              /* no progress bar / log lines (metrics.jsonl still written) */
+} st_train_opts;
+
+typedef struct st_train_result {
+    int64_t step;           /* last completed step */
+    double loss;            /* last step's training loss */
+    double val_loss;        /* last validation loss (NAN if none) */
+    double best_val;
+    double seconds;         /* wall time of this session */
+    double tokens_per_s;
+    size_t n_params;
+    size_t arena_bytes;     /* step arena capacity, sized before the first step */
+    size_t arena_high_water;/* most of it any micro-step used */
+    int arena_grew;         /* 1 if a step needed more than the initial size */
+    int stopped;            /* 0 done, 1 time limit, 2 stop_after, 3 signal */
+} st_train_result;
+
+/* Train. cfg: a loaded config; may be NULL with resume (RUN_DIR/config.json is used).
+ * Returns ST_OK, ST_ERR_INTERRUPTED after SIGINT/SIGTERM (a checkpoint was saved), or an
+ * error (ST_ERR_IO for an occupied RUN_DIR without force, ST_ERR_NUMERIC for a non-finite
+ * loss or gradient, ...). res is optional. */
+int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts *opts,
+             st_train_result *res, st_error *e);
+int st_train_run(const st_run_config *cfg, const char *run_dir, int resume, int force, st_error *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

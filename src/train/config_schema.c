@@ -1,0 +1,170 @@
+/* config_schema.c - every key of a run config: JSON path, type, struct field, range and
+ * allowed names. One table drives parsing, --set, saving, diffs and range checks, so a
+ * key added here is handled everywhere (and must be documented in configs/README.md).
+ * Cross-key rules (n_heads | d_model, ...) live in config.c and the modules' validators. */
+#include "config_schema.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- names of enumerations owned here ---- */
+static const st_cname rf_scope_names[] = {
+    {"fixed", ST_RF_FIXED}, {"layer", ST_RF_PER_LAYER}, {"head", ST_RF_PER_HEAD}};
+static const st_cname gelu_names[] = {{"tanh", 0}, {"erf", 1}};
+static const st_cname source_names[] = {{"synthetic", 0}, {"wikitext", 1}, {"text", 2}};
+static const st_cname tokenizer_names[] = {{"auto", 0}, {"word", 1}, {"byte", 2}, {"bpe", 3}, {"synthetic", 4}};
+static const st_cname optim_names[] = {{"adamw", ST_OPT_ADAMW}, {"sgd", ST_OPT_SGD}};
+static const st_cname nodecay_names[] = {
+    {"bias", ST_NODECAY_BIAS}, {"norm", ST_NODECAY_NORM}, {"embedding", ST_NODECAY_EMBEDDING}};
+static const st_cname sched_names[] = {
+    {"constant", ST_SCHED_CONSTANT}, {"cosine", ST_SCHED_COSINE}, {"inv_sqrt", ST_SCHED_INV_SQRT}};
+static const st_cname nonfinite_names[] = {{"error", ST_NONFINITE_ERROR}, {"skip", ST_NONFINITE_SKIP}};
+static const st_cname split_names[] = {{"valid", ST_SPLIT_VALID}, {"test", ST_SPLIT_TEST}};
+static const st_cname mode_names[] = {{"nonoverlapping", ST_EVAL_NONOVERLAPPING}, {"sliding", ST_EVAL_SLIDING}};
+
+#define NAMES(t) { t, (int)(sizeof t / sizeof t[0]), NULL, NULL, 0 }
+static const st_cenum en_pos = { NULL, 0, st_pos_from_name, st_pos_name, ST_POS_COUNT };
+static const st_cenum en_rf_kind = { NULL, 0, st_rf_from_name, st_rf_name, ST_RF_COUNT };
+static const st_cenum en_rf_scope = NAMES(rf_scope_names);
+static const st_cenum en_gelu = NAMES(gelu_names);
+static const st_cenum en_source = NAMES(source_names);
+static const st_cenum en_tokenizer = NAMES(tokenizer_names);
+static const st_cenum en_optim = NAMES(optim_names);
+static const st_cenum en_nodecay = NAMES(nodecay_names);
+static const st_cenum en_sched = NAMES(sched_names);
+static const st_cenum en_nonfinite = NAMES(nonfinite_names);
+static const st_cenum en_split = NAMES(split_names);
+static const st_cenum en_mode = NAMES(mode_names);
+
+#define OFF(f) offsetof(st_run_config, f)
+#define SZ(f) sizeof(((st_run_config *)0)->f)
+#define OBJ(p)                 { p, CK_OBJ, 0, 0, 0, 0, 0, 0, NULL }
+#define INT(p, f, lo, hi)      { p, CK_INT, OFF(f), 0, 0, lo, hi, 0, NULL }
+#define I64(p, f, lo, hi)      { p, CK_I64, OFF(f), 0, 0, lo, hi, 0, NULL }
+#define U64(p, f)              { p, CK_U64, OFF(f), 0, 0, 0, 9007199254740992.0, 0, NULL }
+#define FLT(p, f, lo, hi, x)   { p, CK_FLOAT, OFF(f), 0, 0, lo, hi, x, NULL }
+#define DBL(p, f, lo, hi)      { p, CK_DOUBLE, OFF(f), 0, 0, lo, hi, 0, NULL }
+#define BOOL(p, f)             { p, CK_BOOL, OFF(f), 0, 0, 0, 1, 0, NULL }
+#define ENUM(p, f, e)          { p, CK_ENUM, OFF(f), 0, 0, 0, 0, 0, &e }
+#define STR(p, f, e)           { p, CK_STR, OFF(f), SZ(f), 0, 0, 0, 0, e }
+#define PATH(p, f)             { p, CK_PATH, OFF(f), SZ(f), 0, 0, 0, 0, NULL }
+#define MASK(p, f, e)          { p, CK_MASK, OFF(f), 0, 0, 0, 0, 0, &e }
+
+#define BIG 1e12   /* step counts */
+
+/* Parents come before their children and children are contiguous (the saver relies on
+ * the order; it is also the order of configs/README.md). */
+const st_ckey st_config_keys[] = {
+    OBJ("model"),
+    INT("model.vocab_size", model.vocab_size, 0, 1 << 24),
+    INT("model.n_layers", model.n_layers, 1, 1024),
+    INT("model.d_model", model.d_model, 1, 1 << 16),
+    INT("model.n_heads", model.n_heads, 1, 256),
+    INT("model.d_ff", model.d_ff, 0, 1 << 20),
+    ENUM("model.pos", model.pos, en_pos),
+    INT("model.max_len", model.max_len, 1, 1 << 24),
+    BOOL("model.tie_embeddings", model.tie_embeddings),
+    FLT("model.dropout_emb", model.dropout_emb, 0, 0.99, 0),
+    FLT("model.dropout_attn", model.dropout_attn, 0, 0.99, 0),
+    FLT("model.dropout_resid", model.dropout_resid, 0, 0.99, 0),
+    ENUM("model.gelu", model.gelu_exact, en_gelu),
+    FLT("model.ln_eps", model.ln_eps, 0, 1, 1),
+    FLT("model.init_std", model.init_std, 0, 10, 1),
+    FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 1000, 1),
+    OBJ("model.rf"),
+    ENUM("model.rf.kind", model.rf_kind, en_rf_kind),
+    ENUM("model.rf.scope", model.rf_scope, en_rf_scope),
+    FLT("model.rf.rho", model.rf_rho, 0, 1e9, 1),
+    FLT("model.rope_base", model.rope_base, 1, 1e12, 1),
+    INT("model.t5_buckets", model.t5_buckets, 2, 1 << 16),
+    INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24),
+
+    OBJ("data"),
+    STR("data.source", data.source, &en_source),
+    PATH("data.path", data.path),
+    STR("data.tokenizer", data.tokenizer, &en_tokenizer),
+    INT("data.bpe_vocab", data.bpe_vocab, 0, 1 << 24),
+    PATH("data.cache_dir", data.cache_dir),
+    FLT("data.valid_frac", data.valid_frac, 0, 0.5, 0),
+    FLT("data.test_frac", data.test_frac, 0, 0.5, 0),
+    OBJ("data.synthetic"),
+    U64("data.synthetic.seed", data.syn_seed),
+    INT("data.synthetic.vocab", data.syn_vocab, 2, 1 << 24),
+    INT("data.synthetic.order", data.syn_order, 1, 64),
+    INT("data.synthetic.branch", data.syn_branch, 1, 1 << 24),
+    { "data.synthetic.tokens", CK_I64_3, OFF(data.syn_tokens), 3, 0, 1, 1e12, 0, NULL },
+
+    OBJ("train"),
+    U64("train.seed", train.seed),
+    INT("train.batch_size", train.batch_size, 1, 1 << 20),
+    INT("train.seq_len", train.seq_len, 1, 1 << 24),
+    I64("train.steps", train.steps, 1, BIG),
+    INT("train.grad_accum", train.grad_accum, 1, 1 << 16),
+    OBJ("train.optimizer"),
+    ENUM("train.optimizer.name", train.optim.name, en_optim),
+    FLT("train.optimizer.lr", train.optim.lr, 0, 100, 1),
+    FLT("train.optimizer.beta1", train.optim.beta1, 0, 0.999999, 0),
+    FLT("train.optimizer.beta2", train.optim.beta2, 0, 0.999999, 0),
+    FLT("train.optimizer.eps", train.optim.eps, 0, 1, 1),
+    FLT("train.optimizer.weight_decay", train.optim.weight_decay, 0, 100, 0),
+    FLT("train.optimizer.momentum", train.optim.momentum, 0, 0.999999, 0),
+    MASK("train.optimizer.no_decay", train.optim.no_decay, en_nodecay),
+    OBJ("train.schedule"),
+    ENUM("train.schedule.kind", train.sched.kind, en_sched),
+    I64("train.schedule.warmup", train.sched.warmup, 0, BIG),
+    FLT("train.schedule.min_lr_ratio", train.sched.min_lr_ratio, 0, 1, 0),
+    FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0),
+    I64("train.eval_every", train.eval_every, 0, BIG),
+    INT("train.eval_batches", train.eval_batches, 0, 1 << 20),
+    I64("train.checkpoint_every", train.checkpoint_every, 0, BIG),
+    INT("train.keep_last", train.keep_last, 1, 1 << 20),
+    INT("train.threads", train.threads, 0, 4096),
+    ENUM("train.nonfinite", train.nonfinite, en_nonfinite),
+    I64("train.log_every", train.log_every, 1, BIG),
+    DBL("train.max_seconds", train.max_seconds, 0, 1e9),
+    PATH("train.init_from", train.init_from),
+
+    OBJ("eval"),
+    { "eval.lengths", CK_I64_LIST, OFF(eval.lengths), ST_EVAL_MAX_LENGTHS, OFF(eval.n_lengths),
+      1, 1 << 24, 0, NULL },
+    ENUM("eval.split", eval.split, en_split),
+    ENUM("eval.mode", eval.mode, en_mode),
+    I64("eval.stride", eval.stride, 0, 1 << 24),
+    I64("eval.max_tokens", eval.max_tokens, 0, 1e13),
+    INT("eval.buckets", eval.buckets, 0, 1 << 16),
+};
+const int st_config_nkeys = (int)(sizeof st_config_keys / sizeof st_config_keys[0]);
+
+const st_ckey *st_config_find_key(const char *path) {
+    for (int i = 0; i < st_config_nkeys; i++)
+        if (strcmp(st_config_keys[i].path, path) == 0) return &st_config_keys[i];
+    return NULL;
+}
+
+int st_cenum_from(const st_cenum *en, const char *name) {
+    if (en->from) return en->from(name);
+    for (int i = 0; i < en->n; i++)
+        if (strcmp(en->names[i].name, name) == 0) return en->names[i].value;
+    return -1;
+}
+
+const char *st_cenum_to(const st_cenum *en, int value) {
+    if (en->to) return value >= 0 && value < en->count ? en->to(value) : NULL;
+    for (int i = 0; i < en->n; i++)
+        if (en->names[i].value == value) return en->names[i].name;
+    return NULL;
+}
+
+void st_cenum_list(const st_cenum *en, char *buf, size_t n) {
+    int count = en->to ? en->count : en->n;
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < count && used < n; i++) {
+        const char *name = en->to ? en->to(i) : en->names[i].name;
+        const char *sep = i == 0 ? "" : i == count - 1 ? " or " : ", ";
+        int k = snprintf(buf + used, n - used, "%s\"%s\"", sep, name ? name : "?");
+        if (k < 0) break;
+        used += (size_t)k;
+    }
+}

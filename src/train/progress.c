@@ -1,0 +1,130 @@
+/* progress.c - what a training run tells the user and the run directory.
+ *
+ * Terminal (stderr is a tty): one line rewritten with \r at most 10 times a second:
+ *   step 120/2000 [####......] loss 3.2101 lr 3.0e-04 41.2k tok/s ETA 1m23s
+ * Otherwise (logs, CI): a plain line every log_every steps. Either way, every
+ * log_every-th step and every validation appends one JSON object to metrics.jsonl:
+ *   {"step": 100, "loss": 3.21, "ppl": 24.8, "lr": 0.0003, "grad_norm": 0.91,
+ *    "tokens_per_s": 41200, "elapsed": 12.5}
+ *   {"step": 200, "val_loss": 3.05, "val_ppl": 21.1}
+ * Losses are written with 17 significant digits so traces compare bit for bit. */
+#define _GNU_SOURCE
+#include "train_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
+                     int64_t total_steps, double elapsed0, int quiet, st_error *e) {
+    memset(pg, 0, sizeof *pg);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+    pg->metrics = fopen(path, "a");
+    if (!pg->metrics) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    pg->tty = isatty(STDERR_FILENO);
+    pg->quiet = quiet;
+    pg->first_step = first_step;
+    pg->total_steps = total_steps;
+    pg->t_start = st_time();
+    pg->elapsed0 = elapsed0;
+    return ST_OK;
+}
+
+double st_progress_elapsed(const st_progress *pg) { return pg->elapsed0 + (st_time() - pg->t_start); }
+
+static void fmt_duration(char *buf, size_t n, double s) {
+    if (!isfinite(s) || s < 0) { snprintf(buf, n, "?"); return; }
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
+    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, n, "%lds", t);
+}
+
+static void fmt_rate(char *buf, size_t n, double r) {
+    if (r >= 1e6) snprintf(buf, n, "%.2fM", r / 1e6);
+    else if (r >= 1e3) snprintf(buf, n, "%.1fk", r / 1e3);
+    else snprintf(buf, n, "%.0f", r);
+}
+
+static void clear_bar(st_progress *pg) {
+    if (pg->bar_shown) {
+        fputs("\r\033[K", stderr);
+        pg->bar_shown = 0;
+    }
+}
+
+/* JSON has no NaN / Infinity: non-finite values (skipped steps) are written as null. */
+static const char *jnum(char *buf, size_t n, double x, int prec) {
+    if (!isfinite(x)) snprintf(buf, n, "null");
+    else snprintf(buf, n, "%.*g", prec, x);
+    return buf;
+}
+
+void st_progress_step(st_progress *pg, int64_t step, double loss, double lr, double gnorm,
+                      double tokens_per_s, int log_now) {
+    double now = st_time();
+    double session = now - pg->t_start;
+    int64_t done = step - pg->first_step;
+    double eta = done > 0 ? session / (double)done * (double)(pg->total_steps - step) : NAN;
+    if (log_now && pg->metrics) {
+        char a[40], b[40], c[40];
+        fprintf(pg->metrics,
+                "{\"step\": %lld, \"loss\": %s, \"ppl\": %s, \"lr\": %.9g, \"grad_norm\": %s, "
+                "\"tokens_per_s\": %.1f, \"elapsed\": %.3f}\n",
+                (long long)step, jnum(a, sizeof a, loss, 17), jnum(b, sizeof b, exp(loss), 17), lr,
+                jnum(c, sizeof c, gnorm, 9), tokens_per_s, pg->elapsed0 + session);
+        fflush(pg->metrics);
+    }
+    if (pg->quiet) return;
+    char rate[32], etas[32];
+    fmt_rate(rate, sizeof rate, tokens_per_s);
+    fmt_duration(etas, sizeof etas, eta);
+    if (pg->tty) {
+        if (now - pg->t_last_draw < 0.1 && step != pg->total_steps) return;
+        pg->t_last_draw = now;
+        char bar[21];
+        int fill = pg->total_steps > 0 ? (int)(20 * step / pg->total_steps) : 0;
+        for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
+        bar[20] = 0;
+        fprintf(stderr, "\r\033[Kstep %lld/%lld [%s] loss %.4f lr %.2e %s tok/s ETA %s",
+                (long long)step, (long long)pg->total_steps, bar, loss, lr, rate, etas);
+        fflush(stderr);
+        pg->bar_shown = 1;
+    } else if (log_now) {
+        st_log(ST_LOG_INFO, "step %lld/%lld | loss %.4f | ppl %.2f | lr %.3e | grad norm %.3f | %s tok/s | ETA %s",
+               (long long)step, (long long)pg->total_steps, loss, exp(loss), lr, gnorm, rate, etas);
+    }
+}
+
+void st_progress_val(st_progress *pg, int64_t step, double val_loss, int best) {
+    if (pg->metrics) {
+        char a[40], b[40];
+        fprintf(pg->metrics, "{\"step\": %lld, \"val_loss\": %s, \"val_ppl\": %s}\n", (long long)step,
+                jnum(a, sizeof a, val_loss, 17), jnum(b, sizeof b, exp(val_loss), 17));
+        fflush(pg->metrics);
+    }
+    if (pg->quiet) return;
+    clear_bar(pg);
+    st_log(ST_LOG_INFO, "step %lld: validation loss %.4f, ppl %.3f%s", (long long)step, val_loss,
+           exp(val_loss), best ? " (best)" : "");
+}
+
+void st_progress_note(st_progress *pg, int level, const char *fmt, ...) {
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (pg->quiet && level < ST_LOG_WARN) return;
+    clear_bar(pg);
+    st_log(level, "%s", msg);
+}
+
+void st_progress_close(st_progress *pg) {
+    clear_bar(pg);
+    if (pg->metrics) fclose(pg->metrics);
+    pg->metrics = NULL;
+}

@@ -1,0 +1,65 @@
+/* train_internal.h - helpers shared by the files of src/train (not public API). */
+#ifndef ST_TRAIN_INTERNAL_H
+#define ST_TRAIN_INTERNAL_H
+
+#include <stdio.h>
+#include "st_train.h"
+
+/* ---- config_emit.c ---- */
+struct st_ckey;
+/* The value of one key as JSON text ("128", "\"alibi\"", "[64, 128]"). */
+void st_config_value_str(const struct st_ckey *k, const st_run_config *c, char *buf, size_t n);
+
+/* ---- fileio.c ---- */
+/* Write `n` bytes to path atomically: PATH.tmp.PID in the same directory, fsync, rename,
+ * fsync the directory. */
+int st_write_file_atomic(const char *path, const void *data, size_t n, st_error *e);
+/* A temp file next to path ("PATH.tmp.PID", name written to tmp) and its commit: flush,
+ * fsync, close, rename over path, fsync the directory (the temp file is removed on error). */
+FILE *st_tmp_open(const char *path, char *tmp, size_t n, st_error *e);
+int st_tmp_commit(FILE *f, const char *tmp, const char *path, st_error *e);
+/* Read a whole file (NUL-terminated, *len excludes the NUL). malloc'd; NULL with e set. */
+char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e);
+/* mkdir -p */
+int st_mkdirs(const char *path, st_error *e);
+
+/* ---- rundir.c: the run directory ---- */
+/* A fresh run: create RUN_DIR (and checkpoints/); refuse (ST_ERR_IO) when it holds files
+ * unless force, in which case the previous run's files are removed. */
+int st_rundir_prepare(const char *dir, int force, st_error *e);
+/* Write checkpoints/step_NNNNNNNN.ckpt, update `latest`, delete step files beyond keep. */
+int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_params *p,
+                        const st_train_state *s, int keep, char *written, size_t n, st_error *e);
+/* Make checkpoints/best.ckpt the same file as `step_path` (hard link, atomically
+ * replacing the old best); ST_ERR_IO if the file system cannot link. */
+int st_rundir_link_best(const char *dir, const char *step_path, st_error *e);
+/* Path of checkpoints/best.ckpt (or any other name) inside dir. */
+void st_rundir_path(const char *dir, const char *name, char *out, size_t n);
+/* Keep only metrics.jsonl records with step <= last_step (after a resume). */
+int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e);
+
+/* ---- progress.c: terminal progress and metrics.jsonl ---- */
+typedef struct st_progress {
+    FILE *metrics;          /* RUN_DIR/metrics.jsonl (append) */
+    int tty;                /* stderr is a terminal: one line rewritten with \r */
+    int quiet;
+    int bar_shown;          /* a \r line is on screen */
+    int64_t total_steps, first_step;
+    double t_start;         /* st_time() at the start of this session */
+    double t_last_draw;
+    double elapsed0;        /* training seconds of earlier sessions */
+} st_progress;
+
+int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
+                     int64_t total_steps, double elapsed0, int quiet, st_error *e);
+/* Step record: terminal bar every step (throttled), log line + metrics every log_every. */
+void st_progress_step(st_progress *pg, int64_t step, double loss, double lr, double gnorm,
+                      double tokens_per_s, int log_now);
+void st_progress_val(st_progress *pg, int64_t step, double val_loss, int best);
+/* A message that should not be overwritten by the bar. */
+void st_progress_note(st_progress *pg, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+double st_progress_elapsed(const st_progress *pg);   /* including earlier sessions */
+void st_progress_close(st_progress *pg);
+
+#endif

@@ -1,0 +1,382 @@
+/* trainer.c - the training loop behind `stretch train`.
+ *
+ *   config -> dataset -> model (+ init_from | checkpoint) -> per step:
+ *     zero grads; grad_accum x [next window batch -> loss -> backward(seed 1/grad_accum)]
+ *     -> global grad norm (non-finite: error or skip) -> clip -> AdamW/SGD at lr(step)
+ *     -> log / metrics -> validation (every eval_every) -> checkpoint (every
+ *        checkpoint_every, at the end, on SIGINT/SIGTERM, time limit or stop_after)
+ *
+ * Determinism: every random choice is a function of saved state: batch windows of the
+ * loader position (draws), dropout seeds of a checkpointed xoshiro stream, validation
+ * windows of a fixed seed. Reductions are fixed-order. So with a fixed thread count the
+ * same config gives the same loss sequence bit for bit, and a resumed run continues the
+ * trace of an uninterrupted one exactly.
+ * Memory: one arena + ctx for the whole run, reset per micro-step, sized by a measured
+ * dry run (st_model_step_bytes): steady-state steps allocate nothing.
+ * Not here: long-context evaluation (src/eval), the checkpoint format (checkpoint.c). */
+#define _GNU_SOURCE
+#include "train_internal.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The one mutable global: a signal handler can only talk through one. It holds the
+ * number of the first SIGINT/SIGTERM; the loop finishes its step, saves and returns. */
+static volatile sig_atomic_t g_stop_signal;
+
+static void on_signal(int sig) {
+    if (g_stop_signal) {            /* second signal: give up on the clean stop */
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+    g_stop_signal = sig;
+}
+
+/* Seeds derived from train.seed for independent streams. */
+#define SEED_LOADER  0x6c6f61646572ull   /* "loader" */
+#define SEED_DROPOUT 0x64726f706f7574ull /* "dropout" */
+#define SEED_VALID   0x76616c6964ull     /* "valid" */
+
+typedef struct trainer {
+    st_run_config cfg;
+    const char *dir;
+    st_train_opts opts;
+    st_dataset ds;
+    st_model model;
+    st_optim opt;
+    st_arena arena;
+    st_ctx ctx;
+    st_loader loader;
+    int32_t *x, *y;         /* (B*T) batch buffers */
+    st_train_state st;
+    st_progress pg;
+    int have_ds, have_model, have_opt, have_arena, have_ctx, have_pg;
+    char last_ckpt[4200];
+} trainer;
+
+static void trainer_free(trainer *t) {
+    if (t->have_pg) st_progress_close(&t->pg);
+    if (t->have_ctx) st_ctx_free(&t->ctx);
+    if (t->have_arena) st_arena_free(&t->arena);
+    if (t->have_opt) st_optim_free(&t->opt);
+    if (t->have_model) st_model_free(&t->model);
+    if (t->have_ds) st_dataset_free(&t->ds);
+    free(t->x);
+    free(t->y);
+}
+
+static void join(char *out, size_t n, const char *dir, const char *name) {
+    snprintf(out, n, "%s/%s", dir, name);
+}
+
+/* A failed forward: the model's own message, else the arena/tape report. */
+static int forward_failed(trainer *t, st_error *e) {
+    if (e && e->code) return e->code;
+    int rc = st_ctx_check(&t->ctx, e);
+    return rc ? rc : st_fail(e, ST_ERR_GENERIC, "model forward returned no loss");
+}
+
+/* Mean loss over eval_batches fixed windows of the valid split at (B, T), no grad. */
+static int validate(trainer *t, double *out, st_error *e) {
+    const st_train_config *tc = &t->cfg.train;
+    st_loader vl;
+    st_loader_init(&vl, t->ds.tokens[ST_SPLIT_VALID], t->ds.n[ST_SPLIT_VALID], tc->seed ^ SEED_VALID);
+    double sum = 0;
+    for (int b = 0; b < tc->eval_batches; b++) {
+        st_loader_next(&vl, tc->batch_size, tc->seq_len, t->x, t->y);
+        st_ctx_begin(&t->ctx, 0, 0);
+        st_tensor *loss = st_model_loss(&t->model, &t->ctx, t->x, t->y, tc->batch_size, tc->seq_len, 0, NULL, e);
+        if (!loss) return forward_failed(t, e);
+        sum += loss->data[0];
+    }
+    *out = sum / tc->eval_batches;
+    return ST_OK;
+}
+
+/* Never write non-finite parameters over a good checkpoint. */
+static int save_checkpoint(trainer *t, const char *name, st_error *e) {
+    if (!st_params_finite(&t->model.params))
+        return st_fail(e, ST_ERR_NUMERIC, "step %lld: parameters are not finite; not saving a checkpoint "
+                       "(last good checkpoint: %s)", (long long)t->st.step, t->last_ckpt[0] ? t->last_ckpt : "none");
+    t->st.elapsed = st_progress_elapsed(&t->pg);
+    if (name) {
+        char path[4200];
+        st_rundir_path(t->dir, name, path, sizeof path);
+        return st_checkpoint_save(path, &t->cfg, &t->model.params, &t->st, e);
+    }
+    return st_rundir_save_step(t->dir, &t->cfg, &t->model.params, &t->st, t->cfg.train.keep_last,
+                               t->last_ckpt, sizeof t->last_ckpt, e);
+}
+
+/* One optimizer update (grad_accum micro-batches). *loss_out: mean micro-batch loss. */
+static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out, st_error *e) {
+    const st_train_config *tc = &t->cfg.train;
+    const int64_t B = tc->batch_size, T = tc->seq_len;
+    st_params_zero_grad(&t->model.params);
+    double loss_sum = 0;
+    int finite = 1;
+    for (int k = 0; k < tc->grad_accum; k++) {
+        st_loader_next(&t->loader, B, T, t->x, t->y);
+        st_ctx_begin(&t->ctx, 1, 1);
+        uint64_t dropout_seed = st_rng_u64(&t->st.rng);
+        st_tensor *loss = st_model_loss(&t->model, &t->ctx, t->x, t->y, B, T, dropout_seed, NULL, e);
+        if (!loss) return forward_failed(t, e);
+        float lv = loss->data[0];
+        finite &= isfinite(lv) != 0;
+        loss_sum += lv;
+        /* d(mean over micro-batches)/d(loss_k) = 1/grad_accum */
+        int rc = st_backward(&t->ctx, loss, 1.0f / (float)tc->grad_accum, e);
+        if (rc) return rc;
+    }
+    t->st.loader_draws = t->loader.draws;
+    t->st.step++;
+    t->st.tokens += B * T * tc->grad_accum;
+    *loss_out = loss_sum / tc->grad_accum;
+    double gnorm = st_grad_norm(&t->opt, &t->model.params);
+    *gnorm_out = gnorm;
+    if (!finite || !isfinite(gnorm)) {
+        const char *what = !finite ? "loss" : "gradient norm";
+        double val = !finite ? *loss_out : gnorm;
+        if (tc->nonfinite == ST_NONFINITE_ERROR)
+            return st_fail(e, ST_ERR_NUMERIC, "step %lld: non-finite %s (%g); stopping without saving "
+                           "(last good checkpoint: %s). Lower train.optimizer.lr, set train.clip_norm, or "
+                           "set train.nonfinite=\"skip\"", (long long)t->st.step, what, val,
+                           t->last_ckpt[0] ? t->last_ckpt : "none");
+        t->st.skipped++;
+        st_progress_note(&t->pg, ST_LOG_WARN, "step %lld: non-finite %s (%g): update skipped (%lld so far)",
+                         (long long)t->st.step, what, val, (long long)t->st.skipped);
+        return ST_OK;
+    }
+    st_clip_grad(&t->opt, &t->model.params, gnorm, tc->clip_norm);
+    t->st.opt_t++;
+    st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
+    return ST_OK;
+}
+
+/* Config, run dir, dataset, model, optimizer state, arena. */
+static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
+    char path[4200], ckpt[4200];
+    int rc;
+    int resume = t->opts.resume;
+    st_run_config ck_cfg;
+    if (resume) {
+        join(path, sizeof path, t->dir, "config.json");
+        if (cfg_in) t->cfg = *cfg_in;
+        else if ((rc = st_run_config_load(path, NULL, 0, &t->cfg, e))) return rc;
+        if ((rc = st_checkpoint_resolve(t->dir, ckpt, sizeof ckpt, e))) return rc;
+        if ((rc = st_checkpoint_load(ckpt, &ck_cfg, NULL, 0, NULL, e))) return rc;
+        char diff[1200];
+        if (st_run_config_diff(&ck_cfg, &t->cfg, "model", diff, sizeof diff) ||
+            st_run_config_diff(&ck_cfg, &t->cfg, "data", diff, sizeof diff))
+            return st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint does not match the run config (%s): %s "
+                           "(checkpoint vs config)", ckpt, t->cfg.file, diff);
+        /* keys that do not change the training trace may differ freely */
+        st_train_config *k = &ck_cfg.train;
+        const st_train_config *n = &t->cfg.train;
+        k->max_seconds = n->max_seconds; k->log_every = n->log_every; k->eval_every = n->eval_every;
+        k->eval_batches = n->eval_batches; k->checkpoint_every = n->checkpoint_every; k->keep_last = n->keep_last;
+        if (st_run_config_diff(&ck_cfg, &t->cfg, "train", diff, sizeof diff))
+            st_log(ST_LOG_WARN, "resuming with a changed train section (%s, checkpoint vs now): the loss trace "
+                   "will differ from an uninterrupted run", diff);
+    } else {
+        if (!cfg_in) return st_fail(e, ST_ERR_CONFIG, "st_train: no config");
+        t->cfg = *cfg_in;
+        if ((rc = st_rundir_prepare(t->dir, t->opts.force, e))) return rc;
+    }
+    st_run_config *c = &t->cfg;
+    st_train_config *tc = &c->train;
+    st_set_threads(tc->threads);
+    if (!t->opts.quiet) st_blas_log();
+
+    if ((rc = st_dataset_load(&c->data, c->file, &t->ds, e))) return rc;
+    t->have_ds = 1;
+    if (c->model.vocab_size == 0) c->model.vocab_size = t->ds.vocab_size;
+    else if (c->model.vocab_size != t->ds.vocab_size)
+        return st_fail(e, ST_ERR_CONFIG, "%s: model.vocab_size: %d does not match the dataset's vocabulary (%d); "
+                       "omit it to use the dataset's", c->file, c->model.vocab_size, t->ds.vocab_size);
+    if (t->ds.n[ST_SPLIT_TRAIN] < (int64_t)tc->seq_len + 2)
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d needs more than the %lld tokens of the train split",
+                       c->file, tc->seq_len, (long long)t->ds.n[ST_SPLIT_TRAIN]);
+    if (tc->eval_batches > 0 && t->ds.n[ST_SPLIT_VALID] < (int64_t)tc->seq_len + 2)
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.eval_batches: the valid split (%lld tokens) is shorter than "
+                       "train.seq_len + 2; set train.eval_batches to 0", c->file, (long long)t->ds.n[ST_SPLIT_VALID]);
+    if (!t->opts.quiet)
+        st_log(ST_LOG_INFO, "data: %lld / %lld / %lld tokens (train/valid/test), vocabulary %d",
+               (long long)t->ds.n[0], (long long)t->ds.n[1], (long long)t->ds.n[2], t->ds.vocab_size);
+
+    if ((rc = st_model_init(&t->model, &c->model, tc->seed, e))) return rc;
+    t->have_model = 1;
+    if ((rc = st_optim_init(&t->opt, &tc->optim, &t->model.params, e))) return rc;
+    t->have_opt = 1;
+    if (resume) {
+        if ((rc = st_checkpoint_load(ckpt, NULL, &t->model.params, 1, &t->st, e))) return rc;
+        if (t->st.tok_hash != t->ds.tok_hash)
+            return st_fail(e, ST_ERR_CHECKPOINT, "%s: trained with a different tokenizer (hash %016llx) than the "
+                           "dataset now gives (%016llx)", ckpt, (unsigned long long)t->st.tok_hash,
+                           (unsigned long long)t->ds.tok_hash);
+        snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", ckpt);
+        if ((rc = st_rundir_trim_metrics(t->dir, t->st.step, e))) return rc;
+    } else {
+        if (tc->init_from[0] && (rc = st_model_load_safetensors(&t->model, tc->init_from, e))) return rc;
+        memset(&t->st, 0, sizeof t->st);
+        st_rng_seed(&t->st.rng, tc->seed ^ SEED_DROPOUT);
+        t->st.best_val = INFINITY;
+        t->st.best_step = -1;
+        t->st.last_val = NAN;
+        t->st.tok_hash = t->ds.tok_hash;
+    }
+    st_loader_init(&t->loader, t->ds.tokens[ST_SPLIT_TRAIN], t->ds.n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
+    t->loader.draws = t->st.loader_draws;
+
+    size_t bt = (size_t)tc->batch_size * (size_t)tc->seq_len;
+    t->x = st_malloc(bt * sizeof(int32_t), e);
+    t->y = t->x ? st_malloc(bt * sizeof(int32_t), e) : NULL;
+    if (!t->y) return ST_ERR_MEMORY;
+    size_t step_bytes = st_model_step_bytes(&t->model, tc->batch_size, tc->seq_len, 1, e);
+    if (!step_bytes) return e && e->code ? e->code : st_fail(e, ST_ERR_MEMORY, "cannot size the training step");
+    size_t cap = step_bytes + step_bytes / 16 + ((size_t)1 << 20);
+    size_t limit = cap * 4, mem = st_mem_total();
+    if (mem && limit > mem / 10 * 9) limit = mem / 10 * 9;
+    if (limit < cap) limit = cap;
+    if ((rc = st_arena_init(&t->arena, cap, limit, e))) return rc;
+    t->have_arena = 1;
+    if ((rc = st_ctx_init(&t->ctx, &t->arena, 256 * (c->model.n_layers + 4), e))) return rc;
+    t->have_ctx = 1;
+    if (!t->opts.quiet)
+        st_log(ST_LOG_INFO, "model: %s, %d layers, d_model %d, %d heads: %zu parameters; arena %.1f MiB "
+               "for (B=%d, T=%d)", st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
+               c->model.n_heads, st_model_num_params(&t->model), (double)cap / 1048576.0, tc->batch_size, tc->seq_len);
+
+    /* Written last, once everything above worked: a run dir holding config.json is a run. */
+    join(path, sizeof path, t->dir, "config.json");
+    if ((rc = st_run_config_save(c, path, e))) return rc;
+    if (!resume && t->ds.tok) {
+        join(path, sizeof path, t->dir, "tokenizer.json");
+        if ((rc = st_tokenizer_save(t->ds.tok, path, e))) return rc;
+    }
+    return ST_OK;
+}
+
+static int loop(trainer *t, st_train_result *res, st_error *e) {
+    const st_train_config *tc = &t->cfg.train;
+    const double t0 = st_time();
+    const int64_t step0 = t->st.step;
+    int rc = ST_OK;
+    while (t->st.step < tc->steps) {
+        if (t->opts.stop_after > 0 && t->st.step >= t->opts.stop_after) break;
+        double lr = st_lr_at(tc, t->st.step + 1), loss = 0, gnorm = 0;
+        if ((rc = train_step(t, lr, &loss, &gnorm, e))) return rc;
+        const int64_t step = t->st.step;
+        const int last = step == tc->steps;
+        double session = st_time() - t0;
+        double tps = session > 0 ? (double)((step - step0) * tc->batch_size * tc->seq_len * tc->grad_accum) / session : 0;
+        st_progress_step(&t->pg, step, loss, lr, gnorm, tps, step % tc->log_every == 0 || last);
+        res->step = step;
+        res->loss = loss;
+        res->tokens_per_s = tps;
+
+        int best = 0;
+        if (tc->eval_batches > 0 && ((tc->eval_every > 0 && step % tc->eval_every == 0) || last)) {
+            double val;
+            if ((rc = validate(t, &val, e))) return rc;
+            best = isfinite(val) && val < t->st.best_val;
+            t->st.last_val = val;
+            if (best) { t->st.best_val = val; t->st.best_step = step; }
+            st_progress_val(&t->pg, step, val, best);
+        }
+        int sig = g_stop_signal;
+        int out_of_time = tc->max_seconds > 0 && session >= tc->max_seconds;
+        int stop_after = t->opts.stop_after > 0 && step >= t->opts.stop_after;
+        int save_step = last || sig || out_of_time || stop_after ||
+                        (tc->checkpoint_every > 0 && step % tc->checkpoint_every == 0);
+        if (save_step && (rc = save_checkpoint(t, NULL, e))) return rc;
+        if (best) {
+            /* the same state: share the file when a step checkpoint was just written */
+            st_error le = {0};
+            if (!save_step || st_rundir_link_best(t->dir, t->last_ckpt, &le))
+                if ((rc = save_checkpoint(t, "best.ckpt", e))) return rc;
+        }
+        if (sig) {
+            res->stopped = 3;
+            return st_fail(e, ST_ERR_INTERRUPTED, "interrupted by %s after step %lld; saved %s; continue with: "
+                           "stretch train --resume %s", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                           (long long)step, t->last_ckpt, t->dir);
+        }
+        if (out_of_time) {
+            res->stopped = 1;
+            st_progress_note(&t->pg, ST_LOG_INFO, "train.max_seconds (%g s) reached after step %lld; saved %s; "
+                             "continue with: stretch train --resume %s", tc->max_seconds, (long long)step,
+                             t->last_ckpt, t->dir);
+            break;
+        }
+        if (stop_after) { res->stopped = 2; break; }
+    }
+    return ST_OK;
+}
+
+int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts *opts,
+             st_train_result *res, st_error *e) {
+    st_train_result dummy;
+    if (!res) res = &dummy;
+    memset(res, 0, sizeof *res);
+    res->val_loss = NAN;
+    res->best_val = NAN;
+    trainer *t = calloc(1, sizeof *t);
+    if (!t) return st_fail(e, ST_ERR_MEMORY, "out of memory");
+    if (opts) t->opts = *opts;
+    t->dir = run_dir;
+    double t_start = st_time();
+    int rc = setup(t, cfg, e);
+    if (!rc) {
+        res->n_params = st_model_num_params(&t->model);
+        res->arena_bytes = t->arena.capacity;
+        res->step = t->st.step;
+        if (t->st.step >= t->cfg.train.steps && !t->opts.quiet)
+            st_log(ST_LOG_INFO, "%s: already trained for %lld steps (train.steps); nothing to do", run_dir,
+                   (long long)t->st.step);
+        rc = st_progress_open(&t->pg, run_dir, t->st.step, t->cfg.train.steps, t->st.elapsed, t->opts.quiet, e);
+        if (!rc) t->have_pg = 1;
+    }
+    if (!rc) {
+        struct sigaction sa, old_int, old_term;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESTART;   /* let interrupted reads/writes continue; the loop polls the flag */
+        sigemptyset(&sa.sa_mask);
+        g_stop_signal = 0;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        rc = loop(t, res, e);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        g_stop_signal = 0;
+    }
+    if (t->have_arena) {
+        res->arena_high_water = t->arena.high_water;
+        res->arena_grew = t->arena.capacity != res->arena_bytes || st_arena_chunks(&t->arena) > 1;
+    }
+    res->val_loss = t->st.last_val;
+    res->best_val = t->st.best_val;
+    res->seconds = st_time() - t_start;
+    if (!rc && !t->opts.quiet && t->have_pg) {
+        char best[96] = "";
+        if (t->st.best_step >= 0)
+            snprintf(best, sizeof best, ", best validation loss %.4f (ppl %.3f) at step %lld", t->st.best_val,
+                     exp(t->st.best_val), (long long)t->st.best_step);
+        st_progress_note(&t->pg, ST_LOG_INFO, "done: step %lld, loss %.4f%s, %.1f s, %.0f tokens/s, peak RSS %.0f MiB",
+                         (long long)t->st.step, res->loss, best, res->seconds, res->tokens_per_s,
+                         (double)st_peak_rss() / 1048576.0);
+    }
+    trainer_free(t);
+    free(t);
+    return rc;
+}
+
+int st_train_run(const st_run_config *cfg, const char *run_dir, int resume, int force, st_error *e) {
+    st_train_opts o = {0};
+    o.resume = resume;
+    o.force = force;
+    return st_train(cfg, run_dir, &o, NULL, e);
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# cli_train.sh - `stretch train` end to end through the real binary ($STRETCH_BIN):
+# bad configs and --set errors exit 2 naming the file and key path; a missing config
+# exits 3; a tiny run writes the documented run-dir layout; an occupied run dir is
+# refused (exit 3) and left untouched; SIGINT saves a checkpoint and exits 130, and the
+# resumed trace is bit-identical to an uninterrupted run; SIGTERM likewise; a corrupt or
+# mismatched checkpoint exits 5 naming the file.
+set -u
+BIN="${STRETCH_BIN:?set STRETCH_BIN to the stretch binary}"
+SRC="${STRETCH_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}"
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/stretch-cli-train-XXXXXX")"
+PASS=0
+FAIL=0
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+check() { if eval "$1"; then ok; else bad "$2"; fi; }
+
+# run CMD...: sets RC and ERR (stderr text)
+run() { "$@" >"$TMP/out" 2>"$TMP/err"; RC=$?; ERR="$(cat "$TMP/err")"; }
+
+expect() {   # expect CODE SUBSTRING CMD...
+    local code="$1" want="$2"; shift 2
+    run "$@"
+    if [ "$RC" -ne "$code" ]; then bad "$* -> exit $RC, expected $code: $ERR"; return; fi
+    case "$ERR" in *"$want"*) ok ;; *) bad "$* -> message lacks '$want': $ERR" ;; esac
+}
+
+# ---- bad configs: exit 2, message names file and key path ----
+F="$SRC/tests/configs"
+expect 2 "$F/bad_json.json: invalid JSON at line 3"                        "$BIN" train "$F/bad_json.json"
+expect 2 "$F/bad_unknown_key.json: model.n_head: unknown key (did you mean \"model.n_heads\"?)" "$BIN" train "$F/bad_unknown_key.json"
+expect 2 "$F/bad_nested_key.json: train.optimizer.betas: unknown key"       "$BIN" train "$F/bad_nested_key.json"
+expect 2 "$F/bad_type.json: train.steps: expected an integer, got \"100\""   "$BIN" train "$F/bad_type.json"
+expect 2 "$F/bad_range.json: train.batch_size: must be in [1,"              "$BIN" train "$F/bad_range.json"
+expect 2 "$F/bad_heads.json: model.n_heads: must divide model.d_model (512 % 6 != 0)" "$BIN" train "$F/bad_heads.json"
+expect 2 "$F/bad_enum.json: model.pos: unknown value \"alibi2\""            "$BIN" train "$F/bad_enum.json"
+expect 2 "$F/bad_section.json: training: unknown key"                       "$BIN" train "$F/bad_section.json"
+# nothing was created for them
+check '[ ! -e runs/bad_json ] && [ ! -e runs/bad_heads ]' "a rejected config created a run dir"
+
+# ---- a tiny valid config ----
+CFG="$TMP/tiny.json"
+cat >"$CFG" <<EOF
+{
+  "model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "alibi"},
+  "data": {"source": "synthetic", "cache_dir": "$TMP/cache",
+           "synthetic": {"vocab": 32, "tokens": [40000, 4000, 4000]}},
+  "train": {"batch_size": 8, "seq_len": 16, "steps": 12, "log_every": 1, "eval_every": 6, "eval_batches": 2,
+            "checkpoint_every": 6, "threads": 1, "optimizer": {"lr": 0.01}, "schedule": {"warmup": 2}}
+}
+EOF
+
+# ---- --set and usage errors ----
+expect 2 "--set model.n_head: unknown key"                    "$BIN" train "$CFG" --set model.n_head=4 --out "$TMP/x"
+expect 2 "--set train.steps: expected an integer, got \"ten\"" "$BIN" train "$CFG" --set train.steps=ten --out "$TMP/x"
+expect 2 "--set model.pos: unknown value \"alibi3\""           "$BIN" train "$CFG" --set model.pos=alibi3 --out "$TMP/x"
+expect 2 "--set train: is an object"                           "$BIN" train "$CFG" --set train=1 --out "$TMP/x"
+expect 2 "$CFG: model.n_heads: must divide model.d_model"      "$BIN" train "$CFG" --set model.n_heads=5 --out "$TMP/x"
+expect 2 "expected section.key=value"                          "$BIN" train "$CFG" --set steps --out "$TMP/x"
+expect 2 "missing CONFIG.json"                                 "$BIN" train
+expect 2 "unknown option '--bogus'"                            "$BIN" train "$CFG" --bogus
+expect 3 "$TMP/none.json: cannot open"                         "$BIN" train "$TMP/none.json"
+check '[ ! -e "$TMP/x" ]' "a rejected --set created the run dir"
+
+# ---- a run: the documented layout ----
+R="$TMP/run"
+expect 0 "" "$BIN" train "$CFG" --out "$R" --quiet
+for f in config.json metrics.jsonl tokenizer.json checkpoints/latest checkpoints/best.ckpt \
+         checkpoints/step_00000006.ckpt checkpoints/step_00000012.ckpt; do
+    check '[ -s "$R/$f" ]' "missing $R/$f"
+done
+check '[ "$(cat "$R/checkpoints/latest")" = "step_00000012.ckpt" ]' "latest pointer"
+check '[ "$(grep -c "\"loss\"" "$R/metrics.jsonl")" = 12 ] && [ "$(grep -c "\"val_loss\"" "$R/metrics.jsonl")" = 2 ]' "metrics records"
+# the saved config trains the same way (loads back; vocab filled in from the data)
+check 'grep -q "\"vocab_size\": 32" "$R/config.json"' "config.json lacks the resolved vocab_size"
+expect 2 "model.vocab_size: 100 does not match the dataset's vocabulary (32)" "$BIN" train "$CFG" --out "$TMP/v" --set model.vocab_size=100 --quiet
+# a run that failed before training leaves no run behind: the same --out works without --force
+expect 0 "" "$BIN" train "$CFG" --out "$TMP/v" --set model.vocab_size=32 --set train.steps=2 --quiet
+
+# ---- an occupied run dir: exit 3, untouched ----
+snap() { (cd "$R" && find . -type f -exec md5sum {} + | sort); }
+BEFORE="$(snap)"
+expect 3 "already holds a run" "$BIN" train "$CFG" --out "$R" --quiet
+check '[ "$(snap)" = "$BEFORE" ]' "refused run dir was modified"
+expect 0 "" "$BIN" train "$CFG" --out "$R" --force --quiet --set train.steps=3
+check '[ "$(grep -c "\"loss\"" "$R/metrics.jsonl")" = 3 ] && [ ! -e "$R/checkpoints/step_00000012.ckpt" ]' "--force did not replace the run"
+
+# ---- SIGINT: checkpoint, exit 130, resume bit-identical ----
+trace() { grep '"loss"' "$1/metrics.jsonl" | sed -E 's/.*"step": ([0-9]+), "loss": ([^,]+),.*/\1 \2/'; }
+S="$TMP/sig"
+"$BIN" train "$CFG" --out "$S" --quiet --set train.steps=100000 --set train.checkpoint_every=0 \
+    --set train.eval_every=0 >"$TMP/sig.out" 2>"$TMP/sig.err" &
+PID=$!
+for _ in $(seq 1 600); do
+    [ -f "$S/metrics.jsonl" ] && [ "$(wc -l <"$S/metrics.jsonl")" -ge 3 ] && break
+    sleep 0.05
+done
+kill -INT "$PID"
+wait "$PID"
+RC=$?
+check '[ "$RC" -eq 130 ]' "SIGINT exit code $RC (expected 130): $(cat "$TMP/sig.err")"
+check 'grep -q "interrupted by SIGINT" "$TMP/sig.err" && grep -q -- "--resume" "$TMP/sig.err"' "SIGINT message: $(cat "$TMP/sig.err")"
+K="$(sed -E 's/step_0*([0-9]+)\.ckpt/\1/' "$S/checkpoints/latest" 2>/dev/null)"
+check '[ -n "$K" ] && [ "$K" -ge 3 ]' "no checkpoint after SIGINT (latest: '$K')"
+K="${K:-3}"
+STOP=$((K + 5))
+expect 0 "" "$BIN" train --resume "$S" --quiet --stop-after "$STOP"
+REF="$TMP/ref"
+expect 0 "" "$BIN" train "$CFG" --out "$REF" --quiet --set train.steps=100000 --set train.checkpoint_every=0 \
+    --set train.eval_every=0 --stop-after "$STOP"
+check '[ "$(trace "$S" | wc -l)" -eq "$STOP" ]' "resumed trace has $(trace "$S" | wc -l) records, expected $STOP"
+check '[ "$(trace "$S")" = "$(trace "$REF")" ]' "interrupted+resumed loss trace differs from the uninterrupted one"
+
+# ---- SIGTERM likewise ----
+T="$TMP/term"
+"$BIN" train "$CFG" --out "$T" --quiet --set train.steps=100000 --set train.eval_every=0 >/dev/null 2>"$TMP/term.err" &
+PID=$!
+for _ in $(seq 1 600); do
+    [ -f "$T/metrics.jsonl" ] && [ "$(wc -l <"$T/metrics.jsonl")" -ge 2 ] && break
+    sleep 0.05
+done
+kill -TERM "$PID"
+wait "$PID"
+RC=$?
+check '[ "$RC" -eq 130 ] && grep -q "interrupted by SIGTERM" "$TMP/term.err"' "SIGTERM: exit $RC: $(cat "$TMP/term.err")"
+
+# ---- resume errors: mismatched model, corrupt checkpoint ----
+expect 5 "model.d_model: 32 vs 64" "$BIN" train --resume "$S" --set model.d_model=64 --quiet
+CK="$S/checkpoints/$(cat "$S/checkpoints/latest")"
+head -c 1000 "$CK" >"$CK.cut" && mv "$CK.cut" "$CK"
+expect 5 "$CK: truncated" "$BIN" train --resume "$S" --quiet
+expect 3 "not a run directory" "$BIN" train --resume "$TMP/nowhere" --quiet
+
+rm -rf "$TMP"
+echo "cli_train: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,257 @@
+/* test_optim.c - optimisers and schedules on a hand-built parameter block: the SGD step
+ * is exactly fmaf(-lr, g, w) (= the rounded w - lr*g), momentum and AdamW against a
+ * double-precision hand computation, the weight-decay groups, global-norm clipping,
+ * thread-count independence of the norm, and learning rates at key steps. */
+#include "harness.h"
+#include "st_train.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A block with a matrix, a bias, a norm weight and an embedding. */
+static void make_params(st_params *p, int64_t rows) {
+    st_params_init(p);
+    int64_t sw[2] = {rows, 37}, sb[1] = {37}, se[2] = {11, 37};
+    st_params_add(p, "blocks.0.mlp.fc1.weight", 2, sw, 1, ST_INIT_NORMAL, 0.5f);
+    st_params_add(p, "blocks.0.mlp.fc1.bias", 1, sb, 0, ST_INIT_NORMAL, 0.5f);
+    st_params_add(p, "blocks.0.ln1.weight", 1, sb, 1, ST_INIT_NORMAL, 0.5f);   /* decay flag on: no_decay decides */
+    int ie = st_params_add(p, "tok_emb.weight", 2, se, 1, ST_INIT_NORMAL, 0.5f);
+    p->info[ie].is_embedding = 1;
+    st_error e = {0};
+    ST_ASSERT(st_params_finalize(p, &e) == ST_OK);
+    st_rng r;
+    st_rng_seed(&r, 7);
+    st_params_init_values(p, &r);
+    for (int i = 0; i < p->count; i++)
+        for (size_t k = 0; k < p->info[i].numel; k++) p->grad[p->info[i].offset + k] = st_rng_normal(&r);
+}
+
+static st_optim_config optim_cfg(int name, float lr) {
+    st_optim_config c;
+    memset(&c, 0, sizeof c);
+    c.name = name;
+    c.lr = lr;
+    c.beta1 = 0.9f;
+    c.beta2 = 0.98f;
+    c.eps = 1e-8f;
+    c.no_decay = ST_NODECAY_BIAS | ST_NODECAY_NORM;
+    return c;
+}
+
+static void test_decay_groups(void) {
+    st_param_info in;
+    memset(&in, 0, sizeof in);
+    in.decay = 1;
+    in.ndim = 2;
+    snprintf(in.name, sizeof in.name, "blocks.0.attn.qkv.weight");
+    CHECK(st_param_decays(&in, ST_NODECAY_BIAS | ST_NODECAY_NORM | ST_NODECAY_EMBEDDING) == 1);
+    in.ndim = 1;
+    snprintf(in.name, sizeof in.name, "blocks.0.attn.qkv.bias");
+    CHECK(st_param_decays(&in, ST_NODECAY_BIAS) == 0);
+    CHECK(st_param_decays(&in, ST_NODECAY_NORM) == 1);
+    snprintf(in.name, sizeof in.name, "blocks.3.ln2.weight");
+    CHECK(st_param_decays(&in, ST_NODECAY_NORM) == 0);
+    CHECK(st_param_decays(&in, ST_NODECAY_BIAS) == 1);
+    snprintf(in.name, sizeof in.name, "ln_f.weight");
+    CHECK(st_param_decays(&in, ST_NODECAY_NORM) == 0);
+    in.ndim = 2;
+    snprintf(in.name, sizeof in.name, "tok_emb.weight");
+    CHECK(st_param_decays(&in, ST_NODECAY_EMBEDDING) == 0);
+    CHECK(st_param_decays(&in, ST_NODECAY_BIAS | ST_NODECAY_NORM) == 1);
+    snprintf(in.name, sizeof in.name, "pos_emb.weight");
+    CHECK(st_param_decays(&in, ST_NODECAY_EMBEDDING) == 0);
+    snprintf(in.name, sizeof in.name, "lm_head.weight");
+    in.is_embedding = 1;
+    CHECK(st_param_decays(&in, ST_NODECAY_EMBEDDING) == 0);
+    in.is_embedding = 0;
+    in.decay = 0;   /* the model's flag wins */
+    CHECK(st_param_decays(&in, 0) == 0);
+}
+
+static void test_sgd(void) {
+    st_params p;
+    make_params(&p, 50);
+    st_error e = {0};
+    st_optim_config oc = optim_cfg(ST_OPT_SGD, 0.05f);
+    st_optim o;
+    CHECK(st_optim_init(&o, &oc, &p, &e) == ST_OK);
+    float *w0 = malloc(p.n * sizeof(float));
+    memcpy(w0, p.data, p.n * sizeof(float));
+    st_optim_step(&o, &p, oc.lr, 1);
+    int exact = 1;
+    double maxd = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        if (p.data[i] != fmaf(-oc.lr, p.grad[i], w0[i])) exact = 0;
+        double d = fabs((double)p.data[i] - ((double)w0[i] - (double)oc.lr * p.grad[i]));
+        if (d > maxd) maxd = d;
+    }
+    CHECK_MSG(exact, "SGD step is not fmaf(-lr, g, w)");
+    CHECK_MSG(maxd <= 1e-6 * 4, "SGD step differs from w - lr*g by %g", maxd);
+
+    /* momentum 0.9, decoupled weight decay 0.1 (matrix decays, bias does not): 2 steps */
+    st_optim_free(&o);
+    oc.momentum = 0.9f;
+    oc.weight_decay = 0.1f;
+    CHECK(st_optim_init(&o, &oc, &p, &e) == ST_OK);
+    memset(p.m, 0, p.n * sizeof(float));
+    memcpy(p.data, w0, p.n * sizeof(float));
+    st_optim_step(&o, &p, oc.lr, 1);
+    st_optim_step(&o, &p, oc.lr, 2);
+    int ok = 1;
+    for (int i = 0; i < p.count && ok; i++) {
+        int dec = st_param_decays(&p.info[i], oc.no_decay);
+        for (size_t k = 0; k < p.info[i].numel; k++) {
+            size_t j = p.info[i].offset + k;
+            double w = w0[j], g = p.grad[j], buf = 0;
+            for (int s = 0; s < 2; s++) {
+                if (dec) w *= 1.0 - 0.05 * 0.1;
+                buf = 0.9 * buf + g;
+                w -= 0.05 * buf;
+            }
+            if (fabs(w - p.data[j]) > 1e-5 * (1 + fabs(w))) { ok = 0; break; }
+        }
+    }
+    CHECK_MSG(ok, "SGD momentum / weight decay differs from the hand computation");
+    st_optim_free(&o);
+    free(w0);
+    st_params_free(&p);
+}
+
+static void test_adamw(void) {
+    st_params p;
+    make_params(&p, 50);
+    st_error e = {0};
+    st_optim_config oc = optim_cfg(ST_OPT_ADAMW, 1e-2f);
+    oc.weight_decay = 0.1f;
+    oc.no_decay = ST_NODECAY_BIAS | ST_NODECAY_NORM | ST_NODECAY_EMBEDDING;
+    st_optim o;
+    CHECK(st_optim_init(&o, &oc, &p, &e) == ST_OK);
+    size_t n = p.n;
+    double *w = malloc(n * sizeof(double)), *m = calloc(n, sizeof(double)), *v = calloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) w[i] = p.data[i];
+    /* 3 steps with gradients that change between steps, against double precision */
+    for (int t = 1; t <= 3; t++) {
+        if (t > 1)
+            for (size_t i = 0; i < n; i++) p.grad[i] = p.grad[i] * -0.5f + 0.1f;
+        for (int pi = 0; pi < p.count; pi++) {
+            int dec = st_param_decays(&p.info[pi], oc.no_decay);
+            for (size_t k = 0; k < p.info[pi].numel; k++) {
+                size_t i = p.info[pi].offset + k;
+                double g = p.grad[i];
+                if (dec) w[i] *= 1.0 - 1e-2 * 0.1;
+                m[i] = 0.9 * m[i] + 0.1 * g;
+                v[i] = 0.98 * v[i] + 0.02 * g * g;
+                double mh = m[i] / (1 - pow(0.9, t)), vh = v[i] / (1 - pow(0.98, t));
+                w[i] -= 1e-2 * mh / (sqrt(vh) + 1e-8);
+            }
+        }
+        st_optim_step(&o, &p, oc.lr, t);
+    }
+    double maxd = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(w[i] - p.data[i]);
+        if (d > maxd) maxd = d;
+    }
+    CHECK_MSG(maxd < 2e-6, "AdamW vs hand computation: max |diff| %g", maxd);
+    /* decay applied only to the matrix: with zero gradient only decayed weights move */
+    memset(p.grad, 0, n * sizeof(float));
+    memset(p.m, 0, n * sizeof(float));
+    memset(p.v, 0, n * sizeof(float));
+    float *before = malloc(n * sizeof(float));
+    memcpy(before, p.data, n * sizeof(float));
+    st_optim_step(&o, &p, oc.lr, 1);
+    for (int pi = 0; pi < p.count; pi++) {
+        size_t off = p.info[pi].offset;
+        int moved = p.data[off] != before[off];
+        CHECK_MSG(moved == (pi == 0), "param %s moved=%d", p.info[pi].name, moved);
+        if (pi == 0) CHECK_NEAR(p.data[off], before[off] * (1.0 - 1e-3), 1e-7 * fabs(before[off]));
+    }
+    free(before); free(w); free(m); free(v);
+    st_optim_free(&o);
+    st_params_free(&p);
+}
+
+static void test_norm_clip(void) {
+    st_params p;
+    make_params(&p, 3000);   /* > ST_OPTIM_CHUNK floats: several work items */
+    st_error e = {0};
+    st_optim_config oc = optim_cfg(ST_OPT_ADAMW, 1e-3f);
+    st_optim o;
+    CHECK(st_optim_init(&o, &oc, &p, &e) == ST_OK);
+    CHECK(o.n_items > 4);
+    double ref = 0;
+    for (size_t i = 0; i < p.n; i++) ref += (double)p.grad[i] * p.grad[i];
+    ref = sqrt(ref);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    double n1 = st_grad_norm(&o, &p);
+    omp_set_num_threads(2);
+    double n2 = st_grad_norm(&o, &p);
+    omp_set_num_threads(saved);
+    CHECK(n1 == n2);                       /* bit-identical for any thread count */
+    CHECK_NEAR(n1, ref, 1e-9 * ref);
+    /* below the threshold: untouched */
+    CHECK(st_clip_grad(&o, &p, n1, (float)(n1 * 2)) == 1.0f);
+    CHECK(st_grad_norm(&o, &p) == n1);
+    CHECK(st_clip_grad(&o, &p, n1, 0.0f) == 1.0f);   /* 0 = off */
+    /* above: scaled to max_norm */
+    float f = st_clip_grad(&o, &p, n1, 1.0f);
+    CHECK_NEAR(f, 1.0 / (n1 + 1e-6), 1e-6 / n1);
+    CHECK_NEAR(st_grad_norm(&o, &p), 1.0, 1e-5);
+    /* finiteness */
+    CHECK(st_params_finite(&p));
+    p.data[p.n / 2] = NAN;
+    CHECK(!st_params_finite(&p));
+    p.data[p.n / 2] = INFINITY;
+    CHECK(!st_params_finite(&p));
+    p.data[p.n / 2] = 0;
+    p.grad[5] = INFINITY;
+    CHECK(!isfinite(st_grad_norm(&o, &p)));
+    st_optim_free(&o);
+    st_params_free(&p);
+}
+
+static void test_schedule(void) {
+    st_run_config c;
+    st_run_config_default(&c);
+    st_train_config *t = &c.train;
+    t->optim.lr = 1e-3f;
+    const double lr = (double)1e-3f;
+    t->steps = 100;
+    t->sched.warmup = 10;
+    t->sched.min_lr_ratio = 0.1f;
+    const double lo = lr * (double)0.1f;
+
+    t->sched.kind = ST_SCHED_CONSTANT;
+    CHECK_NEAR(st_lr_at(t, 1), lr / 10, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 5), lr / 2, 1e-15);
+    CHECK(st_lr_at(t, 10) == lr);
+    CHECK(st_lr_at(t, 11) == lr && st_lr_at(t, 100) == lr);
+
+    t->sched.kind = ST_SCHED_COSINE;
+    CHECK_NEAR(st_lr_at(t, 1), lr / 10, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 10), lr, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 55), lo + (lr - lo) * 0.5, 1e-15);   /* halfway through the decay */
+    CHECK_NEAR(st_lr_at(t, 100), lo, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 150), lo, 1e-15);                     /* past the end: the floor */
+    CHECK(st_lr_at(t, 30) > st_lr_at(t, 31));                    /* decreasing */
+    t->sched.warmup = 0;
+    CHECK_NEAR(st_lr_at(t, 1), lo + (lr - lo) * 0.5 * (1 + cos(M_PI / 100)), 1e-15);
+
+    t->sched.kind = ST_SCHED_INV_SQRT;
+    t->sched.warmup = 4;
+    CHECK_NEAR(st_lr_at(t, 1), lr / 4, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 4), lr, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 16), lr / 2, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 100), lr * sqrt(4.0 / 100), 1e-15);
+}
+
+int main(void) {
+    test_decay_groups();
+    test_sgd();
+    test_adamw();
+    test_norm_clip();
+    test_schedule();
+    return test_finish("test_optim");
+}
