@@ -1,9 +1,48 @@
-/* cmd_sweep.c - `stretch sweep` (placeholder until its issue lands: says so and fails). */
+/* cmd_sweep.c - `stretch sweep SWEEP.json [--out DIR]`: train and evaluate a grid of runs
+ * and write results.{csv,json,md} (file format: docs/evaluation.md). Re-running the same
+ * command skips finished runs and resumes interrupted ones. */
 #include "cli/cli.h"
+#include "st_eval.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *usage_text =
+    "sweep SWEEP.json [--out DIR] [--threads N] [--quiet] [--dry-run]\n"
+    "  --out overrides the file's \"out\"; --dry-run lists the runs and their overrides";
 
 int cmd_sweep(int argc, char **argv) {
-    (void)argc; (void)argv;
+    st_sweep_opts o = {0};
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("usage: stretch %s\n", usage_text); return 0; }
+        if (!strcmp(a, "--quiet")) { o.quiet = 1; continue; }
+        if (!strcmp(a, "--dry-run")) { o.dry_run = 1; continue; }
+        if (!strcmp(a, "--out") || !strcmp(a, "--threads")) {
+            if (i + 1 >= argc) return cli_usage("sweep", "%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--out")) {
+                if (!*v) return cli_usage("sweep", "--out needs a directory");
+                o.out = v;
+            } else {
+                char *end;
+                errno = 0;
+                long n = strtol(v, &end, 10);
+                if (errno || *end || !*v || n < 0 || n > 4096)
+                    return cli_usage("sweep", "--threads '%s': expected an integer >= 0 (0 = the runs' train.threads)", v);
+                o.threads = (int)n;
+            }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) return cli_usage("sweep", "unknown option '%s'", a);
+        if (file) return cli_usage("sweep", "unexpected argument '%s' (one SWEEP.json)", a);
+        file = a;
+    }
+    if (!file) return cli_usage("sweep", "missing SWEEP.json");
     st_error e = {0};
-    st_fail(&e, ST_ERR_GENERIC, "'sweep' is not built yet");
-    return cli_report(&e);
+    int rc = st_sweep_run(file, &o, &e);
+    return rc ? cli_report(&e) : 0;
 }

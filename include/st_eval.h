@@ -1,0 +1,175 @@
+/* st_eval.h - perplexity evaluation at arbitrary lengths ("train short, test long") and
+ * sweeps of training + evaluation runs (`stretch eval`, `stretch sweep`).
+ *
+ * Protocol (docs/evaluation.md has the details):
+ *   A stream of n tokens has n - 1 targets. st_eval_windows() (st_data.h) cuts it into
+ *   windows of at most L inputs; nonoverlapping = stride L (every window scores all its
+ *   positions), sliding = stride S < L (after the first window, only the last S positions
+ *   of each window are scored, so they see >= L - S tokens of context). Every target is
+ *   scored exactly once. Unscored positions get target -1 (the loss op's ignore index).
+ *   The model runs in inference mode: no tape, no backward buffers, attention streamed
+ *   over key blocks, so memory grows linearly in L.
+ *
+ *   loss = (sum of per-token NLL in nats) / tokens,  ppl = exp(loss),
+ *   bpb  = (sum NLL) / ln 2 / (UTF-8 bytes of the scored target tokens).
+ *
+ * Per-position buckets: the mean loss of the scored targets by their position p within
+ * the window (p = tokens of context - 1). Linear: `buckets` equal-width buckets over
+ * [0, L), bucket b = floor(p * buckets / L). Log2: bucket 0 = {0}, bucket k = [2^(k-1), 2^k)
+ * (clipped to L). Token counts and NLL sums of the buckets add up to the totals exactly. */
+#ifndef ST_EVAL_H
+#define ST_EVAL_H
+
+#include <stdio.h>
+#include "st_common.h"
+#include "st_model.h"
+#include "st_data.h"
+#include "st_train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ST_BUCKETS_LINEAR = 0, ST_BUCKETS_LOG2 = 1 };
+
+#define ST_EVAL_DEFAULT_BATCH_TOKENS 8192
+
+typedef struct st_eval_opts {
+    int64_t batch_tokens;       /* windows of the full length L go B = max(1, batch_tokens / L)
+                                 * per forward; 0 -> ST_EVAL_DEFAULT_BATCH_TOKENS */
+    int buckets;                /* linear: number of buckets (0 = none, capped at L);
+                                 * log2: any value > 0 turns them on */
+    int bucket_scale;           /* ST_BUCKETS_LINEAR | ST_BUCKETS_LOG2 */
+    const double *token_bytes;  /* optional: UTF-8 bytes of each token id (vocab_size
+                                 * entries): exact bits per byte */
+    double bytes_per_token;     /* else, when > 0: average bytes per token for bpb */
+    size_t arena_limit;         /* activation memory cap, 0 -> 80% of physical memory */
+    int reset_peak_rss;         /* reset the kernel's peak-RSS mark first (Linux
+                                 * /proc/self/clear_refs), so peak_rss is this run's */
+    double progress_every;      /* seconds between progress log lines (0: none) */
+} st_eval_opts;
+
+void st_eval_opts_default(st_eval_opts *o);
+
+typedef struct st_eval_bucket {
+    int64_t lo, hi;             /* window positions [lo, hi) */
+    int64_t tokens;             /* targets scored at those positions */
+    double nll;                 /* their summed loss (nats) */
+} st_eval_bucket;
+
+typedef struct st_eval_result {
+    int64_t length;             /* L */
+    int64_t stride;             /* S (== L: nonoverlapping) */
+    int64_t windows;            /* windows evaluated */
+    int64_t batch;              /* windows per forward */
+    int64_t tokens;             /* targets scored (n - 1 for the whole stream) */
+    int64_t forward_tokens;     /* inputs run through the model (> tokens when sliding) */
+    double nll;                 /* summed loss, nats */
+    double loss;                /* nll / tokens */
+    double ppl;                 /* exp(loss) */
+    double bytes;               /* UTF-8 bytes of the scored targets (0: unknown) */
+    double bpb;                 /* nll / ln2 / bytes; NAN when bytes are unknown */
+    double seconds;
+    double tokens_per_s;        /* scored tokens per second */
+    size_t peak_rss;            /* bytes (VmHWM) */
+    size_t arena_bytes;         /* activation arena high water */
+    int n_buckets;
+    st_eval_bucket *buckets;    /* malloc'd (NULL when n_buckets == 0) */
+} st_eval_result;
+
+/* Evaluate `tokens` (n) with windows of length L and stride `stride` (L: nonoverlapping;
+ * 1 <= stride < L: sliding). Errors: ST_ERR_CONFIG for bad L/stride or a learned-position
+ * model asked for windows longer than model.max_len, ST_ERR_DATA for fewer than 2 tokens
+ * or a token id outside the vocabulary, ST_ERR_MEMORY when the activations of one forward
+ * exceed the arena limit, ST_ERR_NUMERIC for a non-finite token loss. */
+int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_t stride,
+                const st_eval_opts *opts, st_eval_result *res, st_error *e);
+void st_eval_result_free(st_eval_result *r);
+
+/* Bucket layout for length L (same rule as st_eval_run); returns the count and writes
+ * lo/hi (zeroed counts) to out when out != NULL. */
+int st_eval_bucket_layout(int64_t L, int buckets, int scale, st_eval_bucket *out);
+
+/* ---------------------------------------------------- a checkpoint at many lengths ---- */
+/* What to evaluate. Fields left at -1 (n_lengths 0) take the run config's eval section. */
+typedef struct st_eval_plan {
+    int n_lengths;              /* 0 -> cfg.eval.lengths */
+    int64_t lengths[ST_EVAL_MAX_LENGTHS];
+    int split;                  /* ST_SPLIT_VALID | ST_SPLIT_TEST, -1 -> cfg */
+    int mode;                   /* ST_EVAL_NONOVERLAPPING | ST_EVAL_SLIDING, -1 -> cfg */
+    int64_t stride;             /* sliding: scored tokens per window; 0 -> L/2; -1 -> cfg */
+    int64_t max_tokens;         /* tokens of the split used (0 = all), -1 -> cfg */
+    int buckets;                /* -1 -> cfg */
+    st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
+} st_eval_plan;
+
+void st_eval_plan_default(st_eval_plan *p);
+
+/* One evaluation length: its result, or why it could not be evaluated. */
+typedef struct st_eval_row {
+    int status;                 /* ST_OK or the error code */
+    char error[1024];
+    st_eval_result r;
+} st_eval_row;
+
+typedef struct st_eval_report {
+    char source[1024];          /* what the user named (run dir or checkpoint) */
+    char checkpoint[1024];      /* the checkpoint file evaluated */
+    int64_t step;               /* its training step */
+    st_run_config cfg;          /* the run's config */
+    size_t n_params;
+    int split, mode, unit;      /* resolved plan, dataset unit (ST_UNIT_*) */
+    int64_t stride_arg;         /* sliding stride as requested (0 = L/2) */
+    int64_t split_tokens;       /* tokens of the split evaluated (after max_tokens) */
+    int bytes_exact;            /* bpb from per-token byte lengths (1) or an average (0) */
+    double bytes_per_token;     /* average over the split (byte units) */
+    double entropy_rate;        /* synthetic corpus: ideal loss (nats/token), else 0 */
+    int threads;
+    int buckets, bucket_scale;
+    int n;                      /* rows */
+    st_eval_row rows[ST_EVAL_MAX_LENGTHS];
+} st_eval_report;
+
+/* Load the model and dataset of a run dir or checkpoint and evaluate every length of the
+ * plan. A length that cannot be evaluated (e.g. beyond a learned-position table, or out of
+ * memory) gets an error row and the rest go on. Returns ST_OK when at least one length was
+ * evaluated; otherwise the first row's code (or the load error: ST_ERR_IO / ST_ERR_CHECKPOINT
+ * naming the path, ST_ERR_CONFIG for a bad plan). */
+int st_eval_checkpoint(const char *path_or_run_dir, const st_eval_plan *plan,
+                       st_eval_report *rep, st_error *e);
+void st_eval_report_free(st_eval_report *rep);
+const char *st_eval_mode_name(int mode);     /* "nonoverlapping" | "sliding" */
+const char *st_eval_split_name(int split);   /* "train" | "valid" | "test" */
+const char *st_unit_name(int unit);          /* "word" | "byte" | "token" */
+/* The table printed by `stretch eval`. */
+void st_eval_report_print(const st_eval_report *rep, FILE *f);
+/* JSON of the whole report (malloc'd string), and a file writer (atomic rename). */
+char *st_eval_report_json(const st_eval_report *rep);
+int st_eval_report_save(const st_eval_report *rep, const char *path, st_error *e);
+
+/* ------------------------------------------------------------------- sweeps ---- */
+/* Sweep file (strict; every error names the file and key path, ST_ERR_CONFIG):
+ *   {"base": "configs/x.json" | {inline config},
+ *    "grid": {"model.pos": ["alibi", "sinusoidal"], "train.seed": [1, 2], ...},
+ *    "eval": {"lengths": [...], "split": "valid", "mode": "nonoverlapping", "stride": 0,
+ *             "max_tokens": 0, "batch_tokens": 8192, "buckets": 16, "bucket_scale": "linear"},
+ *    "out": "runs/sweep_x"}
+ * The grid's cartesian product (first key slowest) gives one run per point, in
+ * OUT/<name> with the name built from the override values. */
+typedef struct st_sweep_opts {
+    const char *out;            /* overrides the file's "out" (NULL: keep) */
+    int threads;                /* 0: the runs' train.threads */
+    int quiet;                  /* no training progress output */
+    int dry_run;                /* expand and validate only: list the runs */
+} st_sweep_opts;
+
+/* Run (or resume) every point, evaluate it, and write OUT/results.{csv,json,md}. Finished
+ * points (OUT/<name>/sweep_done.json matching the point's config and eval plan) are
+ * skipped; interrupted trainings resume from their latest checkpoint. Returns ST_OK when
+ * every point finished; ST_ERR_INTERRUPTED after a signal; else the first error. */
+int st_sweep_run(const char *sweep_file, const st_sweep_opts *opts, st_error *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,250 @@
+/* eval.c - perplexity of a token stream at evaluation length L (nonoverlapping or
+ * sliding windows), with per-position loss buckets.
+ *
+ * Each window w (st_eval_windows) feeds inputs tokens[start, start + len) and scores the
+ * targets tokens[start + p + 1] for window positions p >= score_from; the other targets
+ * are -1, which the loss op ignores (tok_loss = 0 there). Windows of the full length L are
+ * stacked B = max(1, batch_tokens / L) per forward; a shorter (clipped) window runs alone.
+ *
+ * Sums are accumulated in double in window order and, within a window, position order,
+ * so a result does not depend on the thread count beyond the float forward itself.
+ *
+ * Memory: inference mode keeps no tape and no backward buffers, and attention streams over
+ * key blocks, so one forward needs O(B * L * (d_model + d_ff)) floats - linear in L. The
+ * arena starts small, grows by chunks during the first forward and is then consolidated
+ * (st_arena_reset) into one block of the measured high water, which every later forward
+ * reuses. */
+#include "st_eval.h"
+
+#include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_eval_opts_default(st_eval_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->batch_tokens = ST_EVAL_DEFAULT_BATCH_TOKENS;
+    o->bucket_scale = ST_BUCKETS_LINEAR;
+}
+
+void st_eval_result_free(st_eval_result *r) {
+    free(r->buckets);
+    r->buckets = NULL;
+    r->n_buckets = 0;
+}
+
+int st_eval_bucket_layout(int64_t L, int buckets, int scale, st_eval_bucket *out) {
+    if (buckets <= 0 || L <= 0) return 0;
+    if (scale == ST_BUCKETS_LOG2) {
+        /* {0}, [1,2), [2,4), ..., [2^(k-1), L) */
+        int nb = 1;
+        while (((int64_t)1 << (nb - 1)) < L) nb++;
+        if (out) {
+            for (int b = 0; b < nb; b++) {
+                int64_t lo = b == 0 ? 0 : (int64_t)1 << (b - 1);
+                int64_t hi = (int64_t)1 << b;
+                out[b] = (st_eval_bucket){lo, hi < L ? hi : L, 0, 0.0};
+            }
+        }
+        return nb;
+    }
+    /* linear: bucket(p) = floor(p * nb / L), so bucket b starts at ceil(b * L / nb) */
+    int64_t nb = buckets < L ? buckets : L;
+    if (out)
+        for (int64_t b = 0; b < nb; b++)
+            out[b] = (st_eval_bucket){(b * L + nb - 1) / nb, ((b + 1) * L + nb - 1) / nb, 0, 0.0};
+    return (int)nb;
+}
+
+/* Bucket of window position p (inverse of the layout above). */
+static int bucket_of(int64_t p, int64_t L, int nb, int scale) {
+    if (scale == ST_BUCKETS_LOG2) {
+        int b = 0;
+        while (p > 0) { p >>= 1; b++; }
+        return b < nb ? b : nb - 1;
+    }
+    return (int)(p * nb / L);
+}
+
+/* Reset VmHWM so the peak reported is this evaluation's (Linux >= 4.0; "5" = reset the
+ * peak RSS). Freed heap memory is returned first (glibc keeps freed blocks below its mmap
+ * threshold resident, which would otherwise count towards every later peak). Best effort:
+ * without it the process-wide peak is reported. */
+static void release_heap(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+static void reset_peak_rss(void) {
+    release_heap();
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return;
+    fputs("5", f);
+    fclose(f);
+}
+
+typedef struct eval_state {
+    st_model *m;
+    const int32_t *tokens;
+    const st_eval_opts *o;
+    int64_t L;
+    int32_t *ids, *tgt;     /* (B, T) */
+    float *tok_loss;        /* (B, T) */
+    st_arena arena;
+    st_ctx ctx;
+    st_eval_result *r;
+} eval_state;
+
+/* Run windows win[0..nb) (all of length T) as one (nb, T) batch and add their scored
+ * targets to the result. */
+static int eval_batch(eval_state *s, const st_eval_window *win, int64_t nb, int64_t T, st_error *e) {
+    const int V = s->m->cfg.vocab_size;
+    for (int64_t b = 0; b < nb; b++) {
+        const int32_t *src = s->tokens + win[b].start;
+        int32_t *ids = s->ids + b * T, *tgt = s->tgt + b * T;
+        for (int64_t p = 0; p < T; p++) {
+            ids[p] = src[p];
+            tgt[p] = p >= win[b].score_from ? src[p + 1] : -1;
+        }
+        /* the last target is read one past the inputs */
+        for (int64_t p = 0; p <= T; p++)
+            if (src[p] < 0 || src[p] >= V)
+                return st_fail(e, ST_ERR_DATA, "eval: token %lld has id %d, outside the model's vocabulary [0, %d)",
+                               (long long)(win[b].start + p), src[p], V);
+    }
+    st_ctx_begin(&s->ctx, 0, 0);
+    st_error me = {0};
+    st_tensor *loss = st_model_loss(s->m, &s->ctx, s->ids, s->tgt, nb, T, 0, s->tok_loss, &me);
+    if (me.code) return st_fail(e, me.code, "%s", me.msg);
+    if (!loss) {
+        st_ctx_check(&s->ctx, &me);
+        return st_fail(e, me.code ? me.code : ST_ERR_MEMORY,
+                       "eval at length %lld (%lld windows per forward): %s; lower --batch-tokens or the length",
+                       (long long)s->L, (long long)nb, me.msg[0] ? me.msg : "forward failed");
+    }
+    st_eval_result *r = s->r;
+    for (int64_t b = 0; b < nb; b++) {
+        const float *tl = s->tok_loss + b * T;
+        const int32_t *tgt = s->tgt + b * T;
+        for (int64_t p = win[b].score_from; p < T; p++) {
+            double l = tl[p];
+            if (!isfinite(l))
+                return st_fail(e, ST_ERR_NUMERIC, "eval at length %lld: non-finite loss at token %lld",
+                               (long long)s->L, (long long)(win[b].start + p + 1));
+            r->nll += l;
+            r->tokens++;
+            if (s->o->token_bytes) r->bytes += s->o->token_bytes[tgt[p]];
+            if (r->n_buckets) {
+                st_eval_bucket *bk = &r->buckets[bucket_of(p, s->L, r->n_buckets, s->o->bucket_scale)];
+                bk->tokens++;
+                bk->nll += l;
+            }
+        }
+    }
+    r->forward_tokens += nb * T;
+    r->windows += nb;
+    return ST_OK;
+}
+
+static int64_t default_limit(void) {
+    size_t mem = st_mem_total();
+    return mem ? (int64_t)(mem / 10 * 8) : (int64_t)8 << 30;
+}
+
+int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_t stride,
+                const st_eval_opts *opts, st_eval_result *res, st_error *e) {
+    st_eval_opts dflt;
+    if (!opts) { st_eval_opts_default(&dflt); opts = &dflt; }
+    memset(res, 0, sizeof *res);
+    res->bpb = NAN;
+    if (L < 1) return st_fail(e, ST_ERR_CONFIG, "eval: length must be >= 1 (got %lld)", (long long)L);
+    if (stride < 1 || stride > L)
+        return st_fail(e, ST_ERR_CONFIG, "eval: stride must be in [1, L = %lld] (got %lld)", (long long)L, (long long)stride);
+    if (n < 2) return st_fail(e, ST_ERR_DATA, "eval: the stream has %lld tokens, at least 2 are needed", (long long)n);
+    if (opts->bucket_scale != ST_BUCKETS_LINEAR && opts->bucket_scale != ST_BUCKETS_LOG2)
+        return st_fail(e, ST_ERR_CONFIG, "eval: unknown bucket scale %d", opts->bucket_scale);
+    int64_t longest = L < n - 1 ? L : n - 1;
+    if (m->cfg.pos == ST_POS_LEARNED && longest > m->cfg.max_len)
+        return st_fail(e, ST_ERR_CONFIG, "eval at length %lld: model.max_len is %d; learned positions have no "
+                       "embedding beyond it (they cannot extrapolate)", (long long)L, m->cfg.max_len);
+
+    int64_t nw = st_eval_windows(n, L, stride, NULL, 0);
+    if (nw <= 0) return st_fail(e, ST_ERR_DATA, "eval: no evaluation window for %lld tokens", (long long)n);
+    st_eval_window *win = st_malloc((size_t)nw * sizeof *win, e);
+    if (!win) return ST_ERR_MEMORY;
+    st_eval_windows(n, L, stride, win, nw);
+
+    int64_t bt = opts->batch_tokens > 0 ? opts->batch_tokens : ST_EVAL_DEFAULT_BATCH_TOKENS;
+    int64_t B = bt / L > 1 ? bt / L : 1;
+    int64_t full = 0;
+    for (int64_t i = 0; i < nw; i++) full += win[i].len == L;
+    if (B > full) B = full > 0 ? full : 1;
+
+    res->length = L;
+    res->stride = stride;
+    res->batch = B;
+    res->n_buckets = st_eval_bucket_layout(L, opts->buckets, opts->bucket_scale, NULL);
+    if (res->n_buckets) {
+        res->buckets = st_calloc((size_t)res->n_buckets, sizeof *res->buckets, e);
+        if (!res->buckets) { free(win); return ST_ERR_MEMORY; }
+        st_eval_bucket_layout(L, opts->buckets, opts->bucket_scale, res->buckets);
+    }
+
+    eval_state s = {.m = m, .tokens = tokens, .o = opts, .L = L, .r = res};
+    size_t rows = (size_t)(B * longest);
+    int rc = ST_OK;
+    s.ids = st_malloc(rows * sizeof(int32_t), e);
+    s.tgt = st_malloc(rows * sizeof(int32_t), e);
+    s.tok_loss = st_malloc(rows * sizeof(float), e);
+    if (!s.ids || !s.tgt || !s.tok_loss) rc = ST_ERR_MEMORY;
+    size_t limit = opts->arena_limit ? opts->arena_limit : (size_t)default_limit();
+    if (!rc) rc = st_arena_init(&s.arena, (size_t)32 << 20, limit, e);
+    int have_arena = rc == ST_OK;
+    if (!rc) rc = st_ctx_init(&s.ctx, &s.arena, 64, e);
+    int have_ctx = rc == ST_OK;
+
+    if (opts->reset_peak_rss) reset_peak_rss();
+    double t0 = st_time(), last_log = t0;
+    for (int64_t i = 0; i < nw && !rc;) {
+        int64_t nb = 1;
+        if (win[i].len == L)
+            while (nb < B && i + nb < nw && win[i + nb].len == L) nb++;
+        rc = eval_batch(&s, win + i, nb, win[i].len, e);
+        i += nb;
+        if (!rc && st_arena_chunks(&s.arena) > 1) {
+            /* first forward done: consolidate the chunks into one block of the high water
+             * now, and hand the freed chunks back to the OS before that block is touched
+             * (glibc keeps freed blocks below its mmap threshold resident, which would
+             * double the peak) */
+            st_arena_reset(&s.arena);
+            release_heap();
+        }
+        double now = st_time();
+        if (!rc && opts->progress_every > 0 && now - last_log >= opts->progress_every) {
+            last_log = now;
+            st_log(ST_LOG_INFO, "eval L=%lld: %lld/%lld windows, %.0f tok/s", (long long)L, (long long)i,
+                   (long long)nw, (double)res->tokens / (now - t0));
+        }
+    }
+    res->seconds = st_time() - t0;
+    res->arena_bytes = have_arena ? s.arena.high_water : 0;
+    if (have_ctx) st_ctx_free(&s.ctx);
+    if (have_arena) st_arena_free(&s.arena);
+    free(s.ids);
+    free(s.tgt);
+    free(s.tok_loss);
+    free(win);
+    res->peak_rss = st_peak_rss();
+    if (rc) { st_eval_result_free(res); return rc; }
+
+    res->loss = res->nll / (double)res->tokens;
+    res->ppl = exp(res->loss);
+    if (!opts->token_bytes && opts->bytes_per_token > 0) res->bytes = (double)res->tokens * opts->bytes_per_token;
+    if (res->bytes > 0) res->bpb = res->nll / log(2.0) / res->bytes;
+    res->tokens_per_s = res->seconds > 0 ? (double)res->tokens / res->seconds : 0.0;
+    return ST_OK;
+}

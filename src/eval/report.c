@@ -1,0 +1,143 @@
+/* report.c - an evaluation report as a terminal table and as JSON (the format read by
+ * `stretch sweep` and scripts/plot.py; docs/evaluation.md lists the fields). */
+#include "st_eval.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *ppl_label(int unit) {
+    return unit == ST_UNIT_WORD ? "word ppl" : unit == ST_UNIT_BYTE ? "tok ppl" : "ppl";
+}
+
+void st_eval_report_print(const st_eval_report *rep, FILE *f) {
+    const st_run_config *c = &rep->cfg;
+    fprintf(f, "%s: step %lld, pos %s, %d layers x d %d (%zu params), trained at L=%d\n",
+            rep->checkpoint, (long long)rep->step, st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
+            rep->n_params, c->train.seq_len);
+    fprintf(f, "%s split: %lld %ss (%lld targets), %s, %d threads",
+            st_eval_split_name(rep->split), (long long)rep->split_tokens, st_unit_name(rep->unit),
+            (long long)(rep->split_tokens - 1), st_eval_mode_name(rep->mode), rep->threads);
+    if (rep->entropy_rate > 0)
+        fprintf(f, "; source entropy rate %.4f nats (ideal ppl %.3f)", rep->entropy_rate, exp(rep->entropy_rate));
+    fputc('\n', f);
+    int bpb = rep->unit == ST_UNIT_BYTE;
+    fprintf(f, "%8s  %-14s %7s %10s %8s %10s", "length", "mode", "stride", "tokens", "loss", ppl_label(rep->unit));
+    if (bpb) fprintf(f, " %7s", "bpb");
+    fprintf(f, " %9s %9s %8s\n", "elapsed", "tok/s", "peak MB");
+    for (int i = 0; i < rep->n; i++) {
+        const st_eval_row *row = &rep->rows[i];
+        const st_eval_result *r = &row->r;
+        if (row->status) {
+            fprintf(f, "%8lld  %-14s %7lld  error: %s\n", (long long)r->length, st_eval_mode_name(rep->mode),
+                    (long long)r->stride, row->error);
+            continue;
+        }
+        fprintf(f, "%8lld  %-14s %7lld %10lld %8.4f %10.3f", (long long)r->length, st_eval_mode_name(rep->mode),
+                (long long)r->stride, (long long)r->tokens, r->loss, r->ppl);
+        if (bpb) fprintf(f, " %7.4f", r->bpb);
+        fprintf(f, " %8.2fs %9.0f %8.1f\n", r->seconds, r->tokens_per_s, (double)r->peak_rss / 1048576.0);
+    }
+}
+
+static cJSON *result_json(const st_eval_row *row) {
+    const st_eval_result *r = &row->r;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "length", (double)r->length);
+    cJSON_AddNumberToObject(o, "stride", (double)r->stride);
+    if (row->status) {
+        cJSON_AddStringToObject(o, "status", st_status_name(row->status));
+        cJSON_AddNumberToObject(o, "code", row->status);
+        cJSON_AddStringToObject(o, "error", row->error);
+        return o;
+    }
+    cJSON_AddStringToObject(o, "status", "ok");
+    cJSON_AddNumberToObject(o, "windows", (double)r->windows);
+    cJSON_AddNumberToObject(o, "batch", (double)r->batch);
+    cJSON_AddNumberToObject(o, "tokens", (double)r->tokens);
+    cJSON_AddNumberToObject(o, "forward_tokens", (double)r->forward_tokens);
+    cJSON_AddNumberToObject(o, "nll", r->nll);
+    cJSON_AddNumberToObject(o, "loss", r->loss);
+    cJSON_AddNumberToObject(o, "ppl", r->ppl);
+    if (isfinite(r->bpb)) {
+        cJSON_AddNumberToObject(o, "bytes", r->bytes);
+        cJSON_AddNumberToObject(o, "bpb", r->bpb);
+    } else {
+        cJSON_AddNullToObject(o, "bpb");
+    }
+    cJSON_AddNumberToObject(o, "seconds", r->seconds);
+    cJSON_AddNumberToObject(o, "tokens_per_s", r->tokens_per_s);
+    cJSON_AddNumberToObject(o, "peak_rss_mb", (double)r->peak_rss / 1048576.0);
+    cJSON_AddNumberToObject(o, "arena_mb", (double)r->arena_bytes / 1048576.0);
+    cJSON *bs = cJSON_AddArrayToObject(o, "buckets");
+    for (int b = 0; b < r->n_buckets; b++) {
+        const st_eval_bucket *k = &r->buckets[b];
+        cJSON *bo = cJSON_CreateObject();
+        cJSON_AddNumberToObject(bo, "lo", (double)k->lo);
+        cJSON_AddNumberToObject(bo, "hi", (double)k->hi);
+        cJSON_AddNumberToObject(bo, "tokens", (double)k->tokens);
+        cJSON_AddNumberToObject(bo, "nll", k->nll);
+        if (k->tokens) cJSON_AddNumberToObject(bo, "loss", k->nll / (double)k->tokens);
+        else cJSON_AddNullToObject(bo, "loss");
+        cJSON_AddItemToArray(bs, bo);
+    }
+    return o;
+}
+
+char *st_eval_report_json(const st_eval_report *rep) {
+    const st_run_config *c = &rep->cfg;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "source", rep->source);
+    cJSON_AddStringToObject(o, "checkpoint", rep->checkpoint);
+    cJSON_AddNumberToObject(o, "step", (double)rep->step);
+    cJSON *mo = cJSON_AddObjectToObject(o, "model");
+    cJSON_AddStringToObject(mo, "pos", st_pos_name(c->model.pos));
+    if (c->model.pos == ST_POS_ALIBI_RF) cJSON_AddStringToObject(mo, "rf_kind", st_rf_name(c->model.rf_kind));
+    cJSON_AddNumberToObject(mo, "n_layers", c->model.n_layers);
+    cJSON_AddNumberToObject(mo, "d_model", c->model.d_model);
+    cJSON_AddNumberToObject(mo, "n_heads", c->model.n_heads);
+    cJSON_AddNumberToObject(mo, "vocab_size", c->model.vocab_size);
+    cJSON_AddNumberToObject(mo, "params", (double)rep->n_params);
+    cJSON *to = cJSON_AddObjectToObject(o, "train");
+    cJSON_AddNumberToObject(to, "seq_len", c->train.seq_len);
+    cJSON_AddNumberToObject(to, "seed", (double)c->train.seed);
+    cJSON *dob = cJSON_AddObjectToObject(o, "data");
+    cJSON_AddStringToObject(dob, "source", c->data.source);
+    cJSON_AddStringToObject(dob, "tokenizer", c->data.tokenizer);
+    cJSON_AddStringToObject(dob, "unit", st_unit_name(rep->unit));
+    if (rep->entropy_rate > 0) cJSON_AddNumberToObject(dob, "entropy_rate", rep->entropy_rate);
+    if (rep->unit == ST_UNIT_BYTE) {
+        cJSON_AddBoolToObject(dob, "bytes_exact", rep->bytes_exact);
+        cJSON_AddNumberToObject(dob, "bytes_per_token", rep->bytes_per_token);
+    }
+    cJSON_AddStringToObject(o, "split", st_eval_split_name(rep->split));
+    cJSON_AddStringToObject(o, "mode", st_eval_mode_name(rep->mode));
+    if (rep->mode == ST_EVAL_SLIDING) cJSON_AddNumberToObject(o, "stride", (double)rep->stride_arg);
+    cJSON_AddNumberToObject(o, "split_tokens", (double)rep->split_tokens);
+    cJSON_AddStringToObject(o, "bucket_scale", rep->bucket_scale == ST_BUCKETS_LOG2 ? "log2" : "linear");
+    cJSON_AddNumberToObject(o, "threads", rep->threads);
+    cJSON *rs = cJSON_AddArrayToObject(o, "results");
+    for (int i = 0; i < rep->n; i++) cJSON_AddItemToArray(rs, result_json(&rep->rows[i]));
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+int st_eval_report_save(const st_eval_report *rep, const char *path, st_error *e) {
+    char *s = st_eval_report_json(rep);
+    if (!s) return st_fail(e, ST_ERR_MEMORY, "%s: cannot build the JSON report", path);
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = ST_OK;
+    if (!f) rc = st_fail(e, ST_ERR_IO, "%s: cannot write", tmp);
+    else {
+        int bad = fputs(s, f) < 0 || fputc('\n', f) == EOF;
+        bad |= fclose(f) != 0;
+        if (bad || rename(tmp, path) != 0) { remove(tmp); rc = st_fail(e, ST_ERR_IO, "%s: cannot write", path); }
+    }
+    free(s);
+    return rc;
+}

@@ -1,0 +1,176 @@
+/* suite.c - evaluate one trained checkpoint at a list of lengths: load the model and its
+ * dataset, resolve the plan against the run's eval config, run st_eval_run per length and
+ * keep a row per length (a result or the reason it could not be evaluated). */
+#include "st_eval.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_eval_plan_default(st_eval_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->split = p->mode = -1;
+    p->stride = p->max_tokens = -1;
+    p->buckets = -1;
+    st_eval_opts_default(&p->opts);
+}
+
+const char *st_eval_mode_name(int mode) {
+    return mode == ST_EVAL_SLIDING ? "sliding" : mode == ST_EVAL_NONOVERLAPPING ? "nonoverlapping" : "?";
+}
+
+const char *st_eval_split_name(int split) {
+    return split == ST_SPLIT_TRAIN ? "train" : split == ST_SPLIT_VALID ? "valid" : split == ST_SPLIT_TEST ? "test" : "?";
+}
+
+const char *st_unit_name(int unit) {
+    return unit == ST_UNIT_WORD ? "word" : unit == ST_UNIT_BYTE ? "byte" : "token";
+}
+
+void st_eval_report_free(st_eval_report *rep) {
+    for (int i = 0; i < rep->n; i++) st_eval_result_free(&rep->rows[i].r);
+    rep->n = 0;
+}
+
+/* Per-id UTF-8 byte lengths from the tokenizer (exact bits per byte). NULL when a token
+ * does not decode on its own (then the split's average bytes per token is used). */
+static double *token_byte_table(const st_tokenizer *tok, int V) {
+    if (!tok || st_tokenizer_vocab_size(tok) != V) return NULL;
+    double *t = malloc((size_t)V * sizeof *t);
+    if (!t) return NULL;
+    for (int32_t id = 0; id < V; id++) {
+        int64_t nb = st_tokenizer_decode(tok, &id, 1, NULL, 0);   /* snprintf-like: full length */
+        if (nb < 0) { free(t); return NULL; }
+        t[id] = (double)nb;
+    }
+    return t;
+}
+
+/* Fill the plan's -1 fields from the run's eval section and check it. */
+static int resolve_plan(st_eval_plan *p, const st_run_config *cfg, const char *src, st_error *e) {
+    const st_eval_config *c = &cfg->eval;
+    if (p->n_lengths == 0) {
+        p->n_lengths = c->n_lengths;
+        memcpy(p->lengths, c->lengths, sizeof p->lengths);
+    }
+    if (p->n_lengths == 0) {
+        p->n_lengths = 1;
+        p->lengths[0] = cfg->train.seq_len;
+    }
+    if (p->split < 0) p->split = c->split;
+    if (p->mode < 0) p->mode = c->mode;
+    if (p->stride < 0) p->stride = p->mode == ST_EVAL_SLIDING ? c->stride : 0;
+    if (p->max_tokens < 0) p->max_tokens = c->max_tokens;
+    if (p->buckets < 0) p->buckets = c->buckets;
+    if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
+        return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
+    for (int i = 0; i < p->n_lengths; i++)
+        if (p->lengths[i] < 1)
+            return st_fail(e, ST_ERR_CONFIG, "%s: evaluation length %lld must be >= 1", src, (long long)p->lengths[i]);
+    if (p->split != ST_SPLIT_VALID && p->split != ST_SPLIT_TEST && p->split != ST_SPLIT_TRAIN)
+        return st_fail(e, ST_ERR_CONFIG, "%s: unknown split %d", src, p->split);
+    if (p->mode != ST_EVAL_NONOVERLAPPING && p->mode != ST_EVAL_SLIDING)
+        return st_fail(e, ST_ERR_CONFIG, "%s: unknown eval mode %d", src, p->mode);
+    if (p->mode == ST_EVAL_NONOVERLAPPING && p->stride != 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: a stride applies to sliding evaluation only (mode is nonoverlapping)", src);
+    if (p->stride < 0 || p->max_tokens < 0 || p->buckets < 0 || p->opts.batch_tokens < 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: stride, max_tokens, buckets and batch_tokens must be >= 0", src);
+    return ST_OK;
+}
+
+int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_report *rep, st_error *e) {
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->source, sizeof rep->source, "%s", path);
+    int rc = st_checkpoint_resolve(path, rep->checkpoint, sizeof rep->checkpoint, e);
+    if (rc) return rc;
+    st_train_state state;
+    memset(&state, 0, sizeof state);
+    rc = st_checkpoint_load(rep->checkpoint, NULL, NULL, 0, &state, e);
+    if (rc) return rc;
+    rep->step = state.step;
+    st_model m;
+    rc = st_checkpoint_load_model(rep->checkpoint, &m, &rep->cfg, e);
+    if (rc) return rc;
+    rep->n_params = st_model_num_params(&m);
+
+    st_eval_plan plan = *plan_in;
+    st_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    double *tbytes = NULL;
+    rc = resolve_plan(&plan, &rep->cfg, rep->checkpoint, e);
+    if (!rc) rc = st_dataset_load(&rep->cfg.data, rep->checkpoint, &ds, e);
+    if (rc) { st_model_free(&m); return rc; }
+    if (ds.vocab_size != m.cfg.vocab_size) {
+        rc = st_fail(e, ST_ERR_DATA, "%s: the model has a vocabulary of %d, its dataset (%s) now has %d",
+                     rep->checkpoint, m.cfg.vocab_size, rep->cfg.data.path[0] ? rep->cfg.data.path : rep->cfg.data.source,
+                     ds.vocab_size);
+    } else if (state.tok_hash && ds.tok_hash && state.tok_hash != ds.tok_hash) {
+        rc = st_fail(e, ST_ERR_DATA, "%s: the dataset's tokenizer (hash %016llx) differs from the one the model was "
+                     "trained with (%016llx)", rep->checkpoint, (unsigned long long)ds.tok_hash,
+                     (unsigned long long)state.tok_hash);
+    }
+    if (rc) { st_dataset_free(&ds); st_model_free(&m); return rc; }
+
+    rep->split = plan.split;
+    rep->mode = plan.mode;
+    rep->unit = ds.unit;
+    rep->stride_arg = plan.stride;
+    rep->buckets = plan.buckets;
+    rep->bucket_scale = plan.opts.bucket_scale;
+    rep->entropy_rate = ds.entropy_rate;
+    st_blas_info bi;
+    st_blas_query(&bi);
+    rep->threads = bi.omp_threads;
+    const int32_t *toks = ds.tokens[plan.split];
+    int64_t n = ds.n[plan.split];
+    if (plan.max_tokens > 0 && plan.max_tokens < n) n = plan.max_tokens;
+    rep->split_tokens = n;
+
+    st_eval_opts opts = plan.opts;
+    opts.buckets = plan.buckets;
+    opts.reset_peak_rss = 1;
+    if (ds.unit == ST_UNIT_BYTE) {
+        /* bits per byte: exact per-token byte lengths when the tokenizer decodes single
+         * tokens, else the split's average bytes per token */
+        if (ds.n[plan.split] > 0 && ds.bytes[plan.split] > 0)
+            rep->bytes_per_token = (double)ds.bytes[plan.split] / (double)ds.n[plan.split];
+        else
+            rep->bytes_per_token = 1.0;
+        tbytes = token_byte_table(ds.tok, ds.vocab_size);
+        rep->bytes_exact = tbytes != NULL;
+        opts.token_bytes = tbytes;
+        opts.bytes_per_token = rep->bytes_per_token;
+    }
+
+    int done = 0, first_err = ST_OK;
+    st_error first = {0};
+    for (int i = 0; i < plan.n_lengths; i++) {
+        st_eval_row *row = &rep->rows[rep->n++];
+        int64_t L = plan.lengths[i];
+        int64_t S = plan.mode == ST_EVAL_SLIDING ? (plan.stride > 0 ? plan.stride : (L / 2 > 0 ? L / 2 : 1)) : L;
+        st_error le = {0};
+        if (S > L)   /* S == L is allowed: sliding with S = L is the nonoverlapping protocol */
+            row->status = st_fail(&le, ST_ERR_CONFIG, "length %lld: sliding stride %lld is longer than the window "
+                                  "(targets would be skipped)", (long long)L, (long long)S);
+        else
+            row->status = st_eval_run(&m, toks, n, L, S, &opts, &row->r, &le);
+        row->r.length = L;
+        row->r.stride = S;
+        if (row->status) {
+            snprintf(row->error, sizeof row->error, "%s", le.msg);
+            st_log(ST_LOG_WARN, "eval %s at length %lld: %s", rep->checkpoint, (long long)L, le.msg);
+            if (!first_err) { first_err = row->status; first = le; }
+        } else {
+            done++;
+        }
+    }
+    free(tbytes);
+    st_dataset_free(&ds);
+    st_model_free(&m);
+    if (done == 0) {
+        if (e) *e = first;
+        return first_err ? first_err : st_fail(e, ST_ERR_CONFIG, "%s: no evaluation length", rep->checkpoint);
+    }
+    return ST_OK;
+}

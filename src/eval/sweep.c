@@ -1,0 +1,419 @@
+/* sweep.c - read a sweep file strictly and expand it into points.
+ *
+ *   {"description": "...",                       optional, free text
+ *    "base": "x.json" | {inline run config},     path relative to the sweep file's directory
+ *    "set": {"train.steps": 600, ...},           optional, applied to every point (not in names)
+ *    "variants": [{"name": "alibi_rf-exp", "model.pos": "alibi_rf", "model.rf.kind": "exp"}, ...],
+ *    "grid": {"train.seed": [1, 2], "train.seq_len": [64]},
+ *    "eval": {"lengths": [...], "split", "mode", "stride", "max_tokens", "batch_tokens",
+ *             "buckets", "bucket_scale"},
+ *    "out": "runs/sweep_x"}                      relative to the current directory
+ *
+ * Points = variants x the cartesian product of the grid lists (first grid key slowest,
+ * last fastest). Each point is base + "set" + the variant's assignments + one value per grid key,
+ * applied like `stretch train --set key=value`, and validated here, before any training, so
+ * a typo fails the sweep at once (exit 2) with the file and key path. */
+#include "sweep_internal.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_POINTS 10000
+
+static const char *const top_keys[] = {"description", "base", "set", "variants", "grid", "eval", "out"};
+static const char *const eval_keys[] = {"lengths", "split", "mode", "stride", "max_tokens",
+                                        "batch_tokens", "buckets", "bucket_scale"};
+
+static int key_allowed(const char *k, const char *const *list, int n) {
+    for (int i = 0; i < n; i++) if (strcmp(k, list[i]) == 0) return 1;
+    return 0;
+}
+
+static int check_keys(const cJSON *obj, const char *const *list, int n, const char *file, const char *where, st_error *e) {
+    for (const cJSON *it = obj->child; it; it = it->next)
+        if (!key_allowed(it->string, list, n)) {
+            char allowed[512] = "";
+            for (int i = 0; i < n; i++) {
+                strncat(allowed, i ? ", " : "", sizeof allowed - strlen(allowed) - 1);
+                strncat(allowed, list[i], sizeof allowed - strlen(allowed) - 1);
+            }
+            return st_fail(e, ST_ERR_CONFIG, "%s: %s%s%s: unknown key (allowed: %s)", file, where, *where ? "." : "",
+                           it->string, allowed);
+        }
+    return ST_OK;
+}
+
+/* An integer in [lo, hi] (JSON numbers are doubles: require an exact integer). */
+static int get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out, st_error *e) {
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected an integer", file, path);
+    if (v->valuedouble < lo || v->valuedouble > hi)
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s: %.0f is out of range [%.0f, %.0f]", file, path, v->valuedouble, lo, hi);
+    *out = (int64_t)v->valuedouble;
+    return ST_OK;
+}
+
+static int get_name(const cJSON *v, const char *file, const char *path, const char *a, const char *b, int *out, st_error *e) {
+    if (cJSON_IsString(v) && strcmp(v->valuestring, a) == 0) { *out = 0; return ST_OK; }
+    if (cJSON_IsString(v) && strcmp(v->valuestring, b) == 0) { *out = 1; return ST_OK; }
+    return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected \"%s\" or \"%s\"", file, path, a, b);
+}
+
+static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
+    st_eval_plan *p = &s->plan;
+    st_eval_plan_default(p);
+    if (!ev) return ST_OK;
+    if (!cJSON_IsObject(ev)) return st_fail(e, ST_ERR_CONFIG, "%s: eval: expected an object", s->file);
+    int rc = check_keys(ev, eval_keys, (int)(sizeof eval_keys / sizeof *eval_keys), s->file, "eval", e);
+    if (rc) return rc;
+    char path[64];
+    int64_t x = 0;
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "lengths"))) {
+        int n = cJSON_GetArraySize(v);
+        if (!cJSON_IsArray(v) || n < 1 || n > ST_EVAL_MAX_LENGTHS)
+            return st_fail(e, ST_ERR_CONFIG, "%s: eval.lengths: expected an array of 1 to %d lengths", s->file, ST_EVAL_MAX_LENGTHS);
+        int i = 0;
+        for (const cJSON *it = v->child; it; it = it->next, i++) {
+            snprintf(path, sizeof path, "eval.lengths[%d]", i);
+            if ((rc = get_int(it, s->file, path, 1, 1 << 24, &p->lengths[i], e))) return rc;
+        }
+        p->n_lengths = n;
+    }
+    int k = 0;
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "split"))) {
+        if ((rc = get_name(v, s->file, "eval.split", "valid", "test", &k, e))) return rc;
+        p->split = k ? ST_SPLIT_TEST : ST_SPLIT_VALID;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "mode"))) {
+        if ((rc = get_name(v, s->file, "eval.mode", "nonoverlapping", "sliding", &k, e))) return rc;
+        p->mode = k ? ST_EVAL_SLIDING : ST_EVAL_NONOVERLAPPING;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "stride"))) {
+        if ((rc = get_int(v, s->file, "eval.stride", 0, 1 << 24, &x, e))) return rc;
+        if (x > 0 && p->mode == ST_EVAL_NONOVERLAPPING)
+            return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: applies to \"mode\": \"sliding\" only", s->file);
+        p->stride = x;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "max_tokens"))) {
+        if ((rc = get_int(v, s->file, "eval.max_tokens", 0, 1e13, &x, e))) return rc;
+        p->max_tokens = x;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "batch_tokens"))) {
+        if ((rc = get_int(v, s->file, "eval.batch_tokens", 1, 1e9, &x, e))) return rc;
+        p->opts.batch_tokens = x;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "buckets"))) {
+        if ((rc = get_int(v, s->file, "eval.buckets", 0, 1 << 16, &x, e))) return rc;
+        p->buckets = (int)x;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "bucket_scale"))) {
+        if ((rc = get_name(v, s->file, "eval.bucket_scale", "linear", "log2", &k, e))) return rc;
+        p->opts.bucket_scale = k ? ST_BUCKETS_LOG2 : ST_BUCKETS_LINEAR;
+    }
+    return ST_OK;
+}
+
+/* Check one override (key, value) by applying it to a default config. */
+static int check_override(const sweep *s, const char *where, const char *key, const cJSON *v, st_error *e) {
+    if (!(cJSON_IsString(v) || cJSON_IsNumber(v) || cJSON_IsBool(v) || cJSON_IsArray(v)))
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected a string, number, boolean or array", s->file, where);
+    if (!strchr(key, '.'))
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s: a config key path is section.key (e.g. model.pos)", s->file, where);
+    char *text = cJSON_PrintUnformatted(v);
+    if (!text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", s->file);
+    size_t n = strlen(key) + strlen(text) + 2;
+    char *asg = malloc(n);
+    st_run_config *tmp = malloc(sizeof *tmp);
+    int rc = ST_OK;
+    if (!asg || !tmp) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", s->file);
+    else {
+        snprintf(asg, n, "%s=%s", key, text);
+        st_run_config_default(tmp);
+        st_error le = {0};
+        if (st_run_config_set(tmp, asg, &le)) rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: %s", s->file, where, le.msg);
+    }
+    free(asg);
+    free(tmp);
+    cJSON_free(text);
+    return rc;
+}
+
+/* Short text of an override for run names: "pos-alibi", "rf.kind-exp", "seed-1". */
+static void name_part(const char *key, const cJSON *v, char *out, size_t n) {
+    const char *dot = strchr(key, '.');
+    const char *k = dot ? dot + 1 : key;
+    char val[256] = "";
+    if (cJSON_IsString(v)) snprintf(val, sizeof val, "%s", v->valuestring);
+    else if (cJSON_IsBool(v)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    else if (cJSON_IsNumber(v)) {
+        if (v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 1e15) snprintf(val, sizeof val, "%.0f", v->valuedouble);
+        else snprintf(val, sizeof val, "%g", v->valuedouble);
+    } else if (cJSON_IsArray(v)) {
+        for (const cJSON *it = v->child; it; it = it->next) {
+            char one[64];
+            name_part("", it, one, sizeof one);
+            strncat(val, it == v->child ? "" : "-", sizeof val - strlen(val) - 1);
+            strncat(val, one + 1, sizeof val - strlen(val) - 1);   /* drop the "-" of an empty key */
+        }
+    }
+    snprintf(out, n, "%s-%s", k, val);
+    for (char *p = out; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
+}
+
+/* name = name + "__" + part (truncated to the buffer; duplicates are caught later) */
+static void append_part(char *name, size_t cap, const char *part) {
+    size_t l = strlen(name);
+    for (const char *p = l ? "__" : ""; *p && l + 1 < cap; p++) name[l++] = *p;
+    for (const char *p = part; *p && l + 1 < cap; p++) name[l++] = *p;
+    name[l] = 0;
+}
+
+static void add_key(sweep *s, const char *key) {
+    for (int i = 0; i < s->n_keys; i++) if (strcmp(s->keys[i], key) == 0) return;
+    char **nk = realloc(s->keys, (size_t)(s->n_keys + 1) * sizeof *nk);
+    if (!nk) return;
+    s->keys = nk;
+    s->keys[s->n_keys] = strdup(key);
+    if (s->keys[s->n_keys]) s->n_keys++;
+}
+
+/* Append one assignment to the point (and, when `record`, to its overrides). */
+static int point_add(sweep_point *pt, const char *key, const cJSON *v, int record) {
+    char *text = cJSON_PrintUnformatted(v);
+    if (!text) return ST_ERR_MEMORY;
+    size_t n = strlen(key) + strlen(text) + 2;
+    char **ns = realloc(pt->sets, (size_t)(pt->n_sets + 1) * sizeof *ns);
+    char *asg = malloc(n);
+    if (!ns || !asg) { free(asg); if (ns) pt->sets = ns; cJSON_free(text); return ST_ERR_MEMORY; }
+    pt->sets = ns;
+    snprintf(asg, n, "%s=%s", key, text);
+    pt->sets[pt->n_sets++] = asg;
+    cJSON_free(text);
+    if (record) cJSON_AddItemToObject(pt->overrides, key, cJSON_Duplicate(v, 1));
+    return ST_OK;
+}
+
+static int load_point_config(sweep *s, sweep_point *pt, const char *base_path, const char *base_text, st_error *e) {
+    st_error le = {0};
+    int rc;
+    if (base_path) rc = st_run_config_load(base_path, (const char *const *)pt->sets, pt->n_sets, &pt->cfg, &le);
+    else rc = st_run_config_parse(base_text, strlen(base_text), s->base_desc, (const char *const *)pt->sets,
+                                  pt->n_sets, &pt->cfg, &le);
+    if (rc) return st_fail(e, rc == ST_ERR_IO ? ST_ERR_IO : ST_ERR_CONFIG, "%s: point %s: %s", s->file, pt->name, le.msg);
+    st_run_config norm = pt->cfg;
+    norm.train.threads = 0;          /* how fast a run went is not what it is */
+    norm.train.max_seconds = 0;
+    snprintf(pt->config_hash, sizeof pt->config_hash, "%016llx", (unsigned long long)st_run_config_hash(&norm));
+    return ST_OK;
+}
+
+int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->file, sizeof s->file, "%s", file);
+    s->threads = opts ? opts->threads : 0;
+    size_t len = 0;
+    char *text = sweep_read_text(file, &len, e);
+    if (!text) return e ? e->code : ST_ERR_IO;
+    const char *err_at = NULL;
+    s->root = cJSON_ParseWithOpts(text, &err_at, 1);
+    if (!s->root) {
+        long off = err_at ? (long)(err_at - text) : -1;
+        int line = 1;
+        for (long i = 0; i < off && text[i]; i++) line += text[i] == '\n';
+        free(text);
+        return st_fail(e, ST_ERR_CONFIG, "%s: line %d: invalid JSON", file, line);
+    }
+    free(text);
+    cJSON *root = s->root;
+    if (!cJSON_IsObject(root)) return st_fail(e, ST_ERR_CONFIG, "%s: expected a JSON object", file);
+    int rc = check_keys(root, top_keys, (int)(sizeof top_keys / sizeof *top_keys), file, "", e);
+    if (rc) return rc;
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
+    if (desc && !cJSON_IsString(desc)) return st_fail(e, ST_ERR_CONFIG, "%s: description: expected a string", file);
+
+    /* out */
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(root, "out");
+    if (out && (!cJSON_IsString(out) || !out->valuestring[0]))
+        return st_fail(e, ST_ERR_CONFIG, "%s: out: expected a non-empty directory path", file);
+    if (opts && opts->out) snprintf(s->out, sizeof s->out, "%s", opts->out);
+    else if (out) snprintf(s->out, sizeof s->out, "%s", out->valuestring);
+    else return st_fail(e, ST_ERR_CONFIG, "%s: out: missing (set it in the file or pass --out DIR)", file);
+
+    /* base: a path relative to the sweep file (falling back to the current directory), or
+     * an inline config object */
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
+    char base_path[2048] = "";
+    char *base_text = NULL;
+    if (!base) return st_fail(e, ST_ERR_CONFIG, "%s: base: missing (a config path or an inline config object)", file);
+    if (cJSON_IsString(base)) {
+        const char *b = base->valuestring;
+        const char *slash = strrchr(file, '/');
+        if (b[0] != '/' && slash) snprintf(base_path, sizeof base_path, "%.*s/%s", (int)(slash - file), file, b);
+        else snprintf(base_path, sizeof base_path, "%s", b);
+        if (!sweep_exists(base_path) && sweep_exists(b)) snprintf(base_path, sizeof base_path, "%s", b);
+        if (!sweep_exists(base_path))
+            return st_fail(e, ST_ERR_IO, "%s: base: %s: no such config file (paths are relative to the sweep file)", file, base_path);
+        snprintf(s->base_desc, sizeof s->base_desc, "%s", base_path);
+    } else if (cJSON_IsObject(base)) {
+        base_text = cJSON_PrintUnformatted(base);
+        if (!base_text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
+        snprintf(s->base_desc, sizeof s->base_desc, "%s:base", file);
+    } else {
+        return st_fail(e, ST_ERR_CONFIG, "%s: base: expected a config file path or an inline config object", file);
+    }
+
+    rc = parse_eval(s, cJSON_GetObjectItemCaseSensitive(root, "eval"), e);
+
+    /* set: common assignments */
+    const cJSON *common = cJSON_GetObjectItemCaseSensitive(root, "set");
+    char where[512];
+    if (!rc && common) {
+        if (!cJSON_IsObject(common)) rc = st_fail(e, ST_ERR_CONFIG, "%s: set: expected an object {\"section.key\": value}", file);
+        for (const cJSON *it = common->child; !rc && it; it = it->next) {
+            snprintf(where, sizeof where, "set.%s", it->string);
+            rc = check_override(s, where, it->string, it, e);
+        }
+    }
+    /* variants */
+    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(root, "variants");
+    int n_var = 1;
+    if (!rc && vars) {
+        n_var = cJSON_GetArraySize(vars);
+        if (!cJSON_IsArray(vars) || n_var < 1) rc = st_fail(e, ST_ERR_CONFIG, "%s: variants: expected a non-empty array of objects", file);
+        int i = 0;
+        for (const cJSON *v = vars->child; !rc && v; v = v->next, i++) {
+            if (!cJSON_IsObject(v) || !v->child) {
+                rc = st_fail(e, ST_ERR_CONFIG, "%s: variants[%d]: expected an object of config overrides", file, i);
+                break;
+            }
+            for (const cJSON *it = v->child; !rc && it; it = it->next) {
+                snprintf(where, sizeof where, "variants[%d].%s", i, it->string);
+                if (strcmp(it->string, "name") == 0) {
+                    if (!cJSON_IsString(it) || !it->valuestring[0]) rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: expected a non-empty string", file, where);
+                } else {
+                    rc = check_override(s, where, it->string, it, e);
+                    if (!rc) add_key(s, it->string);
+                }
+            }
+        }
+    }
+    /* grid */
+    const cJSON *grid = cJSON_GetObjectItemCaseSensitive(root, "grid");
+    int n_grid = 0;
+    double total = n_var;
+    if (!rc && grid) {
+        if (!cJSON_IsObject(grid)) rc = st_fail(e, ST_ERR_CONFIG, "%s: grid: expected an object {\"section.key\": [values]}", file);
+        for (const cJSON *g = grid ? grid->child : NULL; !rc && g; g = g->next, n_grid++) {
+            int n = cJSON_GetArraySize(g);
+            if (!cJSON_IsArray(g) || n < 1) {
+                rc = st_fail(e, ST_ERR_CONFIG, "%s: grid.%s: expected a non-empty array of values", file, g->string);
+                break;
+            }
+            int i = 0;
+            for (const cJSON *it = g->child; !rc && it; it = it->next, i++) {
+                snprintf(where, sizeof where, "grid.%s[%d]", g->string, i);
+                rc = check_override(s, where, g->string, it, e);
+            }
+            add_key(s, g->string);
+            total *= n;
+        }
+    }
+    if (!rc && total > MAX_POINTS)
+        rc = st_fail(e, ST_ERR_CONFIG, "%s: grid: %.0f points, more than the limit of %d", file, total, MAX_POINTS);
+
+    /* expand */
+    if (!rc) {
+        s->n_points = (int)total;
+        s->points = calloc((size_t)s->n_points, sizeof *s->points);
+        if (!s->points) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
+    }
+    for (int idx = 0; !rc && idx < s->n_points; idx++) {
+        sweep_point *pt = &s->points[idx];
+        pt->overrides = cJSON_CreateObject();
+        for (const cJSON *it = common ? common->child : NULL; it && !rc; it = it->next)
+            if (point_add(pt, it->string, it, 0)) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
+        int per_var = s->n_points / n_var;
+        const cJSON *var = vars ? cJSON_GetArrayItem(vars, idx / per_var) : NULL;
+        char part[300];
+        pt->name[0] = 0;
+        if (var) {
+            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(var, "name");
+            for (const cJSON *it = var->child; it && !rc; it = it->next) {
+                if (strcmp(it->string, "name") == 0) continue;
+                if (point_add(pt, it->string, it, 1)) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
+                if (!nm) {
+                    name_part(it->string, it, part, sizeof part);
+                    append_part(pt->name, sizeof pt->name, part);
+                }
+            }
+            if (nm) {
+                snprintf(pt->name, sizeof pt->name, "%s", nm->valuestring);
+                for (char *p = pt->name; *p; p++)
+                    if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
+            }
+        }
+        snprintf(pt->group, sizeof pt->group, "%s", pt->name);   /* the variant part */
+        /* grid choice: mixed radix, last key fastest */
+        int rem = idx % per_var;
+        int g;
+        int *choice = calloc((size_t)(n_grid + 1), sizeof *choice);
+        if (!choice) { rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file); break; }
+        for (g = n_grid - 1; g >= 0; g--) {
+            const cJSON *gk = cJSON_GetArrayItem(grid, g);
+            int n = cJSON_GetArraySize(gk);
+            choice[g] = rem % n;
+            rem /= n;
+        }
+        g = 0;
+        for (const cJSON *gk = grid ? grid->child : NULL; gk && !rc; gk = gk->next, g++) {
+            const cJSON *v = cJSON_GetArrayItem(gk, choice[g]);
+            if (point_add(pt, gk->string, v, 1)) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
+            name_part(gk->string, v, part, sizeof part);
+            if (strcmp(gk->string, "train.seed") != 0) append_part(pt->group, sizeof pt->group, part);
+            append_part(pt->name, sizeof pt->name, part);
+        }
+        free(choice);
+        if (!pt->name[0]) snprintf(pt->name, sizeof pt->name, "base");
+        if (!pt->group[0]) snprintf(pt->group, sizeof pt->group, "base");
+        for (int j = 0; j < idx && !rc; j++)
+            if (strcmp(s->points[j].name, pt->name) == 0)
+                rc = st_fail(e, ST_ERR_CONFIG, "%s: points %d and %d are both named \"%s\" (give the variants distinct names)",
+                             file, j, idx, pt->name);
+        snprintf(pt->dir, sizeof pt->dir, "%s/%s", s->out, pt->name);
+        if (!rc) rc = load_point_config(s, pt, base_path[0] ? base_path : NULL, base_text, e);
+    }
+    cJSON_free(base_text);
+    if (rc) return rc;
+
+    /* the plan's canonical text: the marker records it, so a changed eval section re-runs
+     * the evaluation (not the training) */
+    const st_eval_plan *p = &s->plan;
+    int o = snprintf(s->plan_sig, sizeof s->plan_sig, "lengths=");
+    for (int i = 0; i < p->n_lengths && o < (int)sizeof s->plan_sig; i++)
+        o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, "%s%lld", i ? "," : "", (long long)p->lengths[i]);
+    if (o < (int)sizeof s->plan_sig)
+        snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o,
+                 ";split=%d;mode=%d;stride=%lld;max_tokens=%lld;buckets=%d;scale=%d",
+                 p->split, p->mode, (long long)p->stride, (long long)p->max_tokens, p->buckets, p->opts.bucket_scale);
+    return ST_OK;
+}
+
+void sweep_free(sweep *s) {
+    for (int i = 0; i < s->n_points; i++) {
+        sweep_point *pt = &s->points[i];
+        for (int j = 0; j < pt->n_sets; j++) free(pt->sets[j]);
+        free(pt->sets);
+        cJSON_Delete(pt->overrides);
+        cJSON_Delete(pt->record);
+    }
+    free(s->points);
+    for (int i = 0; i < s->n_keys; i++) free(s->keys[i]);
+    free(s->keys);
+    cJSON_Delete(s->root);
+    memset(s, 0, sizeof *s);
+}

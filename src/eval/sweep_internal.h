@@ -1,0 +1,55 @@
+/* sweep_internal.h - shared by the files of the sweep (src/eval/sweep*.c): the parsed
+ * sweep, its points and the small file helpers. Not public API. */
+#ifndef ST_SWEEP_INTERNAL_H
+#define ST_SWEEP_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include "st_eval.h"
+
+typedef enum { PT_PENDING = 0, PT_DONE, PT_SKIPPED, PT_INCOMPLETE, PT_FAILED } sweep_point_state;
+
+typedef struct sweep_point {
+    char name[256];             /* run dir name, from the override values */
+    char group[256];            /* the name without the train.seed part (seed means) */
+    char dir[2048];             /* OUT/name */
+    char **sets;                /* "section.key=<json>" assignments, variant then grid */
+    int n_sets;
+    cJSON *overrides;           /* {"model.pos": "alibi", ...} in the same order */
+    st_run_config cfg;          /* base + sets, validated */
+    char config_hash[17];       /* hash of cfg without train.threads / max_seconds */
+    /* outcome */
+    int state;                  /* sweep_point_state */
+    int status;                 /* st_status of a failure */
+    char error[1024];
+    cJSON *record;              /* {"train": {...}, "report": {...}} (done / skipped) */
+} sweep_point;
+
+typedef struct sweep {
+    char file[1024];            /* the sweep file, as given */
+    char base_desc[1100];       /* base path, or "<file>:base" for an inline config */
+    char out[1024];
+    cJSON *root;
+    st_eval_plan plan;          /* the "eval" section; -1 fields: each run's config */
+    char plan_sig[512];         /* canonical text of the plan (marker comparison) */
+    int threads;
+    int n_points;
+    sweep_point *points;
+    int n_keys;                 /* distinct override keys, in order of appearance */
+    char **keys;
+} sweep;
+
+/* sweep.c: parse + validate the file and expand the grid. */
+int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e);
+void sweep_free(sweep *s);
+
+/* sweep_results.c: results.csv / results.json / results.md in s->out. */
+int sweep_write_results(const sweep *s, st_error *e);
+
+/* sweep_io.c */
+char *sweep_read_text(const char *path, size_t *len, st_error *e);
+int sweep_write_text(const char *path, const char *text, st_error *e);   /* atomic */
+int sweep_mkdirs(const char *path, st_error *e);
+int sweep_exists(const char *path);
+int sweep_is_dir(const char *path);
+
+#endif

@@ -1,0 +1,285 @@
+/* sweep_results.c - the sweep's tables, rebuilt from every point's record:
+ *   results.json  one object per run: overrides, position method, training summary and the
+ *                 evaluation rows (with per-position buckets) - what scripts/plot.py reads;
+ *   results.csv   long format, one line per (run, evaluation length);
+ *   results.md    one row per run, one column per evaluation length (ppl, and bpb for
+ *                 byte-level data), then the mean over seeds when train.seed is swept. */
+#include "sweep_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *state_name(int s) {
+    static const char *const names[] = {"pending", "done", "skipped", "incomplete", "failed"};
+    return s >= 0 && s <= PT_FAILED ? names[s] : "?";
+}
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = get(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+static const char *str(const cJSON *o, const char *k) {
+    const cJSON *v = get(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Position-method label: "alibi", "alibi_rf-exp", ... */
+static void pos_label(const cJSON *report, char *out, size_t n) {
+    const cJSON *m = get(report, "model");
+    const char *rf = str(m, "rf_kind");
+    snprintf(out, n, "%s%s%s", str(m, "pos"), rf[0] ? "-" : "", rf);
+}
+
+/* Sorted union of the evaluated lengths. */
+static int collect_lengths(const sweep *s, double *out, int cap) {
+    int n = 0;
+    for (int i = 0; i < s->n_points; i++) {
+        const cJSON *rs = get(get(s->points[i].record, "report"), "results");
+        for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next) {
+            double L = num(r, "length");
+            int seen = 0;
+            for (int j = 0; j < n; j++) seen |= out[j] == L;
+            if (!seen && n < cap) out[n++] = L;
+        }
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && out[j - 1] > out[j]; j--) { double t = out[j]; out[j] = out[j - 1]; out[j - 1] = t; }
+    return n;
+}
+
+static const cJSON *row_at(const cJSON *report, double L) {
+    const cJSON *rs = get(report, "results");
+    for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next)
+        if (num(r, "length") == L) return r;
+    return NULL;
+}
+
+static void csv_field(FILE *f, const char *s, int last) {
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', f);
+        for (const char *p = s; *p; p++) { if (*p == '"') fputc('"', f); fputc(*p, f); }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}
+
+static void value_text(const cJSON *v, char *out, size_t n) {
+    if (!v) { snprintf(out, n, "%s", ""); return; }
+    if (cJSON_IsString(v)) { snprintf(out, n, "%s", v->valuestring); return; }
+    char *t = cJSON_PrintUnformatted(v);
+    snprintf(out, n, "%s", t ? t : "");
+    cJSON_free(t);
+}
+
+static void num_text(double x, const char *fmt, char *out, size_t n) {
+    if (isfinite(x)) snprintf(out, n, fmt, x);
+    else snprintf(out, n, "%s", "");
+}
+
+static int write_csv(const sweep *s, const char *path, st_error *e) {
+    FILE *f = fopen(path, "w");
+    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+    fputs("run,state,", f);
+    for (int k = 0; k < s->n_keys; k++) csv_field(f, s->keys[k], 0);
+    fputs("pos,train_seq_len,seed,step,val_loss,unit,split,mode,length,stride,tokens,loss,ppl,bpb,seconds,"
+          "tokens_per_s,peak_rss_mb,status,error\n", f);
+    char buf[1200];
+    for (int i = 0; i < s->n_points; i++) {
+        const sweep_point *pt = &s->points[i];
+        const cJSON *rep = get(pt->record, "report"), *tr = get(pt->record, "train");
+        const cJSON *rs = get(rep, "results");
+        const cJSON *r = rs ? rs->child : NULL;
+        do {   /* one line per length; one line for a run without results */
+            csv_field(f, pt->name, 0);
+            csv_field(f, state_name(pt->state), 0);
+            for (int k = 0; k < s->n_keys; k++) { value_text(get(pt->overrides, s->keys[k]), buf, sizeof buf); csv_field(f, buf, 0); }
+            pos_label(rep, buf, sizeof buf); csv_field(f, rep ? buf : "", 0);
+            num_text(num(get(rep, "train"), "seq_len"), "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
+            num_text(num(get(rep, "train"), "seed"), "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
+            num_text(num(tr, "step"), "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
+            num_text(num(tr, "val_loss"), "%.6f", buf, sizeof buf); csv_field(f, buf, 0);
+            csv_field(f, str(get(rep, "data"), "unit"), 0);
+            csv_field(f, str(rep, "split"), 0);
+            csv_field(f, str(rep, "mode"), 0);
+            static const char *const cols[] = {"length", "stride", "tokens", "loss", "ppl", "bpb", "seconds",
+                                               "tokens_per_s", "peak_rss_mb"};
+            static const char *const fmts[] = {"%.0f", "%.0f", "%.0f", "%.6f", "%.4f", "%.5f", "%.3f", "%.1f", "%.1f"};
+            for (int c = 0; c < 9; c++) { num_text(num(r, cols[c]), fmts[c], buf, sizeof buf); csv_field(f, buf, 0); }
+            csv_field(f, r ? str(r, "status") : state_name(pt->state), 0);
+            csv_field(f, r ? str(r, "error") : pt->error, 1);
+            r = r ? r->next : NULL;
+        } while (r);
+    }
+    if (fclose(f) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+    return ST_OK;
+}
+
+static int write_json(const sweep *s, const char *path, const double *lens, int nl, st_error *e) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "sweep", s->file);
+    cJSON_AddStringToObject(o, "base", s->base_desc);
+    cJSON_AddStringToObject(o, "out", s->out);
+    const cJSON *d = get(s->root, "description");
+    if (cJSON_IsString(d)) cJSON_AddStringToObject(o, "description", d->valuestring);
+    cJSON *la = cJSON_AddArrayToObject(o, "lengths");
+    for (int i = 0; i < nl; i++) cJSON_AddItemToArray(la, cJSON_CreateNumber(lens[i]));
+    cJSON *runs = cJSON_AddArrayToObject(o, "runs");
+    char buf[256];
+    for (int i = 0; i < s->n_points; i++) {
+        const sweep_point *pt = &s->points[i];
+        const cJSON *rep = get(pt->record, "report");
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "name", pt->name);
+        cJSON_AddStringToObject(r, "group", pt->group);
+        cJSON_AddStringToObject(r, "dir", pt->dir);
+        cJSON_AddStringToObject(r, "state", state_name(pt->state));
+        if (pt->error[0]) cJSON_AddStringToObject(r, "error", pt->error);
+        cJSON_AddItemToObject(r, "overrides", cJSON_Duplicate(pt->overrides, 1));
+        cJSON_AddStringToObject(r, "pos", st_pos_name(pt->cfg.model.pos));
+        if (pt->cfg.model.pos == ST_POS_ALIBI_RF) cJSON_AddStringToObject(r, "rf_kind", st_rf_name(pt->cfg.model.rf_kind));
+        if (rep) pos_label(rep, buf, sizeof buf);
+        else snprintf(buf, sizeof buf, "%s%s%s", st_pos_name(pt->cfg.model.pos), pt->cfg.model.pos == ST_POS_ALIBI_RF ? "-" : "",
+                      pt->cfg.model.pos == ST_POS_ALIBI_RF ? st_rf_name(pt->cfg.model.rf_kind) : "");
+        cJSON_AddStringToObject(r, "label", buf);
+        cJSON_AddNumberToObject(r, "seq_len", pt->cfg.train.seq_len);
+        cJSON_AddNumberToObject(r, "seed", (double)pt->cfg.train.seed);
+        if (pt->record) {
+            cJSON_AddItemToObject(r, "train", cJSON_Duplicate(get(pt->record, "train"), 1));
+            cJSON_AddStringToObject(r, "unit", str(get(rep, "data"), "unit"));
+            cJSON_AddStringToObject(r, "split", str(rep, "split"));
+            cJSON_AddStringToObject(r, "mode", str(rep, "mode"));
+            if (cJSON_IsNumber(get(rep, "stride"))) cJSON_AddNumberToObject(r, "stride", num(rep, "stride"));
+            cJSON_AddStringToObject(r, "bucket_scale", str(rep, "bucket_scale"));
+            double h = num(get(rep, "data"), "entropy_rate");
+            if (isfinite(h)) cJSON_AddNumberToObject(r, "entropy_rate", h);
+            cJSON_AddItemToObject(r, "results", cJSON_Duplicate(get(rep, "results"), 1));
+        }
+        cJSON_AddItemToArray(runs, r);
+    }
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path);
+    int rc = sweep_write_text(path, text, e);
+    free(text);
+    return rc;
+}
+
+/* One Markdown cell: "ppl" or "ppl / bpb"; "n/a" when the length failed. */
+static void cell(const cJSON *row, int bpb, char *out, size_t n) {
+    if (!row) { snprintf(out, n, " "); return; }
+    if (strcmp(str(row, "status"), "ok") != 0) { snprintf(out, n, "n/a"); return; }
+    double ppl = num(row, "ppl"), b = num(row, "bpb");
+    if (bpb && isfinite(b)) snprintf(out, n, "%.3f / %.4f", ppl, b);
+    else snprintf(out, n, "%.3f", ppl);
+}
+
+/* Group of a run for the seed means: its name without the train.seed part. */
+static void group_key(const sweep_point *pt, char *out, size_t n) {
+    snprintf(out, n, "%s", pt->group);
+}
+
+static int write_md(const sweep *s, const char *path, const double *lens, int nl, st_error *e) {
+    FILE *f = fopen(path, "w");
+    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+    const cJSON *first = NULL;
+    for (int i = 0; i < s->n_points && !first; i++) first = get(s->points[i].record, "report");
+    const char *unit = first ? str(get(first, "data"), "unit") : "";
+    int bpb = strcmp(unit, "byte") == 0;
+    fprintf(f, "# Sweep `%s`\n\n", s->file);
+    const cJSON *d = get(s->root, "description");
+    if (cJSON_IsString(d)) fprintf(f, "%s\n\n", d->valuestring);
+    if (first)
+        fprintf(f, "Evaluation: %s split, %s windows%s; unit: %s. Cells: perplexity%s at each evaluation length "
+                "(n/a: could not be evaluated, see results.json).\n\n", str(first, "split"), str(first, "mode"),
+                cJSON_IsNumber(get(first, "stride")) ? " (stride in results.json)" : "", unit,
+                bpb ? " / bits per byte" : "");
+    fprintf(f, "| run | pos | L train | step | val loss |");
+    for (int j = 0; j < nl; j++) fprintf(f, " %.0f |", lens[j]);
+    fprintf(f, "\n|---|---|---:|---:|---:|");
+    for (int j = 0; j < nl; j++) fprintf(f, "---:|");
+    fputc('\n', f);
+    char buf[256];
+    int seeds_swept = 0;
+    for (int k = 0; k < s->n_keys; k++) seeds_swept |= strcmp(s->keys[k], "train.seed") == 0;
+    for (int i = 0; i < s->n_points; i++) {
+        const sweep_point *pt = &s->points[i];
+        const cJSON *rep = get(pt->record, "report"), *tr = get(pt->record, "train");
+        pos_label(rep, buf, sizeof buf);
+        fprintf(f, "| %s | %s | %d |", pt->name, rep ? buf : st_pos_name(pt->cfg.model.pos), pt->cfg.train.seq_len);
+        if (!pt->record) {
+            fprintf(f, " %s | |", state_name(pt->state));
+            for (int j = 0; j < nl; j++) fprintf(f, " |");
+            fputc('\n', f);
+            continue;
+        }
+        double vl = num(tr, "val_loss");
+        fprintf(f, " %.0f |", num(tr, "step"));
+        if (isfinite(vl)) fprintf(f, " %.4f |", vl); else fprintf(f, " |");
+        for (int j = 0; j < nl; j++) { cell(row_at(rep, lens[j]), bpb, buf, sizeof buf); fprintf(f, " %s |", buf); }
+        fputc('\n', f);
+    }
+    if (seeds_swept) {
+        /* mean perplexity over seeds: exp of the mean loss, i.e. the geometric mean of ppl */
+        fprintf(f, "\nMean over seeds (geometric mean of perplexity = exp of the mean loss; runs that could not be "
+                "evaluated at a length are left out of that cell):\n\n| group | runs |");
+        for (int j = 0; j < nl; j++) fprintf(f, " %.0f |", lens[j]);
+        fprintf(f, "\n|---|---:|");
+        for (int j = 0; j < nl; j++) fprintf(f, "---:|");
+        fputc('\n', f);
+        char gk[1024], gk2[1024];
+        for (int i = 0; i < s->n_points; i++) {
+            group_key(&s->points[i], gk, sizeof gk);
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++) { group_key(&s->points[j], gk2, sizeof gk2); seen = strcmp(gk, gk2) == 0; }
+            if (seen) continue;
+            int runs = 0;
+            for (int j = i; j < s->n_points; j++) {
+                group_key(&s->points[j], gk2, sizeof gk2);
+                runs += strcmp(gk, gk2) == 0 && s->points[j].record;
+            }
+            fprintf(f, "| %s | %d |", gk, runs);
+            for (int L = 0; L < nl; L++) {
+                double sum = 0, bsum = 0;
+                int cnt = 0, bcnt = 0;
+                for (int j = i; j < s->n_points; j++) {
+                    group_key(&s->points[j], gk2, sizeof gk2);
+                    if (strcmp(gk, gk2) != 0) continue;
+                    const cJSON *row = row_at(get(s->points[j].record, "report"), lens[L]);
+                    if (!row || strcmp(str(row, "status"), "ok") != 0) continue;
+                    sum += num(row, "loss"); cnt++;
+                    if (isfinite(num(row, "bpb"))) { bsum += num(row, "bpb"); bcnt++; }
+                }
+                if (!cnt) fprintf(f, " n/a |");
+                else if (bpb && bcnt == cnt) fprintf(f, " %.3f / %.4f |", exp(sum / cnt), bsum / bcnt);
+                else fprintf(f, " %.3f |", exp(sum / cnt));
+            }
+            fputc('\n', f);
+        }
+    }
+    if (fclose(f) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+    return ST_OK;
+}
+
+int sweep_write_results(const sweep *s, st_error *e) {
+    double lens[1024];
+    int nl = collect_lengths(s, lens, 1024);
+    char path[1200], tmp[1300];
+    int rc;
+    snprintf(path, sizeof path, "%s/results.json", s->out);
+    if ((rc = write_json(s, path, lens, nl, e))) return rc;
+    /* csv and md through a temp file + rename, like the json */
+    snprintf(path, sizeof path, "%s/results.csv", s->out);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if ((rc = write_csv(s, tmp, e))) return rc;
+    if (rename(tmp, path) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+    snprintf(path, sizeof path, "%s/results.md", s->out);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if ((rc = write_md(s, tmp, lens, nl, e))) return rc;
+    if (rename(tmp, path) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+    return ST_OK;
+}

@@ -1,0 +1,253 @@
+/* sweep_run.c - `stretch sweep`: train and evaluate every point of a sweep, skipping the
+ * finished ones and resuming interrupted trainings, then write the result tables.
+ *
+ * Per point, in OUT/<name>/ (a normal run dir, so `stretch eval` and `stretch train
+ * --resume` work on it too):
+ *   sweep_done.json      the marker, written last: {"config_hash", "eval_plan", "train":
+ *                        {...}, "report": <the eval report>}. A point whose marker matches
+ *                        the point's config hash and the sweep's eval plan is skipped.
+ *   checkpoints/latest   training state: if present and short of train.steps, training
+ *                        resumes from it (st_train with resume); if complete, only the
+ *                        evaluation runs.
+ *   eval_<split>_<mode>.json   the evaluation report (same as `stretch eval`). */
+#include "sweep_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void path_join(char *out, size_t n, const char *dir, const char *name) {
+    snprintf(out, n, "%s/%s", dir, name);
+}
+
+/* The run dir's config must be the point's (up to derived vocab size, threads and the time
+ * budget); anything else means OUT holds some other experiment. */
+static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
+    char path[2200];
+    path_join(path, sizeof path, pt->dir, "config.json");
+    st_run_config *saved = malloc(sizeof *saved), *mine = malloc(sizeof *mine);
+    int rc = ST_OK;
+    if (!saved || !mine) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");
+    st_error le = {0};
+    if (!rc && st_run_config_load(path, NULL, 0, saved, &le))
+        rc = st_fail(e, ST_ERR_IO, "%s: point %s: %s holds an unreadable run (%s); delete it or choose another out",
+                     s->file, pt->name, pt->dir, le.msg);
+    if (!rc) {
+        *mine = pt->cfg;
+        if (mine->model.vocab_size == 0) mine->model.vocab_size = saved->model.vocab_size;
+        mine->train.threads = saved->train.threads;
+        mine->train.max_seconds = saved->train.max_seconds;
+        static const char *const sections[] = {"model", "data", "train"};
+        char diff[1100];
+        for (int i = 0; i < 3 && !rc; i++)
+            if (st_run_config_diff(saved, mine, sections[i], diff, sizeof diff))
+                rc = st_fail(e, ST_ERR_CONFIG, "%s: point %s: %s holds a run of a different config (%s: run vs sweep); "
+                             "delete it or choose another out", s->file, pt->name, pt->dir, diff);
+    }
+    free(saved);
+    free(mine);
+    return rc;
+}
+
+/* Marker of a finished point: matches when the config hash and the eval plan do. Returns
+ * the parsed marker (caller owns) or NULL. */
+static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_differs) {
+    char path[2200];
+    path_join(path, sizeof path, pt->dir, "sweep_done.json");
+    *plan_differs = 0;
+    if (!sweep_exists(path)) return NULL;
+    char *text = sweep_read_text(path, NULL, NULL);
+    cJSON *m = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(m, "config_hash");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "eval_plan");
+    if (!cJSON_IsString(h) || !cJSON_IsString(p) || strcmp(h->valuestring, pt->config_hash) != 0 ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(m, "report"))) {
+        cJSON_Delete(m);
+        return NULL;
+    }
+    if (strcmp(p->valuestring, s->plan_sig) != 0) { *plan_differs = 1; cJSON_Delete(m); return NULL; }
+    return m;
+}
+
+static cJSON *train_summary(const st_train_state *st, const st_run_config *cfg) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "step", (double)st->step);
+    cJSON_AddNumberToObject(o, "steps", (double)cfg->train.steps);
+    cJSON_AddNumberToObject(o, "seq_len", cfg->train.seq_len);
+    cJSON_AddNumberToObject(o, "tokens", (double)st->tokens);
+    cJSON_AddNumberToObject(o, "seconds", st->elapsed);
+    if (isfinite(st->last_val)) cJSON_AddNumberToObject(o, "val_loss", st->last_val);
+    else cJSON_AddNullToObject(o, "val_loss");
+    if (isfinite(st->best_val)) cJSON_AddNumberToObject(o, "best_val", st->best_val);
+    else cJSON_AddNullToObject(o, "best_val");
+    return o;
+}
+
+/* Train (fresh or resumed) until train.steps. Returns ST_OK when training is complete,
+ * with *incomplete set when it stopped early on train.max_seconds. */
+static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opts, int *incomplete, st_error *e) {
+    char latest[2200], ckpt[2200], cfgp[2200];
+    path_join(latest, sizeof latest, pt->dir, "checkpoints/latest");
+    path_join(cfgp, sizeof cfgp, pt->dir, "config.json");
+    *incomplete = 0;
+    st_train_opts to = {0};
+    to.quiet = opts && opts->quiet;
+    st_run_config cfg = pt->cfg;
+    if (s->threads > 0) cfg.train.threads = s->threads;
+    int rc;
+    if (sweep_exists(latest)) {
+        if ((rc = check_same_run(s, pt, e))) return rc;
+        st_train_state st;
+        if ((rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e))) return rc;
+        if ((rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e))) return rc;
+        if (st.step >= pt->cfg.train.steps) return ST_OK;
+        st_log(ST_LOG_INFO, "sweep: %s: resuming training at step %lld of %lld", pt->name, (long long)st.step,
+               (long long)pt->cfg.train.steps);
+        to.resume = 1;
+        /* the run dir's config.json (with the derived vocabulary size) drives the resume;
+         * the thread count and the time budget are the sweep's (not part of the run's
+         * identity) */
+        st_run_config *saved = malloc(sizeof *saved);
+        if (!saved) return st_fail(e, ST_ERR_MEMORY, "out of memory");
+        if ((rc = st_run_config_load(cfgp, NULL, 0, saved, e))) { free(saved); return rc; }
+        saved->train.threads = s->threads > 0 ? s->threads : pt->cfg.train.threads;
+        saved->train.max_seconds = pt->cfg.train.max_seconds;
+        st_train_result res;
+        rc = st_train(saved, pt->dir, &to, &res, e);
+        free(saved);
+        if (!rc && res.stopped == 1) *incomplete = 1;
+        return rc;
+    }
+    if (sweep_exists(cfgp)) {
+        /* a run that died before its first checkpoint: start it again */
+        if ((rc = check_same_run(s, pt, e))) return rc;
+        to.force = 1;
+    }
+    st_log(ST_LOG_INFO, "sweep: %s: training %lld steps at L=%d", pt->name, (long long)pt->cfg.train.steps,
+           pt->cfg.train.seq_len);
+    st_train_result res;
+    rc = st_train(&cfg, pt->dir, &to, &res, e);
+    if (!rc && res.stopped == 1) *incomplete = 1;
+    return rc;
+}
+
+static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
+    st_eval_report *rep = calloc(1, sizeof *rep);
+    if (!rep) return st_fail(e, ST_ERR_MEMORY, "out of memory");
+    if (s->threads > 0) st_set_threads(s->threads);
+    else st_set_threads(pt->cfg.train.threads);
+    int rc = st_eval_checkpoint(pt->dir, &s->plan, rep, e);
+    if (rc && rep->n > 0) {
+        /* the run is fine but no length applies to it (e.g. all beyond a learned-position
+         * table): its rows say why; the tables show n/a */
+        st_log(ST_LOG_WARN, "sweep: %s: no length could be evaluated: %s", pt->name, e ? e->msg : "");
+        rc = ST_OK;
+    }
+    if (rc) { st_eval_report_free(rep); free(rep); return rc; }
+    st_eval_report_print(rep, stdout);
+    fflush(stdout);
+    char path[2400], name[128];
+    snprintf(name, sizeof name, "eval_%s_%s.json", st_eval_split_name(rep->split), st_eval_mode_name(rep->mode));
+    path_join(path, sizeof path, pt->dir, name);
+    rc = st_eval_report_save(rep, path, e);
+    char *rj = rc ? NULL : st_eval_report_json(rep);
+    st_train_state st;
+    char ckpt[2200];
+    if (!rc) rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e);
+    if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e);
+    if (!rc) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "name", pt->name);
+        cJSON_AddStringToObject(m, "config_hash", pt->config_hash);
+        cJSON_AddStringToObject(m, "eval_plan", s->plan_sig);
+        cJSON_AddItemToObject(m, "train", train_summary(&st, &rep->cfg));
+        cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
+        char *text = cJSON_Print(m);
+        path_join(path, sizeof path, pt->dir, "sweep_done.json");
+        rc = text ? sweep_write_text(path, text, e) : st_fail(e, ST_ERR_MEMORY, "out of memory");
+        free(text);
+        if (!rc) { cJSON_Delete(pt->record); pt->record = m; }
+        else cJSON_Delete(m);
+    }
+    free(rj);
+    st_eval_report_free(rep);
+    free(rep);
+    return rc;
+}
+
+int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
+    sweep *s = calloc(1, sizeof *s);
+    if (!s) return st_fail(e, ST_ERR_MEMORY, "out of memory");
+    int rc = sweep_load(s, file, opts, e);
+    if (rc) { sweep_free(s); free(s); return rc; }
+    st_log(ST_LOG_INFO, "sweep %s: %d runs in %s", file, s->n_points, s->out);
+    if (opts && opts->dry_run) {
+        for (int i = 0; i < s->n_points; i++) {
+            printf("%s", s->points[i].dir);
+            for (int j = 0; j < s->points[i].n_sets; j++) printf(" %s", s->points[i].sets[j]);
+            printf("\n");
+        }
+        sweep_free(s);
+        free(s);
+        return ST_OK;
+    }
+    if ((rc = sweep_mkdirs(s->out, e))) { sweep_free(s); free(s); return rc; }
+
+    int first_rc = ST_OK, n_incomplete = 0;
+    st_error first = {0};
+    for (int i = 0; i < s->n_points; i++) {
+        sweep_point *pt = &s->points[i];
+        int plan_differs = 0;
+        pt->record = read_marker(s, pt, &plan_differs);
+        if (pt->record) {
+            pt->state = PT_SKIPPED;
+            st_log(ST_LOG_INFO, "sweep: [%d/%d] %s: finished earlier, skipped", i + 1, s->n_points, pt->name);
+            continue;
+        }
+        st_log(ST_LOG_INFO, "sweep: [%d/%d] %s%s", i + 1, s->n_points, pt->name,
+               plan_differs ? ": the eval plan changed, evaluating again" : "");
+        st_error pe = {0};
+        int incomplete = 0;
+        int prc = train_point(s, pt, opts, &incomplete, &pe);
+        if (!prc && incomplete) {
+            pt->state = PT_INCOMPLETE;
+            snprintf(pt->error, sizeof pt->error, "train.max_seconds reached before train.steps; run the sweep again to resume");
+            n_incomplete++;
+        } else if (!prc) {
+            prc = eval_point(s, pt, &pe);
+        }
+        if (prc) {
+            pt->state = PT_FAILED;
+            pt->status = prc;
+            snprintf(pt->error, sizeof pt->error, "%s", pe.msg);
+            st_log(ST_LOG_ERROR, "sweep: %s: %s", pt->name, pe.msg);
+            if (!first_rc) { first_rc = prc; first = pe; }
+        } else if (!incomplete) {
+            pt->state = PT_DONE;
+        }
+        /* tables after every point run, so an interrupted sweep still leaves them */
+        st_error we = {0};
+        if (sweep_write_results(s, &we)) st_log(ST_LOG_ERROR, "sweep: %s", we.msg);
+        if (prc == ST_ERR_INTERRUPTED) break;
+    }
+    st_error we = {0};
+    if ((rc = sweep_write_results(s, &we)) && !first_rc) { first_rc = rc; first = we; }
+    int n_done = 0;
+    for (int i = 0; i < s->n_points; i++) n_done += s->points[i].state == PT_DONE || s->points[i].state == PT_SKIPPED;
+    st_log(ST_LOG_INFO, "sweep %s: %d of %d runs finished; results in %s/results.{csv,json,md}", file, n_done,
+           s->n_points, s->out);
+    if (first_rc) {
+        if (e) *e = first;
+        rc = first_rc;
+    } else if (n_incomplete) {
+        rc = st_fail(e, ST_ERR_GENERIC, "%s: %d runs stopped at train.max_seconds before train.steps; run the sweep "
+                     "again to resume them", file, n_incomplete);
+    } else {
+        rc = ST_OK;
+    }
+    sweep_free(s);
+    free(s);
+    return rc;
+}

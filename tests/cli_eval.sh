@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# cli_eval.sh - `stretch eval` end to end on tiny trained runs (synthetic and byte-level
+# text): the table and JSON report, every target scored once, sliding S = L equal to
+# nonoverlapping, per-position buckets adding up, learned positions beyond their table as
+# error rows, default report paths, and the exit codes for bad arguments (2), a missing
+# run dir (3) and a corrupt checkpoint (5).
+set -u
+BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+T=$(mktemp -d "${TMPDIR:-/tmp}/cli_eval.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T"
+fails=0; passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect_rc() { # expected-code description command...
+    local want=$1 what=$2; shift 2
+    "$@" >out.txt 2>err.txt; local rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; cat err.txt; fi
+}
+
+cat > syn.json <<'EOF'
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "synthetic", "tokenizer": "synthetic", "synthetic": {"tokens": [20000, 2001, 1001]}},
+ "train": {"seed": 1, "batch_size": 4, "seq_len": 32, "steps": 20, "eval_every": 10, "eval_batches": 2,
+           "log_every": 10, "schedule": {"warmup": 2}},
+ "eval": {"lengths": [16, 32, 64], "buckets": 4}}
+EOF
+expect_rc 0 "train alibi" "$BIN" train syn.json --out alibi --set train.log_every=20
+expect_rc 0 "train learned" "$BIN" train syn.json --out learned --set model.pos=learned --set model.max_len=32
+
+# --- defaults from the run's eval section; table + default JSON path
+expect_rc 0 "eval defaults" "$BIN" eval alibi
+grep -q "nonoverlapping" out.txt && ok || bad "table lacks the mode"
+[ -f alibi/eval_valid_nonoverlapping.json ] && ok || bad "default JSON path alibi/eval_valid_nonoverlapping.json missing"
+
+# --- every target once, buckets add up, nonoverlapping vs sliding S=L
+expect_rc 0 "eval nonoverlapping" "$BIN" eval alibi --lengths 8,16,64,4096 --buckets 5 --json non.json --quiet
+expect_rc 0 "eval sliding S=L" "$BIN" eval alibi --lengths 16 --mode sliding --stride 16 --buckets 5 --json sl16.json --quiet
+expect_rc 0 "eval sliding S=5" "$BIN" eval alibi --lengths 16,64,4096 --mode sliding --stride 5 --bucket-scale log2 --buckets 1 --json sl5.json --quiet
+expect_rc 0 "eval sliding L/2 test split" "$BIN" eval alibi --lengths 16 --mode sliding --split test --quiet
+[ -f alibi/eval_test_sliding.json ] && ok || bad "default JSON path alibi/eval_test_sliding.json missing"
+$PY - non.json sl16.json sl5.json alibi/eval_test_sliding.json <<'EOF' && ok || bad "JSON checks"
+import json, math, sys
+non, sl16, sl5, test = (json.load(open(p)) for p in sys.argv[1:])
+err = []
+for rep in (non, sl5):
+    n = rep["split_tokens"]
+    for r in rep["results"]:
+        if r["status"] != "ok": err.append("length %d failed: %s" % (r["length"], r.get("error"))); continue
+        if r["tokens"] != n - 1: err.append("length %d scored %d of %d targets" % (r["length"], r["tokens"], n - 1))
+        if sum(b["tokens"] for b in r["buckets"]) != r["tokens"]: err.append("bucket counts at %d" % r["length"])
+        if abs(sum(b["nll"] for b in r["buckets"]) - r["nll"]) > 1e-9 * r["nll"]: err.append("bucket nll at %d" % r["length"])
+        if abs(math.exp(r["loss"]) - r["ppl"]) > 1e-9 * r["ppl"]: err.append("ppl != exp(loss)")
+        if r["buckets"][0]["lo"] != 0 or r["buckets"][-1]["hi"] != r["length"]: err.append("bucket range")
+if non["split_tokens"] != 2001 or non["split"] != "valid" or non["mode"] != "nonoverlapping": err.append("header")
+if [b["hi"] for b in sl5["results"][0]["buckets"]] != [1, 2, 4, 8, 16]: err.append("log2 buckets %s" % sl5["results"][0]["buckets"])
+a = [r for r in non["results"] if r["length"] == 16][0]
+b = sl16["results"][0]
+if a["nll"] != b["nll"] or a["tokens"] != b["tokens"]: err.append("sliding S=L %r != nonoverlapping %r" % (b["nll"], a["nll"]))
+if sl5["mode"] != "sliding" or sl5["results"][0]["stride"] != 5: err.append("sliding header")
+if sl5["results"][0]["forward_tokens"] <= sl5["results"][0]["tokens"]: err.append("sliding recomputes context")
+if test["split"] != "test" or test["split_tokens"] != 1001 or test["results"][0]["stride"] != 8: err.append("test split / default stride L/2")
+if test["results"][0]["tokens"] != 1000: err.append("test split targets")
+if non["data"]["unit"] != "token" or "entropy_rate" not in non["data"]: err.append("synthetic unit / entropy rate")
+for e in err: print(e)
+sys.exit(1 if err else 0)
+EOF
+
+# --- a checkpoint file as input: report next to the run, named after the checkpoint
+ck=$(cat alibi/checkpoints/latest)
+expect_rc 0 "eval checkpoint" "$BIN" eval "alibi/checkpoints/$ck" --lengths 16 --quiet
+[ -f "alibi/eval_valid_nonoverlapping_${ck%.ckpt}.json" ] && ok || bad "checkpoint report path"
+
+# --- learned positions: lengths beyond max_len are error rows; none evaluable -> exit 2
+expect_rc 0 "learned partial" "$BIN" eval learned --lengths 16,32,64 --json lrn.json
+grep -q "error: .*max_len" out.txt && ok || bad "no error row for length 64"
+grep -q "1 of 3 lengths could not be evaluated" err.txt && ok || bad "no summary of the failed length"
+$PY -c 'import json,sys; r=json.load(open("lrn.json"))["results"]; sys.exit(0 if [x["status"] for x in r]==["ok","ok","config"] and "max_len" in r[2]["error"] else 1)' && ok || bad "learned JSON rows"
+expect_rc 2 "learned none evaluable" "$BIN" eval learned --lengths 64,128
+grep -q "max_len" err.txt && ok || bad "message names max_len"
+
+# --- byte-level text: bits per byte = loss / ln 2
+$PY -c '
+import random
+random.seed(3)
+words = ["the", "king", "queen", "of", "and", "to", "my", "lord", "thee", "thou"]
+print("\n".join(" ".join(random.choice(words) for _ in range(8)) for _ in range(800)))' > text.txt
+cat > txt.json <<EOF
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "text", "path": "$T/text.txt", "tokenizer": "byte", "cache_dir": "$T/cache"},
+ "train": {"seed": 1, "batch_size": 4, "seq_len": 32, "steps": 10, "eval_batches": 1, "log_every": 10,
+           "schedule": {"warmup": 2}}}
+EOF
+expect_rc 0 "train bytes" "$BIN" train txt.json --out bytes
+expect_rc 0 "eval bytes" "$BIN" eval bytes --lengths 32,128 --json bytes.json --quiet
+grep -q "bpb" out.txt && ok || bad "byte-level table lacks bpb"
+$PY -c '
+import json, math, sys
+rep = json.load(open("bytes.json"))
+ok = rep["data"]["unit"] == "byte" and rep["data"]["bytes_exact"]
+for r in rep["results"]:
+    ok = ok and abs(r["bpb"] - r["loss"] / math.log(2)) < 1e-9 and r["bytes"] == r["tokens"]
+sys.exit(0 if ok else 1)' && ok || bad "bits per byte"
+
+# BPE: bits per byte from each scored token's exact byte length, close to the average rate
+expect_rc 0 "train bpe" "$BIN" train txt.json --out bpe --set data.tokenizer=bpe --set data.bpe_vocab=300
+expect_rc 0 "eval bpe" "$BIN" eval bpe --lengths 32 --json bpe.json --quiet
+$PY -c '
+import json, math, sys
+rep = json.load(open("bpe.json")); r = rep["results"][0]; d = rep["data"]
+avg = r["nll"] / math.log(2) / (r["tokens"] * d["bytes_per_token"])
+ok = d["unit"] == "byte" and d["bytes_exact"] and d["bytes_per_token"] > 1.5 and r["bytes"] > r["tokens"]
+ok = ok and abs(r["bpb"] - r["nll"] / math.log(2) / r["bytes"]) < 1e-12 and abs(r["bpb"] - avg) < 0.05 * avg
+sys.exit(0 if ok else 1)' && ok || bad "BPE bits per byte"
+
+# --- usage errors (2), missing run (3), corrupt checkpoint (5)
+expect_rc 2 "no args" "$BIN" eval
+expect_rc 2 "bad lengths" "$BIN" eval alibi --lengths 16,abc
+expect_rc 2 "zero length" "$BIN" eval alibi --lengths 0
+expect_rc 2 "bad mode" "$BIN" eval alibi --mode overlapping
+expect_rc 2 "bad split" "$BIN" eval alibi --split train2
+expect_rc 2 "stride with nonoverlapping" "$BIN" eval alibi --mode nonoverlapping --stride 4
+expect_rc 2 "unknown option" "$BIN" eval alibi --frobnicate 1
+expect_rc 2 "missing value" "$BIN" eval alibi --lengths
+expect_rc 2 "two runs" "$BIN" eval alibi learned
+expect_rc 2 "stride longer than L" "$BIN" eval alibi --lengths 16 --stride 32
+expect_rc 3 "missing run dir" "$BIN" eval no_such_run
+grep -q "no_such_run" err.txt && ok || bad "missing path not named"
+head -c 200 /dev/urandom > corrupt.ckpt
+expect_rc 5 "corrupt checkpoint" "$BIN" eval corrupt.ckpt
+grep -q "corrupt.ckpt" err.txt && ok || bad "corrupt checkpoint not named"
+
+echo "cli_eval: $passes passed, $fails failed"
+[ "$fails" = 0 ]

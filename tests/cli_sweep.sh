@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# cli_sweep.sh - `stretch sweep` end to end with two tiny runs on the synthetic corpus:
+# results.csv/json/md are written; one run interrupted beforehand is resumed, not
+# restarted; a second invocation skips both runs (log line, and no file of the run dirs is
+# rewritten); a changed eval section re-evaluates without retraining; the sweep file is
+# validated strictly with key paths (exit 2).
+set -u
+BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+SRC=${STRETCH_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d "${TMPDIR:-/tmp}/cli_sweep.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T"
+fails=0; passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect_rc() { # expected-code description command...
+    local want=$1 what=$2; shift 2
+    "$@" >out.txt 2>err.txt; local rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; cat err.txt | tail -5; fi
+}
+expect_msg() { grep -q -- "$1" err.txt && ok || { bad "message lacks '$1'"; cat err.txt; }; }
+
+mkdir -p cfg
+cat > cfg/base.json <<'EOF'
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "synthetic", "tokenizer": "synthetic", "synthetic": {"tokens": [20000, 2001, 1001]}},
+ "train": {"seed": 1, "batch_size": 4, "seq_len": 16, "steps": 40, "eval_every": 6, "eval_batches": 2,
+           "log_every": 6, "schedule": {"warmup": 2}}}
+EOF
+cat > cfg/sweep.json <<'EOF'
+{"description": "two tiny runs",
+ "base": "base.json",
+ "set": {"train.steps": 12},
+ "grid": {"model.pos": ["alibi", "sinusoidal"]},
+ "eval": {"lengths": [8, 16, 64], "buckets": 4},
+ "out": "out"}
+EOF
+
+# one run interrupted before the sweep: same config (base + set + point), stopped after step 5
+expect_rc 0 "partial run" "$BIN" train cfg/base.json --set train.steps=12 --set model.pos=sinusoidal --out out/pos-sinusoidal --stop-after 5 --quiet
+
+expect_rc 0 "sweep" "$BIN" sweep cfg/sweep.json --quiet
+grep -q "pos-sinusoidal: resuming training at step 5" err.txt && ok || bad "the interrupted run was not resumed"
+grep -q "pos-alibi: training 12 steps" err.txt && ok || bad "the fresh run was not trained"
+for f in results.csv results.json results.md pos-alibi/sweep_done.json pos-sinusoidal/eval_valid_nonoverlapping.json; do
+    [ -s "out/$f" ] && ok || bad "out/$f missing"
+done
+$PY - <<'EOF' && ok || bad "results content"
+import csv, json, sys
+res = json.load(open("out/results.json"))
+err = []
+if [r["name"] for r in res["runs"]] != ["pos-alibi", "pos-sinusoidal"]: err.append("run names")
+if res["lengths"] != [8, 16, 64]: err.append("lengths %s" % res["lengths"])
+for r in res["runs"]:
+    if r["state"] != "done" or r["train"]["step"] != 12: err.append("%s: state %s step %s" % (r["name"], r["state"], r["train"]["step"]))
+    if [x["length"] for x in r["results"]] != [8, 16, 64]: err.append("%s results" % r["name"])
+    for x in r["results"]:
+        if x["tokens"] != 2000 or len(x["buckets"]) != 4: err.append("%s L=%d tokens/buckets" % (r["name"], x["length"]))
+if res["runs"][1]["overrides"] != {"model.pos": "sinusoidal"} or res["runs"][1]["pos"] != "sinusoidal": err.append("overrides")
+rows = list(csv.DictReader(open("out/results.csv")))
+if len(rows) != 6 or rows[0]["model.pos"] != "alibi" or rows[0]["length"] != "8": err.append("csv")
+if abs(float(rows[0]["ppl"]) - res["runs"][0]["results"][0]["ppl"]) > 1e-3: err.append("csv ppl")
+md = open("out/results.md").read()
+if "| pos-alibi | alibi | 16 | 12 |" not in md or "| 64 |" not in md: err.append("md table")
+for e in err: print(e)
+sys.exit(1 if err else 0)
+EOF
+
+# scripts/plot.py on the results (when matplotlib is installed)
+if $PY -c "import matplotlib" 2>/dev/null; then
+    expect_rc 0 "plot lengths" $PY "$SRC/scripts/plot.py" out/results.json -o fig.png
+    [ -s fig.png ] && ok || bad "plot.py wrote no image"
+    expect_rc 0 "plot per-position" $PY "$SRC/scripts/plot.py" out/results.json out/pos-alibi/eval_valid_nonoverlapping.json --per-position --length 16 -o pos.png
+    [ -s pos.png ] && ok || bad "plot.py --per-position wrote no image"
+    expect_rc 2 "plot bad length" $PY "$SRC/scripts/plot.py" out/results.json --per-position --length 5 -o x.png
+else
+    echo "skip: plot.py (no matplotlib)"
+fi
+
+# second invocation: both skipped, nothing in the run dirs rewritten
+find out -type f -exec touch -d '2000-01-01' {} +
+expect_rc 0 "sweep again" "$BIN" sweep cfg/sweep.json --quiet
+[ "$(grep -c 'finished earlier, skipped' err.txt)" = 2 ] && ok || bad "runs not skipped"
+newer=$(find out/pos-alibi out/pos-sinusoidal -type f -newermt '2001-01-01' | wc -l)
+[ "$newer" = 0 ] && ok || { bad "$newer run-dir files rewritten on a skipped run"; find out -newermt '2001-01-01'; }
+[ -n "$(find out/results.md -newermt '2001-01-01')" ] && ok || bad "results.md not rewritten"
+
+# a changed eval section: evaluated again, not retrained
+sed 's/"lengths": \[8, 16, 64\]/"lengths": [16, 32]/' cfg/sweep.json > cfg/sweep2.json
+expect_rc 0 "sweep new lengths" "$BIN" sweep cfg/sweep2.json --quiet
+[ "$(grep -c 'eval plan changed' err.txt)" = 2 ] && ok || bad "eval plan change not noticed"
+[ -z "$(find out -name '*.ckpt' -newermt '2001-01-01')" ] && ok || bad "checkpoints rewritten (retrained)"
+$PY -c 'import json,sys; r=json.load(open("out/results.json")); sys.exit(0 if r["lengths"]==[16,32] else 1)' && ok || bad "new lengths in results"
+
+# --out overrides the file; a dry run lists the points without training
+expect_rc 0 "dry run" "$BIN" sweep cfg/sweep.json --out elsewhere --dry-run
+grep -q "elsewhere/pos-alibi train.steps=12 model.pos=\"alibi\"" out.txt && ok || bad "dry run listing"
+[ ! -e elsewhere/pos-alibi ] && ok || bad "dry run trained"
+
+# the run dir of a point holding a different config is refused
+$PY -c '
+import json; s = json.load(open("cfg/sweep.json")); s["base"] = {"model": {"n_layers": 1, "d_model": 8, "n_heads": 2},
+  "data": {"source": "synthetic", "tokenizer": "synthetic", "synthetic": {"tokens": [20000, 2001, 1001]}},
+  "train": {"steps": 12, "seq_len": 16, "batch_size": 4, "schedule": {"warmup": 2}}}
+json.dump(s, open("cfg/inline.json", "w"))'
+rm -f out/pos-alibi/sweep_done.json
+expect_rc 2 "different config in run dir" "$BIN" sweep cfg/inline.json --quiet
+expect_msg "holds a run of a different config"
+
+# a run no length applies to (learned positions, all lengths beyond max_len) is recorded
+# with n/a cells instead of failing the sweep
+cat > cfg/learned.json <<'EOF2'
+{"base": "base.json", "set": {"model.pos": "learned", "model.max_len": 16, "train.steps": 4},
+ "eval": {"lengths": [32, 64]}, "out": "out_learned"}
+EOF2
+expect_rc 0 "learned beyond max_len" "$BIN" sweep cfg/learned.json --quiet
+expect_msg "no length could be evaluated"
+grep -q "| base | learned | 16 | 4 | .* | n/a | n/a |" out_learned/results.md && ok || { bad "n/a row"; cat out_learned/results.md; }
+
+# strict validation, exit 2 with key paths (3 for a missing base file)
+v() { # description message json
+    echo "$3" > cfg/bad.json
+    expect_rc "${4:-2}" "$1" "$BIN" sweep cfg/bad.json
+    expect_msg "$2"
+}
+v "unknown top key"  "frobnicate: unknown key" '{"base": "base.json", "out": "o", "frobnicate": 1}'
+v "bad set value"    "set.train.steps: " '{"base": "base.json", "out": "o", "set": {"train.steps": "many"}}'
+v "unknown eval key" "eval.lenghts: unknown key" '{"base": "base.json", "out": "o", "eval": {"lenghts": [8]}}'
+v "bad length"       "eval.lengths\[1\]: expected an integer" '{"base": "base.json", "out": "o", "eval": {"lengths": [8, "x"]}}'
+v "bad mode"         "eval.mode: expected" '{"base": "base.json", "out": "o", "eval": {"mode": "overlap"}}'
+v "unknown grid key" "grid.model.posx\[0\]" '{"base": "base.json", "out": "o", "grid": {"model.posx": ["alibi"]}}'
+v "bad grid value"   "grid.model.pos\[1\]" '{"base": "base.json", "out": "o", "grid": {"model.pos": ["alibi", "nope"]}}'
+v "grid not a list"  "grid.train.seed: expected a non-empty array" '{"base": "base.json", "out": "o", "grid": {"train.seed": 1}}'
+v "object value"     "grid.train.seed\[0\]: expected a string" '{"base": "base.json", "out": "o", "grid": {"train.seed": [{"a": 1}]}}'
+v "bad variant"      "variants\[0\].model.n_heads" '{"base": "base.json", "out": "o", "variants": [{"model.n_heads": "x"}]}'
+v "cross-key"        "point n_heads-3" '{"base": "base.json", "out": "o", "grid": {"model.n_heads": [3]}}'
+v "duplicate names"  "both named" '{"base": "base.json", "out": "o", "variants": [{"name": "a", "model.pos": "alibi"}, {"name": "a", "model.pos": "rope"}]}'
+v "no out"           "out: missing" '{"base": "base.json"}'
+v "invalid json"     "line 2: invalid JSON" '{"base": "base.json",
+  "out": }'
+v "missing base"     "nothere.json" '{"base": "nothere.json", "out": "o"}' 3
+expect_rc 2 "no args" "$BIN" sweep
+expect_rc 2 "bad option" "$BIN" sweep cfg/sweep.json --frob
+expect_rc 3 "missing sweep file" "$BIN" sweep cfg/none.json
+
+echo "cli_sweep: $passes passed, $fails failed"
+[ "$fails" = 0 ]
