@@ -49,6 +49,11 @@ void *st_arena_calloc(st_arena *a, size_t bytes);       /* zeroed */
 void st_arena_reset(st_arena *a);
 void st_arena_free(st_arena *a);
 int st_arena_chunks(const st_arena *a);                 /* chunks held (1 in steady state) */
+/* Marks: st_arena_rewind(a, m) frees everything allocated after st_arena_mark_get(a)
+ * returned m (inference forwards reuse one layer's worth of memory this way). */
+typedef struct st_arena_mark { st_arena_chunk *chunk; size_t chunk_used, used; } st_arena_mark;
+st_arena_mark st_arena_mark_get(const st_arena *a);
+void st_arena_rewind(st_arena *a, st_arena_mark m);
 /* "arena overflow: needed N bytes, available M bytes (limit L)" */
 void st_arena_overflow_msg(const st_arena *a, char *buf, size_t n);
 

@@ -1,9 +1,76 @@
-/* cmd_export.c - `stretch export` (placeholder until its issue lands: says so and fails). */
+/* cmd_export.c - `stretch export RUN_DIR|CHECKPOINT --out DIR [--force]`:
+ * DIR/model.safetensors (F32, PyTorch [out,in] layout, names in docs/model-format.md),
+ * DIR/config.json (the run's resolved config) and DIR/tokenizer.json (when the run has one).
+ * Existing files in DIR are not replaced without --force. */
 #include "cli/cli.h"
+#include "st_train.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int copy_file(const char *src, const char *dst, st_error *e) {
+    FILE *in = fopen(src, "rb");
+    if (!in) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", dst, (int)getpid());
+    FILE *out = fopen(tmp, "wb");
+    if (!out) { fclose(in); return st_fail(e, ST_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno)); }
+    char buf[1 << 16];
+    size_t n;
+    int ok = 1;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    ok = ok && !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    fclose(in);
+    ok = (fclose(out) == 0) && ok;
+    if (!ok || rename(tmp, dst) != 0) { unlink(tmp); return st_fail(e, ST_ERR_IO, "%s: write failed", dst); }
+    return ST_OK;
+}
+
+static int exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
 
 int cmd_export(int argc, char **argv) {
-    (void)argc; (void)argv;
+    const char *src = NULL, *out = NULL;
+    int force = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--force")) force = 1;
+        else if (argv[i][0] == '-') return cli_usage("export", "unknown option '%s'", argv[i]);
+        else if (!src) src = argv[i];
+        else return cli_usage("export", "unexpected argument '%s'", argv[i]);
+    }
+    if (!src || !out) return cli_usage("export", "needs a run directory or checkpoint and --out DIR");
     st_error e = {0};
-    st_fail(&e, ST_ERR_GENERIC, "'export' is not built yet");
-    return cli_report(&e);
+    st_model m;
+    st_run_config cfg;
+    if (st_checkpoint_load_model(src, &m, &cfg, &e)) return cli_report(&e);
+    char st_path[4200], cfg_path[4200], tok_path[4200], tok_src[4200];
+    snprintf(st_path, sizeof st_path, "%s/model.safetensors", out);
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", out);
+    /* the tokenizer sits in the run dir: beside checkpoints/ for a checkpoint path */
+    struct stat sb;
+    if (stat(src, &sb) == 0 && S_ISDIR(sb.st_mode)) snprintf(tok_src, sizeof tok_src, "%s/tokenizer.json", src);
+    else {
+        /* RUN_DIR/checkpoints/X.ckpt -> RUN_DIR */
+        char d[2048];
+        snprintf(d, sizeof d, "%s", src);
+        for (int k = 0; k < 2; k++) {
+            char *slash = strrchr(d, '/');
+            if (slash) *slash = 0; else snprintf(d, sizeof d, ".");
+        }
+        snprintf(tok_src, sizeof tok_src, "%s/tokenizer.json", d);
+    }
+    int rc = ST_OK;
+    if (mkdir(out, 0755) != 0 && errno != EEXIST) rc = st_fail(&e, ST_ERR_IO, "%s: cannot create: %s", out, strerror(errno));
+    if (!rc && !force && (exists(st_path) || exists(cfg_path)))
+        rc = st_fail(&e, ST_ERR_IO, "%s: already holds an export (use --force to replace it)", out);
+    if (!rc) rc = st_model_save_safetensors(&m, st_path, &e);
+    if (!rc) rc = st_run_config_save(&cfg, cfg_path, &e);
+    if (!rc && exists(tok_src)) rc = copy_file(tok_src, tok_path, &e);
+    if (!rc) printf("exported %zu parameters (%s positions) to %s\n", st_model_num_params(&m), st_pos_name(m.cfg.pos), out);
+    st_model_free(&m);
+    return rc ? cli_report(&e) : ST_OK;
 }

@@ -1,9 +1,128 @@
-/* cmd_generate.c - `stretch generate` (placeholder until its issue lands: says so and fails). */
+/* cmd_generate.c - `stretch generate RUN_DIR|CHECKPOINT [--prompt TEXT] [--tokens N]
+ * [--temperature T] [--top-k K] [--seed S] [--context N]`: sample text from a trained model.
+ * Each new token reruns the forward over the last --context tokens (inference mode, no KV
+ * cache): with ALiBi the context may be longer than the training length. */
 #include "cli/cli.h"
+#include "st_train.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int sample(const float *logits, int V, float temp, int top_k, st_rng *r, float *work) {
+    if (temp <= 0) {   /* greedy */
+        int best = 0;
+        for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+        return best;
+    }
+    float mx = -INFINITY;
+    for (int v = 0; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+    float kth = -INFINITY;
+    if (top_k > 0 && top_k < V) {   /* threshold = k-th largest logit (partial selection) */
+        memcpy(work, logits, (size_t)V * sizeof(float));
+        for (int i = 0; i < top_k; i++) {
+            int b = i;
+            for (int j = i + 1; j < V; j++) if (work[j] > work[b]) b = j;
+            float t = work[i]; work[i] = work[b]; work[b] = t;
+        }
+        kth = work[top_k - 1];
+    }
+    double sum = 0;
+    for (int v = 0; v < V; v++) sum += logits[v] >= kth ? exp((logits[v] - mx) / temp) : 0.0;
+    double u = st_rng_uniform(r) * sum, acc = 0;
+    for (int v = 0; v < V; v++) {
+        if (logits[v] < kth) continue;
+        acc += exp((logits[v] - mx) / temp);
+        if (acc >= u) return v;
+    }
+    return V - 1;
+}
 
 int cmd_generate(int argc, char **argv) {
-    (void)argc; (void)argv;
+    const char *src = NULL, *prompt = "";
+    long n_tokens = 200, top_k = 40, context = 1024;
+    double temp = 0.8;
+    unsigned long long seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *end = NULL;
+        if (!strcmp(a, "--prompt") && i + 1 < argc) prompt = argv[++i];
+        else if (!strcmp(a, "--tokens") && i + 1 < argc) { n_tokens = strtol(argv[++i], &end, 10); if (*end || n_tokens < 1) return cli_usage("generate", "--tokens: positive integer expected"); }
+        else if (!strcmp(a, "--top-k") && i + 1 < argc) { top_k = strtol(argv[++i], &end, 10); if (*end || top_k < 0) return cli_usage("generate", "--top-k: integer >= 0 expected"); }
+        else if (!strcmp(a, "--context") && i + 1 < argc) { context = strtol(argv[++i], &end, 10); if (*end || context < 1) return cli_usage("generate", "--context: positive integer expected"); }
+        else if (!strcmp(a, "--temperature") && i + 1 < argc) { temp = strtod(argv[++i], &end); if (*end || !(temp >= 0)) return cli_usage("generate", "--temperature: number >= 0 expected"); }
+        else if (!strcmp(a, "--seed") && i + 1 < argc) { seed = strtoull(argv[++i], &end, 10); if (*end) return cli_usage("generate", "--seed: integer expected"); }
+        else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
+        else if (!src) src = a;
+        else return cli_usage("generate", "unexpected argument '%s'", a);
+    }
+    if (!src) return cli_usage("generate", "needs a run directory or checkpoint");
     st_error e = {0};
-    st_fail(&e, ST_ERR_GENERIC, "'generate' is not built yet");
-    return cli_report(&e);
+    st_model m;
+    st_run_config cfg;
+    if (st_checkpoint_load_model(src, &m, &cfg, &e)) return cli_report(&e);
+    const int V = m.cfg.vocab_size, C = m.cfg.d_model;
+    if (m.cfg.pos == ST_POS_LEARNED && context > m.cfg.max_len) context = m.cfg.max_len;
+
+    char tok_path[4200];
+    struct stat sb;
+    if (stat(src, &sb) == 0 && S_ISDIR(sb.st_mode)) snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", src);
+    else {
+        char d[2048];
+        snprintf(d, sizeof d, "%s", src);
+        for (int k = 0; k < 2; k++) { char *s = strrchr(d, '/'); if (s) *s = 0; else snprintf(d, sizeof d, "."); }
+        snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", d);
+    }
+    st_tokenizer *tok = stat(tok_path, &sb) == 0 ? st_tokenizer_load(tok_path, &e) : NULL;
+    if (!tok && e.code) { st_model_free(&m); return cli_report(&e); }
+    if (tok && st_tokenizer_vocab_size(tok) != V) {
+        st_fail(&e, ST_ERR_DATA, "%s: tokenizer has %d symbols but the model's vocabulary is %d",
+                tok_path, st_tokenizer_vocab_size(tok), V);
+        st_tokenizer_free(tok); st_model_free(&m);
+        return cli_report(&e);
+    }
+    int64_t cap = n_tokens + (int64_t)strlen(prompt) + 1;
+    int32_t *ids = malloc((size_t)cap * sizeof(int32_t));
+    int64_t n = 0;
+    if (tok && prompt[0]) n = st_tokenizer_encode(tok, prompt, (int64_t)strlen(prompt), ids, cap);
+    if (n <= 0) { ids[0] = 0; n = 1; }   /* no prompt: start from token 0 (<eos> for word level) */
+    int64_t n_prompt = n;
+
+    st_arena ar;
+    st_ctx ctx;
+    float *logits = malloc(sizeof(float) * 2 * (size_t)V);
+    st_rng rng;
+    st_rng_seed(&rng, seed);
+    int rc = st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e);
+    if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, &e);
+    const float *W = st_param(&m.params, m.cfg.tie_embeddings ? m.p_tok_emb : m.p_lm_head)->data;
+    while (!rc && n < n_prompt + n_tokens) {
+        int64_t T = n < context ? n : context;
+        st_ctx_begin(&ctx, 0, 0);
+        st_tensor *h = st_model_hidden(&m, &ctx, ids + n - T, 1, T, 0, &e);
+        if (!h) { rc = e.code ? e.code : st_ctx_check(&ctx, &e); break; }
+        /* logits of the last position only: (1,C) @ W^T (C,V) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, V, C, 1.0f, h->data + (T - 1) * C, C, W, C,
+                    0.0f, logits, V);
+        ids[n++] = sample(logits, V, (float)temp, (int)top_k, &rng, logits + V);
+    }
+    if (!rc) {
+        if (tok) {
+            int64_t bytes = st_tokenizer_decode(tok, ids, n, NULL, 0);
+            char *text = malloc((size_t)(bytes > 0 ? bytes : 0) + 1);
+            if (bytes >= 0 && st_tokenizer_decode(tok, ids, n, text, bytes + 1) >= 0) printf("%s\n", text);
+            free(text);
+        } else {
+            for (int64_t i = 0; i < n; i++) printf("%d%c", ids[i], i + 1 < n ? ' ' : '\n');
+        }
+    }
+    st_ctx_free(&ctx);
+    st_arena_free(&ar);
+    free(logits); free(ids);
+    if (tok) st_tokenizer_free(tok);
+    st_model_free(&m);
+    return rc ? cli_report(&e) : ST_OK;
 }

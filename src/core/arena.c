@@ -114,3 +114,22 @@ int st_arena_chunks(const st_arena *a) {
     for (const st_arena_chunk *c = a->head; c; c = c->next) n++;
     return n;
 }
+
+st_arena_mark st_arena_mark_get(const st_arena *a) {
+    st_arena_mark m = {a->head, a->head ? a->head->used : 0, a->used};
+    return m;
+}
+
+void st_arena_rewind(st_arena *a, st_arena_mark m) {
+    /* chunks made after the mark are freed; the high-water mark keeps their size, so the
+     * next reset consolidates to a chunk that fits without further growth */
+    while (a->head && a->head != m.chunk) {
+        st_arena_chunk *c = a->head;
+        a->head = c->next;
+        a->total -= c->size;
+        st_aligned_free(c->mem);
+        free(c);
+    }
+    if (a->head) a->head->used = m.chunk_used;
+    a->used = m.used;
+}

@@ -47,8 +47,9 @@ int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_err
     if (c->pos == ST_POS_LEARNED) nparam += (double)c->max_len * C;
     double need = nparam * 16.0, have = (double)st_mem_total();
     if (have > 0 && need > 0.9 * have)
-        return st_fail(e, ST_ERR_MEMORY, "model: %.0f parameters need %.2f GiB (weights, grads, AdamW m and v); "
-                       "this machine has %.2f GiB", nparam, need / 1073741824.0, have / 1073741824.0);
+        return st_fail(e, ST_ERR_MEMORY, "model: %.0f parameters (model.vocab_size %d, model.d_model %d, "
+                       "model.n_layers %d) need %.2f GiB (weights, grads, AdamW m and v); this machine has %.2f GiB",
+                       nparam, c->vocab_size, c->d_model, c->n_layers, need / 1073741824.0, have / 1073741824.0);
 
     st_params_init(&m->params);
     m->p_tok_emb = add_param(m, "tok_emb.weight", 2, V, C, 1, ST_INIT_NORMAL, std);
@@ -147,8 +148,14 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
     if (!x) return NULL;
     x = st_dropout(ctx, x, c->dropout_emb, st_hash64(seed, 0));
     int biased = c->pos == ST_POS_ALIBI || c->pos == ST_POS_ALIBI_RF || c->pos == ST_POS_T5 || c->pos == ST_POS_KERPLE;
+    /* Inference mode keeps nothing for backward, so each block's intermediates are freed
+     * once its output is copied back over x: memory is one block's activations, not
+     * n_layers of them (matters at L = 16k). */
+    const int rewind = !ctx->grad;
     for (int l = 0; l < c->n_layers && x; l++) {
         const struct st_block_params *b = &m->blocks[l];
+        st_tensor *x_in = x;
+        st_arena_mark mark = st_arena_mark_get(ctx->arena);
         uint64_t ls = st_hash64(seed, 1 + (uint64_t)l);
         /* attention sub-block */
         st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln1_w), st_param(p, b->ln1_b), c->ln_eps);
@@ -181,6 +188,11 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         h = st_linear(ctx, h, st_param(p, b->fc2_w), st_param(p, b->fc2_b));
         h = st_dropout(ctx, h, c->dropout_resid, st_hash64(ls, 3));
         x = st_add(ctx, x, h);
+        if (rewind && x && x != x_in && st_is_contiguous(x_in) && !x_in->base) {
+            memcpy(x_in->data, x->data, (size_t)st_numel(x) * sizeof(float));
+            st_arena_rewind(ctx->arena, mark);
+            x = x_in;
+        }
     }
     return st_layernorm(ctx, x, st_param(p, m->p_ln_f_w), st_param(p, m->p_ln_f_b), c->ln_eps);
 }
@@ -203,10 +215,11 @@ st_tensor *st_model_loss(st_model *m, st_ctx *ctx, const int32_t *ids, const int
     return st_linear_cross_entropy(ctx, st_view(ctx, h, 2, shape), head_weight(m), targets, -1, tok_loss);
 }
 
-size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error *e) {
+/* One step of (B,T) in a scratch arena capped at `limit` bytes: its high-water mark. */
+static size_t measure_step(st_model *m, int64_t B, int64_t T, int grad, size_t limit, st_error *e) {
     st_arena a;
     st_ctx ctx;
-    if (st_arena_init(&a, (size_t)64 << 20, (size_t)-1, e)) return 0;
+    if (st_arena_init(&a, (size_t)64 << 20, limit, e)) return 0;
     if (st_ctx_init(&ctx, &a, 1 << 16, e)) { st_arena_free(&a); return 0; }
     size_t n = (size_t)(B * T);
     int32_t *ids = st_calloc(n, sizeof(int32_t), e);
@@ -222,4 +235,36 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
     st_ctx_free(&ctx);
     st_arena_free(&a);
     return bytes;
+}
+
+/* Refuse before allocating: every activation is linear in B*T except what attention keeps
+ * for backward, P (B,H,T,T) floats per layer plus a (B,H,T,T) byte mask with attention
+ * dropout (src/ops/attention.c). A short proxy step (B=1, t <= 64) gives the bytes per
+ * token once its own t^2 part is removed, and
+ *     estimate = B*T*per_token + grad * L*H*B*T^2*(4 + mask).
+ * A step estimated above 90% of physical memory is refused with that figure; the real
+ * measurement then runs in an arena capped at the same limit, so even a wrong estimate
+ * ends in an arena overflow (ST_ERR_MEMORY), never in the OOM killer. */
+size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error *e) {
+    size_t mem = st_mem_total();
+    size_t limit = mem ? mem / 10 * 9 : (size_t)-1;
+    if (B < 1 || T < 1) { st_fail(e, ST_ERR_CONFIG, "step of %lld x %lld tokens: sizes must be >= 1", (long long)B, (long long)T); return 0; }
+    const int64_t t = T < 64 ? T : 64;
+    if (B > 1 || T > t) {
+        size_t proxy = measure_step(m, 1, t, grad, limit, e);
+        if (!proxy) return 0;
+        const st_model_config *c = &m->cfg;
+        double attn = grad ? (double)c->n_layers * c->n_heads * (4.0 + (c->dropout_attn > 0.0f)) : 0.0;
+        double per_tok = ((double)proxy - attn * (double)t * (double)t) / (double)t;
+        if (per_tok < 0) per_tok = 0;
+        double est = (double)B * (double)T * per_tok + attn * (double)B * (double)T * (double)T;
+        if (mem && est > (double)limit) {
+            st_fail(e, ST_ERR_MEMORY, "a %s step of batch %lld x length %lld tokens needs about %.2f GiB of "
+                    "activations%s; this machine has %.2f GiB (lower train.batch_size or train.seq_len)",
+                    grad ? "training" : "forward", (long long)B, (long long)T, est / 1073741824.0,
+                    grad ? " (incl. the attention probabilities kept for backward)" : "", (double)mem / 1073741824.0);
+            return 0;
+        }
+    }
+    return measure_step(m, B, T, grad, limit, e);
 }
