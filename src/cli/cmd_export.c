@@ -45,7 +45,12 @@ int cmd_export(int argc, char **argv) {
     st_error e = {0};
     st_model m;
     st_run_config cfg;
-    if (st_checkpoint_load_model(src, &m, &cfg, &e)) return cli_report(&e);
+    st_train_state ts;
+    char ckpt[4200];
+    if (st_checkpoint_resolve(src, ckpt, sizeof ckpt, &e) ||
+        st_checkpoint_load(ckpt, NULL, NULL, 0, &ts, &e) ||   /* the tokenizer hash it was trained with */
+        st_checkpoint_load_model(ckpt, &m, &cfg, &e))
+        return cli_report(&e);
     char st_path[4200], cfg_path[4200], tok_path[4200], tok_src[4200];
     snprintf(st_path, sizeof st_path, "%s/model.safetensors", out);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
@@ -64,7 +69,14 @@ int cmd_export(int argc, char **argv) {
         snprintf(tok_src, sizeof tok_src, "%s/tokenizer.json", d);
     }
     int rc = ST_OK;
-    if (mkdir(out, 0755) != 0 && errno != EEXIST) rc = st_fail(&e, ST_ERR_IO, "%s: cannot create: %s", out, strerror(errno));
+    /* refuse to bundle a tokenizer.json that is not the checkpoint's (e.g. copied from
+     * another run): check it before writing anything */
+    if (exists(tok_src)) {
+        st_tokenizer *tok = st_tokenizer_load_expect(tok_src, ts.tok_hash, m.cfg.vocab_size, &e);
+        if (!tok) rc = e.code;
+        st_tokenizer_free(tok);
+    }
+    if (!rc && mkdir(out, 0755) != 0 && errno != EEXIST) rc = st_fail(&e, ST_ERR_IO, "%s: cannot create: %s", out, strerror(errno));
     if (!rc && !force && (exists(st_path) || exists(cfg_path)))
         rc = st_fail(&e, ST_ERR_IO, "%s: already holds an export (use --force to replace it)", out);
     if (!rc) rc = st_model_save_safetensors(&m, st_path, &e);

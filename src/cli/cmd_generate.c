@@ -6,6 +6,7 @@
 #include "st_train.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,20 +42,31 @@ static int sample(const float *logits, int V, float temp, int top_k, st_rng *r, 
     return V - 1;
 }
 
+/* A whole-string decimal in [lo, hi] (strtol alone saturates silently on overflow). */
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
 int cmd_generate(int argc, char **argv) {
     const char *src = NULL, *prompt = "";
     long n_tokens = 200, top_k = 40, context = 1024;
+    const long max_count = 1L << 30;
     double temp = 0.8;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *end = NULL;
         if (!strcmp(a, "--prompt") && i + 1 < argc) prompt = argv[++i];
-        else if (!strcmp(a, "--tokens") && i + 1 < argc) { n_tokens = strtol(argv[++i], &end, 10); if (*end || n_tokens < 1) return cli_usage("generate", "--tokens: positive integer expected"); }
-        else if (!strcmp(a, "--top-k") && i + 1 < argc) { top_k = strtol(argv[++i], &end, 10); if (*end || top_k < 0) return cli_usage("generate", "--top-k: integer >= 0 expected"); }
-        else if (!strcmp(a, "--context") && i + 1 < argc) { context = strtol(argv[++i], &end, 10); if (*end || context < 1) return cli_usage("generate", "--context: positive integer expected"); }
+        else if (!strcmp(a, "--tokens") && i + 1 < argc) { if (!parse_long(argv[++i], 1, max_count, &n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %ld] expected", max_count); }
+        else if (!strcmp(a, "--top-k") && i + 1 < argc) { if (!parse_long(argv[++i], 0, max_count, &top_k)) return cli_usage("generate", "--top-k: integer in [0, %ld] expected", max_count); }
+        else if (!strcmp(a, "--context") && i + 1 < argc) { if (!parse_long(argv[++i], 1, max_count, &context)) return cli_usage("generate", "--context: integer in [1, %ld] expected", max_count); }
         else if (!strcmp(a, "--temperature") && i + 1 < argc) { temp = strtod(argv[++i], &end); if (*end || !(temp >= 0)) return cli_usage("generate", "--temperature: number >= 0 expected"); }
-        else if (!strcmp(a, "--seed") && i + 1 < argc) { seed = strtoull(argv[++i], &end, 10); if (*end) return cli_usage("generate", "--seed: integer expected"); }
+        else if (!strcmp(a, "--seed") && i + 1 < argc) { errno = 0; seed = strtoull(argv[++i], &end, 10); if (*end || errno) return cli_usage("generate", "--seed: integer expected"); }
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
         else if (!src) src = a;
         else return cli_usage("generate", "unexpected argument '%s'", a);
@@ -63,7 +75,12 @@ int cmd_generate(int argc, char **argv) {
     st_error e = {0};
     st_model m;
     st_run_config cfg;
-    if (st_checkpoint_load_model(src, &m, &cfg, &e)) return cli_report(&e);
+    st_train_state ts;
+    char ckpt[4200];
+    if (st_checkpoint_resolve(src, ckpt, sizeof ckpt, &e) ||
+        st_checkpoint_load(ckpt, NULL, NULL, 0, &ts, &e) ||   /* the tokenizer hash it was trained with */
+        st_checkpoint_load_model(ckpt, &m, &cfg, &e))
+        return cli_report(&e);
     const int V = m.cfg.vocab_size, C = m.cfg.d_model;
     if (m.cfg.pos == ST_POS_LEARNED && context > m.cfg.max_len) context = m.cfg.max_len;
 
@@ -76,28 +93,37 @@ int cmd_generate(int argc, char **argv) {
         for (int k = 0; k < 2; k++) { char *s = strrchr(d, '/'); if (s) *s = 0; else snprintf(d, sizeof d, "."); }
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", d);
     }
-    st_tokenizer *tok = stat(tok_path, &sb) == 0 ? st_tokenizer_load(tok_path, &e) : NULL;
+    /* the run's tokenizer must be the one the checkpoint was trained with (same hash and
+     * size): a tokenizer.json copied from another run would decode to wrong text */
+    st_tokenizer *tok = stat(tok_path, &sb) == 0 ? st_tokenizer_load_expect(tok_path, ts.tok_hash, V, &e) : NULL;
     if (!tok && e.code) { st_model_free(&m); return cli_report(&e); }
-    if (tok && st_tokenizer_vocab_size(tok) != V) {
-        st_fail(&e, ST_ERR_DATA, "%s: tokenizer has %d symbols but the model's vocabulary is %d",
-                tok_path, st_tokenizer_vocab_size(tok), V);
-        st_tokenizer_free(tok); st_model_free(&m);
-        return cli_report(&e);
-    }
     int64_t cap = n_tokens + (int64_t)strlen(prompt) + 1;
-    int32_t *ids = malloc((size_t)cap * sizeof(int32_t));
+    int32_t *ids = st_malloc((size_t)cap * sizeof(int32_t), &e);
+    if (!ids) { if (tok) st_tokenizer_free(tok); st_model_free(&m); return cli_report(&e); }
     int64_t n = 0;
-    if (tok && prompt[0]) n = st_tokenizer_encode(tok, prompt, (int64_t)strlen(prompt), ids, cap);
+    if (prompt[0]) {
+        n = tok ? st_tokenizer_encode(tok, prompt, (int64_t)strlen(prompt), ids, cap) : -1;
+        if (n < 0) {
+            st_fail(&e, ST_ERR_DATA, "--prompt \"%.60s\": cannot be encoded by %s (a word or id outside the vocabulary%s)",
+                    prompt, tok ? tok_path : "the run", tok ? "" : "; the run has no tokenizer.json");
+            free(ids);
+            if (tok) st_tokenizer_free(tok);
+            st_model_free(&m);
+            return cli_report(&e);
+        }
+    }
     if (n <= 0) { ids[0] = 0; n = 1; }   /* no prompt: start from token 0 (<eos> for word level) */
     int64_t n_prompt = n;
 
     st_arena ar;
     st_ctx ctx;
-    float *logits = malloc(sizeof(float) * 2 * (size_t)V);
+    float *logits = st_malloc(sizeof(float) * 2 * (size_t)V, &e);
     st_rng rng;
     st_rng_seed(&rng, seed);
-    int rc = st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e);
+    int rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e) : ST_ERR_MEMORY;
+    int have_arena = !rc;
     if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, &e);
+    int have_ctx = !rc;
     const float *W = st_param(&m.params, m.cfg.tie_embeddings ? m.p_tok_emb : m.p_lm_head)->data;
     while (!rc && n < n_prompt + n_tokens) {
         int64_t T = n < context ? n : context;
@@ -113,14 +139,14 @@ int cmd_generate(int argc, char **argv) {
         if (tok) {
             int64_t bytes = st_tokenizer_decode(tok, ids, n, NULL, 0);
             char *text = malloc((size_t)(bytes > 0 ? bytes : 0) + 1);
-            if (bytes >= 0 && st_tokenizer_decode(tok, ids, n, text, bytes + 1) >= 0) printf("%s\n", text);
+            if (text && bytes >= 0 && st_tokenizer_decode(tok, ids, n, text, bytes + 1) >= 0) printf("%s\n", text);
             free(text);
         } else {
             for (int64_t i = 0; i < n; i++) printf("%d%c", ids[i], i + 1 < n ? ' ' : '\n');
         }
     }
-    st_ctx_free(&ctx);
-    st_arena_free(&ar);
+    if (have_ctx) st_ctx_free(&ctx);
+    if (have_arena) st_arena_free(&ar);
     free(logits); free(ids);
     if (tok) st_tokenizer_free(tok);
     st_model_free(&m);

@@ -326,7 +326,7 @@ static void log_miss(const char *path, const char *why) {
 }
 
 int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **tokens, int64_t *n, int64_t *bytes) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 0;
     header h;
     memset(&h, 0, sizeof h);
@@ -349,8 +349,7 @@ int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **to
     if (!why) {
         table = malloc((size_t)(nblk ? nblk * 8 : 1));
         off = malloc((size_t)(nblk + 1) * sizeof *off);
-        v = malloc((size_t)(h.count ? h.count : 1) * sizeof *v);
-        if (!table || !off || !v) why = "out of memory";
+        if (!table || !off) why = "out of memory";
         else if (nblk && read_exact(fd, table, (size_t)nblk * 8, HDR)) why = "truncated (block table)";
         else if (st_crc32(0, table, (size_t)nblk * 8) != h.crc) why = "block table CRC32 mismatch (corrupt)";
     }
@@ -358,12 +357,20 @@ int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **to
         off[0] = HDR + nblk * 8;
         for (int64_t b = 0; b < nblk; b++) {
             size_t zs = get32(table + b * 8);
-            if (zs > compressBound((uLong)pcap)) { why = "implausible block size (corrupt)"; break; }
+            int64_t m = h.count - b * BLOCK_IDS < BLOCK_IDS ? h.count - b * BLOCK_IDS : BLOCK_IDS;
+            /* deflate expands at most ~1032:1, so a block cannot hold more plane bytes than
+             * that: a header claiming more is corrupt (and must not size an allocation) */
+            if (zs > compressBound((uLong)pcap) || (uint64_t)m * h.planes > (uint64_t)zs * 1100 + 64) {
+                why = "implausible block size (corrupt)";
+                break;
+            }
             zmax = zs > zmax ? zs : zmax;
             off[b + 1] = off[b] + (int64_t)zs;
         }
         if (!why && off[nblk] != size) why = "block sizes do not add up to the file size (corrupt)";
     }
+    /* the ids are allocated only now that the table accounts for every byte of the file */
+    if (!why && !(v = malloc((size_t)(h.count ? h.count : 1) * sizeof *v))) why = "out of memory";
     if (!why && nblk) {
         const char **err = calloc((size_t)nblk, sizeof *err);
         if (!err) why = "out of memory";
@@ -408,7 +415,7 @@ int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **to
 }
 
 int sd_cache_read_tokenizer(const char *path, const sd_cache_key *key, st_tokenizer **t) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 0;
     header h;
     memset(&h, 0, sizeof h);
@@ -420,6 +427,8 @@ int sd_cache_read_tokenizer(const char *path, const sd_cache_key *key, st_tokeni
     if (!why) why = key_mismatch(&h, key, 2);
     if (!why && (h.count <= 0 || h.count > ((int64_t)1 << 31))) why = "implausible size (corrupt)";
     if (!why && (int64_t)h.zsize != size - HDR) why = "truncated or has trailing bytes (size does not match the header)";
+    /* deflate expands at most ~1032:1: a larger claim is corrupt and must not size a buffer */
+    if (!why && (uint64_t)h.count > h.zsize * 1100 + 64) why = "implausible size (corrupt)";
     unsigned char *z = NULL;
     char *txt = NULL;
     if (!why && (!(z = malloc(h.zsize ? h.zsize : 1)) || !(txt = malloc((size_t)h.count + 1)))) why = "out of memory";

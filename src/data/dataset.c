@@ -61,7 +61,7 @@ static int resolve_wikitext(const char *dir, split_src s[3], st_error *e) {
 static int64_t next_line_start(const char *path, int64_t at, int64_t size) {
     if (at <= 0 || at >= size) return at;
     char buf[1 << 16];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return at;
     ssize_t r = pread(fd, buf, sizeof buf, (off_t)(at - 1));
     close(fd);
@@ -144,7 +144,14 @@ static void cache_stem(const char *src, char *out, size_t cap) {
 
 /* ---- synthetic ---- */
 
-static int load_synthetic(const st_data_config *c, st_dataset *ds, st_error *e) {
+static int load_synthetic(const st_data_config *c, const char *cfg_file, st_dataset *ds, st_error *e) {
+    /* refuse before allocating: three splits of up to 2^31 tokens could exceed the machine
+     * (malloc would overcommit, and filling the streams would wake the OOM killer) */
+    double need = 4.0 * ((double)c->syn_tokens[0] + (double)c->syn_tokens[1] + (double)c->syn_tokens[2]);
+    double have = (double)st_mem_total();
+    if (have > 0 && need > 0.9 * have)
+        return st_fail(e, ST_ERR_MEMORY, "%s: data.synthetic.tokens: %.0f tokens need %.2f GiB; this machine has %.2f GiB",
+                       cfg_file && *cfg_file ? cfg_file : "config", need / 4, need / 1073741824.0, have / 1073741824.0);
     st_markov m;
     int rc = st_markov_init(&m, c->syn_seed, c->syn_vocab, c->syn_order, c->syn_branch, e);
     if (rc) return rc;
@@ -307,7 +314,7 @@ int st_dataset_load(const st_data_config *cfg, const char *cfg_file, st_dataset 
     memset(ds, 0, sizeof *ds);
     int rc = st_data_config_validate(cfg, cfg_file, e);
     if (rc) return rc;
-    rc = !strcmp(cfg->source, "synthetic") ? load_synthetic(cfg, ds, e) : load_corpus(cfg, cfg_file, ds, e);
+    rc = !strcmp(cfg->source, "synthetic") ? load_synthetic(cfg, cfg_file, ds, e) : load_corpus(cfg, cfg_file, ds, e);
     if (rc) {
         st_dataset_free(ds);
         return rc;

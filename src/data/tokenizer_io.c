@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,7 @@ static int get_int(const cJSON *o, const char *key, const char *name, int64_t lo
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(x)) return st_fail(e, ST_ERR_DATA, "%s: %s: missing or not a number", name, key);
     double d = x->valuedouble;
-    if (d != (double)(int64_t)d || d < (double)lo || d > (double)hi)
+    if (!(d >= (double)lo && d <= (double)hi) || d != floor(d))   /* no cast before the range check */
         return st_fail(e, ST_ERR_DATA, "%s: %s: must be an integer in [%lld, %lld], got %g", name, key, (long long)lo,
                        (long long)hi, d);
     *v = (int64_t)d;
@@ -174,7 +175,8 @@ static int load_merges(st_tokenizer *t, const cJSON *arr, int64_t vocab, const c
         if (!cJSON_IsArray(x) || cJSON_GetArraySize(x) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b))
             return st_fail(e, ST_ERR_DATA, "%s: merges[%lld]: expected a pair of token ids", name, (long long)r);
         double da = a->valuedouble, db = b->valuedouble;
-        if (da != (double)(int64_t)da || db != (double)(int64_t)db || da < 0 || db < 0 || da >= 256 + r || db >= 256 + r)
+        /* range first, then integrality: casting an out-of-range double is undefined */
+        if (!(da >= 0 && db >= 0 && da < 256 + r && db < 256 + r) || da != floor(da) || db != floor(db))
             return st_fail(e, ST_ERR_DATA, "%s: merges[%lld]: ids must be integers in [0, %lld) (tokens made before it), got [%g, %g]",
                            name, (long long)r, (long long)(256 + r), da, db);
         t->merges[r][0] = (int32_t)da;

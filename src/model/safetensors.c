@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <math.h>
+#include <sys/stat.h>
 
 int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) {
     const st_params *p = &m->params;
@@ -63,16 +65,23 @@ int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) 
 
 int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {
     st_params *p = &m->params;
-    FILE *f = fopen(path, "rb");
-    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: a FIFO in place of the file must not block open(); it is refused below */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return st_fail(e, ST_ERR_IO, "%s: not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); }
     int rc = ST_OK;
     char *json = NULL;
     cJSON *hdr = NULL;
     unsigned char *seen = calloc((size_t)p->count + 1, 1);
-    fseeko(f, 0, SEEK_END);
-    off_t fsize = ftello(f);
-    fseeko(f, 0, SEEK_SET);
+    const off_t fsize = sb.st_size;
     unsigned char n8[8];
+    if (!seen) { rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); goto done; }
     if (fsize < 8 || fread(n8, 1, 8, f) != 8) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: not a safetensors file (too short)", path); goto done; }
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (uint64_t)n8[i] << (8 * i);
@@ -91,6 +100,7 @@ int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {
         if (strcmp(t->string, "__metadata__") == 0) continue;
         int idx = st_params_find(p, t->string);
         if (idx < 0) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: tensor '%s' is not a parameter of this model (%s positions)", path, t->string, st_pos_name(m->cfg.pos)); goto done; }
+        if (seen[idx]) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: tensor '%s' appears twice in the header", path, t->string); goto done; }
         const st_param_info *in = &p->info[idx];
         cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
         cJSON *sh = cJSON_GetObjectItemCaseSensitive(t, "shape");
@@ -103,7 +113,7 @@ int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {
         }
         for (int d = 0; d < in->ndim; d++) {
             cJSON *x = cJSON_GetArrayItem(sh, d);
-            if (!cJSON_IsNumber(x) || (int64_t)x->valuedouble != in->shape[d]) {
+            if (!cJSON_IsNumber(x) || x->valuedouble != (double)in->shape[d]) {   /* no cast: any double is safe */
                 rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: shape mismatch in dim %d (model has %lld)", path, t->string, d, (long long)in->shape[d]);
                 goto done;
             }
@@ -112,7 +122,8 @@ int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {
             rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: bad data_offsets", path, t->string); goto done;
         }
         double b0 = of->child->valuedouble, b1 = of->child->next->valuedouble;
-        if (b0 < 0 || b1 < b0 || b1 > (double)data_len || (uint64_t)(b1 - b0) != in->numel * sizeof(float)) {
+        if (!(b0 >= 0) || b0 != floor(b0) || b1 != floor(b1) || b1 < b0 || b1 > (double)data_len ||
+            (uint64_t)(b1 - b0) != in->numel * sizeof(float)) {
             rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: data_offsets [%.0f, %.0f] do not fit the tensor or the file", path, t->string, b0, b1);
             goto done;
         }
