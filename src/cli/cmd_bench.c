@@ -1,9 +1,149 @@
-/* cmd_bench.c - `stretch bench` (placeholder until its issue lands: says so and fails). */
+/* cmd_bench.c - `stretch bench`: sgemm peak, training step split (forward / backward /
+ * optimiser), tokens/s, MFU, evaluation speed and peak memory (src/eval/bench.c).
+ *
+ * OPENBLAS_CORETYPE and OMP_WAIT_POLICY are read once, when OpenBLAS and libgomp load,
+ * before main() runs. So --coretype / --omp-wait cannot take effect in this process: when
+ * they differ from the environment, the command sets the variables and re-executes
+ * itself (/proc/self/exe) with the same arguments; the child finds them already set and
+ * runs the benchmark. The report shows the core OpenBLAS actually chose.
+ *
+ * OMP_WAIT_POLICY defaults to PASSIVE here when the environment leaves it unset: with
+ * libgomp's default spinning, an idle thread of ours keeps its core busy between
+ * parallel regions, and on a machine where anything else runs the two fight for the
+ * cores (measured: a tiny model step 80x slower under a load of 6 on 2 cores). */
 #include "cli/cli.h"
+#include "st_bench.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+/* "1024,4096,16384" or "none" */
+static int parse_lengths(const char *s, st_bench_config *c) {
+    c->n_eval = 0;
+    if (strcmp(s, "none") == 0) return 1;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        long long v;
+        if (c->n_eval >= ST_BENCH_MAX_EVAL || !parse_int(tok, 1, 1 << 24, &v)) return 0;
+        c->eval_lengths[c->n_eval++] = v;
+    }
+    return c->n_eval > 0;
+}
+
+/* Re-exec with env var `name` = value when it differs; returns only when no re-exec is
+ * needed (or it failed, which is reported). */
+static int reexec_needed(const char *name, const char *value) {
+    if (!value) return 0;
+    const char *cur = getenv(name);
+    return !cur || strcmp(cur, value) != 0;
+}
+
+static const char *USAGE =
+    "bench [--preset tiny|S|M|G] [--vocab V] [--layers L] [--d D] [--heads H] [--batch B] [--seq T]\n"
+    "       [--pos alibi|sinusoidal|...] [--steps N] [--warmup N] [--eval L1,L2,..|none] [--eval-batch B]\n"
+    "       [--eval-reps N] [--sgemm N] [--sgemm-reps N] [--threads N] [--seed S]\n"
+    "       [--coretype NAME] [--omp-wait passive|active] [--json FILE] [--no-train] [--no-eval]\n"
+    "--coretype / --omp-wait re-execute the command with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set\n"
+    "(both are read when the libraries load); OMP_WAIT_POLICY defaults to PASSIVE when unset.";
 
 int cmd_bench(int argc, char **argv) {
-    (void)argc; (void)argv;
     st_error e = {0};
-    st_fail(&e, ST_ERR_GENERIC, "'bench' is not built yet");
-    return cli_report(&e);
+    st_bench_config c;
+    const char *preset = "S", *json = NULL, *coretype = NULL, *ompwait = NULL;
+    /* the preset first, so the other flags override it whatever their order */
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--preset") == 0) preset = argv[i + 1];
+    if (st_bench_preset(preset, &c, &e)) return cli_report(&e);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("usage: stretch %s\n", USAGE); return 0; }
+        if (!strcmp(a, "--no-train")) { c.steps = 0; continue; }
+        if (!strcmp(a, "--no-eval")) { c.n_eval = 0; continue; }
+        if (i + 1 >= argc) return cli_usage("bench", "%s needs a value", a);
+        const char *v = argv[++i];
+        long long x = 0;
+#define INTARG(flag, lo, hi, dst) \
+        if (!strcmp(a, flag)) { if (!parse_int(v, lo, hi, &x)) return cli_usage("bench", "%s: bad value '%s'", flag, v); \
+                                dst = x; continue; }
+        if (!strcmp(a, "--preset")) continue;
+        INTARG("--vocab", 2, 1 << 24, c.model.vocab_size)
+        INTARG("--layers", 1, 1024, c.model.n_layers)
+        INTARG("--d", 1, 1 << 16, c.model.d_model)
+        INTARG("--heads", 1, 256, c.model.n_heads)
+        INTARG("--batch", 1, 1 << 20, c.B)
+        INTARG("--seq", 1, 1 << 24, c.T)
+        INTARG("--steps", 0, 1 << 20, c.steps)
+        INTARG("--warmup", 0, 1 << 20, c.warmup)
+        INTARG("--eval-batch", 1, 1 << 20, c.eval_B)
+        INTARG("--eval-reps", 1, 1 << 20, c.eval_reps)
+        INTARG("--sgemm", 0, 16384, c.sgemm_n)
+        INTARG("--sgemm-reps", 0, 1 << 20, c.sgemm_reps)
+        INTARG("--threads", 0, 4096, c.threads)
+#undef INTARG
+        if (!strcmp(a, "--seed")) {
+            if (!parse_int(v, 0, (long long)1 << 62, &x)) return cli_usage("bench", "--seed: bad value '%s'", v);
+            c.seed = (uint64_t)x;
+        } else if (!strcmp(a, "--pos")) {
+            int p = st_pos_from_name(v);
+            if (p < 0) return cli_usage("bench", "--pos: unknown position method '%s'", v);
+            c.model.pos = p;
+        } else if (!strcmp(a, "--eval")) {
+            if (!parse_lengths(v, &c)) return cli_usage("bench", "--eval: expected L1,L2,... (at most %d) or none", ST_BENCH_MAX_EVAL);
+        } else if (!strcmp(a, "--json")) {
+            json = v;
+        } else if (!strcmp(a, "--coretype")) {
+            coretype = v;
+        } else if (!strcmp(a, "--omp-wait")) {
+            if (strcasecmp(v, "passive") && strcasecmp(v, "active"))
+                return cli_usage("bench", "--omp-wait: passive or active, not '%s'", v);
+            ompwait = v;
+        } else {
+            return cli_usage("bench", "unknown option '%s'", a);
+        }
+    }
+    if (c.model.pos == ST_POS_LEARNED) {
+        int64_t mx = c.T;
+        for (int i = 0; i < c.n_eval; i++) if (c.eval_lengths[i] > mx) mx = c.eval_lengths[i];
+        c.model.max_len = (int)mx;
+    }
+    if (c.model.d_model % c.model.n_heads)
+        return cli_usage("bench", "--d %d is not a multiple of --heads %d", c.model.d_model, c.model.n_heads);
+
+    if (!ompwait && !getenv("OMP_WAIT_POLICY")) ompwait = "PASSIVE";
+    if (reexec_needed("OPENBLAS_CORETYPE", coretype) || reexec_needed("OMP_WAIT_POLICY", ompwait)) {
+        if (coretype) setenv("OPENBLAS_CORETYPE", coretype, 1);
+        if (ompwait) setenv("OMP_WAIT_POLICY", ompwait, 1);
+        char **args = calloc((size_t)argc + 2, sizeof *args);
+        if (!args) { st_fail(&e, ST_ERR_MEMORY, "bench: out of memory"); return cli_report(&e); }
+        args[0] = "stretch";
+        for (int i = 0; i < argc; i++) args[i + 1] = argv[i];   /* argv[0] is "bench" */
+        fflush(NULL);
+        execv("/proc/self/exe", args);
+        st_fail(&e, ST_ERR_GENERIC, "bench: cannot re-execute /proc/self/exe to apply OPENBLAS_CORETYPE/"
+                "OMP_WAIT_POLICY (%s); set them in the environment instead", strerror(errno));
+        free(args);
+        return cli_report(&e);
+    }
+
+    st_bench_result r;
+    int rc = st_bench_run(&c, &r, &e);
+    st_blas_log();
+    if (rc) return cli_report(&e);
+    st_bench_print(&c, &r, stdout);
+    if (json && st_bench_write_json(&c, &r, json, &e)) return cli_report(&e);
+    return 0;
 }

@@ -177,8 +177,9 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
 
     /* One task per (b,h): the pair's dK and dV rows are summed over all its query blocks,
      * so a pair is never split between threads. OpenBLAS (OpenMP build) runs each sgemm
-     * single-threaded inside the region. */
-#pragma omp parallel for num_threads(nth) schedule(static)
+     * single-threaded inside the region. Pairs are handed out dynamically: equal work, but
+     * a thread that loses its core to another process does not hold up the rest. */
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
     for (int64_t bh = 0; bh < BH; bh++) {
         const size_t o = (size_t)(bh * T * D);
         backward_pair(s, bh, q->data + o, k->data + o, v->data + o, dO + o,
@@ -262,11 +263,15 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
     s->scale = pb.scale;
     s->keep = st_attn_keep_scale(pb.p_drop);
 
-    /* Tasks are (b,h,query block): each writes disjoint rows of P, the mask and out. */
-    const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, ntask = B * H * nq;
-#pragma omp parallel for num_threads(nth) schedule(static, 1)
+    /* Tasks are (b,h,query block): each writes disjoint rows of P, the mask and out.
+     * Causal blocks cost in proportion to their key range, so tasks go out dearest first
+     * (last query block of every pair, then the one before, ...) to whichever thread is
+     * free: a cyclic static split gave one thread of two every odd block, 25-50% more
+     * work at T = 512-256. Results do not depend on which thread runs a task. */
+    const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
     for (int64_t t = 0; t < ntask; t++) {
-        const int64_t bh = t / nq, i0 = (t % nq) * ST_ATTN_QBLOCK;
+        const int64_t bh = t % BH, i0 = (nq - 1 - t / BH) * ST_ATTN_QBLOCK;
         const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T;
         forward_block(&pb, s->P, s->drop, bh, i0, i1,
                       pd ? pd + (size_t)omp_get_thread_num() * (size_t)ST_ATTN_QBLOCK * (size_t)T : NULL);

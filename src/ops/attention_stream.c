@@ -107,12 +107,15 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     const int64_t ntask = pb->B * pb->H * nq;
     const size_t per = st_attn_stream_scratch_floats(pb->D, kblock);
     /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every
-     * thread. Causal blocks differ in cost (block q sees q+1 key ranges); the cyclic
-     * schedule(static, 1) interleaves cheap and dear blocks. Each task writes only its own
-     * output rows, so the result does not depend on the thread count. */
-#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
+     * thread. Causal blocks differ in cost (block q sees q+1 key ranges), so tasks go out
+     * dearest first (the last query block of every pair, then the one before, ...) to
+     * whichever thread is free; a cyclic static split gave one thread of two every odd
+     * block. Each task writes only its own output rows, so the result does not depend on
+     * the thread count or on which thread runs a task. */
+    const int64_t BH = pb->B * pb->H;
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
     for (int64_t t = 0; t < ntask; t++) {
-        const int64_t bh = t / nq, qb = t % nq;
+        const int64_t bh = t % BH, qb = nq - 1 - t / BH;
         const int64_t i0 = qb * ST_ATTN_SQBLOCK;
         const int64_t i1 = i0 + ST_ATTN_SQBLOCK < pb->T ? i0 + ST_ATTN_SQBLOCK : pb->T;
         stream_block(pb, bh, i0, i1, kblock, scratch + (size_t)omp_get_thread_num() * per);

@@ -8,17 +8,38 @@
  * Row sums of exp run in float over blocks of CE_BLOCK entries, the blocks and the row
  * losses are added in double, in a fixed order.
  *
- * st_linear_cross_entropy computes z = x W^T CE_CHUNK rows at a time. In grad mode each
+ * st_linear_cross_entropy computes z = x W^T a chunk of rows at a time. In grad mode each
  * chunk of logits is turned in place into dz/count (g = 1) while it is hot, and two
  * sgemms fold it into dx (N,C) and dW (V,C) buffers; the backward only scales those by
- * the upstream g. Peak extra memory is one (CE_CHUNK,V) chunk plus dW, never (N,V). */
+ * the upstream g. Peak extra memory is one chunk of logits (at most CE_CHUNK_FLOATS) plus
+ * dW, never (N,V). */
 #include "ops_internal.h"
 
 #include <cblas.h>
 #include <math.h>
 
 #define CE_BLOCK 512     /* entries per float partial sum in a row's sum of exp */
-#define CE_CHUNK 256     /* rows of logits per sgemm in the fused op */
+/* Rows per chunk of the fused op. Each of a chunk's three sgemms re-packs the whole
+ * (V,C) head matrix (or the (rows,V) chunk), a cost of 1/rows relative to the 2*rows*V*C
+ * flops: with V = 33280, C = 256 on 2 threads, 256-row chunks ran ~10% below the sgemm
+ * rate of 1024-row chunks. So a big head gets chunks of up to CE_CHUNK_FLOATS logits
+ * (128 MiB); a small head (V*C < CE_BIG_HEAD, where the packing is a few microseconds)
+ * keeps CE_CHUNK rows, which bounds the scratch of small models and keeps the multi-chunk
+ * path exercised by small tests. */
+#define CE_CHUNK 256
+#define CE_CHUNK_FLOATS ((int64_t)1 << 25)
+#define CE_BIG_HEAD ((int64_t)1 << 20)
+
+/* As many rows as the budget allows (at least CE_CHUNK), evened out over the chunks N
+ * needs (multiples of 16) so the last chunk is not a sliver. */
+static int64_t lce_chunk_rows(int64_t N, int64_t V, int64_t C) {
+    int64_t max_rows = CE_CHUNK;
+    if (V * C >= CE_BIG_HEAD && CE_CHUNK_FLOATS / V > max_rows) max_rows = CE_CHUNK_FLOATS / V;
+    if (N <= max_rows) return N;
+    int64_t nchunk = (N + max_rows - 1) / max_rows;
+    int64_t rows = ((N + nchunk - 1) / nchunk + 15) & ~(int64_t)15;
+    return rows < max_rows ? rows : max_rows;
+}
 
 /* --------------------------------------------------------- row kernels ---- */
 static float row_max(const float *restrict z, int64_t V) {
@@ -175,17 +196,26 @@ static void lce_backward(st_ctx *ctx, st_node *n) {
         st_tensor *t = k ? w : x;
         const float *restrict src = k ? sv->dw : sv->dx;
         if (!src || !t->requires_grad) continue;
-        float *restrict d = st_grad(ctx, t);
+        /* g = 1 (a plain loss): x's first gradient is the saved dx buffer itself */
+        if (!k && g == 1.0f && ops_grad_alias(t, sv->dx)) continue;
+        int fresh;
+        float *restrict d = ops_grad_out(ctx, t, &fresh);
         if (!d) return;
         int64_t cnt = st_numel(t);
-        #pragma omp parallel for simd schedule(static) if (cnt > OPS_PAR_MIN)
-        for (int64_t i = 0; i < cnt; i++) d[i] += g * src[i];
+        if (fresh) {
+            #pragma omp parallel for simd schedule(static) if (cnt > OPS_PAR_MIN)
+            for (int64_t i = 0; i < cnt; i++) d[i] = g * src[i];
+        } else {
+            #pragma omp parallel for simd schedule(static) if (cnt > OPS_PAR_MIN)
+            for (int64_t i = 0; i < cnt; i++) d[i] += g * src[i];
+        }
     }
 }
 
 /* One chunk of `rows` rows: logits buf (rows,V) = x W^T, row losses, and in grad mode
- * dx_chunk = dz W, dW += dz^T x with dz = (softmax - onehot) / count. */
-static void lce_chunk(float *buf, double *rowloss, float *dx, float *dw, const float *x,
+ * dx_chunk = dz W, dW (+)= dz^T x with dz = (softmax - onehot) / count (the first chunk
+ * writes dW: dw_beta = 0). */
+static void lce_chunk(float *buf, double *rowloss, float *dx, float *dw, float dw_beta, const float *x,
                       const float *w, const int32_t *targets, int32_t ignore_index,
                       float inv_count, int64_t rows, int64_t C, int64_t V) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)V, (int)C,
@@ -207,9 +237,9 @@ static void lce_chunk(float *buf, double *rowloss, float *dx, float *dw, const f
     if (dx)   /* dx (rows,C) = dz (rows,V) W (V,C) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)C, (int)V,
                     1.0f, buf, (int)V, w, (int)C, 0.0f, dx, (int)C);
-    if (dw)   /* dW (V,C) += dz^T (V,rows) x (rows,C) */
+    if (dw)   /* dW (V,C) (+)= dz^T (V,rows) x (rows,C) */
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)V, (int)C, (int)rows,
-                    1.0f, buf, (int)V, x, (int)C, 1.0f, dw, (int)C);
+                    1.0f, buf, (int)V, x, (int)C, dw_beta, dw, (int)C);
 }
 
 st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
@@ -225,7 +255,7 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     float inv_count = count ? 1.0f / (float)count : 0.0f;
 
     st_tensor *out = ops_scalar(ctx);
-    int64_t chunk = N < CE_CHUNK ? N : CE_CHUNK;
+    int64_t chunk = lce_chunk_rows(N, V, C);
     double *rowloss = out ? st_ctx_alloc(ctx, (size_t)N * sizeof(double), 0) : NULL;
     float *buf = rowloss ? st_ctx_alloc(ctx, (size_t)(chunk * V) * sizeof(float), 0) : NULL;
     if (!buf) return NULL;
@@ -236,12 +266,12 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
         sv->dx = need_dx ? st_ctx_alloc(ctx, (size_t)(N * C) * sizeof(float), 1) : NULL;
         sv->dw = need_dw ? st_ctx_alloc(ctx, (size_t)(V * C) * sizeof(float), 1) : NULL;
         if ((need_dx && !sv->dx) || (need_dw && !sv->dw)) return NULL;
-        if (sv->dw) memset(sv->dw, 0, (size_t)(V * C) * sizeof(float));
     }
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
         int64_t rows = N - r0 < chunk ? N - r0 : chunk;
         lce_chunk(buf, rowloss + r0, sv && sv->dx ? sv->dx + r0 * C : NULL, sv ? sv->dw : NULL,
-                  x->data + r0 * C, w->data, targets + r0, ignore_index, inv_count, rows, C, V);
+                  r0 == 0 ? 0.0f : 1.0f, x->data + r0 * C, w->data, targets + r0, ignore_index,
+                  inv_count, rows, C, V);
     }
     out->data[0] = finish_loss(rowloss, N, count, tok_loss);
     if (sv && !st_record(ctx, "linear_cross_entropy", lce_backward, out, x, w, NULL, NULL, sv))

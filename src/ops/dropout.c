@@ -26,9 +26,10 @@ static void dropout_kernel(float *restrict out, const float *restrict x, int64_t
 
 static void dropout_backward(st_ctx *ctx, st_node *n) {
     const dropout_saved *sv = n->saved;
-    float *dx = st_grad(ctx, n->in[0]);
+    int fresh;
+    float *dx = ops_grad_out(ctx, n->in[0], &fresh);
     if (!dx) return;
-    dropout_kernel(dx, n->out->grad, st_numel(n->out), sv->p, sv->seed, 1);
+    dropout_kernel(dx, n->out->grad, st_numel(n->out), sv->p, sv->seed, !fresh);
 }
 
 st_tensor *st_dropout(st_ctx *ctx, st_tensor *x, float p, uint64_t seed) {

@@ -1,7 +1,9 @@
 /* elementwise.c - residual add, broadcast bias add and scaling by a constant.
  *   add:   y = a + b            da += dy, db += dy
  *   bias:  y = x + b (per row)  dx += dy, db += colsum(dy)
- *   scale: y = s x              dx += s dy */
+ *   scale: y = s x              dx += s dy
+ * A first gradient is written, not accumulated, and add/bias hand dy's buffer itself to
+ * one input (ops_grad_out / ops_grad_alias in ops_internal.h). */
 #include "ops_internal.h"
 
 /* dst += src over n floats (the common backward of all three ops). */
@@ -16,15 +18,39 @@ static void add_forward(float *restrict out, const float *restrict a, const floa
     for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+/* dst (+)= src: a fresh (uninitialised) dst is a copy. */
+static void put_add(float *restrict dst, const float *restrict src, int64_t n, int fresh) {
+    if (!fresh) { acc_add(dst, src, n); return; }
+    #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+/* dy flows unchanged into x: the first input without a gradient takes over dy's buffer
+ * (ops_grad_alias), any other is written or accumulated. */
+static void pass_grad(st_ctx *ctx, st_tensor *t, float *dy, int64_t cnt, int *aliased) {
+    if (!*aliased && ops_grad_alias(t, dy)) { *aliased = 1; return; }
+    int fresh;
+    float *d = ops_grad_out(ctx, t, &fresh);
+    if (d) put_add(d, dy, cnt, fresh);
+}
+
 static void add_backward(st_ctx *ctx, st_node *n) {
     int64_t cnt = st_numel(n->out);
-    /* one input at a time: a and b may be the same tensor (then its grad gets 2 dy) */
+    int aliased = 0;
+    /* one input at a time: a and b may be the same tensor (then its grad gets 2 dy; the
+     * alias is not taken since dy would then be added to itself) */
+    int same = n->in[0] == n->in[1];
     for (int k = 0; k < 2; k++) {
         st_tensor *t = n->in[k];
         if (!t->requires_grad) continue;
-        float *d = st_grad(ctx, t);
-        if (!d) return;
-        acc_add(d, n->out->grad, cnt);
+        if (same) {
+            float *d = st_grad(ctx, t);
+            if (!d) return;
+            acc_add(d, n->out->grad, cnt);
+        } else {
+            pass_grad(ctx, t, n->out->grad, cnt, &aliased);
+            if (ctx->failed) return;
+        }
     }
 }
 
@@ -54,11 +80,12 @@ static void bias_forward(float *restrict out, const float *restrict x, const flo
 static void bias_backward(st_ctx *ctx, st_node *n) {
     st_tensor *x = n->in[0], *b = n->in[1];
     int64_t C = ops_cols(x), N = ops_rows(x);
-    float *dx = NULL, *db = NULL;
-    if (x->requires_grad && !(dx = st_grad(ctx, x))) return;
+    float *db = NULL;
     if (b->requires_grad && !(db = st_grad(ctx, b))) return;
-    if (dx) acc_add(dx, n->out->grad, N * C);
+    /* the bias gradient first: passing dy on to x may hand x the buffer */
     if (db) ops_colsum_acc(db, n->out->grad, N, C);
+    int aliased = 0;
+    if (x->requires_grad) pass_grad(ctx, x, n->out->grad, N * C, &aliased);
 }
 
 st_tensor *st_bias(st_ctx *ctx, st_tensor *x, st_tensor *b) {
@@ -89,9 +116,10 @@ static void scale_kernel(float *restrict out, const float *restrict x, float s, 
 
 static void scale_backward(st_ctx *ctx, st_node *n) {
     const scale_saved *sv = n->saved;
-    float *dx = st_grad(ctx, n->in[0]);
+    int fresh;
+    float *dx = ops_grad_out(ctx, n->in[0], &fresh);
     if (!dx) return;
-    scale_kernel(dx, n->out->grad, sv->s, st_numel(n->out), 1);
+    scale_kernel(dx, n->out->grad, sv->s, st_numel(n->out), !fresh);
 }
 
 st_tensor *st_scale(st_ctx *ctx, st_tensor *x, float s) {

@@ -46,32 +46,40 @@ static void gelu_forward(float *restrict out, const float *restrict x, int64_t n
     }
 }
 
+/* gelu'(x), the two forms */
+static inline float gelu_grad_exact(float v) {
+    return gelu_phi_cdf(v) + v * INV_SQRT2PI * ops_expf(-0.5f * v * v);
+}
+static inline float gelu_grad_tanh(float v) {
+    float u = GELU_K * (v + GELU_A * v * v * v);
+    float s = gelu_sigmoid2(u);
+    return s + v * s * (1.0f - s) * 2.0f * GELU_K * (1.0f + 3.0f * GELU_A * v * v);
+}
+
+/* dx (+)= dout * gelu'(x); acc = 0: dx is a fresh buffer (ops_grad_out), written. */
 static void gelu_backward_kernel(float *restrict dx, const float *restrict dout, const float *restrict x,
-                                 int64_t n, int exact) {
-    if (exact) {
+                                 int64_t n, int exact, int acc) {
+    if (exact && acc) {
         #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            float d = gelu_phi_cdf(v) + v * INV_SQRT2PI * ops_expf(-0.5f * v * v);
-            dx[i] += dout[i] * d;
-        }
+        for (int64_t i = 0; i < n; i++) dx[i] += dout[i] * gelu_grad_exact(x[i]);
+    } else if (exact) {
+        #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) dx[i] = dout[i] * gelu_grad_exact(x[i]);
+    } else if (acc) {
+        #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) dx[i] += dout[i] * gelu_grad_tanh(x[i]);
     } else {
         #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            float u = GELU_K * (v + GELU_A * v * v * v);
-            float s = gelu_sigmoid2(u);
-            float d = s + v * s * (1.0f - s) * 2.0f * GELU_K * (1.0f + 3.0f * GELU_A * v * v);
-            dx[i] += dout[i] * d;
-        }
+        for (int64_t i = 0; i < n; i++) dx[i] = dout[i] * gelu_grad_tanh(x[i]);
     }
 }
 
 static void gelu_backward(st_ctx *ctx, st_node *n) {
     const gelu_saved *sv = n->saved;
-    float *dx = st_grad(ctx, n->in[0]);
+    int fresh;
+    float *dx = ops_grad_out(ctx, n->in[0], &fresh);
     if (!dx) return;
-    gelu_backward_kernel(dx, n->out->grad, n->in[0]->data, st_numel(n->out), sv->exact);
+    gelu_backward_kernel(dx, n->out->grad, n->in[0]->data, st_numel(n->out), sv->exact, !fresh);
 }
 
 st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact) {

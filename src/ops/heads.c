@@ -3,7 +3,8 @@
  *   split_qkv:    q[b,h,t,d] = qkv[b,t,     h*D+d]
  *                 k[b,h,t,d] = qkv[b,t,   C+h*D+d]
  *                 v[b,h,t,d] = qkv[b,t, 2*C+h*D+d]
- * All are permuting copies; the backward of each is the opposite copy, accumulated.
+ * All are permuting copies; the backward of each is the opposite copy, accumulated (or
+ * written, when it is the input's first gradient: ops_grad_out).
  *
  * split_qkv is one node with three outputs. q, k and v are contiguous views into one
  * owner tensor (3B,H,T,D); the node is recorded on q. The first st_grad() on any of the
@@ -33,9 +34,10 @@ static void heads_copy(float *heads, float *tok, int64_t B, int64_t H, int64_t T
 /* ------------------------------------------------------- split / merge ---- */
 static void split_heads_backward(st_ctx *ctx, st_node *n) {
     st_tensor *x = n->in[0], *y = n->out;
-    float *dx = st_grad(ctx, x);
+    int fresh;
+    float *dx = ops_grad_out(ctx, x, &fresh);
     if (!dx) return;
-    heads_copy(y->grad, dx, y->shape[0], y->shape[1], y->shape[2], y->shape[3], x->shape[2], 0, 0, 1);
+    heads_copy(y->grad, dx, y->shape[0], y->shape[1], y->shape[2], y->shape[3], x->shape[2], 0, 0, !fresh);
 }
 
 st_tensor *st_split_heads(st_ctx *ctx, st_tensor *x, int H) {
@@ -53,10 +55,11 @@ st_tensor *st_split_heads(st_ctx *ctx, st_tensor *x, int H) {
 
 static void merge_heads_backward(st_ctx *ctx, st_node *n) {
     st_tensor *x = n->in[0];
-    float *dx = st_grad(ctx, x);
+    int fresh;
+    float *dx = ops_grad_out(ctx, x, &fresh);
     if (!dx) return;
     heads_copy(dx, n->out->grad, x->shape[0], x->shape[1], x->shape[2], x->shape[3],
-               x->shape[1] * x->shape[3], 0, 1, 1);
+               x->shape[1] * x->shape[3], 0, 1, !fresh);
 }
 
 st_tensor *st_merge_heads(st_ctx *ctx, st_tensor *x) {
@@ -75,14 +78,16 @@ st_tensor *st_merge_heads(st_ctx *ctx, st_tensor *x) {
 /* ------------------------------------------------------------ split_qkv ---- */
 static void split_qkv_backward(st_ctx *ctx, st_node *n) {
     st_tensor *qkv = n->in[0], *q = n->out;
-    float *dqkv = st_grad(ctx, qkv);
+    int fresh;
+    float *dqkv = ops_grad_out(ctx, qkv, &fresh);
     if (!dqkv) return;
     /* the owner's gradient holds dq, dk, dv back to back (zeros where none arrived) */
     float *g = q->base->grad;
     int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3], C = H * D;
     int64_t part = B * H * T * D;
+    /* the three copies together cover every column of dqkv: a fresh buffer is written */
     for (int i = 0; i < 3; i++)
-        heads_copy(g + i * part, dqkv, B, H, T, D, 3 * C, i * C, 0, 1);
+        heads_copy(g + i * part, dqkv, B, H, T, D, 3 * C, i * C, 0, !fresh);
 }
 
 /* A contiguous (B,H,T,D) view of owner at element offset off. */

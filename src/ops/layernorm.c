@@ -33,8 +33,9 @@ static void layernorm_forward(float *out, float *mean_out, float *rstd_out, cons
     }
 }
 
-/* part: (nblocks, 2, C) scratch for the per-block dw, db partials (written, not read). */
-static void layernorm_backward_kernel(float *dx, float *dw, float *db, float *part, const float *dout,
+/* part: (nblocks, 2, C) scratch for the per-block dw, db partials (written, not read).
+ * dx_fresh: dx is uninitialised (its first gradient, ops_grad_out) and is written. */
+static void layernorm_backward_kernel(float *dx, int dx_fresh, float *dw, float *db, float *part, const float *dout,
                                       const float *x, const float *w, const float *mean,
                                       const float *rstd, int64_t N, int64_t C) {
     int64_t nblk = (N + LN_BLOCK - 1) / LN_BLOCK;
@@ -61,8 +62,12 @@ static void layernorm_backward_kernel(float *dx, float *dw, float *db, float *pa
             }
             float mg = sg / (float)C, mgx = sgx / (float)C;
             float *restrict d = dx + r * C;
-            for (int64_t c = 0; c < C; c++)
-                d[c] += rs * (g[c] * w[c] - mg - (xr[c] - m) * rs * mgx);
+            if (dx_fresh)
+                for (int64_t c = 0; c < C; c++)
+                    d[c] = rs * (g[c] * w[c] - mg - (xr[c] - m) * rs * mgx);
+            else
+                for (int64_t c = 0; c < C; c++)
+                    d[c] += rs * (g[c] * w[c] - mg - (xr[c] - m) * rs * mgx);
         }
     }
     if (!dw && !db) return;
@@ -88,12 +93,13 @@ static void layernorm_backward(st_ctx *ctx, st_node *n) {
     st_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int64_t C = ops_cols(x), N = ops_rows(x);
     float *dx = NULL, *dw = NULL, *db = NULL;
-    if (x->requires_grad && !(dx = st_grad(ctx, x))) return;
+    int fresh = 0;
+    if (x->requires_grad && !(dx = ops_grad_out(ctx, x, &fresh))) return;
     if (w->requires_grad && !(dw = st_grad(ctx, w))) return;
     if (b->requires_grad && !(db = st_grad(ctx, b))) return;
     float *part = st_ctx_alloc(ctx, (size_t)((N + LN_BLOCK - 1) / LN_BLOCK) * 2 * (size_t)C * sizeof(float), 1);
     if (!part) return;
-    layernorm_backward_kernel(dx, dw, db, part, n->out->grad, x->data, w->data, sv->mean, sv->rstd, N, C);
+    layernorm_backward_kernel(dx, fresh, dw, db, part, n->out->grad, x->data, w->data, sv->mean, sv->rstd, N, C);
 }
 
 st_tensor *st_layernorm(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b, float eps) {

@@ -3,7 +3,8 @@
  *
  *   linear:  y (N,OUT) = x (N,IN) W^T + b      dx += dy W,  dW += dy^T x,  db += colsum(dy)
  *   matmul:  c (M,N)   = a (M,K) b (K,N)       da += dc b^T, db += a^T dc
- * The backward sgemms use beta = 1, which is exactly the "accumulate" rule of the tape. */
+ * The backward sgemms use beta = 1, which is exactly the "accumulate" rule of the tape
+ * (beta = 0 for a linear dx that is the input's first gradient: ops_grad_out). */
 #include "ops_internal.h"
 
 #include <cblas.h>
@@ -22,11 +23,12 @@ static void linear_forward(float *out, const float *x, const float *w, const flo
                 1.0f, x, (int)IN, w, (int)IN, beta, out, (int)OUT);
 }
 
-static void linear_backward_kernel(float *dx, float *dw, float *db, const float *dout,
+/* dx_fresh: dx is a new, uninitialised buffer (ops_grad_out): written with beta = 0. */
+static void linear_backward_kernel(float *dx, int dx_fresh, float *dw, float *db, const float *dout,
                                    const float *x, const float *w, int64_t N, int64_t IN, int64_t OUT) {
-    if (dx)   /* dx (N,IN) += dout (N,OUT) W (OUT,IN) */
+    if (dx)   /* dx (N,IN) (+)= dout (N,OUT) W (OUT,IN) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)IN, (int)OUT,
-                    1.0f, dout, (int)OUT, w, (int)IN, 1.0f, dx, (int)IN);
+                    1.0f, dout, (int)OUT, w, (int)IN, dx_fresh ? 0.0f : 1.0f, dx, (int)IN);
     if (dw)   /* dW (OUT,IN) += dout^T (OUT,N) x (N,IN) */
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OUT, (int)IN, (int)N,
                     1.0f, dout, (int)OUT, x, (int)IN, 1.0f, dw, (int)IN);
@@ -37,10 +39,11 @@ static void linear_backward(st_ctx *ctx, st_node *n) {
     st_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int64_t IN = ops_cols(x), N = ops_rows(x), OUT = w->shape[0];
     float *dx = NULL, *dw = NULL, *db = NULL;
-    if (x->requires_grad && !(dx = st_grad(ctx, x))) return;
+    int fresh = 0;
+    if (x->requires_grad && !(dx = ops_grad_out(ctx, x, &fresh))) return;
     if (w->requires_grad && !(dw = st_grad(ctx, w))) return;
     if (b && b->requires_grad && !(db = st_grad(ctx, b))) return;
-    linear_backward_kernel(dx, dw, db, n->out->grad, x->data, w->data, N, IN, OUT);
+    linear_backward_kernel(dx, fresh, dw, db, n->out->grad, x->data, w->data, N, IN, OUT);
 }
 
 st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {

@@ -26,6 +26,58 @@ static inline st_tensor *ops_scalar(st_ctx *ctx) {
     return st_new(ctx, 1, &one);
 }
 
+/* ---- gradient buffers a backward kernel overwrites instead of accumulating ----
+ * st_grad() hands out a zeroed buffer the first time a tensor receives a gradient, and
+ * every kernel adds into it. For most activations the first contribution is also the
+ * only one, so the memset and the read of zeros are wasted passes over memory. These two
+ * helpers let a kernel skip them safely:
+ *   ops_grad_out(ctx, t, &fresh): the gradient buffer of t; fresh = 1 when none existed
+ *     yet, in which case the buffer is UNINITIALISED and the caller must write every
+ *     element (=, not +=). fresh = 0: an existing buffer, accumulate as usual.
+ *   ops_grad_alias(t, buf): when t has no gradient yet, make buf (numel(t) floats that
+ *     the caller will not touch again) its gradient and return 1. A node's output
+ *     gradient is dead once its backward has run (every consumer of that output was
+ *     recorded later, so ran earlier in reverse order), so an op whose input gradient
+ *     equals its output gradient (residual add, lm-head dx with g = 1) can hand the buffer
+ *     on instead of copying it.
+ * Both only apply when t is its owner's whole buffer (not a slice or strided view) and
+ * its owner has no gradient; otherwise they fall back to st_grad() / return 0.
+ * Parameters always have their gradient block, so they always accumulate. A consequence
+ * of the aliasing (as in PyTorch, where non-leaf .grad is not kept): after st_backward
+ * the grad buffer of an intermediate op output may hold a later gradient; parameters and
+ * other leaves get exactly their own. */
+static inline st_tensor *ops_owner(st_tensor *t, int64_t *off) {
+    *off = 0;
+    while (t->base) { *off += t->offset; t = t->base; }
+    return t;
+}
+
+static inline int ops_grad_whole(st_tensor *t, st_tensor **own) {
+    int64_t off;
+    *own = ops_owner(t, &off);
+    return !t->grad && !(*own)->grad && off == 0 && st_numel(t) == st_numel(*own) && st_is_contiguous(t);
+}
+
+static inline float *ops_grad_out(st_ctx *ctx, st_tensor *t, int *fresh) {
+    st_tensor *own;
+    *fresh = 0;
+    if (!ops_grad_whole(t, &own)) return st_grad(ctx, t);
+    float *g = st_ctx_alloc(ctx, (size_t)st_numel(own) * sizeof(float), 1);
+    if (!g) return NULL;
+    own->grad = g;
+    if (t != own) t->grad = g;
+    *fresh = 1;
+    return g;
+}
+
+static inline int ops_grad_alias(st_tensor *t, float *buf) {
+    st_tensor *own;
+    if (!ops_grad_whole(t, &own)) return 0;
+    own->grad = buf;
+    if (t != own) t->grad = buf;
+    return 1;
+}
+
 /* exp(x) in float, relative error < 1.5 ulp on [-87.33, 88.37]; 0 below, clamped above
  * (88.37 -> 2.4e38), NaN in -> NaN out.
  *   exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]

@@ -47,9 +47,10 @@ static void rope_kernel(float *out, const float *x, const float *cs, int64_t BH,
 static void rope_backward(st_ctx *ctx, st_node *n) {
     const rope_saved *sv = n->saved;
     st_tensor *x = n->in[0];
-    float *dx = st_grad(ctx, x);
+    int fresh;
+    float *dx = ops_grad_out(ctx, x, &fresh);
     if (!dx) return;
-    rope_kernel(dx, n->out->grad, sv->cs, x->shape[0] * x->shape[1], x->shape[2], x->shape[3], -1.0f, 1);
+    rope_kernel(dx, n->out->grad, sv->cs, x->shape[0] * x->shape[1], x->shape[2], x->shape[3], -1.0f, !fresh);
 }
 
 st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0) {

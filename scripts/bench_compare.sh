@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# bench_compare.sh - stretch vs PyTorch (float32, eager) on the same CPU, side by side.
+#
+# Builds stretch (Release), then ALTERNATES `stretch bench` and scripts/bench_torch.py,
+# round after round (the order flips every round), for training presets S and M and for
+# evaluation at L=1024, under one thread count and one BLAS setting for both programs:
+#   OPENBLAS_CORETYPE=SkylakeX (AVX-512 kernels; --haswell adds rounds at Haswell/AVX2),
+#   OMP_WAIT_POLICY=PASSIVE, OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = --threads,
+#   ATEN_CPU_CAPABILITY=avx512 (PyTorch's vectorised elementwise kernels).
+# Both programs link OpenBLAS 0.3 (stretch: the OpenMP build; PyTorch: the system libblas).
+# Every run is wrapped in /usr/bin/time -v for the process's maximum RSS. Then one
+# long-context evaluation of the S model at L = 1024, 4096, 16384 (stretch; PyTorch at
+# 1024 and 4096: its (H,T,T) scores make 16384 impractical).
+# Reports medians over rounds and writes docs/performance.md (and the raw JSON next to it
+# in the work dir).
+#
+# usage: scripts/bench_compare.sh [--rounds N] [--threads N] [--steps-s N] [--steps-m N]
+#                                 [--haswell] [--out FILE] [--work DIR] [--build DIR]
+#                                 [--presets "S M"] [--eval-preset S] [--long L1,L2] [--long-torch L1,L2]
+#                                 [--single-thread]   (2 more rounds of S and M with 1 thread each)
+# Default: 3 rounds, 2 threads, 6 timed steps (S), 4 (M): about 6 minutes on an idle
+# 2-core machine (several times that when other jobs share the cores).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=3 THREADS=2 STEPS_S=6 STEPS_M=4 HASWELL=0 SINGLE=0
+PRESETS="S M" EVAL_PRESET=S LONG="1024,4096,16384" LONG_TORCH="1024,4096"
+OUT="$ROOT/docs/performance.md"
+WORK="${TMPDIR:-/tmp}/stretch-bench-compare"
+BUILD="$ROOT/build-bench"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) ROUNDS=$2; shift 2 ;;
+        --threads) THREADS=$2; shift 2 ;;
+        --steps-s) STEPS_S=$2; shift 2 ;;
+        --steps-m) STEPS_M=$2; shift 2 ;;
+        --haswell) HASWELL=1; shift ;;
+        --single-thread) SINGLE=1; shift ;;
+        --presets) PRESETS=$2; shift 2 ;;
+        --eval-preset) EVAL_PRESET=$2; shift 2 ;;
+        --long) LONG=$2; shift 2 ;;
+        --long-torch) LONG_TORCH=$2; shift 2 ;;
+        --out) OUT=$2; shift 2 ;;
+        --work) WORK=$2; shift 2 ;;
+        --build) BUILD=$2; shift 2 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        *) echo "bench_compare.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+PY=/usr/bin/python3
+$PY -c 'import torch' 2>/dev/null || { echo "bench_compare.sh: $PY has no torch (apt-get install python3-torch)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "bench_compare.sh: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
+
+echo "== building stretch in $BUILD" >&2
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j"$THREADS" --target stretch >/dev/null
+STRETCH="$BUILD/stretch"
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+export OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE ATEN_CPU_CAPABILITY=avx512
+uptime > "$WORK/load_start.txt"
+START=$(date +%s)
+
+# run NAME CMD...: JSON to $WORK/NAME.json, /usr/bin/time -v output to $WORK/NAME.time
+run() {
+    local name=$1; shift
+    echo "== $name" >&2
+    /usr/bin/time -v -o "$WORK/$name.time" "$@" --json "$WORK/$name.json" > "$WORK/$name.out" 2> "$WORK/$name.err" || {
+        echo "bench_compare.sh: $name failed:" >&2; tail -5 "$WORK/$name.err" >&2; exit 1; }
+}
+stretch_run() { run "$1" "$STRETCH" bench --threads "$THREADS" "${@:2}"; }
+torch_run() { run "$1" "$PY" "$ROOT/scripts/bench_torch.py" --threads "$THREADS" "${@:2}"; }
+# (a later --threads in the arguments overrides the default: both parsers keep the last one)
+
+# one round for one core type and thread count (label names the files); the program
+# order flips every round; eval rounds only with the main thread count
+round() {
+    local core=$1 r=$2 th=$3 label=$4 order
+    export OPENBLAS_CORETYPE=$core OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th
+    if [ $((r % 2)) -eq 1 ]; then order="stretch torch"; else order="torch stretch"; fi
+    for p in $PRESETS; do
+        local steps=$STEPS_S
+        [ "$p" = M ] && steps=$STEPS_M
+        for prog in $order; do
+            ${prog}_run "${prog}_${label}_train_${p}_r$r" --preset "$p" --steps "$steps" --warmup 1 --no-eval --threads "$th"
+        done
+    done
+    [ "$th" = "$THREADS" ] || return 0
+    for prog in $order; do
+        ${prog}_run "${prog}_${label}_eval_r$r" --preset "$EVAL_PRESET" --no-train --eval 1024 --eval-reps 5 --sgemm-reps 3
+    done
+}
+
+for r in $(seq 1 "$ROUNDS"); do round SkylakeX "$r" "$THREADS" SkylakeX; done
+if [ "$HASWELL" = 1 ]; then for r in 1 2; do round Haswell "$r" "$THREADS" Haswell; done; fi
+if [ "$SINGLE" = 1 ]; then for r in 1 2; do round SkylakeX "$r" 1 SkylakeX-t1; done; fi
+export OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
+stretch_run stretch_long --preset "$EVAL_PRESET" --no-train --eval "$LONG" --eval-reps 1 --sgemm-reps 3
+torch_run torch_long --preset "$EVAL_PRESET" --no-train --eval "$LONG_TORCH" --eval-reps 1 --sgemm-reps 3
+uptime > "$WORK/load_end.txt"
+ELAPSED=$(( $(date +%s) - START ))
+
+$PY - "$WORK" "$OUT" "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$ROOT" "$PRESETS" "$EVAL_PRESET" "$SINGLE" <<'EOF'
+import glob, json, os, platform, re, statistics, subprocess, sys, time
+
+work, out, rounds, threads, elapsed, haswell, root, presets, eval_preset, single = sys.argv[1:11]
+single = int(single)
+presets = presets.split()
+rounds, threads, elapsed, haswell = int(rounds), int(threads), int(elapsed), int(haswell)
+
+def load(name):
+    with open(os.path.join(work, name + ".json")) as f:
+        j = json.load(f)
+    with open(os.path.join(work, name + ".time")) as f:
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", f.read())
+    j["max_rss_bytes"] = int(m.group(1)) * 1024 if m else 0
+    return j
+
+def runs(prog, core, kind, preset=None):
+    pat = f"{prog}_{core}_{kind}_{preset}_r*.json" if preset else f"{prog}_{core}_{kind}_r*.json"
+    return [load(os.path.basename(p)[:-5]) for p in sorted(glob.glob(os.path.join(work, pat)))]
+
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+mib = lambda b: b / 2**20
+
+def cmd(c):
+    try:
+        return subprocess.run(c, shell=True, capture_output=True, text=True, cwd=root).stdout.strip()
+    except Exception:
+        return ""
+
+lines = []
+P = lines.append
+cpu = cmd("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
+commit = cmd("git rev-parse --short HEAD") + (" + uncommitted changes" if cmd("git status --porcelain -- src include") else "")
+torch_v = cmd("/usr/bin/python3 -c 'import torch; print(torch.__version__)'")
+blas = cmd("ls /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas*.so.* 2>/dev/null | head -1")
+
+P("# Performance: stretch vs PyTorch on the same CPU")
+P("")
+P(f"Generated by `scripts/bench_compare.sh` on {time.strftime('%Y-%m-%d %H:%M %Z')} "
+  f"(stretch {commit}), {elapsed // 60} min {elapsed % 60} s.")
+P("")
+P("## Environment")
+P("")
+P(f"- CPU: {cpu}, {os.cpu_count()} cores; {threads} threads for both programs "
+  f"(OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = {threads}).")
+P(f"- BLAS: OpenBLAS 0.3 for both (stretch: OpenMP build, `{os.path.basename(blas) or 'libopenblas'}`; "
+  "PyTorch: the system `libblas.so.3` alternative, the pthreads build).")
+P("- `OPENBLAS_CORETYPE=SkylakeX` (AVX-512 sgemm kernels), `OMP_WAIT_POLICY=PASSIVE`, "
+  "`ATEN_CPU_CAPABILITY=avx512` (PyTorch elementwise kernels).")
+P(f"- PyTorch {torch_v}, eager mode, float32; stretch Release build (-O3 -march=native).")
+P(f"- Machine load while measuring: start `{open(os.path.join(work, 'load_start.txt')).read().strip()}`, "
+  f"end `{open(os.path.join(work, 'load_end.txt')).read().strip()}`. Other jobs sharing the cores slow "
+  "both programs alike (the runs alternate), but they lower absolute tokens/s and the sgemm rate; "
+  "the ratios are the robust figures.")
+P("")
+P("## What is measured")
+P("")
+P("The same model in both programs: pre-LN GPT, tied embeddings, GELU (tanh) MLP 4x, ALiBi, "
+  "GPT-2 initialisation, random token ids. A training step is forward + loss, backward, "
+  "global-norm clip (1.0) and AdamW (0.9/0.95, wd 0.1 on matrices and the embedding) and "
+  "zero-grad. tokens/s = B*T / median step time. Model FLOPs per token = 6N + 6LTd "
+  "(N = parameter count). MFU = FLOPs/token x tokens/s / the best 2048^3 sgemm rate measured in the "
+  "same run (up front and after every timed step); \"MFU (interleaved)\" divides by the median of "
+  "the sgemm runs interleaved with the steps, i.e. the BLAS limit under the same load; \"CPU eff.\" "
+  "is model FLOPs per CPU-second over sgemm FLOPs per CPU-second (least sensitive to other jobs). "
+  "Peak RSS is the whole process's maximum resident set (`/usr/bin/time -v`), Python and libraries "
+  "included for PyTorch. Evaluation is inference mode (stretch) / `torch.no_grad()` (PyTorch), "
+  "batch 1, forward + mean loss.")
+P("")
+
+def train_table(core, title=None, n_rounds=None):
+    P(f"## {title or f'Training ({core}, {threads} threads'}, medians over {n_rounds or rounds} alternating rounds)")
+    P("")
+    P("| preset (V, layers, d, heads, B, T) | stretch tok/s | PyTorch tok/s | ratio | stretch MFU "
+      "| PyTorch MFU | stretch MFU (interleaved) | PyTorch MFU (interleaved) | stretch CPU eff. "
+      "| PyTorch CPU eff. | stretch peak RSS | PyTorch peak RSS |")
+    P("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    detail = []
+    for p in presets:
+        s, t = runs("stretch", core, "train", p), runs("torch", core, "train", p)
+        if not s or not t:
+            continue
+        c = s[0]["config"]
+        g = lambda rs, k: med([x["train"][k] for x in rs])
+        st, tt = g(s, "tokens_per_s"), g(t, "tokens_per_s")
+        P(f"| {p} ({c['vocab_size']}, {c['n_layers']}, {c['d_model']}, {c['n_heads']}, {c['B']}, {c['T']}) "
+          f"| {st:,.0f} | {tt:,.0f} | **{st / tt:.2f}x** | {100 * g(s, 'mfu'):.1f}% | {100 * g(t, 'mfu'):.1f}% "
+          f"| {100 * g(s, 'mfu_interleaved'):.1f}% | {100 * g(t, 'mfu_interleaved'):.1f}% "
+          f"| {100 * g(s, 'cpu_efficiency'):.1f}% | {100 * g(t, 'cpu_efficiency'):.1f}% "
+          f"| {mib(med([x['max_rss_bytes'] for x in s])):,.0f} MiB | {mib(med([x['max_rss_bytes'] for x in t])):,.0f} MiB |")
+        detail.append((p, s, t))
+    P("")
+    P("Step split (medians, seconds) and the sgemm rates of the same runs:")
+    P("")
+    P("| preset | program | forward | backward | optimiser | step | CPU s/step | sgemm best GFLOPS | sgemm interleaved | per round tok/s |")
+    P("|---|---|---|---|---|---|---|---|---|---|")
+    for p, s, t in detail:
+        for name, rs in (("stretch", s), ("PyTorch", t)):
+            g = lambda k: med([x["train"][k] for x in rs])
+            P(f"| {p} | {name} | {g('forward_s'):.3f} | {g('backward_s'):.3f} | {g('optim_s'):.3f} | {g('step_s'):.3f} "
+              f"| {g('step_cpu_s'):.3f} | {med([x['sgemm']['gflops_best'] for x in rs]):.0f} "
+              f"| {med([x['sgemm']['gflops_interleaved'] for x in rs]):.0f} "
+              f"| {', '.join(format(x['train']['tokens_per_s'], ',.0f') for x in rs)} |")
+    P("")
+    P("(stretch's forward includes the LM-head gradient: the fused head + loss forms dlogits, dx and "
+      "dW chunk by chunk while the logits are hot; the backward only scales them.)")
+    P("")
+
+train_table("SkylakeX")
+if haswell:
+    train_table("Haswell", n_rounds=2)
+if single:
+    train_table("SkylakeX-t1", title="Training at 1 thread (SkylakeX; each program on one core", n_rounds=2)
+    P("One thread each: on a shared machine this is the cleanest comparison of the two "
+      "implementations, since neither program's threads have to share a core.")
+    P("")
+
+P(f"## Evaluation at L = 1024 (preset {eval_preset} model, batch 1)")
+P("")
+P("| program | tokens/s (median) | per round | peak RSS |")
+P("|---|---|---|---|")
+ev = {}
+for prog, name in (("stretch", "stretch"), ("torch", "PyTorch")):
+    rs = runs(prog, "SkylakeX", "eval")
+    if rs:
+        tps = [x["eval"][0]["tokens_per_s"] for x in rs]
+        ev[prog] = med(tps)
+        P(f"| {name} | {med(tps):,.0f} | {', '.join(format(v, ',.0f') for v in tps)} | "
+          f"{mib(med([x['max_rss_bytes'] for x in rs])):,.0f} MiB |")
+if len(ev) == 2:
+    P("")
+    P(f"stretch / PyTorch: **{ev['stretch'] / ev['torch']:.2f}x**.")
+P("")
+
+P(f"## Long context (preset {eval_preset} model, batch 1, one timed forward each)")
+P("")
+P("stretch's inference attention streams over key blocks with an online softmax (no (T,T) "
+  "buffer), so memory grows linearly with L; PyTorch's eager attention holds (H,T,T) scores.")
+P("")
+P("| L | stretch tok/s | stretch peak RSS (phase) | stretch arena | PyTorch tok/s | PyTorch peak RSS (phase) |")
+P("|---|---|---|---|---|---|")
+sl, tl = load("stretch_long"), load("torch_long")
+tmap = {e["L"]: e for e in tl["eval"]}
+for e in sl["eval"]:
+    t = tmap.get(e["L"])
+    t_tps = format(t["tokens_per_s"], ",.0f") if t else "not run (T x T scores)"
+    t_rss = format(mib(t["peak_rss_bytes"]), ",.0f") + " MiB" if t else "-"
+    P(f"| {e['L']:,} | {e['tokens_per_s']:,.0f} | {mib(e['peak_rss_bytes']):,.0f} MiB | {mib(e['arena_bytes']):,.0f} MiB "
+      f"| {t_tps} | {t_rss} |")
+P("")
+P("## Where the time goes")
+P("")
+P("`perf record` of `stretch bench --preset S` / `--preset M` (one thread, so every sample is "
+  "attributed to its caller):")
+P("")
+P("- sgemm is ~83% of a training step (S: 73% in the kernel, 8% packing; M similar). Of the "
+  "step, the fused LM head + loss (`st_linear_cross_entropy`, three sgemms per chunk) is ~55% on "
+  "S and ~40% on M, the linear layers ~20% (S) / ~45% (M), attention ~3% (S) / ~7% (M, its "
+  "64-row blocks run small sgemms at ~60% of the large-sgemm rate), and everything else "
+  "(LayerNorm, GELU, residual adds, head split/merge, AdamW, zero-grad) ~6-8% together.")
+P("- Per CPU-second a step therefore runs at ~80-90% of the 2048^3 sgemm rate (\"CPU eff.\" "
+  "above). The rest of the gap between MFU and that figure is thread scaling: with other "
+  "jobs on the machine our two threads often share one core (CFS autogroups), and then "
+  "OpenBLAS's own hand-offs between its threads and the cache traffic of time-slicing cost "
+  "both programs alike.")
+P("")
+P("## What was optimised (issue #7)")
+P("")
+P("- Fused head + loss chunks sized by memory (up to 32 Mi logits, 128 MiB) instead of 256 "
+  "rows: each chunk's three sgemms re-pack the (V,d) head matrix, a cost of 1/rows; the first "
+  "chunk writes dW with beta = 0 instead of a memset + accumulate.")
+P("- First gradients are written, not accumulated: a backward kernel whose input has no "
+  "gradient yet gets an uninitialised buffer and writes it (linear dx via sgemm beta = 0, "
+  "LayerNorm, GELU, dropout, RoPE, head split/merge, scale), and residual adds / bias / the "
+  "fused head hand their output gradient buffer to one input instead of copying it "
+  "(`ops_grad_out` / `ops_grad_alias`, src/ops/ops_internal.h). Removes a memset and a "
+  "read-modify-write pass per activation gradient.")
+P("- Parameter zero-grad split over the threads (memory-bound, 4 bytes x N per step).")
+P("- Attention tasks handed out dearest-first with dynamic scheduling (grad-mode forward, "
+  "backward and the streamed inference kernel): the cyclic static split gave one of two threads "
+  "every odd causal block, 25-50% more work at T = 512-256.")
+P("- Measured: one-thread CPU time per S step 1.66-1.69 s before, 1.61-1.64 s after (paired "
+  "runs); the changes are a few percent each, at the level of the machine's noise, because the "
+  "step was already sgemm-bound. Tried and dropped (no gain): 128/256-row attention blocks, "
+  "transposing K so QK^T is an NN sgemm, full-N head chunks, splitting sgemms into "
+  "dynamically scheduled single-threaded tiles.")
+P("")
+P("## Limits")
+P("")
+P("- A training step cannot beat the sgemm rate: ~83% of it is sgemm, and OpenBLAS packs "
+  "operands for every call. The remaining non-sgemm ~15% is spread over many small passes.")
+P("- Absolute figures here depend on the machine's load at the time; with both cores free the "
+  "2-thread sgemm peak of this CPU is ~386 GFLOPS (AVX-512), several times the rates above.")
+P("- `OMP_WAIT_POLICY` matters a lot on a shared machine: with libgomp's default spinning a "
+  "tiny model's step was 80x slower under load, so `stretch bench` defaults to PASSIVE "
+  "(it re-executes itself with the variable set; libgomp reads it at start-up).")
+P("")
+P("## Reproduce")
+P("")
+P("```")
+P(f"scripts/bench_compare.sh --rounds {rounds} --threads {threads}" + (" --haswell" if haswell else "")
+  + (" --single-thread" if single else "")
+  + ("" if presets == ["S", "M"] else f" --presets '{' '.join(presets)}' --eval-preset {eval_preset}"))
+P("# one configuration by hand (the bench re-executes itself to apply --coretype / --omp-wait):")
+P("build/stretch bench --preset M --coretype SkylakeX --json m.json")
+P("OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 scripts/bench_torch.py --preset M")
+P("```")
+P("")
+P(f"Raw JSON and logs of this run: `{work}` (not kept in the repository).")
+with open(out, "w") as f:
+    f.write("\n".join(lines) + "\n")
+print(f"wrote {out}", file=sys.stderr)
+EOF

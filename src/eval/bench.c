@@ -1,0 +1,410 @@
+/* bench.c - `stretch bench`: sgemm peak, training step split, evaluation speed and memory
+ * (definitions in include/st_bench.h).
+ *
+ * Timing policy: every figure is a median over repeated runs of the same work, so a
+ * burst of load from another process moves one sample, not the result. The training
+ * step is the trainer's step without data loading or logging:
+ *   forward   st_ctx_begin + st_model_loss          (arena reset, tape recorded)
+ *   backward  st_backward                           (activation and parameter grads)
+ *   optimiser st_grad_norm, st_clip_grad, st_optim_step (AdamW), st_params_zero_grad
+ * The first step of a shape sizes the arena (extra chunks, consolidated at the next
+ * reset); at least one untimed warmup step always runs so timed steps allocate nothing. */
+#define _GNU_SOURCE
+#include "st_bench.h"
+#include "st_tensor.h"
+#include "st_train.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------- presets ---- */
+typedef struct preset { const char *name; int V, L, d, H; int64_t B, T; int steps, warmup;
+                        int n_eval; int64_t eval[3]; } preset;
+static const preset presets[] = {
+    {"tiny", 512,   2,  64,  4, 4, 64,  5, 1, 2, {256, 1024, 0}},
+    {"S",    33280, 4,  256, 8, 8, 256, 10, 2, 3, {1024, 4096, 16384}},
+    {"M",    33280, 6,  512, 8, 4, 512, 8, 2, 3, {1024, 4096, 16384}},
+    {"G",    50304, 12, 768, 12, 4, 256, 6, 2, 2, {1024, 4096, 0}},
+};
+
+int st_bench_preset(const char *name, st_bench_config *c, st_error *e) {
+    const preset *p = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (strcmp(presets[i].name, name) == 0) p = &presets[i];
+    if (!p) return st_fail(e, ST_ERR_CONFIG, "bench: --preset: unknown preset '%s' (tiny, S, M, G)", name);
+    memset(c, 0, sizeof *c);
+    snprintf(c->preset, sizeof c->preset, "%s", p->name);
+    st_model_config_default(&c->model);
+    c->model.vocab_size = p->V;
+    c->model.n_layers = p->L;
+    c->model.d_model = p->d;
+    c->model.n_heads = p->H;
+    c->model.pos = ST_POS_ALIBI;
+    c->B = p->B;
+    c->T = p->T;
+    c->steps = p->steps;
+    c->warmup = p->warmup;
+    c->lr = 3e-4f;
+    c->clip_norm = 1.0f;
+    c->n_eval = p->n_eval;
+    for (int i = 0; i < p->n_eval; i++) c->eval_lengths[i] = p->eval[i];
+    c->eval_B = 1;
+    c->eval_reps = 2;
+    c->sgemm_n = 2048;
+    c->sgemm_reps = 8;
+    c->threads = 0;
+    c->seed = 1234;
+    return ST_OK;
+}
+
+double st_bench_flops_per_token(size_t n_params, const st_model_config *m, int64_t T) {
+    return 6.0 * (double)n_params + 6.0 * (double)m->n_layers * (double)T * (double)m->d_model;
+}
+
+/* ------------------------------------------------------------- helpers ---- */
+/* CPU seconds of the whole process (all threads): on a shared machine the wall time of a
+ * step depends on the neighbours, the CPU time much less (waiting threads sleep under
+ * OMP_WAIT_POLICY=PASSIVE), so it is reported next to the wall time. */
+static double cpu_time(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    if (n <= 0) return 0.0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Start a new peak-RSS window: writing "5" to clear_refs sets VmHWM to the current RSS
+ * (Linux >= 4.0). Without it the figures are process-wide peaks (still upper bounds). */
+static void reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return;
+    fputs("5", f);
+    fclose(f);
+}
+
+static void random_ids(int32_t *ids, size_t n, int V, uint64_t seed) {
+    st_rng r;
+    st_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) ids[i] = (int32_t)st_rng_below(&r, (uint64_t)V);
+}
+
+/* ---------------------------------------------------------- sgemm peak ---- */
+typedef struct sgemm_probe {
+    float *a, *b, *out;
+    int n;
+    double flops;
+} sgemm_probe;
+
+static int probe_init(sgemm_probe *p, int n, uint64_t seed, st_error *e) {
+    const size_t nn = (size_t)n * (size_t)n;
+    p->n = n;
+    p->flops = 2.0 * (double)n * (double)n * (double)n;
+    p->a = st_aligned_alloc(3 * nn * sizeof(float), e);
+    if (!p->a) return ST_ERR_MEMORY;
+    p->b = p->a + nn;
+    p->out = p->b + nn;
+    st_rng rng;
+    st_rng_seed(&rng, seed);
+    for (size_t i = 0; i < 2 * nn; i++) p->a[i] = (float)st_rng_uniform(&rng) - 0.5f;
+    memset(p->out, 0, nn * sizeof(float));
+    return ST_OK;
+}
+
+/* One n^3 sgemm: GFLOPS over wall time and over CPU time (all threads). */
+static double probe_run(sgemm_probe *p, double *cpu_gflops) {
+    const int n = p->n;
+    double c0 = cpu_time(), t0 = st_time();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, p->a, n, p->b, n,
+                0.0f, p->out, n);
+    double dt = st_time() - t0, dc = cpu_time() - c0;
+    if (cpu_gflops) *cpu_gflops = dc > 0 ? p->flops / dc * 1e-9 : 0.0;
+    return p->flops / dt * 1e-9;
+}
+
+static int sgemm_peak(const st_bench_config *c, sgemm_probe *p, st_bench_result *r, st_error *e) {
+    double *rate = st_calloc((size_t)c->sgemm_reps, sizeof *rate, e);
+    if (!rate) return ST_ERR_MEMORY;
+    probe_run(p, NULL);   /* untimed: thread pool start-up, page faults */
+    for (int k = 0; k < c->sgemm_reps; k++) {
+        double cg;
+        rate[k] = probe_run(p, &cg);
+        if (rate[k] > r->sgemm_gflops) r->sgemm_gflops = rate[k];
+        if (cg > r->sgemm_cpu_gflops) r->sgemm_cpu_gflops = cg;
+    }
+    r->sgemm_gflops_median = median(rate, c->sgemm_reps);
+    free(rate);
+    st_log(ST_LOG_INFO, "bench: sgemm %d^3: best %.1f GFLOPS, median %.1f (%.1f per CPU-second)",
+           c->sgemm_n, r->sgemm_gflops, r->sgemm_gflops_median, r->sgemm_cpu_gflops);
+    return ST_OK;
+}
+
+/* ------------------------------------------------------------ training ---- */
+/* Timed samples per step, in this order in bench_train's array. */
+enum { S_FWD, S_BWD, S_OPT, S_STEP, S_CPU, S_GEMM, S_N };
+
+static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe,
+                       st_bench_result *r, st_error *e) {
+    const int64_t B = c->B, T = c->T, n = B * T;
+    const int warmup = c->warmup > 0 ? c->warmup : 1, steps = c->steps;
+    int rc = ST_OK;
+    st_arena arena;
+    st_ctx ctx;
+    st_optim opt;
+    memset(&opt, 0, sizeof opt);
+    int32_t *ids = st_malloc((size_t)(2 * n) * sizeof(int32_t), e);
+    double *t = st_calloc((size_t)(S_N * steps), sizeof(double), e);
+    if (!ids || !t) { free(ids); free(t); return ST_ERR_MEMORY; }
+    int32_t *tg = ids + n;
+    random_ids(ids, (size_t)(2 * n), c->model.vocab_size, c->seed + 1);
+
+    st_optim_config oc = {.name = ST_OPT_ADAMW, .lr = c->lr, .beta1 = 0.9f, .beta2 = 0.95f,
+                          .eps = 1e-8f, .weight_decay = 0.1f,
+                          .no_decay = ST_NODECAY_BIAS | ST_NODECAY_NORM};
+    reset_peak_rss();
+    if ((rc = st_arena_init(&arena, (size_t)64 << 20, (size_t)-1, e))) goto out_ids;
+    if ((rc = st_ctx_init(&ctx, &arena, 1 << 16, e))) goto out_arena;
+    if ((rc = st_optim_init(&opt, &oc, &m->params, e))) goto out_ctx;
+    st_params_zero_grad(&m->params);
+
+    for (int s = 0; s < warmup + steps; s++) {
+        double c0 = cpu_time(), t0 = st_time();
+        st_ctx_begin(&ctx, 1, 1);
+        st_tensor *loss = st_model_loss(m, &ctx, ids, tg, B, T, (uint64_t)s, NULL, e);
+        if (!loss) { rc = e && e->code ? e->code : st_ctx_check(&ctx, e); goto out_opt; }
+        double t1 = st_time();
+        if ((rc = st_backward(&ctx, loss, 1.0f, e))) goto out_opt;
+        double t2 = st_time();
+        double gn = st_grad_norm(&opt, &m->params);
+        if (!isfinite(gn) || !isfinite(loss->data[0])) {
+            rc = st_fail(e, ST_ERR_NUMERIC, "bench: step %d: non-finite loss or gradient", s);
+            goto out_opt;
+        }
+        st_clip_grad(&opt, &m->params, gn, c->clip_norm);
+        st_optim_step(&opt, &m->params, c->lr, s + 1);
+        st_params_zero_grad(&m->params);
+        double t3 = st_time(), c3 = cpu_time();
+        if (s == 0) r->loss_first = loss->data[0];
+        r->loss_last = loss->data[0];
+        if (s >= warmup) {
+            double *ts = t + (size_t)S_N * (size_t)(s - warmup);
+            ts[S_FWD] = t1 - t0; ts[S_BWD] = t2 - t1; ts[S_OPT] = t3 - t2;
+            ts[S_STEP] = t3 - t0; ts[S_CPU] = c3 - c0;
+            if (probe) {   /* the BLAS limit under the load the step just saw */
+                double cg;
+                ts[S_GEMM] = probe_run(probe, &cg);
+                if (ts[S_GEMM] > r->sgemm_gflops) r->sgemm_gflops = ts[S_GEMM];
+                if (cg > r->sgemm_cpu_gflops) r->sgemm_cpu_gflops = cg;
+            }
+        }
+        st_log(ST_LOG_DEBUG, "bench: step %d: %.3f s (fwd %.3f bwd %.3f opt %.3f) loss %.4f",
+               s, t3 - t0, t1 - t0, t2 - t1, t3 - t2, loss->data[0]);
+    }
+    r->train_arena = arena.high_water;
+    r->train_peak_rss = st_peak_rss();
+    if (steps > 0) {
+        double col[S_N][steps > 0 ? steps : 1], sum = 0;
+        for (int k = 0; k < steps; k++) {
+            for (int j = 0; j < S_N; j++) col[j][k] = t[(size_t)S_N * (size_t)k + (size_t)j];
+            sum += col[S_STEP][k];
+        }
+        r->step_mean_s = sum / steps;
+        r->fwd_s = median(col[S_FWD], steps);
+        r->bwd_s = median(col[S_BWD], steps);
+        r->opt_s = median(col[S_OPT], steps);
+        r->step_s = median(col[S_STEP], steps);
+        r->step_cpu_s = median(col[S_CPU], steps);
+        if (probe) r->sgemm_inter_gflops = median(col[S_GEMM], steps);
+        const double fl = r->flops_per_token * (double)n;   /* model flops per step */
+        r->tokens_per_s = (double)n / r->step_s;
+        r->mfu = r->sgemm_gflops > 0 ? fl / r->step_s / (r->sgemm_gflops * 1e9) : 0.0;
+        r->mfu_inter = r->sgemm_inter_gflops > 0 ? fl / r->step_s / (r->sgemm_inter_gflops * 1e9) : 0.0;
+        r->cpu_eff = r->sgemm_cpu_gflops > 0 ? fl / r->step_cpu_s / (r->sgemm_cpu_gflops * 1e9) : 0.0;
+        st_log(ST_LOG_INFO, "bench: train B=%lld T=%lld: %.3f s/step (fwd %.3f bwd %.3f opt %.3f), "
+               "%.0f tokens/s, MFU %.1f%% (%.1f%% vs interleaved sgemm), %.3f CPU s/step (%.1f%% of the "
+               "sgemm rate per CPU-second)", (long long)B, (long long)T, r->step_s, r->fwd_s, r->bwd_s,
+               r->opt_s, r->tokens_per_s, 100.0 * r->mfu, 100.0 * r->mfu_inter, r->step_cpu_s,
+               100.0 * r->cpu_eff);
+    }
+out_opt:
+    st_optim_free(&opt);
+out_ctx:
+    st_ctx_free(&ctx);
+out_arena:
+    st_arena_free(&arena);
+out_ids:
+    free(ids);
+    free(t);
+    return rc;
+}
+
+/* ---------------------------------------------------------- evaluation ---- */
+static int bench_eval_one(st_model *m, const st_bench_config *c, int64_t L, st_bench_eval *ev,
+                          st_error *e) {
+    const int64_t B = c->eval_B, n = B * L;
+    const int reps = c->eval_reps > 0 ? c->eval_reps : 1;
+    int rc = ST_OK;
+    st_arena arena;
+    st_ctx ctx;
+    int32_t *ids = st_malloc((size_t)(2 * n) * sizeof(int32_t), e);
+    double *t = st_calloc((size_t)reps, sizeof(double), e);
+    if (!ids || !t) { free(ids); free(t); return ST_ERR_MEMORY; }
+    random_ids(ids, (size_t)(2 * n), c->model.vocab_size, c->seed + 2 + (uint64_t)L);
+    reset_peak_rss();
+    if ((rc = st_arena_init(&arena, (size_t)16 << 20, (size_t)-1, e))) goto out_ids;
+    if ((rc = st_ctx_init(&ctx, &arena, 1 << 16, e))) goto out_arena;
+    ev->L = L;
+    ev->B = B;
+    for (int k = -1; k < reps; k++) {   /* k = -1: sizes the arena */
+        double t0 = st_time();
+        st_ctx_begin(&ctx, 0, 0);
+        st_tensor *loss = st_model_loss(m, &ctx, ids, ids + n, B, L, 0, NULL, e);
+        if (!loss) { rc = e && e->code ? e->code : st_ctx_check(&ctx, e); goto out_ctx; }
+        double dt = st_time() - t0;
+        ev->loss = loss->data[0];
+        if (k >= 0) t[k] = dt;
+    }
+    ev->arena_bytes = arena.high_water;
+    ev->peak_rss = st_peak_rss();
+    ev->seconds = median(t, reps);
+    ev->tokens_per_s = (double)n / ev->seconds;
+    st_log(ST_LOG_INFO, "bench: eval L=%lld B=%lld: %.3f s, %.0f tokens/s, peak RSS %.0f MiB",
+           (long long)L, (long long)B, ev->seconds, ev->tokens_per_s, (double)ev->peak_rss / 1048576.0);
+out_ctx:
+    st_ctx_free(&ctx);
+out_arena:
+    st_arena_free(&arena);
+out_ids:
+    free(ids);
+    free(t);
+    return rc;
+}
+
+int st_bench_run(const st_bench_config *c, st_bench_result *r, st_error *e) {
+    memset(r, 0, sizeof *r);
+    if (c->B < 1 || c->T < 1 || c->steps < 0 || c->eval_B < 1 || c->n_eval < 0 || c->n_eval > ST_BENCH_MAX_EVAL)
+        return st_fail(e, ST_ERR_CONFIG, "bench: B, T, eval batch must be >= 1, steps >= 0, at most %d eval lengths",
+                       ST_BENCH_MAX_EVAL);
+    st_set_threads(c->threads);
+    st_blas_query(&r->blas);
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    snprintf(r->coretype_env, sizeof r->coretype_env, "%s", ct ? ct : "");
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    snprintf(r->wait_policy, sizeof r->wait_policy, "%s", wp ? wp : "");
+    int rc;
+    sgemm_probe probe = {0}, *pp = NULL;
+    if (c->sgemm_reps > 0 && c->sgemm_n > 0) {
+        if ((rc = probe_init(&probe, c->sgemm_n, c->seed, e))) return rc;
+        pp = &probe;
+        if ((rc = sgemm_peak(c, pp, r, e))) { st_aligned_free(probe.a); return rc; }
+    }
+    st_model m;
+    if ((rc = st_model_init(&m, &c->model, c->seed, e))) { st_aligned_free(probe.a); return rc; }
+    r->n_params = st_model_num_params(&m);
+    r->flops_per_token = st_bench_flops_per_token(r->n_params, &m.cfg, c->T);
+    if (c->steps > 0) rc = bench_train(&m, c, pp, r, e);
+    st_aligned_free(probe.a);   /* not resident during the evaluation's memory figures */
+    for (int i = 0; !rc && i < c->n_eval; i++) {
+        rc = bench_eval_one(&m, c, c->eval_lengths[i], &r->eval[i], e);
+        if (!rc) r->n_eval = i + 1;
+    }
+    st_model_free(&m);
+    return rc;
+}
+
+/* -------------------------------------------------------------- output ---- */
+static double mib(size_t b) { return (double)b / 1048576.0; }
+
+void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *file) {
+    FILE *f = file;
+    const st_model_config *m = &c->model;
+    fprintf(f, "stretch bench: preset %s  V=%d layers=%d d=%d heads=%d pos=%s  params %.2fM\n",
+            c->preset[0] ? c->preset : "custom", m->vocab_size, m->n_layers, m->d_model, m->n_heads,
+            st_pos_name(m->pos), (double)r->n_params / 1e6);
+    fprintf(f, "BLAS: OpenBLAS core %s (OPENBLAS_CORETYPE=%s), %d BLAS threads, %d OpenMP threads, "
+            "OMP_WAIT_POLICY=%s\n", r->blas.corename, r->coretype_env[0] ? r->coretype_env : "unset",
+            r->blas.blas_threads, r->blas.omp_threads, r->wait_policy[0] ? r->wait_policy : "unset");
+    if (r->sgemm_gflops > 0)
+        fprintf(f, "sgemm %d^3: best %.1f GFLOPS, up-front median %.1f, interleaved median %.1f, "
+                "%.1f per CPU-second\n", c->sgemm_n, r->sgemm_gflops, r->sgemm_gflops_median,
+                r->sgemm_inter_gflops, r->sgemm_cpu_gflops);
+    if (c->steps > 0) {
+        fprintf(f, "\ntraining B=%lld T=%lld, %d timed steps after %d warmup (medians):\n",
+                (long long)c->B, (long long)c->T, c->steps, c->warmup > 0 ? c->warmup : 1);
+        fprintf(f, "  %-10s %-10s %-10s %-10s %-10s %-7s %-9s %s\n", "forward s", "backward s",
+                "optim s", "step s", "tokens/s", "MFU %", "RSS MiB", "loss first -> last");
+        fprintf(f, "  %-10.4f %-10.4f %-10.4f %-10.4f %-10.0f %-7.1f %-9.0f %.4f -> %.4f\n", r->fwd_s,
+                r->bwd_s, r->opt_s, r->step_s, r->tokens_per_s, 100.0 * r->mfu, mib(r->train_peak_rss),
+                r->loss_first, r->loss_last);
+        fprintf(f, "  MFU = %.1f MFLOP/token (6N + 6LTd) x tokens/s / %.1f GFLOPS (best sgemm); %.1f%% of the "
+                "interleaved sgemm;\n  %.3f CPU s/step = %.1f%% of the sgemm rate per CPU-second; arena %.0f MiB\n",
+                r->flops_per_token / 1e6, r->sgemm_gflops, 100.0 * r->mfu_inter, r->step_cpu_s,
+                100.0 * r->cpu_eff, mib(r->train_arena));
+    }
+    if (r->n_eval > 0) {
+        fprintf(f, "\nevaluation (inference mode, st_model_loss):\n");
+        fprintf(f, "  %-8s %-4s %-10s %-11s %-14s %-12s %s\n", "L", "B", "s/forward", "tokens/s",
+                "peak RSS MiB", "arena MiB", "loss");
+        for (int i = 0; i < r->n_eval; i++) {
+            const st_bench_eval *v = &r->eval[i];
+            fprintf(f, "  %-8lld %-4lld %-10.4f %-11.0f %-14.0f %-12.0f %.4f\n", (long long)v->L,
+                    (long long)v->B, v->seconds, v->tokens_per_s, mib(v->peak_rss), mib(v->arena_bytes),
+                    v->loss);
+        }
+    }
+}
+
+int st_bench_write_json(const st_bench_config *c, const st_bench_result *r, const char *path,
+                        st_error *e) {
+    FILE *f = fopen(path, "w");
+    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot open for writing", path);
+    const st_model_config *m = &c->model;
+    fprintf(f, "{\n  \"program\": \"stretch\",\n  \"version\": \"%s\",\n  \"preset\": \"%s\",\n", ST_VERSION,
+            c->preset[0] ? c->preset : "custom");
+    fprintf(f, "  \"config\": {\"vocab_size\": %d, \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, "
+               "\"d_ff\": %d, \"pos\": \"%s\", \"B\": %lld, \"T\": %lld, \"steps\": %d, \"warmup\": %d, "
+               "\"lr\": %.9g, \"clip_norm\": %.9g, \"eval_B\": %lld, \"eval_reps\": %d, \"seed\": %llu},\n",
+            m->vocab_size, m->n_layers, m->d_model, m->n_heads, m->d_ff ? m->d_ff : 4 * m->d_model,
+            st_pos_name(m->pos), (long long)c->B, (long long)c->T, c->steps, c->warmup, c->lr,
+            c->clip_norm, (long long)c->eval_B, c->eval_reps, (unsigned long long)c->seed);
+    fprintf(f, "  \"env\": {\"blas_core\": \"%s\", \"openblas_coretype\": \"%s\", \"blas_threads\": %d, "
+               "\"omp_threads\": %d, \"omp_wait_policy\": \"%s\", \"cpu_avx512\": %d},\n",
+            r->blas.corename, r->coretype_env, r->blas.blas_threads, r->blas.omp_threads,
+            r->wait_policy, r->blas.cpu_avx512 != 0);
+    fprintf(f, "  \"sgemm\": {\"n\": %d, \"reps\": %d, \"gflops_best\": %.3f, \"gflops_median\": %.3f, "
+               "\"gflops_interleaved\": %.3f, \"gflops_per_cpu_s\": %.3f},\n",
+            c->sgemm_n, c->sgemm_reps, r->sgemm_gflops, r->sgemm_gflops_median, r->sgemm_inter_gflops,
+            r->sgemm_cpu_gflops);
+    fprintf(f, "  \"n_params\": %zu,\n  \"flops_per_token\": %.6g,\n", r->n_params, r->flops_per_token);
+    if (c->steps > 0)
+        fprintf(f, "  \"train\": {\"forward_s\": %.6f, \"backward_s\": %.6f, \"optim_s\": %.6f, "
+                   "\"step_s\": %.6f, \"step_mean_s\": %.6f, \"step_cpu_s\": %.6f, \"tokens_per_s\": %.3f, \"mfu\": %.5f, \"mfu_interleaved\": %.5f, \"cpu_efficiency\": %.5f, "
+                   "\"peak_rss_bytes\": %zu, \"arena_bytes\": %zu, \"loss_first\": %.6f, \"loss_last\": %.6f},\n",
+                r->fwd_s, r->bwd_s, r->opt_s, r->step_s, r->step_mean_s, r->step_cpu_s, r->tokens_per_s, r->mfu, r->mfu_inter, r->cpu_eff,
+                r->train_peak_rss, r->train_arena, r->loss_first, r->loss_last);
+    else
+        fprintf(f, "  \"train\": null,\n");
+    fprintf(f, "  \"eval\": [");
+    for (int i = 0; i < r->n_eval; i++) {
+        const st_bench_eval *v = &r->eval[i];
+        fprintf(f, "%s\n    {\"L\": %lld, \"B\": %lld, \"seconds\": %.6f, \"tokens_per_s\": %.3f, "
+                   "\"peak_rss_bytes\": %zu, \"arena_bytes\": %zu, \"loss\": %.6f}",
+                i ? "," : "", (long long)v->L, (long long)v->B, v->seconds, v->tokens_per_s, v->peak_rss,
+                v->arena_bytes, v->loss);
+    }
+    fprintf(f, "%s]\n}\n", r->n_eval ? "\n  " : "");
+    if (fclose(f) != 0) return st_fail(e, ST_ERR_IO, "%s: write failed", path);
+    return ST_OK;
+}

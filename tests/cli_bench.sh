@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# cli_bench.sh - `stretch bench` end to end on a tiny model (no timing assertions): the JSON
+# report has every figure, the FLOP count is 6N + 6LTd for the known parameter count, the
+# first loss of random tokens is ~log V, training lowers the loss on the repeated batch,
+# one evaluation entry per requested length, --coretype / --omp-wait re-execute the binary
+# with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set (and PASSIVE is the default), and bad
+# arguments fail with exit code 2.
+set -u
+BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+T=$(mktemp -d "${TMPDIR:-/tmp}/cli_bench.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T"
+fails=0; passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect_rc() { # expected-code description command...
+    local want=$1 what=$2; shift 2
+    "$@" >out.txt 2>err.txt; local rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; cat err.txt; fi
+}
+
+# tiny preset, 3 timed steps, two evaluation lengths, small sgemm probe; the test env
+# exports OPENBLAS_CORETYPE=Haswell, so --coretype SkylakeX forces the re-exec path
+unset OMP_WAIT_POLICY
+expect_rc 0 "bench tiny" "$BIN" bench --preset tiny --steps 3 --warmup 1 --eval 64,256 --eval-reps 1 \
+    --sgemm 256 --sgemm-reps 2 --threads 2 --coretype SkylakeX --json b.json
+grep -q "tokens/s" out.txt && ok || bad "no table on stdout"
+"$PY" - b.json <<'EOF' && ok || bad "bench JSON content"
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+c, t = j["config"], j["train"]
+V, L, d, T = c["vocab_size"], c["n_layers"], c["d_model"], c["T"]
+assert (V, L, d, c["n_heads"], c["B"], T) == (512, 2, 64, 4, 4, 64), c
+# tied embeddings: V d + L (12 d^2 + 13 d) + 2 d
+n = V * d + L * (12 * d * d + 13 * d) + 2 * d
+assert j["n_params"] == n, (j["n_params"], n)
+assert abs(j["flops_per_token"] - (6 * n + 6 * L * T * d)) < 1, j["flops_per_token"]
+assert j["env"]["openblas_coretype"] == "SkylakeX", j["env"]
+assert j["env"]["omp_wait_policy"].upper() == "PASSIVE", j["env"]
+assert j["env"]["omp_threads"] == 2, j["env"]
+for k in ("forward_s", "backward_s", "optim_s", "step_s", "step_cpu_s", "tokens_per_s", "mfu", "cpu_efficiency"):
+    assert t[k] > 0 and math.isfinite(t[k]), (k, t[k])
+assert abs(t["step_s"] * t["tokens_per_s"] - c["B"] * T) < 1e-3 * c["B"] * T, t
+assert abs(t["loss_first"] - math.log(V)) < 0.3, t["loss_first"]
+assert t["loss_last"] < t["loss_first"], t      # AdamW steps on one repeated batch
+assert j["sgemm"]["gflops_best"] > 0 and j["sgemm"]["gflops_interleaved"] > 0, j["sgemm"]
+assert [e["L"] for e in j["eval"]] == [64, 256], j["eval"]
+for e in j["eval"]:
+    assert e["tokens_per_s"] > 0 and e["peak_rss_bytes"] > 0 and e["arena_bytes"] > 0, e
+    assert abs(e["loss"] - math.log(V)) < 0.3, e
+EOF
+
+# evaluation only, default wait policy set by the bench; no sgemm probe -> MFU 0, no crash
+expect_rc 0 "bench eval only" "$BIN" bench --preset tiny --no-train --eval 128 --sgemm-reps 0 --json e.json
+"$PY" -c 'import json,sys; j=json.load(open("e.json")); assert j["train"] is None and len(j["eval"]) == 1, j' && ok || bad "eval-only JSON"
+
+# errors: unknown preset, unknown option, bad value, bad lengths, d not a multiple of heads
+expect_rc 2 "unknown preset" "$BIN" bench --preset XL
+expect_rc 2 "unknown option" "$BIN" bench --preset tiny --frobnicate 1
+expect_rc 2 "bad value" "$BIN" bench --preset tiny --steps -3
+expect_rc 2 "bad eval lengths" "$BIN" bench --preset tiny --eval 64,x
+expect_rc 2 "heads" "$BIN" bench --preset tiny --d 66 --heads 4
+expect_rc 2 "bad wait policy" "$BIN" bench --preset tiny --omp-wait sometimes
+expect_rc 3 "unwritable json" "$BIN" bench --preset tiny --steps 1 --no-eval --sgemm-reps 0 --json /nonexistent/dir/x.json
+
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
