@@ -18,12 +18,13 @@
 #                                 [--haswell] [--out FILE] [--work DIR] [--build DIR]
 #                                 [--presets "S M"] [--eval-preset S] [--long L1,L2] [--long-torch L1,L2]
 #                                 [--single-thread]   (2 more rounds of S and M with 1 thread each)
+#                                 [--report-only]     (rewrite OUT from an earlier run's --work DIR)
 # Default: 3 rounds, 2 threads, 6 timed steps (S), 4 (M): about 6 minutes on an idle
 # 2-core machine (several times that when other jobs share the cores).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROUNDS=3 THREADS=2 STEPS_S=6 STEPS_M=4 HASWELL=0 SINGLE=0
+ROUNDS=3 THREADS=2 STEPS_S=6 STEPS_M=4 HASWELL=0 SINGLE=0 REPORT_ONLY=0
 PRESETS="S M" EVAL_PRESET=S LONG="1024,4096,16384" LONG_TORCH="1024,4096"
 OUT="$ROOT/docs/performance.md"
 WORK="${TMPDIR:-/tmp}/stretch-bench-compare"
@@ -36,6 +37,7 @@ while [ $# -gt 0 ]; do
         --steps-m) STEPS_M=$2; shift 2 ;;
         --haswell) HASWELL=1; shift ;;
         --single-thread) SINGLE=1; shift ;;
+        --report-only) REPORT_ONLY=1; shift ;;
         --presets) PRESETS=$2; shift 2 ;;
         --eval-preset) EVAL_PRESET=$2; shift 2 ;;
         --long) LONG=$2; shift 2 ;;
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
         --out) OUT=$2; shift 2 ;;
         --work) WORK=$2; shift 2 ;;
         --build) BUILD=$2; shift 2 ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "bench_compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -51,6 +53,10 @@ PY=/usr/bin/python3
 $PY -c 'import torch' 2>/dev/null || { echo "bench_compare.sh: $PY has no torch (apt-get install python3-torch)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench_compare.sh: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
 
+if [ "$REPORT_ONLY" = 1 ]; then
+    [ -f "$WORK/meta.sh" ] || { echo "bench_compare.sh: no earlier run in $WORK" >&2; exit 1; }
+    . "$WORK/meta.sh"
+else
 echo "== building stretch in $BUILD" >&2
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j"$THREADS" --target stretch >/dev/null
@@ -100,6 +106,9 @@ stretch_run stretch_long --preset "$EVAL_PRESET" --no-train --eval "$LONG" --eva
 torch_run torch_long --preset "$EVAL_PRESET" --no-train --eval "$LONG_TORCH" --eval-reps 1 --sgemm-reps 3
 uptime > "$WORK/load_end.txt"
 ELAPSED=$(( $(date +%s) - START ))
+printf 'ROUNDS=%s THREADS=%s ELAPSED=%s HASWELL=%s SINGLE=%s EVAL_PRESET=%s\nPRESETS="%s"\n' \
+    "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$SINGLE" "$EVAL_PRESET" "$PRESETS" > "$WORK/meta.sh"
+fi
 
 $PY - "$WORK" "$OUT" "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$ROOT" "$PRESETS" "$EVAL_PRESET" "$SINGLE" <<'EOF'
 import glob, json, os, platform, re, statistics, subprocess, sys, time
@@ -171,6 +180,50 @@ P("The same model in both programs: pre-LN GPT, tied embeddings, GELU (tanh) MLP
   "batch 1, forward + mean loss.")
 P("")
 
+def targets():
+    """The issue #7 targets, checked against this run's medians."""
+    P("## Targets (issue #7) in this run")
+    P("")
+    mark = lambda ok: "met" if ok else "**not met**"
+    rows = []
+    g = lambda rs, k: med([x["train"][k] for x in rs])
+    for p in presets:
+        s, t = runs("stretch", "SkylakeX", "train", p), runs("torch", "SkylakeX", "train", p)
+        if not s or not t:
+            continue
+        r = g(s, "tokens_per_s") / g(t, "tokens_per_s")
+        rows.append(f"- Training {p}: stretch / PyTorch tokens/s = {r:.2f}x (target >= 1.5x): {mark(r >= 1.5)}.")
+        if p == "M":
+            m = g(s, "mfu")
+            rows.append(f"- MFU on M = {100 * m:.1f}% of the sgemm peak measured in the same run (target >= 60%): "
+                        f"{mark(m >= 0.6)}; per CPU-second {100 * g(s, 'cpu_efficiency'):.1f}% of the sgemm rate.")
+        rs, rt = med([x["max_rss_bytes"] for x in s]), med([x["max_rss_bytes"] for x in t])
+        rows.append(f"- Peak RSS training {p}: {mib(rs):,.0f} MiB vs {mib(rt):,.0f} MiB (target: below PyTorch): {mark(rs < rt)}.")
+    es, et = runs("stretch", "SkylakeX", "eval"), runs("torch", "SkylakeX", "eval")
+    if es and et:
+        r = med([x["eval"][0]["tokens_per_s"] for x in es]) / med([x["eval"][0]["tokens_per_s"] for x in et])
+        rows.append(f"- Evaluation tokens/s at L = 1024: {r:.2f}x PyTorch no_grad (target >= 1x): {mark(r >= 1)}.")
+    sl = load("stretch_long")
+    if sl["eval"]:
+        e = sl["eval"][-1]
+        per_tok = [x["arena_bytes"] / x["L"] for x in sl["eval"]]
+        rows.append(f"- Evaluation at L = {e['L']:,} in linear memory: arena {mib(e['arena_bytes']):,.0f} MiB, "
+                    f"{min(per_tok) / 1024:.0f}-{max(per_tok) / 1024:.0f} KiB per token over "
+                    f"L = {', '.join(format(x['L'], ',') for x in sl['eval'])} (no (T,T) buffer): "
+                    f"{mark(e['L'] >= 16384)}.")
+    for r in rows:
+        P(r)
+    P("")
+    P("All figures come from a machine shared with other jobs (see the load averages above): "
+      "the two programs alternate, so the ratios are fair, but with the cores busy both "
+      "programs' two threads mostly share one core and neither scales to two. Per CPU-second "
+      "(\"CPU eff.\") stretch reaches ~75-90% of the sgemm rate against PyTorch's ~55-70%; on "
+      "M, where PyTorch itself runs at ~70% per CPU-second with one thread, no implementation "
+      "can be 1.5x faster per core (the ceiling is ~1.44x), so the 1.5x target on M can only "
+      "come from better two-thread scaling, which needs both cores free to show.")
+    P("")
+
+
 def train_table(core, title=None, n_rounds=None):
     P(f"## {title or f'Training ({core}, {threads} threads'}, medians over {n_rounds or rounds} alternating rounds)")
     P("")
@@ -209,6 +262,7 @@ def train_table(core, title=None, n_rounds=None):
       "dW chunk by chunk while the logits are hot; the backward only scales them.)")
     P("")
 
+targets()
 train_table("SkylakeX")
 if haswell:
     train_table("Haswell", n_rounds=2)
