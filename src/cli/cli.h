@@ -4,6 +4,7 @@
 #define ST_CLI_H
 
 #include "stretch.h"
+#include "st_train.h"
 
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
@@ -14,6 +15,10 @@ int cmd_bench(int argc, char **argv);
 int cmd_selfcheck(int argc, char **argv);
 int cmd_data(int argc, char **argv);
 
+/* Model, config and training state from RUN_DIR or a checkpoint, and the path of the
+ * run's tokenizer.json (it may not exist: synthetic runs have none). */
+int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_state *ts,
+                     char *tok_path, size_t n, st_error *e);
 /* Print "stretch: error: <msg>" to stderr and return the code. */
 int cli_report(const st_error *e);
 /* Usage error (exit 2). */

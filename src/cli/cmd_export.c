@@ -46,28 +46,11 @@ int cmd_export(int argc, char **argv) {
     st_model m;
     st_run_config cfg;
     st_train_state ts;
-    char ckpt[4200];
-    if (st_checkpoint_resolve(src, ckpt, sizeof ckpt, &e) ||
-        st_checkpoint_load(ckpt, NULL, NULL, 0, &ts, &e) ||   /* the tokenizer hash it was trained with */
-        st_checkpoint_load_model(ckpt, &m, &cfg, &e))
-        return cli_report(&e);
     char st_path[4200], cfg_path[4200], tok_path[4200], tok_src[4200];
+    if (cli_load_trained(src, &m, &cfg, &ts, tok_src, sizeof tok_src, &e)) return cli_report(&e);
     snprintf(st_path, sizeof st_path, "%s/model.safetensors", out);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);
     snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", out);
-    /* the tokenizer sits in the run dir: beside checkpoints/ for a checkpoint path */
-    struct stat sb;
-    if (stat(src, &sb) == 0 && S_ISDIR(sb.st_mode)) snprintf(tok_src, sizeof tok_src, "%s/tokenizer.json", src);
-    else {
-        /* RUN_DIR/checkpoints/X.ckpt -> RUN_DIR */
-        char d[2048];
-        snprintf(d, sizeof d, "%s", src);
-        for (int k = 0; k < 2; k++) {
-            char *slash = strrchr(d, '/');
-            if (slash) *slash = 0; else snprintf(d, sizeof d, ".");
-        }
-        snprintf(tok_src, sizeof tok_src, "%s/tokenizer.json", d);
-    }
     int rc = ST_OK;
     /* refuse to bundle a tokenizer.json that is not the checkpoint's (e.g. copied from
      * another run): check it before writing anything */

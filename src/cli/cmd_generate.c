@@ -76,23 +76,12 @@ int cmd_generate(int argc, char **argv) {
     st_model m;
     st_run_config cfg;
     st_train_state ts;
-    char ckpt[4200];
-    if (st_checkpoint_resolve(src, ckpt, sizeof ckpt, &e) ||
-        st_checkpoint_load(ckpt, NULL, NULL, 0, &ts, &e) ||   /* the tokenizer hash it was trained with */
-        st_checkpoint_load_model(ckpt, &m, &cfg, &e))
-        return cli_report(&e);
+    char tok_path[4200];
+    if (cli_load_trained(src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
     const int V = m.cfg.vocab_size, C = m.cfg.d_model;
     if (m.cfg.pos == ST_POS_LEARNED && context > m.cfg.max_len) context = m.cfg.max_len;
 
-    char tok_path[4200];
     struct stat sb;
-    if (stat(src, &sb) == 0 && S_ISDIR(sb.st_mode)) snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", src);
-    else {
-        char d[2048];
-        snprintf(d, sizeof d, "%s", src);
-        for (int k = 0; k < 2; k++) { char *s = strrchr(d, '/'); if (s) *s = 0; else snprintf(d, sizeof d, "."); }
-        snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", d);
-    }
     /* the run's tokenizer must be the one the checkpoint was trained with (same hash and
      * size): a tokenizer.json copied from another run would decode to wrong text */
     st_tokenizer *tok = stat(tok_path, &sb) == 0 ? st_tokenizer_load_expect(tok_path, ts.tok_hash, V, &e) : NULL;
