@@ -5,20 +5,7 @@
 # one evaluation entry per requested length, --coretype / --omp-wait re-execute the binary
 # with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set (and PASSIVE is the default), and bad
 # arguments fail with exit code 2.
-set -u
-BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-T=$(mktemp -d "${TMPDIR:-/tmp}/cli_bench.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0; passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect_rc() { # expected-code description command...
-    local want=$1 what=$2; shift 2
-    "$@" >out.txt 2>err.txt; local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; cat err.txt; fi
-}
+. "$(dirname "$0")/lib_cli.sh" cli_bench
 
 # tiny preset, 3 timed steps, two evaluation lengths, small sgemm probe; the test env
 # exports OPENBLAS_CORETYPE=Haswell, so --coretype SkylakeX forces the re-exec path

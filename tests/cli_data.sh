@@ -3,21 +3,7 @@
 # a text file with byte and BPE tokenizers (cache files reported, second run from cache,
 # --save-tokenizer), WikiText-2 counts when the shared data is present, and the exit codes:
 # usage / bad values 2, missing file 3, empty or binary file 4.
-set -u
-BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
-T=$(mktemp -d "${TMPDIR:-/tmp}/cli_data.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-fails=0; passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect_rc() { # expected-code description command...
-    local want=$1 what=$2; shift 2
-    "$@" >out.txt 2>err.txt; local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; tail -5 err.txt; fi
-}
-expect_out() { grep -q -- "$1" out.txt && ok || { bad "output lacks '$1'"; cat out.txt; }; }
-expect_err() { grep -q -- "$1" err.txt && ok || { bad "message lacks '$1'"; cat err.txt; }; }
+. "$(dirname "$0")/lib_cli.sh" cli_data
 
 # synthetic: counts and the ideal perplexity exp(H)
 expect_rc 0 "synthetic" "$BIN" data --source synthetic --syn-tokens 20000,2000,2000

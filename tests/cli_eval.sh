@@ -4,20 +4,7 @@
 # nonoverlapping, per-position buckets adding up, learned positions beyond their table as
 # error rows, default report paths, and the exit codes for bad arguments (2), a missing
 # run dir (3) and a corrupt checkpoint (5).
-set -u
-BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-T=$(mktemp -d "${TMPDIR:-/tmp}/cli_eval.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0; passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect_rc() { # expected-code description command...
-    local want=$1 what=$2; shift 2
-    "$@" >out.txt 2>err.txt; local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; cat err.txt; fi
-}
+. "$(dirname "$0")/lib_cli.sh" cli_eval
 
 cat > syn.json <<'EOF'
 {"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},

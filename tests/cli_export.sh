@@ -5,20 +5,7 @@
 # same weights (identical first validation loss when no step is taken), generation prints
 # text and is deterministic for a seed, and bad arguments / an occupied export dir fail
 # with the documented codes without touching existing files.
-set -u
-BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-T=$(mktemp -d "${TMPDIR:-/tmp}/cli_export.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0; passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect_rc() { # expected-code description command...
-    local want=$1 what=$2; shift 2
-    "$@" >out.txt 2>err.txt; local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; cat err.txt; fi
-}
+. "$(dirname "$0")/lib_cli.sh" cli_export
 
 # a small UTF-8 text corpus made here (no shared data needed)
 for i in $(seq 1 400); do echo "the quick brown fox $i jumps over the lazy dog; héllo wörld $((i * 7))"; done > corpus.txt

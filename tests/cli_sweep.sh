@@ -4,22 +4,7 @@
 # restarted; a second invocation skips both runs (log line, and no file of the run dirs is
 # rewritten); a changed eval section re-evaluates without retraining; the sweep file is
 # validated strictly with key paths (exit 2).
-set -u
-BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-SRC=${STRETCH_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-T=$(mktemp -d "${TMPDIR:-/tmp}/cli_sweep.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0; passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect_rc() { # expected-code description command...
-    local want=$1 what=$2; shift 2
-    "$@" >out.txt 2>err.txt; local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; cat err.txt | tail -5; fi
-}
-expect_msg() { grep -q -- "$1" err.txt && ok || { bad "message lacks '$1'"; cat err.txt; }; }
+. "$(dirname "$0")/lib_cli.sh" cli_sweep
 
 mkdir -p cfg
 cat > cfg/base.json <<'EOF'

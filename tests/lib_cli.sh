@@ -1,0 +1,26 @@
+# lib_cli.sh - shared preamble of the shell tests (tests/cli_*.sh), sourced as
+#     . "$(dirname "$0")/lib_cli.sh" NAME
+# Sets BIN (the stretch binary), PY (a python with json), SRC (the source tree), makes and
+# enters a scratch directory T (removed on exit), and defines the counters and checks:
+#   ok / bad MSG                 count a pass / a failure (printed)
+#   expect_rc CODE WHAT CMD...   run CMD (stdout -> out.txt, stderr -> err.txt), check exit
+#   expect_out TEXT / expect_err TEXT (alias expect_msg)   grep out.txt / err.txt
+# Each test ends with: echo "NAME: $passes passed, $fails failed"; [ "$fails" -eq 0 ]
+set -u
+BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+SRC=${STRETCH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+T=$(mktemp -d "${TMPDIR:-/tmp}/${1:-cli}.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fails=0; passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect_rc() { # expected-code description command...
+    local want=$1 what=$2; shift 2
+    "$@" >out.txt 2>err.txt; local rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, expected $want"; tail -5 err.txt; fi
+}
+expect_out() { grep -q -- "$1" out.txt && ok || { bad "output lacks '$1'"; cat out.txt; }; }
+expect_err() { grep -q -- "$1" err.txt && ok || { bad "message lacks '$1'"; cat err.txt; }; }
+expect_msg() { expect_err "$@"; }
