@@ -15,7 +15,9 @@ cmake --build "$B" -j"$(nproc)" --target stretch 2>&1 | grep -E "error" && exit 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/stretch-valgrind-XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
-export OMP_NUM_THREADS=2 OPENBLAS_CORETYPE=Haswell
+# OMP_WAIT_POLICY set: otherwise main() re-executes /proc/self/exe to set it, and under
+# valgrind that is the valgrind tool itself, which refuses to run
+export OMP_NUM_THREADS=2 OPENBLAS_CORETYPE=Haswell OMP_WAIT_POLICY=PASSIVE
 cat >vg.json <<JSON
 {"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "alibi"},
  "data": {"source": "synthetic", "cache_dir": "$TMP/cache", "synthetic": {"vocab": 32, "tokens": [20000, 2000, 2000]}},

@@ -226,9 +226,11 @@ if [ -n "$CACHE" ]; then
 else
     bad "no word-level token cache in $TMP/dcache"
 fi
-# the corpus changed after training: eval refuses the new vocabulary (exit 4)
+# the corpus changed after training: eval and resume refuse the new vocabulary (exit 4)
+expect 0 "" -- "$BIN" train d.json --out wpart --quiet --set train.eval_batches=1 --stop-after 2
 echo "zebra" >>wt/train.txt
 expect 4 "vocabulary of" -- "$BIN" eval wrun --lengths 8 --quiet
+expect 4 "vocabulary" "changed since the checkpoint" -- "$BIN" train --resume wpart --quiet
 rm -rf dout
 
 # ======================================================= checkpoints: exit 5 ====

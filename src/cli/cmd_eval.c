@@ -41,9 +41,10 @@ static int parse_lengths(const char *s, st_eval_plan *p) {
         int64_t lo, hi;
         if (!parse_i64(a, &lo) || !parse_i64(dots + 2, &hi) || lo < 1 || hi < lo) return 0;
         p->n_lengths = 0;
-        for (int64_t L = lo; L <= hi; L *= 2) {
+        for (int64_t L = lo;; L *= 2) {
             if (p->n_lengths == ST_EVAL_MAX_LENGTHS) return 0;
             p->lengths[p->n_lengths++] = L;
+            if (L > hi / 2) break;   /* 2L > hi; testing before doubling cannot overflow */
         }
         return 1;
     }

@@ -41,11 +41,11 @@ int st_eval_bucket_layout(int64_t L, int buckets, int scale, st_eval_bucket *out
     if (scale == ST_BUCKETS_LOG2) {
         /* {0}, [1,2), [2,4), ..., [2^(k-1), L) */
         int nb = 1;
-        while (((int64_t)1 << (nb - 1)) < L) nb++;
+        while (((uint64_t)1 << (nb - 1)) < (uint64_t)L) nb++;   /* unsigned: L may exceed 2^62 */
         if (out) {
             for (int b = 0; b < nb; b++) {
-                int64_t lo = b == 0 ? 0 : (int64_t)1 << (b - 1);
-                int64_t hi = (int64_t)1 << b;
+                int64_t lo = b == 0 ? 0 : (int64_t)((uint64_t)1 << (b - 1));
+                int64_t hi = b >= 63 ? L : (int64_t)1 << b;
                 out[b] = (st_eval_bucket){lo, hi < L ? hi : L, 0, 0.0};
             }
         }
@@ -53,9 +53,12 @@ int st_eval_bucket_layout(int64_t L, int buckets, int scale, st_eval_bucket *out
     }
     /* linear: bucket(p) = floor(p * nb / L), so bucket b starts at ceil(b * L / nb) */
     int64_t nb = buckets < L ? buckets : L;
+    /* ceil(b L / nb) = b q + ceil(b r / nb) with L = q nb + r: no b*L product, which
+     * overflows int64 for absurd lengths (e.g. --lengths 2^62) */
+    const int64_t q = L / nb, r = L % nb;
     if (out)
         for (int64_t b = 0; b < nb; b++)
-            out[b] = (st_eval_bucket){(b * L + nb - 1) / nb, ((b + 1) * L + nb - 1) / nb, 0, 0.0};
+            out[b] = (st_eval_bucket){b * q + (b * r + nb - 1) / nb, (b + 1) * q + ((b + 1) * r + nb - 1) / nb, 0, 0.0};
     return (int)nb;
 }
 

@@ -17,6 +17,7 @@
 #include "train_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,9 +231,16 @@ static void zr_close(zreader *r) {
 static int zr_open(zreader *r, const char *path, st_error *e) {
     memset(r, 0, sizeof *r);
     r->path = path;
-    FILE *f = fopen(path, "rb");
-    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot open checkpoint: %s", path, strerror(errno));
+    /* O_NONBLOCK: a FIFO in place of the file must not block open(); refused below */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open checkpoint: %s", path, strerror(errno));
     struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return st_fail(e, ST_ERR_IO, "%s: not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); return st_fail(e, ST_ERR_IO, "%s: cannot open checkpoint: %s", path, strerror(errno)); }
     unsigned char hdr[HEADER_BYTES];
     int rc = ST_OK;
     if (fstat(fileno(f), &st) != 0) rc = st_fail(e, ST_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));

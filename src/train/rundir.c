@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -165,6 +166,29 @@ int st_rundir_link_best(const char *dir, const char *step_path, st_error *e) {
         return st_fail(e, ST_ERR_IO, "%s: cannot rename into place: %s", best, strerror(err));
     }
     return ST_OK;
+}
+
+void st_rundir_clean_temps(const char *dir) {
+    char cdir[4200], path[4600];
+    snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+    DIR *d = opendir(cdir);
+    if (!d) return;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *t = strstr(de->d_name, ".tmp.");
+        if (!t) continue;
+        char *end;
+        errno = 0;
+        long pid = strtol(t + 5, &end, 10);
+        if (*end || errno || pid <= 0 || pid == (long)getpid()) continue;
+        /* a live PID (possibly reused by another process) or one we may not signal: keep */
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        snprintf(path, sizeof path, "%s/%s", cdir, de->d_name);
+        if (unlink(path) == 0) removed++;
+    }
+    closedir(d);
+    if (removed) st_log(ST_LOG_INFO, "%s: removed %d temp file(s) left by interrupted writes", cdir, removed);
 }
 
 int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e) {

@@ -35,6 +35,9 @@ int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_para
 int st_rundir_link_best(const char *dir, const char *step_path, st_error *e);
 /* Path of checkpoints/best.ckpt (or any other name) inside dir. */
 void st_rundir_path(const char *dir, const char *name, char *out, size_t n);
+/* Remove checkpoints/NAME.tmp.PID files whose writer PID is no longer running (left by a
+ * SIGKILL or power loss mid-write; never read, but as large as a checkpoint). */
+void st_rundir_clean_temps(const char *dir);
 /* Keep only metrics.jsonl records with step <= last_step (after a resume). */
 int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e);
 

@@ -193,6 +193,11 @@ static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
     if ((rc = st_dataset_load(&c->data, c->file, &t->ds, e))) return rc;
     t->have_ds = 1;
     if (c->model.vocab_size == 0) c->model.vocab_size = t->ds.vocab_size;
+    else if (c->model.vocab_size != t->ds.vocab_size && t->opts.resume)
+        /* the saved config is the run's own: the corpus changed under it (a data error) */
+        return st_fail(e, ST_ERR_DATA, "%s: the data's vocabulary has %d symbols but this run was trained with "
+                       "model.vocab_size %d: the corpus or tokenizer changed since the checkpoint",
+                       c->data.path[0] ? c->data.path : c->file, t->ds.vocab_size, c->model.vocab_size);
     else if (c->model.vocab_size != t->ds.vocab_size)
         return st_fail(e, ST_ERR_CONFIG, "%s: model.vocab_size: %d does not match the dataset's vocabulary (%d); "
                        "omit it to use the dataset's", c->file, c->model.vocab_size, t->ds.vocab_size);
@@ -218,6 +223,7 @@ static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
                            (unsigned long long)t->ds.tok_hash);
         snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", ckpt);
         if ((rc = st_rundir_trim_metrics(t->dir, t->st.step, e))) return rc;
+        st_rundir_clean_temps(t->dir);   /* checkpoint-sized leftovers of killed writers */
     } else {
         if (tc->init_from[0] && (rc = st_model_load_safetensors(&t->model, tc->init_from, e))) return rc;
         memset(&t->st, 0, sizeof t->st);
