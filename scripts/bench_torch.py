@@ -26,6 +26,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_ref import alibi_slopes  # the one transcription of the official slope rule
+
 PRESETS = {
     "tiny": dict(V=512, L=2, d=64, H=4, B=4, T=64, steps=5, warmup=1, eval=[256, 1024]),
     "S": dict(V=33280, L=4, d=256, H=8, B=8, T=256, steps=10, warmup=2, eval=[1024, 4096]),
@@ -34,14 +37,6 @@ PRESETS = {
 }
 
 
-def alibi_slopes(n, max_bias=8.0):
-    def pow2(n):
-        start = 2.0 ** (-max_bias / n)
-        return [start ** (i + 1) for i in range(n)]
-    if math.log2(n).is_integer():
-        return pow2(n)
-    c = 2 ** math.floor(math.log2(n))
-    return pow2(c) + alibi_slopes(2 * c, max_bias)[0::2][: n - c]
 
 
 class Block(nn.Module):

@@ -13,8 +13,6 @@ import json, math, struct, sys
 import torch
 import torch.nn.functional as F
 
-torch.set_default_dtype(torch.float64)
-
 
 def load_safetensors(path):
     with open(path, "rb") as f:
@@ -141,6 +139,7 @@ def forward(cfg, p, ids, targets):
 
 
 def main():
+    torch.set_default_dtype(torch.float64)
     d = sys.argv[1]
     cfg = json.load(open(f"{d}/config.json"))
     cfg = cfg.get("model", cfg)

@@ -325,17 +325,29 @@ static void log_miss(const char *path, const char *why) {
     st_log(routine ? ST_LOG_INFO : ST_LOG_WARN, "cache %s: %s; rebuilding", path, why);
 }
 
-int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **tokens, int64_t *n, int64_t *bytes) {
+/* Open a cache file and read its header: the fd (>= 0), or -1 when there is no usable file
+ * to even look at. *why is set when the header is truncated or does not match `key` for
+ * this kind of payload (1 tokens, 2 tokenizer): the caller then logs and rebuilds. */
+static int open_cache(const char *path, const sd_cache_key *key, int kind, header *h,
+                      const char **why, int64_t *size) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return 0;
+    if (fd < 0) return -1;
+    memset(h, 0, sizeof *h);
+    *why = NULL;
+    *size = 0;
+    int hr = read_header(fd, h, why, size);
+    if (hr == -1) { close(fd); return -1; }
+    if (hr == -2) *why = "truncated header";
+    if (!*why) *why = key_mismatch(h, key, kind);
+    return fd;
+}
+
+int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **tokens, int64_t *n, int64_t *bytes) {
     header h;
-    memset(&h, 0, sizeof h);
-    const char *why = NULL;
-    int64_t size = 0;
-    int hr = read_header(fd, &h, &why, &size);
-    if (hr == -1) { close(fd); return 0; }
-    if (hr == -2) why = "truncated header";
-    if (!why) why = key_mismatch(&h, key, 1);
+    const char *why;
+    int64_t size;
+    int fd = open_cache(path, key, 1, &h, &why, &size);
+    if (fd < 0) return 0;
     if (!why && (h.count < 0 || h.count > ((int64_t)1 << 40) || h.block != (uint32_t)BLOCK_IDS || h.planes < 1 ||
                  h.planes > 4 || h.planes < planes_for(key->vocab_size)))
         why = "implausible counts in the header (corrupt)";
@@ -415,16 +427,11 @@ int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **to
 }
 
 int sd_cache_read_tokenizer(const char *path, const sd_cache_key *key, st_tokenizer **t) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return 0;
     header h;
-    memset(&h, 0, sizeof h);
-    const char *why = NULL;
-    int64_t size = 0;
-    int hr = read_header(fd, &h, &why, &size);
-    if (hr == -1) { close(fd); return 0; }
-    if (hr == -2) why = "truncated header";
-    if (!why) why = key_mismatch(&h, key, 2);
+    const char *why;
+    int64_t size;
+    int fd = open_cache(path, key, 2, &h, &why, &size);
+    if (fd < 0) return 0;
     if (!why && (h.count <= 0 || h.count > ((int64_t)1 << 31))) why = "implausible size (corrupt)";
     if (!why && (int64_t)h.zsize != size - HDR) why = "truncated or has trailing bytes (size does not match the header)";
     /* deflate expands at most ~1032:1: a larger claim is corrupt and must not size a buffer */
