@@ -98,6 +98,10 @@ typedef struct st_model {
 
 int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e);
 void st_model_free(st_model *m);
+/* Floats in the parameter block a config implies (incl. alignment padding), without
+ * allocating it: lets loaders check a file against a config before building the model.
+ * 0 (with *e set) for an invalid config. */
+size_t st_model_param_floats(const st_model_config *cfg, st_error *e);
 size_t st_model_num_params(const st_model *m);
 
 /* Forward to the final hidden states (B,T,C) after LN_f. ids: int32 (B*T), in [0, V).

@@ -238,11 +238,46 @@ static void test_rundir(const char *base) {
     st_params_free(&p);
 }
 
+/* A checkpoint whose CRC is valid but whose embedded config implies a far larger model
+ * than the parameters it stores: refused before the model is built (no allocation of the
+ * implied size), naming the file. */
+static void test_config_size_mismatch(const char *dir) {
+    st_run_config c;
+    make_config(&c);
+    st_model m;
+    st_error e = {0};
+    CHECK(st_model_init(&m, &c.model, 1, &e) == ST_OK);
+    st_train_state s;
+    make_state(&s);
+    char path[512];
+    snprintf(path, sizeof path, "%s/liar.ckpt", dir);
+    st_run_config big = c;
+    big.model.n_layers = 8;
+    big.model.d_model = 256;       /* 6.3M floats against the 27k stored */
+    CHECK(st_checkpoint_save(path, &big, &m.params, &s, &e) == ST_OK);
+    st_model out;
+    st_error e2 = {0};
+    CHECK(st_checkpoint_load_model(path, &out, NULL, &e2) == ST_ERR_CHECKPOINT);
+    CHECK_MSG(strstr(e2.msg, path) && strstr(e2.msg, "implies"), "message: %s", e2.msg);
+    /* a config implying more than the machine's memory: refused with the size it needs */
+    big.model.n_layers = 256;
+    big.model.d_model = 8192;
+    CHECK(st_checkpoint_save(path, &big, &m.params, &s, &e) == ST_OK);
+    CHECK(st_checkpoint_load_model(path, &out, NULL, &e2) == ST_ERR_CHECKPOINT);
+    CHECK_MSG(strstr(e2.msg, path) && strstr(e2.msg, "GiB"), "message: %s", e2.msg);
+    /* the honest checkpoint of the same model loads */
+    CHECK(st_checkpoint_save(path, &c, &m.params, &s, &e) == ST_OK);
+    CHECK_MSG(st_checkpoint_load_model(path, &out, NULL, &e2) == ST_OK, "%s", e2.msg);
+    st_model_free(&out);
+    st_model_free(&m);
+}
+
 int main(void) {
     char dir[256];
     if (!test_tmpdir(dir, sizeof dir)) { CHECK(0); return test_finish("test_checkpoint"); }
     test_round_trip(dir);
     test_rundir(dir);
+    test_config_size_mismatch(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -30,7 +30,8 @@ size_t st_model_num_params(const st_model *m) {
 
 static double inv_softplus(double y) { return y > 30 ? y : log(expm1(y)); }
 
-int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e) {
+/* Declare the parameter table (names, shapes, init rules) without allocating the blocks. */
+static int model_declare(st_model *m, const st_model_config *cfg, st_error *e) {
     memset(m, 0, sizeof *m);
     int rc = st_model_config_validate(cfg, NULL, e);
     if (rc) return rc;
@@ -92,7 +93,20 @@ int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_err
     m->p_ln_f_w = add_param(m, "ln_f.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
     m->p_ln_f_b = add_param(m, "ln_f.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
     if (!c->tie_embeddings) m->p_lm_head = add_param(m, "lm_head.weight", 2, V, C, 1, ST_INIT_NORMAL, std);
-    rc = st_params_finalize(&m->params, e);
+    return ST_OK;
+}
+
+size_t st_model_param_floats(const st_model_config *cfg, st_error *e) {
+    st_model m;
+    size_t n = 0;
+    if (model_declare(&m, cfg, e) == ST_OK) n = m.params.n;
+    st_model_free(&m);
+    return n;
+}
+
+int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e) {
+    int rc = model_declare(m, cfg, e);
+    if (!rc) rc = st_params_finalize(&m->params, e);
     if (rc) { st_model_free(m); return rc; }
     st_rng rng;
     st_rng_seed(&rng, seed);

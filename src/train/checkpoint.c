@@ -423,7 +423,18 @@ int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_co
     zreader r;
     if ((rc = zr_open(&r, path, e))) return rc;
     memset(m, 0, sizeof *m);
-    rc = st_model_init(m, &r.cfg.model, r.cfg.train.seed, e);
+    /* the embedded config must imply exactly the stored parameter block before anything
+     * of its size is allocated (a crafted config could otherwise ask for most of RAM) */
+    size_t want = st_model_param_floats(&r.cfg.model, e);
+    if (!want) {
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e && e->code ? e->msg : "?");
+        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: corrupt checkpoint: embedded model config is invalid (%s)", r.path, why);
+    }
+    else if (want != r.n_floats)
+        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: its model config implies %zu parameter floats but it stores %llu",
+                     r.path, want, (unsigned long long)r.n_floats);
+    if (!rc) rc = st_model_init(m, &r.cfg.model, r.cfg.train.seed, e);
     if (!rc) rc = check_table(&r, &m->params, e);
     if (!rc) rc = read_blocks(&r, &m->params, 0, e);
     if (!rc && cfg) *cfg = r.cfg;
