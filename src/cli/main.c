@@ -14,7 +14,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]"},
     {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR: model.safetensors + config.json + tokenizer"},
     {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] ...: step time split, tokens/s, MFU, eval memory"},
-    {"data",      cmd_data,      "data CONFIG.json: tokenize and cache a corpus, print its statistics"},
+    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe]: tokenize, cache, print statistics"},
     {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check"},
 };
 
