@@ -120,6 +120,60 @@ st_tensor *st_model_loss(st_model *m, st_ctx *ctx, const int32_t *ids, const int
  * (grad: training step incl. backward buffers). */
 size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error *e);
 
+/* ---------------------------------------------------- incremental decoding ---- */
+/* Keys and values of every layer for the tokens decoded so far, so each new token costs
+ * one token's forward plus attention over the cached keys (O(window)) instead of a
+ * forward over the whole window. Owned by the caller; everything is allocated by
+ * st_kv_cache_init, nothing per token.
+ *
+ * window: the most keys a query sees (generate's --context). Once more tokens than that
+ * have been decoded:
+ *   - relative methods (none, alibi, alibi_rf, t5, kerple) and rope (keys are cached
+ *     already rotated at their absolute position; q.k depends only on the distance) drop
+ *     the oldest keys: a query sees the last `window` keys of every layer (sliding-window
+ *     attention). With one layer that equals the full forward over the last `window`
+ *     tokens; with more it does not, because a cached key at layer >= 1 was computed
+ *     while its own earlier tokens were still visible (the receptive field reaches back
+ *     n_layers * (window - 1) tokens).
+ *   - absolute methods (sinusoidal, learned) cannot slide: every position of the window
+ *     changes. st_model_decode refuses (ST_ERR_CONFIG); the caller resets the cache and
+ *     prefills the last `window` tokens again (st_kv_cache_slides tells which applies).
+ * Layout: k, v (n_layers, n_heads, rows, head_dim); a sliding cache keeps `rows` =
+ * window + slack and, when full, moves its last window - 1 keys to the front, so keys
+ * stay contiguous and the copy costs (window - 1) / (slack + 1) keys per token. */
+typedef struct st_kv_cache {
+    int n_layers, n_heads, head_dim;
+    int slides;             /* st_kv_cache_slides(model.pos) */
+    int64_t window;         /* keys a query sees at most */
+    int64_t rows;           /* key rows per (layer, head) */
+    int64_t len;            /* rows in use: keys 0..len-1 are positions n_seen-len.. */
+    int64_t n_seen;         /* tokens decoded since the reset: the next one's position */
+    float *k, *v;           /* (L, H, rows, D) */
+    float *bias;            /* (L, H, window) reversed bias tables (st_attention_bias_table),
+                             * filled at the first decode after a reset; NULL: no bias */
+    int bias_ready;
+} st_kv_cache;
+
+/* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for
+ * absolute positions (sinusoidal, learned). */
+int st_kv_cache_slides(int pos);
+/* Allocate for model m. Fails with ST_ERR_CONFIG for window < 1 or learned positions
+ * with window > model.max_len, ST_ERR_MEMORY when it would not fit. */
+int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error *e);
+/* Forget every token (also the bias tables: call it after changing the parameters). */
+void st_kv_cache_reset(st_kv_cache *c);
+void st_kv_cache_free(st_kv_cache *c);
+
+/* Run n_new tokens (ids, each in [0, V)) through the model in inference mode at positions
+ * c->n_seen.., appending their keys and values to the cache, and write the logits (V) of
+ * the last one to `logits`. n_new > 1 is a prefill (any length: it runs in chunks that
+ * fit the cache); then one token at a time. ctx must be in inference mode
+ * (st_ctx_begin(ctx, 0, 0)); what this allocates from its arena is released before it
+ * returns. The logits equal the last row of st_model_logits over the decoded sequence
+ * (within the window; past it see st_kv_cache) up to float rounding. */
+int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids, int64_t n_new,
+                    float *logits, st_error *e);
+
 /* safetensors (F32, PyTorch [out,in] layout; names in docs/model-format.md). */
 int st_model_save_safetensors(const st_model *m, const char *path, st_error *e);
 /* Load tensors by name into an initialised model; shapes must match exactly. */

@@ -89,6 +89,23 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                         const st_attn_bias *bias, int causal, float scale,
                         float p_drop, uint64_t seed);
 
+/* Attention of new queries against keys and values kept between calls (a KV cache for
+ * incremental decoding), inference only (nothing recorded for backward).
+ *   q (B,H,Tq,D) contiguous: the newest Tq positions of the sequence, query r at key
+ *     position p = Tk - Tq + r (their keys must already be in k, v);
+ *   k, v: pair (b,h) holds keys 0..Tk-1 as rows of D floats from k + (b*H+h)*kv_stride;
+ *   causal: key j <= p, and j > p - window when window > 0 (0: every cached key);
+ *   bias_tab: NULL, or (H, bias_len) from st_attention_bias_table, with bias_len at least
+ *     min(window, Tk) (window > 0) or Tk (window = 0) so that every distance is covered.
+ * Returns (B,H,Tq,D) from ctx's arena; equal to rows Tk-Tq.. of st_attention over the
+ * whole sequence (with the same bias) up to float rounding. */
+st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
+                               int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
+                               int64_t window, float scale);
+/* tab (H, n): each head's causal bias over distances 0..n-1 in reversed order,
+ * tab[h*n + m] = bias(h, n-1-m), the layout st_attention_cached reads. */
+void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, float *tab);
+
 /* Reference kernels for tests: materialised attention forward in double precision
  * (TxT scores per (b,h)) with the same semantics; out must hold B*H*T*D floats. */
 void st_attention_reference(const float *q, const float *k, const float *v, float *out,

@@ -5,6 +5,7 @@
  * positions, T5 buckets, KERPLE), learned-position length error, safetensors round trip,
  * and overfitting a small batch with every method. */
 #include "harness.h"
+#include "test_model_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -51,20 +52,6 @@ static void test_slopes(void) {
     st_alibi_slopes(6, 8.0f, s);
     const double l6[6] = {-2, -4, -6, -8, -1, -3};
     for (int h = 0; h < 6; h++) CHECK_NEAR(log2(s[h]), l6[h], 1e-6);
-}
-
-static void base_cfg(st_model_config *c, int pos) {
-    st_model_config_default(c);
-    c->vocab_size = 11;
-    c->n_layers = 2;
-    c->d_model = 8;
-    c->n_heads = 2;
-    c->d_ff = 12;
-    c->pos = pos;
-    c->max_len = 16;
-    c->rf_rho = 3.0f;
-    c->t5_buckets = 8;
-    c->t5_max_distance = 16;
 }
 
 static void test_bias_symmetry(void) {
@@ -129,46 +116,6 @@ static st_tensor *build_hidden(st_ctx *ctx, void *u) {
     fwd_args *a = u;
     st_error e = {0};
     return st_model_hidden(a->m, ctx, a->ids, a->B, a->T, 7, &e);
-}
-
-static void rand_ids(int32_t *ids, int64_t n, int V, uint64_t seed) {
-    st_rng r; st_rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)st_rng_below(&r, (uint64_t)V);
-}
-
-struct variant { int pos, rf_kind, rf_scope; const char *name; };
-static const struct variant variants[] = {
-    {ST_POS_NONE, 0, 0, "none"},
-    {ST_POS_ALIBI, 0, 0, "alibi"},
-    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, "alibi_rf exp fixed"},
-    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, "alibi_rf exp layer"},
-    {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, "alibi_rf gaussian head"},
-    {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, "alibi_rf reciprocal head"},
-    {ST_POS_SINUSOIDAL, 0, 0, "sinusoidal"},
-    {ST_POS_LEARNED, 0, 0, "learned"},
-    {ST_POS_ROPE, 0, 0, "rope"},
-    {ST_POS_T5, 0, 0, "t5"},
-    {ST_POS_KERPLE, 0, 0, "kerple"},
-};
-#define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
-
-static void make_model(st_model *m, const struct variant *v, uint64_t seed) {
-    st_model_config c;
-    base_cfg(&c, v->pos);
-    c.rf_kind = v->rf_kind;
-    c.rf_scope = v->rf_scope;
-    st_error e = {0};
-    int rc = st_model_init(m, &c, seed, &e);
-    ST_ASSERT(rc == ST_OK);
-    /* non-trivial values for zero-initialised parameters so their gradients are tested */
-    st_rng r; st_rng_seed(&r, seed + 1);
-    for (int i = 0; i < m->params.count; i++) {
-        const st_param_info *in = &m->params.info[i];
-        if (in->init == ST_INIT_ZERO || in->init == ST_INIT_ONE || !strstr(in->name, "weight")) {
-            float *d = m->params.data + in->offset;
-            for (size_t k = 0; k < in->numel; k++) d[k] += 0.3f * st_rng_normal(&r);
-        }
-    }
 }
 
 static void test_gradcheck_all(void) {

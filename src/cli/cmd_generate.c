@@ -1,7 +1,22 @@
 /* cmd_generate.c - `stretch generate RUN_DIR|CHECKPOINT [--prompt TEXT] [--tokens N]
- * [--temperature T] [--top-k K] [--seed S] [--context N]`: sample text from a trained model.
- * Each new token reruns the forward over the last --context tokens (inference mode, no KV
- * cache): with ALiBi the context may be longer than the training length. */
+ * [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache]`: sample text from a
+ * trained model. With ALiBi the context may be longer than the training length.
+ *
+ * Default: a KV cache (st_model_decode). The prompt's last --context tokens go through the
+ * model once (prefill), then each new token runs alone through the blocks and attends to
+ * the cached keys and values: O(context) work per token instead of a forward over the
+ * whole context. The logits equal those of --no-cache (up to float rounding) while the
+ * sequence fits in --context. Past it:
+ *   - none, alibi, alibi_rf, t5, kerple, rope: the oldest cached keys are dropped, every
+ *     layer attends to its last --context keys (sliding-window attention). That equals
+ *     --no-cache for one-layer models; with more layers it differs slightly, because a
+ *     cached key of layer >= 1 was computed while tokens now outside the window were
+ *     still visible (--no-cache recomputes the window from scratch for every token).
+ *   - sinusoidal, learned: every position of the window moves when it slides, so each
+ *     token re-prefills the last --context tokens, exactly as --no-cache (no speed-up
+ *     there).
+ * --no-cache: every token reruns the forward over the last --context tokens (inference
+ * mode), the behaviour before the cache. */
 #include "cli/cli.h"
 #include "st_train.h"
 
@@ -52,11 +67,27 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
     return 1;
 }
 
+/* --no-cache: logits of the token after ids[0..n) from a forward over the last `context`
+ * tokens (the last position's hidden state only goes through the head). */
+static int window_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t n, int64_t context,
+                         float *logits, st_error *e) {
+    const int V = m->cfg.vocab_size, C = m->cfg.d_model;
+    const int64_t T = n < context ? n : context;
+    st_tensor *h = st_model_hidden(m, ctx, ids + n - T, 1, T, 0, e);
+    if (!h) return e->code ? e->code : st_ctx_check(ctx, e);
+    /* (1,C) @ W^T (C,V) */
+    const float *W = st_param(&m->params, m->cfg.tie_embeddings ? m->p_tok_emb : m->p_lm_head)->data;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, V, C, 1.0f, h->data + (T - 1) * C, C, W, C,
+                0.0f, logits, V);
+    return ST_OK;
+}
+
 int cmd_generate(int argc, char **argv) {
     const char *src = NULL, *prompt = "";
     long n_tokens = 200, top_k = 40, context = 1024;
     const long max_count = 1L << 30;
     double temp = 0.8;
+    int no_cache = 0;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -67,6 +98,7 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--context") && i + 1 < argc) { if (!parse_long(argv[++i], 1, max_count, &context)) return cli_usage("generate", "--context: integer in [1, %ld] expected", max_count); }
         else if (!strcmp(a, "--temperature") && i + 1 < argc) { temp = strtod(argv[++i], &end); if (*end || !(temp >= 0)) return cli_usage("generate", "--temperature: number >= 0 expected"); }
         else if (!strcmp(a, "--seed") && i + 1 < argc) { errno = 0; seed = strtoull(argv[++i], &end, 10); if (*end || errno) return cli_usage("generate", "--seed: integer expected"); }
+        else if (!strcmp(a, "--no-cache")) no_cache = 1;
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
         else if (!src) src = a;
         else return cli_usage("generate", "unexpected argument '%s'", a);
@@ -78,7 +110,7 @@ int cmd_generate(int argc, char **argv) {
     st_train_state ts;
     char tok_path[4200];
     if (cli_load_trained(src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
-    const int V = m.cfg.vocab_size, C = m.cfg.d_model;
+    const int V = m.cfg.vocab_size;
     if (m.cfg.pos == ST_POS_LEARNED && context > m.cfg.max_len) context = m.cfg.max_len;
 
     struct stat sb;
@@ -106,6 +138,8 @@ int cmd_generate(int argc, char **argv) {
 
     st_arena ar;
     st_ctx ctx;
+    st_kv_cache cache;
+    memset(&cache, 0, sizeof cache);
     float *logits = st_malloc(sizeof(float) * 2 * (size_t)V, &e);
     st_rng rng;
     st_rng_seed(&rng, seed);
@@ -113,18 +147,32 @@ int cmd_generate(int argc, char **argv) {
     int have_arena = !rc;
     if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, &e);
     int have_ctx = !rc;
-    const float *W = st_param(&m.params, m.cfg.tie_embeddings ? m.p_tok_emb : m.p_lm_head)->data;
+    /* the cache never needs more than the tokens that are fed (the last one sampled is not) */
+    const int64_t fed_max = n_prompt + n_tokens - 1;
+    if (!rc && !no_cache) rc = st_kv_cache_init(&cache, &m, context < fed_max ? context : fed_max, &e);
+    int64_t fed = 0;   /* ids[0..fed) are in the cache (or were dropped from it) */
+    const double t0 = st_time();
     while (!rc && n < n_prompt + n_tokens) {
-        int64_t T = n < context ? n : context;
         st_ctx_begin(&ctx, 0, 0);
-        st_tensor *h = st_model_hidden(&m, &ctx, ids + n - T, 1, T, 0, &e);
-        if (!h) { rc = e.code ? e.code : st_ctx_check(&ctx, &e); break; }
-        /* logits of the last position only: (1,C) @ W^T (C,V) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, V, C, 1.0f, h->data + (T - 1) * C, C, W, C,
-                    0.0f, logits, V);
-        ids[n++] = sample(logits, V, (float)temp, (int)top_k, &rng, logits + V);
+        if (no_cache) {
+            rc = window_logits(&m, &ctx, ids, n, context, logits, &e);
+        } else {
+            /* first call, or an absolute-position window that would slide: (re)prefill the
+             * last window of tokens; otherwise feed what is new (one token) */
+            if (fed == 0 || (!cache.slides && cache.n_seen + (n - fed) > cache.window)) {
+                st_kv_cache_reset(&cache);
+                fed = n > cache.window ? n - cache.window : 0;
+            }
+            rc = st_model_decode(&m, &cache, &ctx, ids + fed, n - fed, logits, &e);
+            fed = n;
+        }
+        if (!rc) ids[n++] = sample(logits, V, (float)temp, (int)top_k, &rng, logits + V);
     }
     if (!rc) {
+        const double dt = st_time() - t0;
+        st_log(ST_LOG_INFO, "generate: %lld tokens in %.2f s (%.1f tokens/s, %s, context %lld)",
+               (long long)(n - n_prompt), dt, dt > 0 ? (double)(n - n_prompt) / dt : 0.0,
+               no_cache ? "--no-cache" : "kv cache", (long long)context);
         if (tok) {
             int64_t bytes = st_tokenizer_decode(tok, ids, n, NULL, 0);
             char *text = malloc((size_t)(bytes > 0 ? bytes : 0) + 1);
@@ -134,6 +182,7 @@ int cmd_generate(int argc, char **argv) {
             for (int64_t i = 0; i < n; i++) printf("%d%c", ids[i], i + 1 < n ? ' ' : '\n');
         }
     }
+    st_kv_cache_free(&cache);
     if (have_ctx) st_ctx_free(&ctx);
     if (have_arena) st_arena_free(&ar);
     free(logits); free(ids);

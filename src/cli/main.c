@@ -11,7 +11,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"train",     cmd_train,     "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR"},
     {"eval",      cmd_eval,      "eval RUN_DIR|CHECKPOINT --lengths 64,128,... [--split valid|test] [--mode nonoverlapping|sliding --stride S]"},
     {"sweep",     cmd_sweep,     "sweep SWEEP.json [--out DIR]: grid of runs, trained and evaluated, with tables"},
-    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]"},
+    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache]"},
     {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR: model.safetensors + config.json + tokenizer"},
     {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] ...: step time split, tokens/s, MFU, eval memory"},
     {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe]: tokenize, cache, print statistics"},

@@ -8,8 +8,10 @@
  *
  * Initialisation (GPT-2 style): every matrix and embedding N(0, init_std); the two
  * residual output projections (attn.out, ffn.fc2) N(0, init_std / sqrt(2 n_layers)) so
- * the residual stream's variance does not grow with depth; biases 0; LN weight 1. */
-#include "st_model.h"
+ * the residual stream's variance does not grow with depth; biases 0; LN weight 1.
+ * The forward's pieces (embedding, a block's q/k/v, bias and rest) are declared in
+ * model_internal.h and shared with incremental decoding (decode.c). */
+#include "model_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -120,20 +122,22 @@ void st_model_free(st_model *m) {
     m->blocks = NULL;
 }
 
-/* Position signal added to the embeddings: sinusoidal (constant) or learned (gathered). */
-static st_tensor *add_positions(st_model *m, st_ctx *ctx, st_tensor *x, int64_t B, int64_t T, st_error *e) {
+/* Position signal added to the embeddings at positions pos0..pos0+T-1: sinusoidal
+ * (constant) or learned (gathered). */
+static st_tensor *add_positions(st_model *m, st_ctx *ctx, st_tensor *x, int64_t B, int64_t T,
+                                int64_t pos0, st_error *e) {
     const st_model_config *c = &m->cfg;
     const int64_t C = c->d_model;
     if (c->pos == ST_POS_LEARNED) {
-        if (T > c->max_len) {
+        if (pos0 + T > c->max_len) {
             st_fail(e, ST_ERR_CONFIG, "model.max_len: learned positions have a table of %d rows, "
                     "a sequence of %lld tokens is longer (learned positions cannot extrapolate)",
-                    c->max_len, (long long)T);
+                    c->max_len, (long long)(pos0 + T));
             return NULL;
         }
         int32_t *pos = st_ctx_alloc(ctx, (size_t)(B * T) * sizeof(int32_t), 0);
         if (!pos) return NULL;
-        for (int64_t i = 0; i < B * T; i++) pos[i] = (int32_t)(i % T);
+        for (int64_t i = 0; i < B * T; i++) pos[i] = (int32_t)(pos0 + i % T);
         return st_add(ctx, x, st_embedding(ctx, pos, B, T, st_param(&m->params, m->p_pos_emb)));
     }
     /* sinusoidal (Vaswani et al.): pe[t, 2i] = sin(t w_i), pe[t, 2i+1] = cos(t w_i),
@@ -143,82 +147,108 @@ static st_tensor *add_positions(st_model *m, st_ctx *ctx, st_tensor *x, int64_t 
     if (!pe) return NULL;
     for (int64_t t = 0; t < T; t++) {
         float *row = pe->data + t * C;
+        const double pt = (double)(pos0 + t);
         for (int64_t i = 0; i < C; i++) {
             double w = pow(10000.0, -(double)(i & ~(int64_t)1) / (double)C);
-            row[i] = (float)((i & 1) ? cos((double)t * w) : sin((double)t * w));
+            row[i] = (float)((i & 1) ? cos(pt * w) : sin(pt * w));
         }
     }
     for (int64_t b = 1; b < B; b++) memcpy(pe->data + b * T * C, pe->data, (size_t)(T * C) * sizeof(float));
     return st_add(ctx, x, pe);
 }
 
+st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
+                          int64_t pos0, uint64_t seed, st_error *e) {
+    const st_model_config *c = &m->cfg;
+    st_tensor *x = st_embedding(ctx, ids, B, T, st_param(&m->params, m->p_tok_emb));
+    if (c->pos == ST_POS_SINUSOIDAL || c->pos == ST_POS_LEARNED) x = add_positions(m, ctx, x, B, T, pos0, e);
+    if (!x) return NULL;
+    return st_dropout(ctx, x, c->dropout_emb, st_hash64(seed, 0));
+}
+
+int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
+                 st_tensor **q, st_tensor **k, st_tensor **v) {
+    const st_model_config *c = &m->cfg;
+    const struct st_block_params *b = &m->blocks[l];
+    st_params *p = &m->params;
+    st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln1_w), st_param(p, b->ln1_b), c->ln_eps);
+    st_tensor *qkv = st_linear(ctx, h, st_param(p, b->qkv_w), st_param(p, b->qkv_b));
+    if (!qkv || !st_split_qkv(ctx, qkv, c->n_heads, q, k, v)) return 0;
+    if (c->pos == ST_POS_ROPE) {
+        *q = st_rope(ctx, *q, c->rope_base, pos0);
+        *k = st_rope(ctx, *k, c->rope_base, pos0);
+    }
+    return *q && *k && *v;
+}
+
+int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
+    const st_model_config *c = &m->cfg;
+    *bias = NULL;
+    if (!st_pos_has_bias(c->pos)) return 1;
+    /* the provider must outlive the step (backward reads it): arena-owned */
+    st_pos_bias *pb = st_ctx_alloc(ctx, sizeof *pb, 0);
+    if (!pb) return 0;
+    const struct st_block_params *b = &m->blocks[l];
+    int pidx = c->pos == ST_POS_T5 ? m->p_t5 : c->pos == ST_POS_KERPLE ? b->kerple : b->rf_theta;
+    const float *pd = pidx >= 0 ? st_param(&m->params, pidx)->data : NULL;
+    float *pg = pidx >= 0 ? st_param(&m->params, pidx)->grad : NULL;
+    st_pos_bias_init(pb, c, 0, pd, ctx->grad ? pg : NULL);
+    *bias = &pb->iface;
+    return 1;
+}
+
+st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a, uint64_t ls) {
+    const st_model_config *c = &m->cfg;
+    const struct st_block_params *b = &m->blocks[l];
+    st_params *p = &m->params;
+    a = st_linear(ctx, st_merge_heads(ctx, a), st_param(p, b->out_w), st_param(p, b->out_b));
+    a = st_dropout(ctx, a, c->dropout_resid, st_hash64(ls, 2));
+    x = st_add(ctx, x, a);
+    /* feed-forward sub-block */
+    st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln2_w), st_param(p, b->ln2_b), c->ln_eps);
+    h = st_linear(ctx, h, st_param(p, b->fc1_w), st_param(p, b->fc1_b));
+    h = st_gelu(ctx, h, c->gelu_exact);
+    h = st_linear(ctx, h, st_param(p, b->fc2_w), st_param(p, b->fc2_b));
+    h = st_dropout(ctx, h, c->dropout_resid, st_hash64(ls, 3));
+    return st_add(ctx, x, h);
+}
+
+st_tensor *st_block_keep(st_ctx *ctx, st_tensor *x_in, st_tensor *x, st_arena_mark mark) {
+    if (ctx->grad || !x || x == x_in || !st_is_contiguous(x_in) || x_in->base) return x;
+    memcpy(x_in->data, x->data, (size_t)st_numel(x) * sizeof(float));
+    st_arena_rewind(ctx->arena, mark);
+    return x_in;
+}
+
 st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
                            uint64_t seed, st_error *e) {
     const st_model_config *c = &m->cfg;
     st_params *p = &m->params;
-    const int H = c->n_heads;
-    st_tensor *x = st_embedding(ctx, ids, B, T, st_param(p, m->p_tok_emb));
-    if (c->pos == ST_POS_SINUSOIDAL || c->pos == ST_POS_LEARNED) x = add_positions(m, ctx, x, B, T, e);
-    if (!x) return NULL;
-    x = st_dropout(ctx, x, c->dropout_emb, st_hash64(seed, 0));
-    int biased = c->pos == ST_POS_ALIBI || c->pos == ST_POS_ALIBI_RF || c->pos == ST_POS_T5 || c->pos == ST_POS_KERPLE;
+    st_tensor *x = st_model_embed(m, ctx, ids, B, T, 0, seed, e);
     /* Inference mode keeps nothing for backward, so each block's intermediates are freed
-     * once its output is copied back over x: memory is one block's activations, not
-     * n_layers of them (matters at L = 16k). */
-    const int rewind = !ctx->grad;
+     * once its output is copied back over x (st_block_keep): memory is one block's
+     * activations, not n_layers of them (matters at L = 16k). */
     for (int l = 0; l < c->n_layers && x; l++) {
-        const struct st_block_params *b = &m->blocks[l];
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
         uint64_t ls = st_hash64(seed, 1 + (uint64_t)l);
-        /* attention sub-block */
-        st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln1_w), st_param(p, b->ln1_b), c->ln_eps);
-        st_tensor *qkv = st_linear(ctx, h, st_param(p, b->qkv_w), st_param(p, b->qkv_b));
         st_tensor *q = NULL, *k = NULL, *v = NULL;
-        if (!qkv || !st_split_qkv(ctx, qkv, H, &q, &k, &v)) return NULL;
-        if (c->pos == ST_POS_ROPE) {
-            q = st_rope(ctx, q, c->rope_base, 0);
-            k = st_rope(ctx, k, c->rope_base, 0);
-        }
         st_attn_bias *bias = NULL;
-        if (biased) {
-            /* the provider must outlive the step (backward reads it): arena-owned */
-            st_pos_bias *pb = st_ctx_alloc(ctx, sizeof *pb, 0);
-            if (!pb) return NULL;
-            int pidx = c->pos == ST_POS_T5 ? m->p_t5 : c->pos == ST_POS_KERPLE ? b->kerple : b->rf_theta;
-            const float *pd = pidx >= 0 ? st_param(p, pidx)->data : NULL;
-            float *pg = pidx >= 0 ? st_param(p, pidx)->grad : NULL;
-            st_pos_bias_init(pb, c, 0, pd, ctx->grad ? pg : NULL);
-            bias = &pb->iface;
-        }
+        if (!st_block_qkv(m, ctx, l, x, 0, &q, &k, &v) || !st_block_bias(m, ctx, l, &bias)) return NULL;
         st_tensor *a = st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
-        a = st_linear(ctx, st_merge_heads(ctx, a), st_param(p, b->out_w), st_param(p, b->out_b));
-        a = st_dropout(ctx, a, c->dropout_resid, st_hash64(ls, 2));
-        x = st_add(ctx, x, a);
-        /* feed-forward sub-block */
-        h = st_layernorm(ctx, x, st_param(p, b->ln2_w), st_param(p, b->ln2_b), c->ln_eps);
-        h = st_linear(ctx, h, st_param(p, b->fc1_w), st_param(p, b->fc1_b));
-        h = st_gelu(ctx, h, c->gelu_exact);
-        h = st_linear(ctx, h, st_param(p, b->fc2_w), st_param(p, b->fc2_b));
-        h = st_dropout(ctx, h, c->dropout_resid, st_hash64(ls, 3));
-        x = st_add(ctx, x, h);
-        if (rewind && x && x != x_in && st_is_contiguous(x_in) && !x_in->base) {
-            memcpy(x_in->data, x->data, (size_t)st_numel(x) * sizeof(float));
-            st_arena_rewind(ctx->arena, mark);
-            x = x_in;
-        }
+        x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, ls), mark);
     }
     return st_layernorm(ctx, x, st_param(p, m->p_ln_f_w), st_param(p, m->p_ln_f_b), c->ln_eps);
 }
 
-static st_tensor *head_weight(st_model *m) {
+st_tensor *st_model_head_weight(st_model *m) {
     return st_param(&m->params, m->cfg.tie_embeddings ? m->p_tok_emb : m->p_lm_head);
 }
 
 st_tensor *st_model_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
                            uint64_t seed, st_error *e) {
     st_tensor *h = st_model_hidden(m, ctx, ids, B, T, seed, e);
-    return st_linear(ctx, h, head_weight(m), NULL);
+    return st_linear(ctx, h, st_model_head_weight(m), NULL);
 }
 
 st_tensor *st_model_loss(st_model *m, st_ctx *ctx, const int32_t *ids, const int32_t *targets,
@@ -226,7 +256,7 @@ st_tensor *st_model_loss(st_model *m, st_ctx *ctx, const int32_t *ids, const int
     st_tensor *h = st_model_hidden(m, ctx, ids, B, T, seed, e);
     if (!h) return NULL;
     int64_t shape[2] = {B * T, m->cfg.d_model};
-    return st_linear_cross_entropy(ctx, st_view(ctx, h, 2, shape), head_weight(m), targets, -1, tok_loss);
+    return st_linear_cross_entropy(ctx, st_view(ctx, h, 2, shape), st_model_head_weight(m), targets, -1, tok_loss);
 }
 
 /* One step of (B,T) in a scratch arena capped at `limit` bytes: its high-water mark. */

@@ -12,7 +12,7 @@
  * The attention kernel calls fill() once per head for the distances it needs and
  * grad() once per head with g[d] = sum of dL/dscore over all entries at distance d, so
  * parameter gradients are a cheap loop over distances here. Math: docs/position-methods.md. */
-#include "st_model.h"
+#include "model_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -148,6 +148,10 @@ static void bias_grad(const st_attn_bias *self, int h, int64_t d0, int64_t n, co
     default:
         break;
     }
+}
+
+int st_pos_has_bias(int pos) {
+    return pos == ST_POS_ALIBI || pos == ST_POS_ALIBI_RF || pos == ST_POS_T5 || pos == ST_POS_KERPLE;
 }
 
 void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirectional,

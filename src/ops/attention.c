@@ -224,12 +224,8 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
         if (!rtab) return NULL;
         st_attn_bias_tables(bias, H, T, causal, rtab);
     }
-    st_attn_problem pb = {
-        .q = q->data, .k = k->data, .v = v->data, .out = out->data,
-        .B = B, .H = H, .T = T, .D = D, .rtab = rtab, .causal = causal,
-        .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D),
-        .p_drop = ctx->train ? p_drop : 0.0f, .seed = seed,
-    };
+    st_attn_problem pb = st_attn_self(q->data, k->data, v->data, out->data, B, H, T, D, rtab, causal,
+                                      scale, ctx->train ? p_drop : 0.0f, seed);
     const int nth = omp_get_max_threads();
     /* A learnable bias needs the backward even when q, k, v do not. */
     const int record = st_needs_grad(ctx, q, k, v, NULL) || (ctx->grad && bias && bias->grad);

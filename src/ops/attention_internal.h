@@ -1,9 +1,11 @@
-/* attention_internal.h - what attention.c (grad-mode kernels, the st_attention entry) and
- * attention_stream.c (streamed online-softmax forward, double reference) share: the
- * per-head bias tables, the problem description and the streamed kernel driver.
+/* attention_internal.h - what attention.c (grad-mode kernels, the st_attention entry),
+ * attention_stream.c (streamed online-softmax forward, double reference) and
+ * attention_cached.c (new queries against a KV cache) share: the per-head bias tables,
+ * the problem description and the streamed kernel driver.
  * Not a public header: nothing outside src/ops/attention*.c includes it.
  *
- * Legend: B batch, H heads, T time, D head size; q, k, v, out are (B,H,T,D) contiguous. */
+ * Legend: B batch, H heads, T time (query rows), Tk keys, D head size; q, out are
+ * (B,H,T,D) contiguous. */
 #ifndef ST_ATTENTION_INTERNAL_H
 #define ST_ATTENTION_INTERNAL_H
 
@@ -21,12 +23,23 @@
 #define ST_ATTN_SQBLOCK 64
 #define ST_ATTN_KBLOCK 256
 
-/* One attention call, with the bias already turned into tables. */
+/* One attention call, with the bias already turned into tables. Self-attention (every
+ * caller but the KV cache) has Tk = T, kv_stride = T*D, koff = 0, window = 0,
+ * rtab_len = st_attn_bias_len(T, causal), rtab_top = T - 1; st_attn_self() sets that up.
+ * New queries against cached keys (attention_cached.c) have T < Tk: query row i sits at
+ * key position i + koff, so causal row i sees keys j <= i + koff. Only the streamed
+ * kernel reads Tk, kv_stride, koff and window; the grad-mode kernels need self-attention. */
 typedef struct st_attn_problem {
-    const float *q, *k, *v;   /* (B,H,T,D) */
+    const float *q, *k, *v;   /* q (B,H,T,D); k, v: pair bh starts at bh * kv_stride, Tk rows of D */
     float *out;               /* (B,H,T,D) */
     int64_t B, H, T, D;
-    const float *rtab;        /* (H, st_attn_bias_len) reversed bias tables, NULL: no bias */
+    int64_t Tk;               /* keys per (b,h) pair */
+    int64_t kv_stride;        /* floats from one pair's keys to the next's */
+    int64_t koff;             /* key position of query row 0 */
+    int64_t window;           /* > 0: row i also sees no key j <= i + koff - window */
+    const float *rtab;        /* (H, rtab_len) reversed bias tables, NULL: no bias */
+    int64_t rtab_len;         /* floats per head in rtab */
+    int64_t rtab_top;         /* rtab[h*rtab_len + m] = bias(h, rtab_top - m) */
     int causal;
     float scale;              /* resolved, > 0 */
     float p_drop;             /* attention dropout on the probabilities; 0: none */
@@ -46,6 +59,21 @@ static inline int64_t st_attn_bias_d0(int64_t T, int causal) { return causal ? 0
 void st_attn_bias_tables(const st_attn_bias *bias, int64_t H, int64_t T, int causal, float *rtab);
 static inline const float *st_attn_bias_row(const float *rtab_h, int64_t T, int64_t i) {
     return rtab_h + (T - 1 - i);
+}
+
+/* The problem of self-attention over (B,H,T,D) inputs: keys are the queries' own rows. */
+static inline st_attn_problem st_attn_self(const float *q, const float *k, const float *v, float *out,
+                                           int64_t B, int64_t H, int64_t T, int64_t D,
+                                           const float *rtab, int causal, float scale,
+                                           float p_drop, uint64_t seed) {
+    st_attn_problem pb = {
+        .q = q, .k = k, .v = v, .out = out, .B = B, .H = H, .T = T, .D = D,
+        .Tk = T, .kv_stride = T * D, .koff = 0, .window = 0,
+        .rtab = rtab, .rtab_len = st_attn_bias_len(T, causal), .rtab_top = T - 1,
+        .causal = causal, .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D),
+        .p_drop = p_drop, .seed = seed,
+    };
+    return pb;
 }
 
 /* Dropout keep factor for probability p: 1/(1-p); p >= 1 drops everything (factor 0). */

@@ -4,6 +4,9 @@
  * and the double-precision materialised reference used by the tests.
  * Not here: the grad-mode kernels and backward (attention.c).
  *
+ * The same kernel serves new queries against a KV cache (attention_cached.c): there
+ * query row i sits at key position p = i + koff and the bias is bias(h, p - j).
+ *
  * Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022), per query row i, over key
  * blocks J in order, with s_j = scale q_i.k_j + bias(h, i - j):
  *   m' = max(m, max_{j in J} s_j)          running max, starts at -inf
@@ -40,12 +43,14 @@ size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock) {
     return ((s + 15) & ~(size_t)15) + ((a + 15) & ~(size_t)15) + 2 * ST_ATTN_SQBLOCK;
 }
 
-/* One (b,h) pair, query rows [i0, i1): out rows written, nothing else. */
+/* One (b,h) pair, query rows [i0, i1): out rows written, nothing else. Row i sits at key
+ * position p = i + koff and sees keys j in [lo(p), hi(p)): hi = p + 1 when causal (else
+ * Tk), lo = p - window + 1 with a window (else 0). Self-attention: p = i, lo = 0. */
 static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1,
                          int64_t kblock, float *scratch) {
-    const int64_t T = pb->T, D = pb->D, rb = i1 - i0;
-    const float *Q = pb->q + bh * T * D, *K = pb->k + bh * T * D, *V = pb->v + bh * T * D;
-    const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * st_attn_bias_len(T, pb->causal) : NULL;
+    const int64_t T = pb->T, Tk = pb->Tk, D = pb->D, rb = i1 - i0, W = pb->window, koff = pb->koff;
+    const float *Q = pb->q + bh * T * D, *K = pb->k + bh * pb->kv_stride, *V = pb->v + bh * pb->kv_stride;
+    const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * pb->rtab_len : NULL;
     const int dropout = pb->p_drop > 0.0f;
     const float keep = st_attn_keep_scale(pb->p_drop);
     float *S = scratch;                                                  /* (rb, nb) */
@@ -55,40 +60,47 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
     for (int64_t r = 0; r < rb; r++) { m[r] = -INFINITY; l[r] = 0.0f; }
     memset(acc, 0, (size_t)(rb * D) * sizeof(float));
 
-    const int64_t kend = pb->causal ? i1 : T;   /* causal: no key after the last query row */
-    for (int64_t j0 = 0; j0 < kend; j0 += kblock) {
+    /* keys some row of the block sees: causal, none after the last row's position;
+     * windowed, none before the first row's lower bound */
+    const int64_t kend = pb->causal ? (i1 + koff < Tk ? i1 + koff : Tk) : Tk;
+    const int64_t kbeg = W > 0 && i0 + koff - W + 1 > 0 ? i0 + koff - W + 1 : 0;
+    for (int64_t j0 = kbeg; j0 < kend; j0 += kblock) {
         const int64_t j1 = j0 + kblock < kend ? j0 + kblock : kend, nb = j1 - j0;
         /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
                     pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, S, (int)nb);
         for (int64_t r = 0; r < rb; r++) {
-            const int64_t i = i0 + r;
+            const int64_t i = i0 + r, p = i + koff;
             float *s = S + r * nb;
-            /* keys of this block row i may see: all, or (causal, diagonal block) j <= i */
-            int64_t cnt = pb->causal ? (i + 1 < j1 ? i + 1 : j1) - j0 : nb;
-            if (cnt < 0) cnt = 0;
+            /* keys of this block row i sees: s[a, a + cnt) = keys [lo, hi) */
+            const int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
+            const int64_t lo = W > 0 && p - W + 1 > j0 ? p - W + 1 : j0;
+            int64_t a = lo - j0, cnt = hi - lo;
+            if (cnt <= 0) { a = 0; cnt = 0; }
+            float *sv = s + a;
             if (rtab) {
-                const float *br = st_attn_bias_row(rtab, T, i) + j0;
-                for (int64_t j = 0; j < cnt; j++) s[j] += br[j];
+                const float *br = rtab + (pb->rtab_top - p + lo);   /* br[j] = bias(p - lo - j) */
+                for (int64_t j = 0; j < cnt; j++) sv[j] += br[j];
             }
-            const float bm = st_attn_max(s, cnt);
+            const float bm = st_attn_max(sv, cnt);
             const float mn = m[r] > bm ? m[r] : bm;
             if (mn == -INFINITY) {   /* every key so far masked: contributes nothing */
                 memset(s, 0, (size_t)nb * sizeof(float));
                 continue;
             }
             const float alpha = st_attn_exp(m[r] - mn);   /* m = -inf -> 0 */
-            const float sum = st_attn_exp_sum(s, cnt, mn);
-            for (int64_t j = cnt; j < nb; j++) s[j] = 0.0f;
+            const float sum = st_attn_exp_sum(sv, cnt, mn);
+            for (int64_t j = 0; j < a; j++) s[j] = 0.0f;
+            for (int64_t j = a + cnt; j < nb; j++) s[j] = 0.0f;
             l[r] = l[r] * alpha + sum;
             m[r] = mn;
             if (alpha != 1.0f) {
-                float *a = acc + r * D;
-                for (int64_t c = 0; c < D; c++) a[c] *= alpha;
+                float *ac = acc + r * D;
+                for (int64_t c = 0; c < D; c++) ac[c] *= alpha;
             }
-            if (dropout)
+            if (dropout)   /* self-attention only (training forward without grad) */
                 for (int64_t j = 0; j < cnt; j++)
-                    s[j] = st_attn_dropped(pb->seed, bh, T, i, j0 + j, pb->p_drop) ? 0.0f : s[j] * keep;
+                    sv[j] = st_attn_dropped(pb->seed, bh, T, i, lo + j, pb->p_drop) ? 0.0f : sv[j] * keep;
         }
         /* acc (rb, D) += S (rb, nb) V[j0:j1] (nb, D) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)nb,
@@ -143,11 +155,7 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
     }
     float *rtab = bias ? mem : NULL;
     if (bias) st_attn_bias_tables(bias, H, T, causal, rtab);
-    st_attn_problem pb = {
-        .q = q, .k = k, .v = v, .out = out, .B = B, .H = H, .T = T, .D = D, .rtab = rtab,
-        .causal = causal, .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D),
-        .p_drop = 0.0f, .seed = 0,
-    };
+    st_attn_problem pb = st_attn_self(q, k, v, out, B, H, T, D, rtab, causal, scale, 0.0f, 0);
     st_attn_stream_run(&pb, kblock, mem + tab, nth);
     st_aligned_free(mem);
 }

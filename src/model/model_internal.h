@@ -1,0 +1,39 @@
+/* model_internal.h - the pieces of the causal LM's forward that the full forward
+ * (model.c: st_model_hidden) and incremental decoding (decode.c: st_model_decode) share,
+ * so a block is written once and both paths run the same ops in the same order.
+ * Not a public header: nothing outside src/model/ includes it (and the decode test).
+ *
+ * A block, for x (B,T,C):
+ *   q, k, v = st_block_qkv(x)              LN1, W_qkv, split into heads, RoPE at pos0..
+ *   a = attention(q, k, v, st_block_bias)  the caller's: st_attention or st_attention_cached
+ *   x = st_block_out(x, a)                 x += drop(W_o a); x += drop(FFN(LN2(x))) */
+#ifndef ST_MODEL_INTERNAL_H
+#define ST_MODEL_INTERNAL_H
+
+#include "st_model.h"
+
+/* 1 for the methods that add a distance bias to the scores (alibi, alibi_rf, t5, kerple). */
+int st_pos_has_bias(int pos);
+/* x (B,T,C) = tok_emb[ids] (+ sinusoidal or learned positions pos0..pos0+T-1), then
+ * embedding dropout. NULL on arena failure, or with *e set for learned positions past
+ * the table. */
+st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
+                          int64_t pos0, uint64_t seed, st_error *e);
+/* Block l's queries, keys and values (B,H,T,D) of x, rotated at positions pos0.. for
+ * RoPE. 0 on failure. */
+int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
+                 st_tensor **q, st_tensor **k, st_tensor **v);
+/* Block l's position-bias provider (arena-owned: the backward reads it), NULL in *bias
+ * for methods without one. 0 on arena failure. */
+int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias);
+/* The rest of block l given the attention output a (B,H,T,D): the residual stream x
+ * after the attention and feed-forward sub-blocks. ls: the block's dropout seed. */
+st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a, uint64_t ls);
+/* The LM head's weight (V,C): tok_emb.weight when tied, else lm_head.weight. */
+st_tensor *st_model_head_weight(st_model *m);
+/* Inference: copy the block's output x over its input x_in and free everything the block
+ * allocated after `mark`, so a forward holds one block's activations, not n_layers of
+ * them. Returns the tensor to carry on with (x_in, or x where that cannot be done). */
+st_tensor *st_block_keep(st_ctx *ctx, st_tensor *x_in, st_tensor *x, st_arena_mark mark);
+
+#endif

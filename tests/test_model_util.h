@@ -1,0 +1,72 @@
+/* test_model_util.h - what tests/test_model.c and tests/test_decode.c share: a tiny model
+ * config, every position-method variant, a model with non-trivial values in its
+ * zero/one-initialised parameters, and random token ids. Everything is static (each
+ * test is its own executable). */
+#ifndef ST_TEST_MODEL_UTIL_H
+#define ST_TEST_MODEL_UTIL_H
+
+#include "harness.h"
+
+#include <string.h>
+
+static inline void base_cfg(st_model_config *c, int pos) {
+    st_model_config_default(c);
+    c->vocab_size = 11;
+    c->n_layers = 2;
+    c->d_model = 8;
+    c->n_heads = 2;
+    c->d_ff = 12;
+    c->pos = pos;
+    c->max_len = 16;
+    c->rf_rho = 3.0f;
+    c->t5_buckets = 8;
+    c->t5_max_distance = 16;
+}
+
+static inline void rand_ids(int32_t *ids, int64_t n, int V, uint64_t seed) {
+    st_rng r; st_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)st_rng_below(&r, (uint64_t)V);
+}
+
+struct variant { int pos, rf_kind, rf_scope; const char *name; };
+static const struct variant variants[] = {
+    {ST_POS_NONE, 0, 0, "none"},
+    {ST_POS_ALIBI, 0, 0, "alibi"},
+    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, "alibi_rf exp fixed"},
+    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, "alibi_rf exp layer"},
+    {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, "alibi_rf gaussian head"},
+    {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, "alibi_rf reciprocal head"},
+    {ST_POS_SINUSOIDAL, 0, 0, "sinusoidal"},
+    {ST_POS_LEARNED, 0, 0, "learned"},
+    {ST_POS_ROPE, 0, 0, "rope"},
+    {ST_POS_T5, 0, 0, "t5"},
+    {ST_POS_KERPLE, 0, 0, "kerple"},
+};
+#define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
+
+/* st_model_init(c) plus N(0, 0.3^2) noise on every zero/one-initialised parameter (biases,
+ * LayerNorm, rf_theta, T5 table, KERPLE), so none of them is a no-op in a test. */
+static inline void make_model_cfg(st_model *m, const st_model_config *c, uint64_t seed) {
+    st_error e = {0};
+    int rc = st_model_init(m, c, seed, &e);
+    ST_ASSERT(rc == ST_OK);
+    st_rng r; st_rng_seed(&r, seed + 1);
+    for (int i = 0; i < m->params.count; i++) {
+        const st_param_info *in = &m->params.info[i];
+        if (in->init == ST_INIT_ZERO || in->init == ST_INIT_ONE || !strstr(in->name, "weight")) {
+            float *d = m->params.data + in->offset;
+            for (size_t k = 0; k < in->numel; k++) d[k] += 0.3f * st_rng_normal(&r);
+        }
+    }
+}
+
+/* The base config with variant v's position method. */
+static inline void make_model(st_model *m, const struct variant *v, uint64_t seed) {
+    st_model_config c;
+    base_cfg(&c, v->pos);
+    c.rf_kind = v->rf_kind;
+    c.rf_scope = v->rf_scope;
+    make_model_cfg(m, &c, seed);
+}
+
+#endif
