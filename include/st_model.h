@@ -24,6 +24,10 @@ typedef enum st_pos_kind {
 
 typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;
 typedef enum st_rf_scope { ST_RF_FIXED = 0, ST_RF_PER_LAYER, ST_RF_PER_HEAD } st_rf_scope;
+/* How a learnable rho is parameterised: rho = softplus(theta) moves additively, by about
+ * the learning rate per AdamW step; rho = exp(theta) moves multiplicatively, by a factor of
+ * about (1 + lr) per step, so rho can travel from 16 to 1000 within a short run. */
+typedef enum st_rf_param { ST_RF_SOFTPLUS = 0, ST_RF_LOG } st_rf_param;
 
 typedef struct st_model_config {
     int vocab_size;
@@ -44,6 +48,7 @@ typedef struct st_model_config {
     float alibi_max_bias;   /* 8: slopes 2^(-max_bias*h/n) for n a power of two */
     int rf_kind;            /* st_rf_kind */
     int rf_scope;           /* st_rf_scope */
+    int rf_param;           /* st_rf_param: learnable rho = softplus(theta) or exp(theta) */
     float rf_rho;           /* fixed rho, or the initial rho when learnable */
     /* rope */
     float rope_base;        /* 10000 */
@@ -103,6 +108,10 @@ void st_model_free(st_model *m);
  * 0 (with *e set) for an invalid config. */
 size_t st_model_param_floats(const st_model_config *cfg, st_error *e);
 size_t st_model_num_params(const st_model *m);
+/* The current receptive field rho of each head of `layer` (rho[n_heads]; a per-layer rho is
+ * repeated) when the model learns it (alibi_rf, scope layer or head). Returns 1, or 0 when
+ * there is no learnable rho (rho untouched). */
+int st_model_rf_rho(const st_model *m, int layer, float *rho);
 
 /* Forward to the final hidden states (B,T,C) after LN_f. ids: int32 (B*T), in [0, V).
  * seed: dropout seed for this step. Fails (NULL, ctx->failed) on arena overflow; a

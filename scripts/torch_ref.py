@@ -66,7 +66,8 @@ def bias_for(cfg, p, layer, T, H):
             rho = torch.full((H,), float(rf["rho"]))
         else:
             theta = p[f"blocks.{layer}.attn.rf_theta"]
-            rho = F.softplus(theta).expand(H) if theta.numel() == 1 else F.softplus(theta)
+            rho = torch.exp(theta) if rf.get("param", "softplus") == "log" else F.softplus(theta)
+            rho = rho.expand(H) if theta.numel() == 1 else rho
         rho = rho[:, None, None]
         if rf["kind"] == "exp":
             f = torch.exp(-d / rho)

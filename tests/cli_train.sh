@@ -71,6 +71,20 @@ for f in config.json metrics.jsonl tokenizer.json checkpoints/latest checkpoints
 done
 check '[ "$(cat "$R/checkpoints/latest")" = "step_00000012.ckpt" ]' "latest pointer"
 check '[ "$(grep -c "\"loss\"" "$R/metrics.jsonl")" = 12 ] && [ "$(grep -c "\"val_loss\"" "$R/metrics.jsonl")" = 2 ]' "metrics records"
+# learned receptive fields are traced in the validation records: [layer][head], moved off
+# their initial rho (log parameterisation: rho = exp(theta)); alibi runs carry no trace
+check '! grep -q rf_rho "$R/metrics.jsonl"' "an alibi run logged rf_rho"
+RF="$TMP/run_rf"
+expect 0 "" "$BIN" train "$CFG" --out "$RF" --quiet --set model.pos=alibi_rf --set model.rf.scope=head \
+    --set model.rf.param=log --set model.rf.rho=8
+check '/usr/bin/python3 - "$RF/metrics.jsonl" <<"PYEOF"
+import json, sys
+v = [r for r in map(json.loads, open(sys.argv[1])) if "val_loss" in r]
+rho = [x for r in v for layer in r["rf_rho"] for x in layer]
+ok = len(v) == 2 and all(len(r["rf_rho"]) == 2 and all(len(l) == 4 for l in r["rf_rho"]) for r in v)
+ok = ok and all(0 < x < 1e6 for x in rho) and any(abs(x - 8) > 1e-3 for x in rho)
+sys.exit(0 if ok else 1)
+PYEOF' "rf_rho trace in metrics.jsonl"
 # the saved config trains the same way (loads back; vocab filled in from the data)
 check 'grep -q "\"vocab_size\": 32" "$R/config.json"' "config.json lacks the resolved vocab_size"
 expect 2 "model.vocab_size: 100 does not match the dataset's vocabulary (32)" "$BIN" train "$CFG" --out "$TMP/v" --set model.vocab_size=100 --quiet

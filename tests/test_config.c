@@ -74,6 +74,7 @@ static const bad_case bad_cases[] = {
     {"{\"model\": {\"gelu\": \"exact\"}}", "cfg/x.json: model.gelu: unknown value \"exact\""},
     {"{\"model\": {\"rf\": {\"kind\": \"linear\"}}}", "cfg/x.json: model.rf.kind: unknown value \"linear\""},
     {"{\"model\": {\"rf\": {\"scope\": \"block\"}}}", "cfg/x.json: model.rf.scope: unknown value \"block\""},
+    {"{\"model\": {\"rf\": {\"param\": \"sqrt\"}}}", "cfg/x.json: model.rf.param: unknown value \"sqrt\" (expected \"softplus\" or \"log\")"},
     {"{\"data\": {\"source\": \"wikipedia\"}}", "cfg/x.json: data.source: unknown value \"wikipedia\""},
     {"{\"data\": {\"tokenizer\": \"sentencepiece\"}}", "cfg/x.json: data.tokenizer: unknown value"},
     {"{\"train\": {\"optimizer\": {\"name\": \"adam\"}}}", "cfg/x.json: train.optimizer.name: unknown value \"adam\" (expected \"adamw\" or \"sgd\")"},

@@ -264,6 +264,7 @@ static void test_overfit(void) {
         base_cfg(&c, variants[vi].pos);
         c.rf_kind = variants[vi].rf_kind;
         c.rf_scope = variants[vi].rf_scope;
+        c.rf_param = variants[vi].rf_param;
         c.d_model = 32; c.n_heads = 4; c.d_ff = 64; c.vocab_size = 16;
         st_error e = {0};
         st_model_init(&m, &c, 42, &e);

@@ -28,19 +28,21 @@ static inline void rand_ids(int32_t *ids, int64_t n, int V, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)st_rng_below(&r, (uint64_t)V);
 }
 
-struct variant { int pos, rf_kind, rf_scope; const char *name; };
+struct variant { int pos, rf_kind, rf_scope; const char *name; int rf_param; };
 static const struct variant variants[] = {
-    {ST_POS_NONE, 0, 0, "none"},
-    {ST_POS_ALIBI, 0, 0, "alibi"},
-    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, "alibi_rf exp fixed"},
-    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, "alibi_rf exp layer"},
-    {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, "alibi_rf gaussian head"},
-    {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, "alibi_rf reciprocal head"},
-    {ST_POS_SINUSOIDAL, 0, 0, "sinusoidal"},
-    {ST_POS_LEARNED, 0, 0, "learned"},
-    {ST_POS_ROPE, 0, 0, "rope"},
-    {ST_POS_T5, 0, 0, "t5"},
-    {ST_POS_KERPLE, 0, 0, "kerple"},
+    {ST_POS_NONE, 0, 0, "none", 0},
+    {ST_POS_ALIBI, 0, 0, "alibi", 0},
+    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, "alibi_rf exp fixed", 0},
+    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, "alibi_rf exp layer", 0},
+    {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, "alibi_rf gaussian head", 0},
+    {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, "alibi_rf reciprocal head", 0},
+    {ST_POS_SINUSOIDAL, 0, 0, "sinusoidal", 0},
+    {ST_POS_LEARNED, 0, 0, "learned", 0},
+    {ST_POS_ROPE, 0, 0, "rope", 0},
+    {ST_POS_T5, 0, 0, "t5", 0},
+    {ST_POS_KERPLE, 0, 0, "kerple", 0},
+    /* appended, so indices above stay put */
+    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, "alibi_rf exp head log-rho", ST_RF_LOG},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -66,6 +68,7 @@ static inline void make_model(st_model *m, const struct variant *v, uint64_t see
     base_cfg(&c, v->pos);
     c.rf_kind = v->rf_kind;
     c.rf_scope = v->rf_scope;
+    c.rf_param = v->rf_param;
     make_model_cfg(m, &c, seed);
 }
 

@@ -38,6 +38,7 @@ void st_model_config_default(st_model_config *c) {
     c->alibi_max_bias = 8.0f;
     c->rf_kind = ST_RF_EXP;
     c->rf_scope = ST_RF_FIXED;
+    c->rf_param = ST_RF_SOFTPLUS;
     c->rf_rho = 64.0f;
     c->rope_base = 10000.0f;
     c->t5_buckets = 32;
@@ -69,6 +70,7 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
         BAD("%s: model.alibi_max_bias: must be in (0, 64], got %g", f, c->alibi_max_bias);
     if (c->rf_kind < 0 || c->rf_kind >= ST_RF_COUNT) BAD("%s: model.rf.kind: unknown decay %d", f, c->rf_kind);
     if (c->rf_scope < ST_RF_FIXED || c->rf_scope > ST_RF_PER_HEAD) BAD("%s: model.rf.scope: unknown scope %d", f, c->rf_scope);
+    if (c->rf_param != ST_RF_SOFTPLUS && c->rf_param != ST_RF_LOG) BAD("%s: model.rf.param: unknown parameterisation %d", f, c->rf_param);
     if (!(c->rf_rho > 0.0f && c->rf_rho < 1e7f)) BAD("%s: model.rf.rho: must be in (0, 1e7), got %g", f, c->rf_rho);
     if (c->pos == ST_POS_ROPE && (c->d_model / c->n_heads) % 2 != 0)
         BAD("%s: model.pos: rope needs an even head size (d_model/n_heads = %d)", f, c->d_model / c->n_heads);

@@ -80,7 +80,8 @@ static int model_declare(st_model *m, const st_model_config *cfg, st_error *e) {
         b->rf_theta = b->kerple = -1;
         if (c->pos == ST_POS_ALIBI_RF && c->rf_scope != ST_RF_FIXED) {
             int64_t n = c->rf_scope == ST_RF_PER_HEAD ? H : 1;
-            P(rf_theta, "attn.rf_theta", 1, n, 1, 0, ST_INIT_CONST, (float)inv_softplus(c->rf_rho));
+            double theta0 = c->rf_param == ST_RF_LOG ? log(c->rf_rho) : inv_softplus(c->rf_rho);
+            P(rf_theta, "attn.rf_theta", 1, n, 1, 0, ST_INIT_CONST, (float)theta0);
         }
         if (c->pos == ST_POS_KERPLE)   /* r1 = r2 = 1 at init: softplus(0.5413) = 1 */
             P(kerple, "attn.kerple", 2, 2, H, 0, ST_INIT_CONST, (float)inv_softplus(1.0));

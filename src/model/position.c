@@ -5,7 +5,8 @@
  *               exp:        f = e^(-d/rho)
  *               gaussian:   f = e^(-d^2 / (2 rho^2))
  *               reciprocal: f = rho / (rho + d)
- *             rho fixed, or rho = softplus(theta) with theta per layer [1] or per head [H]
+ *             rho fixed, or rho = softplus(theta) or exp(theta) (model.rf.param) with theta
+ *             per layer [1] or per head [H]
  *   t5        b = w[h, bucket(d)]  (T5 log buckets; table shared by all layers)
  *   kerple    b = -r1_h * log(1 + r2_h * |d|), r1 = softplus(p1), r2 = softplus(p2)
  *
@@ -40,10 +41,20 @@ static int t5_bucket(int64_t rel, int bidirectional, int num_buckets, int max_di
     return ret + b;
 }
 
+/* rho(theta) and drho/dtheta: softplus -> sigmoid(theta); exp -> rho itself */
+static double rf_rho_of(int param, double theta, double *drho) {
+    if (param == ST_RF_LOG) {
+        double rho = exp(theta);
+        if (drho) *drho = rho;
+        return rho;
+    }
+    if (drho) *drho = sigmoid(theta);
+    return softplus(theta);
+}
+
 static double rf_rho(const st_pos_bias *pb, int h) {
     if (pb->cfg->rf_scope == ST_RF_FIXED || !pb->params) return pb->cfg->rf_rho;
-    double theta = pb->params[pb->cfg->rf_scope == ST_RF_PER_HEAD ? h : 0];
-    return softplus(theta);
+    return rf_rho_of(pb->cfg->rf_param, pb->params[pb->cfg->rf_scope == ST_RF_PER_HEAD ? h : 0], NULL);
 }
 
 /* f_rho(d) and df/drho for d >= 0 */
@@ -116,14 +127,14 @@ static void bias_grad(const st_attn_bias *self, int h, int64_t d0, int64_t n, co
     case ST_POS_ALIBI_RF: {
         if (c->rf_scope == ST_RF_FIXED) return;
         int idx = c->rf_scope == ST_RF_PER_HEAD ? h : 0;
-        double theta = pb->params[idx], rho = softplus(theta), m = pb->slopes[h], acc = 0;
+        double drho, rho = rf_rho_of(c->rf_param, pb->params[idx], &drho), m = pb->slopes[h], acc = 0;
         for (int64_t k = 0; k < n; k++) {
             int64_t d = d0 + k;
             double ad = (double)(d < 0 ? -d : d), f, df;
             rf_eval(c->rf_kind, ad, rho, &f, &df);
             acc += (double)g[k] * (-m * ad * df);      /* dB/drho */
         }
-        pb->grads[idx] += (float)(acc * sigmoid(theta)); /* drho/dtheta = sigmoid(theta) */
+        pb->grads[idx] += (float)(acc * drho);      /* chain rule through rho(theta) */
         break;
     }
     case ST_POS_T5: {
@@ -148,6 +159,15 @@ static void bias_grad(const st_attn_bias *self, int h, int64_t d0, int64_t n, co
     default:
         break;
     }
+}
+
+int st_model_rf_rho(const st_model *m, int layer, float *rho) {
+    const st_model_config *c = &m->cfg;
+    if (c->pos != ST_POS_ALIBI_RF || c->rf_scope == ST_RF_FIXED || layer < 0 || layer >= c->n_layers) return 0;
+    const float *theta = m->params.data + m->params.info[m->blocks[layer].rf_theta].offset;
+    for (int h = 0; h < c->n_heads; h++)
+        rho[h] = (float)rf_rho_of(c->rf_param, theta[c->rf_scope == ST_RF_PER_HEAD ? h : 0], NULL);
+    return 1;
 }
 
 int st_pos_has_bias(int pos) {

@@ -11,6 +11,7 @@
 /* ---- names of enumerations owned here ---- */
 static const st_cname rf_scope_names[] = {
     {"fixed", ST_RF_FIXED}, {"layer", ST_RF_PER_LAYER}, {"head", ST_RF_PER_HEAD}};
+static const st_cname rf_param_names[] = {{"softplus", ST_RF_SOFTPLUS}, {"log", ST_RF_LOG}};
 static const st_cname gelu_names[] = {{"tanh", 0}, {"erf", 1}};
 static const st_cname source_names[] = {{"synthetic", 0}, {"wikitext", 1}, {"text", 2}};
 static const st_cname tokenizer_names[] = {{"auto", 0}, {"word", 1}, {"byte", 2}, {"bpe", 3}, {"synthetic", 4}};
@@ -27,6 +28,7 @@ static const st_cname mode_names[] = {{"nonoverlapping", ST_EVAL_NONOVERLAPPING}
 static const st_cenum en_pos = { NULL, 0, st_pos_from_name, st_pos_name, ST_POS_COUNT };
 static const st_cenum en_rf_kind = { NULL, 0, st_rf_from_name, st_rf_name, ST_RF_COUNT };
 static const st_cenum en_rf_scope = NAMES(rf_scope_names);
+static const st_cenum en_rf_param = NAMES(rf_param_names);
 static const st_cenum en_gelu = NAMES(gelu_names);
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
@@ -75,6 +77,7 @@ const st_ckey st_config_keys[] = {
     OBJ("model.rf"),
     ENUM("model.rf.kind", model.rf_kind, en_rf_kind),
     ENUM("model.rf.scope", model.rf_scope, en_rf_scope),
+    ENUM("model.rf.param", model.rf_param, en_rf_param),
     FLT("model.rf.rho", model.rf_rho, 0, 1e9, 1),
     FLT("model.rope_base", model.rope_base, 1, 1e12, 1),
     INT("model.t5_buckets", model.t5_buckets, 2, 1 << 16),

@@ -58,7 +58,8 @@ int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
 /* Step record: terminal bar every step (throttled), log line + metrics every log_every. */
 void st_progress_step(st_progress *pg, int64_t step, double loss, double lr, double gnorm,
                       double tokens_per_s, int log_now);
-void st_progress_val(st_progress *pg, int64_t step, double val_loss, int best);
+/* m: the model, for the learned receptive fields of alibi_rf ("rf_rho": [layer][head]) */
+void st_progress_val(st_progress *pg, int64_t step, double val_loss, int best, const st_model *m);
 /* A message that should not be overwritten by the bar. */
 void st_progress_note(st_progress *pg, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -290,7 +290,7 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
             best = isfinite(val) && val < t->st.best_val;
             t->st.last_val = val;
             if (best) { t->st.best_val = val; t->st.best_step = step; }
-            st_progress_val(&t->pg, step, val, best);
+            st_progress_val(&t->pg, step, val, best, &t->model);
         }
         int sig = g_stop_signal;
         int out_of_time = tc->max_seconds > 0 && session >= tc->max_seconds;
