@@ -21,37 +21,51 @@ static void path_join(char *out, size_t n, const char *dir, const char *name) {
     snprintf(out, n, "%s/%s", dir, name);
 }
 
-/* The run dir's config must be the point's (up to derived vocab size, threads and the time
- * budget); anything else means OUT holds some other experiment. */
-static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
+/* Compare the run dir's config with the point's, up to derived vocab size, threads and the
+ * time budget. Returns 1 (same), 0 (differs: diff names the first key) or -1 (unreadable:
+ * diff has the reason). A semantic comparison, so a key added to the schema since the run
+ * (saved configs lack it and load with its default) does not make an old run "different". */
+static int same_config(const sweep_point *pt, char *diff, size_t n) {
     char path[2200];
     path_join(path, sizeof path, pt->dir, "config.json");
     st_run_config *saved = malloc(sizeof *saved), *mine = malloc(sizeof *mine);
-    int rc = ST_OK;
-    if (!saved || !mine) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");
+    int same = -1;
     st_error le = {0};
-    if (!rc && st_run_config_load(path, NULL, 0, saved, &le))
-        rc = st_fail(e, ST_ERR_IO, "%s: point %s: %s holds an unreadable run (%s); delete it or choose another out",
-                     s->file, pt->name, pt->dir, le.msg);
-    if (!rc) {
+    if (!saved || !mine) snprintf(diff, n, "out of memory");
+    else if (st_run_config_load(path, NULL, 0, saved, &le)) snprintf(diff, n, "%s", le.msg);
+    else {
         *mine = pt->cfg;
         if (mine->model.vocab_size == 0) mine->model.vocab_size = saved->model.vocab_size;
         mine->train.threads = saved->train.threads;
         mine->train.max_seconds = saved->train.max_seconds;
         static const char *const sections[] = {"model", "data", "train"};
-        char diff[1100];
-        for (int i = 0; i < 3 && !rc; i++)
-            if (st_run_config_diff(saved, mine, sections[i], diff, sizeof diff))
-                rc = st_fail(e, ST_ERR_CONFIG, "%s: point %s: %s holds a run of a different config (%s: run vs sweep); "
-                             "delete it or choose another out", s->file, pt->name, pt->dir, diff);
+        same = 1;
+        for (int i = 0; i < 3 && same; i++)
+            if (st_run_config_diff(saved, mine, sections[i], diff, n)) same = 0;
     }
     free(saved);
     free(mine);
-    return rc;
+    return same;
 }
 
-/* Marker of a finished point: matches when the config hash and the eval plan do. Returns
- * the parsed marker (caller owns) or NULL. */
+/* The run dir's config must be the point's; anything else means OUT holds some other
+ * experiment. */
+static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
+    char diff[1100];
+    int same = same_config(pt, diff, sizeof diff);
+    if (same < 0)
+        return st_fail(e, ST_ERR_IO, "%s: point %s: %s holds an unreadable run (%s); delete it or choose another out",
+                       s->file, pt->name, pt->dir, diff);
+    if (!same)
+        return st_fail(e, ST_ERR_CONFIG, "%s: point %s: %s holds a run of a different config (%s: run vs sweep); "
+                       "delete it or choose another out", s->file, pt->name, pt->dir, diff);
+    return ST_OK;
+}
+
+/* Marker of a finished point: matches when the eval plan does and the config is the
+ * point's (same hash, or, for a marker written before a schema change altered the
+ * canonical JSON, the same values key by key). Returns the parsed marker (caller owns) or
+ * NULL. */
 static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_differs) {
     char path[2200];
     path_join(path, sizeof path, pt->dir, "sweep_done.json");
@@ -62,8 +76,9 @@ static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_diffe
     free(text);
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(m, "config_hash");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "eval_plan");
-    if (!cJSON_IsString(h) || !cJSON_IsString(p) || strcmp(h->valuestring, pt->config_hash) != 0 ||
-        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(m, "report"))) {
+    char diff[1100];
+    if (!cJSON_IsString(h) || !cJSON_IsString(p) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(m, "report")) ||
+        (strcmp(h->valuestring, pt->config_hash) != 0 && same_config(pt, diff, sizeof diff) != 1)) {
         cJSON_Delete(m);
         return NULL;
     }
