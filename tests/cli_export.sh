@@ -70,5 +70,11 @@ expect_rc 2 "export without --out" "$BIN" export run
 expect_rc 2 "generate bad --tokens" "$BIN" generate run --tokens -3
 expect_rc 3 "export of a missing run" "$BIN" export nowhere --out x
 
+# every subcommand answers --help with its usage on stdout and exit 0
+for c in train eval sweep generate export bench data selfcheck; do
+    expect_rc 0 "$c --help" "$BIN" "$c" --help
+    grep -q "stretch $c" out.txt && ok || bad "$c --help: no usage on stdout"
+done
+
 echo "cli_export: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

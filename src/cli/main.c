@@ -7,15 +7,16 @@
 #include <string.h>
 #include <unistd.h>
 
-static const struct { const char *name; int (*fn)(int, char **); const char *help; } commands[] = {
-    {"train",     cmd_train,     "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR"},
-    {"eval",      cmd_eval,      "eval RUN_DIR|CHECKPOINT --lengths 64,128,... [--split valid|test] [--mode nonoverlapping|sliding --stride S]"},
-    {"sweep",     cmd_sweep,     "sweep SWEEP.json [--out DIR]: grid of runs, trained and evaluated, with tables"},
-    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache]"},
-    {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR: model.safetensors + config.json + tokenizer"},
-    {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] ...: step time split, tokens/s, MFU, eval memory"},
-    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe]: tokenize, cache, print statistics"},
-    {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check"},
+/* own_help: the command prints a fuller --help itself */
+static const struct { const char *name; int (*fn)(int, char **); const char *help; int own_help; } commands[] = {
+    {"train",     cmd_train,     "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR", 1},
+    {"eval",      cmd_eval,      "eval RUN_DIR|CHECKPOINT --lengths 64,128,... [--split valid|test] [--mode nonoverlapping|sliding --stride S]", 1},
+    {"sweep",     cmd_sweep,     "sweep SWEEP.json [--out DIR]: grid of runs, trained and evaluated, with tables", 1},
+    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache]", 0},
+    {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR: model.safetensors + config.json + tokenizer", 0},
+    {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] ...: step time split, tokens/s, MFU, eval memory", 1},
+    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe]: tokenize, cache, print statistics", 1},
+    {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check", 0},
 };
 
 int cli_report(const st_error *e) {
@@ -60,8 +61,15 @@ int main(int argc, char **argv) {
         return argc < 2 ? ST_ERR_CONFIG : 0;
     }
     if (!strcmp(argv[1], "--version")) { printf("stretch %s\n", ST_VERSION); return 0; }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(commands[i].name, argv[1]) == 0) return commands[i].fn(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, argv[1]) != 0) continue;
+        /* `stretch CMD --help` for the commands without a longer help of their own */
+        if (argc == 3 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) && !commands[i].own_help) {
+            printf("usage: stretch %s\n", commands[i].help);
+            return 0;
+        }
+        return commands[i].fn(argc - 1, argv + 1);
+    }
     fprintf(stderr, "stretch: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return ST_ERR_CONFIG;
