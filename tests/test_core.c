@@ -31,6 +31,22 @@ static void test_arena(void) {
     st_arena_reset(&a);
     CHECK(!a.overflowed);
     st_arena_free(&a);
+
+    /* an overflow inside a rewound region (the per-block rewind of inference): the rewind
+     * frees the extra chunk, the next reset still grows the arena to the peak, and the same
+     * pattern then runs without a new chunk */
+    CHECK(st_arena_init(&a, 4096, 1 << 20, &e) == ST_OK);
+    for (int step = 0; step < 3; step++) {
+        st_arena_mark m = st_arena_mark_get(&a);
+        CHECK(st_arena_alloc(&a, 3000) != NULL);
+        CHECK(st_arena_alloc(&a, 50000) != NULL);
+        CHECK_MSG(st_arena_chunks(&a) == (step == 0 ? 2 : 1), "step %d: %d chunks", step, st_arena_chunks(&a));
+        st_arena_rewind(&a, m);
+        CHECK(st_arena_chunks(&a) == 1);
+        st_arena_reset(&a);
+        CHECK(a.capacity >= a.high_water && a.total == a.capacity);
+    }
+    st_arena_free(&a);
 }
 
 static void test_ctx_overflow_propagates(void) {

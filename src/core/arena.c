@@ -82,10 +82,12 @@ void *st_arena_calloc(st_arena *a, size_t bytes) {
 }
 
 void st_arena_reset(st_arena *a) {
-    if (a->head && a->head->next) {
-        /* Consolidate into one chunk big enough for the high-water mark. */
-        size_t want = a->high_water > a->capacity ? a->high_water : a->capacity;
-        if (want > a->limit) want = a->limit;
+    /* Consolidate into one chunk big enough for the high-water mark: when there are extra
+     * chunks, and also when a rewind already freed them (one chunk left, but smaller than
+     * the peak), else the same overflow would allocate a chunk again on every step. */
+    size_t want = a->high_water > a->capacity ? a->high_water : a->capacity;
+    if (want > a->limit) want = a->limit;
+    if (a->head && (a->head->next || a->head->size < want)) {
         st_arena_chunk *c = a->head;
         while (c) { st_arena_chunk *nx = c->next; st_aligned_free(c->mem); free(c); c = nx; }
         a->head = chunk_new(want);
