@@ -127,14 +127,20 @@ def describe(runs):
     return "%s, %s split, %s" % (unit, r.get("split") or "?", r.get("mode") or "?")
 
 
+def style(i):
+    """Line i's look: matplotlib's 10 colours, then the same colours dashed with other
+    markers, so an 11th method never shares the look of the 1st."""
+    return {"color": "C%d" % (i % 10), "ls": ("-", "--", ":")[(i // 10) % 3], "marker": "os^"[(i // 10) % 3]}
+
+
 def plot_lengths(runs, args):
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, members in group(runs).items():
+    for i, (label, members) in enumerate(group(runs).items()):
         xs, ys = curve(members, args.metric)
         if not xs:
             continue
         seeds = len({m["seed"] for m in members})
-        ax.plot(xs, ys, marker="o", ms=4, label=label + (" (%d seeds)" % seeds if seeds > 1 else ""))
+        ax.plot(xs, ys, ms=4, label=label + (" (%d seeds)" % seeds if seeds > 1 else ""), **style(i))
     ideal = {r.get("entropy_rate") for r in runs}
     if len(ideal) == 1 and None not in ideal and args.metric in ("ppl", "loss"):
         h = ideal.pop()   # synthetic source: the best achievable loss
@@ -164,7 +170,7 @@ def plot_positions(runs, args):
         die("no per-position buckets at length %d (have: %s)" % (L, ", ".join(map(str, lengths))))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     log2 = False
-    for label, members in group(runs).items():
+    for i, (label, members) in enumerate(group(runs).items()):   # i: same look as plot_lengths
         acc = OrderedDict()   # (lo, hi) -> [nll, tokens]
         for r in members:
             for x in r["results"]:
@@ -180,7 +186,7 @@ def plot_positions(runs, args):
         log2 = log2 or any(m.get("bucket_scale") == "log2" for m in members)
         xs = [p for p, _ in pts]
         ys = [math.exp(v) if args.metric == "ppl" else v for _, v in pts]
-        ax.plot(xs, ys, marker=".", label=label)
+        ax.plot(xs, ys, label=label, ms=3, **style(i))
     for Lt in train_lengths(runs):
         if Lt < L:
             ax.axvline(Lt, color="gray", ls="--", lw=1)
