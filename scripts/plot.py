@@ -136,6 +136,8 @@ def style(i):
 def plot_lengths(runs, args):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (label, members) in enumerate(group(runs).items()):
+        if label in args.exclude:
+            continue
         xs, ys = curve(members, args.metric)
         if not xs:
             continue
@@ -171,6 +173,8 @@ def plot_positions(runs, args):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     log2 = False
     for i, (label, members) in enumerate(group(runs).items()):   # i: same look as plot_lengths
+        if label in args.exclude:
+            continue
         acc = OrderedDict()   # (lo, hi) -> [nll, tokens]
         for r in members:
             for x in r["results"]:
@@ -214,12 +218,18 @@ def main():
     p.add_argument("--per-position", action="store_true", help="loss by position within the window")
     p.add_argument("--length", type=int, default=0, help="--per-position: the evaluation length (default: longest)")
     p.add_argument("--title", default="")
+    p.add_argument("--exclude", default="", metavar="GROUP,...",
+                   help="leave these lines out (e.g. one that dwarfs the rest); the others keep their colours")
     args = p.parse_args()
+    args.exclude = [x for x in args.exclude.split(",") if x]
     if args.metric is None:
         args.metric = "loss" if args.per_position else "ppl"
     if args.per_position and args.metric == "bpb":
         die("--per-position shows loss or ppl")
     runs = load_runs(args.inputs)
+    unknown = [x for x in args.exclude if x not in group(runs)]
+    if unknown:
+        die("--exclude: no line named %s (have: %s)" % (", ".join(unknown), ", ".join(group(runs))))
     if args.metric == "bpb" and any(r["unit"] != "byte" for r in runs):
         die("bits per byte needs byte-level data (unit 'byte')")
     fig = plot_positions(runs, args) if args.per_position else plot_lengths(runs, args)

@@ -59,6 +59,10 @@ if $PY -c "import matplotlib" 2>/dev/null; then
     expect_rc 0 "plot per-position" $PY "$SRC/scripts/plot.py" out/results.json out/pos-alibi/eval_valid_nonoverlapping.json --per-position --length 16 -o pos.png
     [ -s pos.png ] && ok || bad "plot.py --per-position wrote no image"
     expect_rc 2 "plot bad length" $PY "$SRC/scripts/plot.py" out/results.json --per-position --length 5 -o x.png
+    expect_rc 0 "plot --exclude" $PY "$SRC/scripts/plot.py" out/results.json --exclude sinusoidal -o ex.png
+    [ -s ex.png ] && ok || bad "plot.py --exclude wrote no image"
+    expect_rc 2 "plot --exclude unknown" $PY "$SRC/scripts/plot.py" out/results.json --exclude rope -o x2.png
+    expect_msg "no line named rope"
 else
     echo "skip: plot.py (no matplotlib)"
 fi
