@@ -101,6 +101,37 @@ static void random_ids(int32_t *ids, size_t n, int V, uint64_t seed) {
     for (size_t i = 0; i < n; i++) ids[i] = (int32_t)st_rng_below(&r, (uint64_t)V);
 }
 
+/* What a timed loop holds: 2n random token ids (inputs, then targets), nt timing samples,
+ * and an arena + context. Opened with a fresh peak-RSS window; closing frees what was made
+ * (both frees accept the zeroed state of a partial open). */
+typedef struct bench_scratch {
+    int32_t *ids;
+    double *t;
+    st_arena arena;
+    st_ctx ctx;
+} bench_scratch;
+
+static void scratch_close(bench_scratch *s) {
+    st_ctx_free(&s->ctx);
+    st_arena_free(&s->arena);
+    free(s->ids);
+    free(s->t);
+}
+
+static int scratch_open(bench_scratch *s, int64_t n, size_t nt, int V, uint64_t seed, size_t arena0,
+                        st_error *e) {
+    memset(s, 0, sizeof *s);
+    s->ids = st_malloc((size_t)(2 * n) * sizeof(int32_t), e);
+    s->t = st_calloc(nt, sizeof(double), e);
+    if (!s->ids || !s->t) { scratch_close(s); return ST_ERR_MEMORY; }
+    random_ids(s->ids, (size_t)(2 * n), V, seed);
+    reset_peak_rss();
+    int rc = st_arena_init(&s->arena, arena0, (size_t)-1, e);
+    if (!rc) rc = st_ctx_init(&s->ctx, &s->arena, 1 << 16, e);
+    if (rc) scratch_close(s);
+    return rc;
+}
+
 /* ---------------------------------------------------------- sgemm peak ---- */
 typedef struct sgemm_probe {
     float *a, *b, *out;
@@ -159,38 +190,33 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
                        st_bench_result *r, st_error *e) {
     const int64_t B = c->B, T = c->T, n = B * T;
     const int warmup = c->warmup > 0 ? c->warmup : 1, steps = c->steps;
-    int rc = ST_OK;
-    st_arena arena;
-    st_ctx ctx;
     st_optim opt;
     memset(&opt, 0, sizeof opt);
-    int32_t *ids = st_malloc((size_t)(2 * n) * sizeof(int32_t), e);
-    double *t = st_calloc((size_t)(S_N * steps), sizeof(double), e);
-    if (!ids || !t) { free(ids); free(t); return ST_ERR_MEMORY; }
-    int32_t *tg = ids + n;
-    random_ids(ids, (size_t)(2 * n), c->model.vocab_size, c->seed + 1);
+    bench_scratch sc;
+    int rc = scratch_open(&sc, n, (size_t)(S_N * steps), c->model.vocab_size, c->seed + 1, (size_t)64 << 20, e);
+    if (rc) return rc;
+    const int32_t *ids = sc.ids, *tg = sc.ids + n;
+    double *t = sc.t;
+    st_ctx *ctx = &sc.ctx;
 
     st_optim_config oc = {.name = ST_OPT_ADAMW, .lr = c->lr, .beta1 = 0.9f, .beta2 = 0.95f,
                           .eps = 1e-8f, .weight_decay = 0.1f,
                           .no_decay = ST_NODECAY_BIAS | ST_NODECAY_NORM};
-    reset_peak_rss();
-    if ((rc = st_arena_init(&arena, (size_t)64 << 20, (size_t)-1, e))) goto out_ids;
-    if ((rc = st_ctx_init(&ctx, &arena, 1 << 16, e))) goto out_arena;
-    if ((rc = st_optim_init(&opt, &oc, &m->params, e))) goto out_ctx;
+    if ((rc = st_optim_init(&opt, &oc, &m->params, e))) goto out;
     st_params_zero_grad(&m->params);
 
     for (int s = 0; s < warmup + steps; s++) {
         double c0 = cpu_time(), t0 = st_time();
-        st_ctx_begin(&ctx, 1, 1);
-        st_tensor *loss = st_model_loss(m, &ctx, ids, tg, B, T, (uint64_t)s, NULL, e);
-        if (!loss) { rc = e && e->code ? e->code : st_ctx_check(&ctx, e); goto out_opt; }
+        st_ctx_begin(ctx, 1, 1);
+        st_tensor *loss = st_model_loss(m, ctx, ids, tg, B, T, (uint64_t)s, NULL, e);
+        if (!loss) { rc = e && e->code ? e->code : st_ctx_check(ctx, e); goto out; }
         double t1 = st_time();
-        if ((rc = st_backward(&ctx, loss, 1.0f, e))) goto out_opt;
+        if ((rc = st_backward(ctx, loss, 1.0f, e))) goto out;
         double t2 = st_time();
         double gn = st_grad_norm(&opt, &m->params);
         if (!isfinite(gn) || !isfinite(loss->data[0])) {
             rc = st_fail(e, ST_ERR_NUMERIC, "bench: step %d: non-finite loss or gradient", s);
-            goto out_opt;
+            goto out;
         }
         st_clip_grad(&opt, &m->params, gn, c->clip_norm);
         st_optim_step(&opt, &m->params, c->lr, s + 1);
@@ -212,7 +238,7 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
         st_log(ST_LOG_DEBUG, "bench: step %d: %.3f s (fwd %.3f bwd %.3f opt %.3f) loss %.4f",
                s, t3 - t0, t1 - t0, t2 - t1, t3 - t2, loss->data[0]);
     }
-    r->train_arena = arena.high_water;
+    r->train_arena = sc.arena.high_water;
     r->train_peak_rss = st_peak_rss();
     if (steps > 0) {
         double col[S_N][steps > 0 ? steps : 1], sum = 0;
@@ -238,15 +264,9 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
                r->opt_s, r->tokens_per_s, 100.0 * r->mfu, 100.0 * r->mfu_inter, r->step_cpu_s,
                100.0 * r->cpu_eff);
     }
-out_opt:
+out:
     st_optim_free(&opt);
-out_ctx:
-    st_ctx_free(&ctx);
-out_arena:
-    st_arena_free(&arena);
-out_ids:
-    free(ids);
-    free(t);
+    scratch_close(&sc);
     return rc;
 }
 
@@ -255,40 +275,30 @@ static int bench_eval_one(st_model *m, const st_bench_config *c, int64_t L, st_b
                           st_error *e) {
     const int64_t B = c->eval_B, n = B * L;
     const int reps = c->eval_reps > 0 ? c->eval_reps : 1;
-    int rc = ST_OK;
-    st_arena arena;
-    st_ctx ctx;
-    int32_t *ids = st_malloc((size_t)(2 * n) * sizeof(int32_t), e);
-    double *t = st_calloc((size_t)reps, sizeof(double), e);
-    if (!ids || !t) { free(ids); free(t); return ST_ERR_MEMORY; }
-    random_ids(ids, (size_t)(2 * n), c->model.vocab_size, c->seed + 2 + (uint64_t)L);
-    reset_peak_rss();
-    if ((rc = st_arena_init(&arena, (size_t)16 << 20, (size_t)-1, e))) goto out_ids;
-    if ((rc = st_ctx_init(&ctx, &arena, 1 << 16, e))) goto out_arena;
+    bench_scratch sc;
+    int rc = scratch_open(&sc, n, (size_t)reps, c->model.vocab_size, c->seed + 2 + (uint64_t)L, (size_t)16 << 20, e);
+    if (rc) return rc;
+    const int32_t *ids = sc.ids;
+    double *t = sc.t;
     ev->L = L;
     ev->B = B;
     for (int k = -1; k < reps; k++) {   /* k = -1: sizes the arena */
         double t0 = st_time();
-        st_ctx_begin(&ctx, 0, 0);
-        st_tensor *loss = st_model_loss(m, &ctx, ids, ids + n, B, L, 0, NULL, e);
-        if (!loss) { rc = e && e->code ? e->code : st_ctx_check(&ctx, e); goto out_ctx; }
+        st_ctx_begin(&sc.ctx, 0, 0);
+        st_tensor *loss = st_model_loss(m, &sc.ctx, ids, ids + n, B, L, 0, NULL, e);
+        if (!loss) { rc = e && e->code ? e->code : st_ctx_check(&sc.ctx, e); goto out; }
         double dt = st_time() - t0;
         ev->loss = loss->data[0];
         if (k >= 0) t[k] = dt;
     }
-    ev->arena_bytes = arena.high_water;
+    ev->arena_bytes = sc.arena.high_water;
     ev->peak_rss = st_peak_rss();
     ev->seconds = median(t, reps);
     ev->tokens_per_s = (double)n / ev->seconds;
     st_log(ST_LOG_INFO, "bench: eval L=%lld B=%lld: %.3f s, %.0f tokens/s, peak RSS %.0f MiB",
            (long long)L, (long long)B, ev->seconds, ev->tokens_per_s, (double)ev->peak_rss / 1048576.0);
-out_ctx:
-    st_ctx_free(&ctx);
-out_arena:
-    st_arena_free(&arena);
-out_ids:
-    free(ids);
-    free(t);
+out:
+    scratch_close(&sc);
     return rc;
 }
 
