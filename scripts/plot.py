@@ -227,9 +227,10 @@ def main():
     if args.per_position and args.metric == "bpb":
         die("--per-position shows loss or ppl")
     runs = load_runs(args.inputs)
-    unknown = [x for x in args.exclude if x not in group(runs)]
+    lines = group(runs)
+    unknown = [x for x in args.exclude if x not in lines]
     if unknown:
-        die("--exclude: no line named %s (have: %s)" % (", ".join(unknown), ", ".join(group(runs))))
+        die("--exclude: no line named %s (have: %s)" % (", ".join(unknown), ", ".join(lines)))
     if args.metric == "bpb" and any(r["unit"] != "byte" for r in runs):
         die("bits per byte needs byte-level data (unit 'byte')")
     fig = plot_positions(runs, args) if args.per_position else plot_lengths(runs, args)

@@ -103,33 +103,33 @@ void st_progress_step(st_progress *pg, int64_t step, double loss, double lr, dou
 void st_progress_val(st_progress *pg, int64_t step, double val_loss, int best, const st_model *m) {
     /* learned receptive fields: their trajectory is part of what an alibi_rf run shows */
     float rho[256];
-    int L = m ? m->cfg.n_layers : 0, H = m ? m->cfg.n_heads : 0, has_rho = m && st_model_rf_rho(m, 0, rho);
+    const int L = m ? m->cfg.n_layers : 0, H = m ? m->cfg.n_heads : 0;
+    const int has_rho = m && st_model_rf_rho(m, 0, rho);
+    FILE *f = pg->metrics;
+    char a[40], b[40];
+    if (f)
+        fprintf(f, "{\"step\": %lld, \"val_loss\": %s, \"val_ppl\": %s%s", (long long)step,
+                jnum(a, sizeof a, val_loss, 17), jnum(b, sizeof b, exp(val_loss), 17),
+                has_rho ? ", \"rf_rho\": [" : "");
     float lo = INFINITY, hi = -INFINITY;
-    if (pg->metrics) {
-        char a[40], b[40];
-        fprintf(pg->metrics, "{\"step\": %lld, \"val_loss\": %s, \"val_ppl\": %s", (long long)step,
-                jnum(a, sizeof a, val_loss, 17), jnum(b, sizeof b, exp(val_loss), 17));
-        if (has_rho) {
-            fputs(", \"rf_rho\": [", pg->metrics);
-            for (int l = 0; l < L; l++) {
-                st_model_rf_rho(m, l, rho);
-                fputs(l ? ", [" : "[", pg->metrics);
-                for (int h = 0; h < H; h++) {
-                    fprintf(pg->metrics, "%s%s", h ? ", " : "", jnum(a, sizeof a, rho[h], 7));
-                    lo = rho[h] < lo ? rho[h] : lo;
-                    hi = rho[h] > hi ? rho[h] : hi;
-                }
-                fputc(']', pg->metrics);
-            }
-            fputc(']', pg->metrics);
+    for (int l = 0; has_rho && l < L; l++) {   /* "rf_rho": [[rho per head] per layer] */
+        st_model_rf_rho(m, l, rho);
+        if (f) fputs(l ? ", [" : "[", f);
+        for (int h = 0; h < H; h++) {
+            if (f) fprintf(f, "%s%s", h ? ", " : "", jnum(a, sizeof a, rho[h], 7));
+            lo = rho[h] < lo ? rho[h] : lo;
+            hi = rho[h] > hi ? rho[h] : hi;
         }
-        fputs("}\n", pg->metrics);
-        fflush(pg->metrics);
+        if (f) fputc(']', f);
+    }
+    if (f) {
+        fputs(has_rho ? "]}\n" : "}\n", f);
+        fflush(f);
     }
     if (pg->quiet) return;
     clear_bar(pg);
     char rf[96] = "";
-    if (has_rho && pg->metrics) snprintf(rf, sizeof rf, "; learned rho %.3g..%.3g", (double)lo, (double)hi);
+    if (has_rho) snprintf(rf, sizeof rf, "; learned rho %.3g..%.3g", (double)lo, (double)hi);
     st_log(ST_LOG_INFO, "step %lld: validation loss %.4f, ppl %.3f%s%s", (long long)step, val_loss,
            exp(val_loss), best ? " (best)" : "", rf);
 }
