@@ -69,6 +69,8 @@ struct st_tensor {
     st_tensor *base;        /* views: the tensor that owns data/grad; NULL if owner */
     int64_t offset;         /* views: element offset of data within base */
     const char *name;       /* parameters and debugging */
+    const uint16_t *bf16;   /* parameters with a bf16 shadow (st_params_enable_bf16): data
+                             * rounded to bf16, refreshed once per update; else NULL */
 };
 
 int64_t st_numel(const st_tensor *t);
@@ -99,6 +101,7 @@ struct st_ctx {
     int n_nodes, cap_nodes;
     int failed;             /* an allocation failed; ops return NULL from then on */
     size_t backward_bytes;  /* bytes allocated for backward (saved state + grads) */
+    struct st_mm *mm;   /* matmul precision backend (st_matmul.h), not owned; NULL: fp32 */
 };
 
 /* ctx does not own the arena. cap_nodes: max tape length per step. */
@@ -159,6 +162,7 @@ typedef struct st_param_info {
 
 typedef struct st_params {
     float *data, *grad, *m, *v;   /* four blocks of n floats, same layout */
+    uint16_t *bf16;               /* NULL, or n bf16 values: data rounded (precision bf16) */
     size_t n;
     st_param_info *info;
     st_tensor *tensors;           /* tensors[i] views data/grad of info[i] */
@@ -177,6 +181,13 @@ void st_params_init_values(st_params *p, st_rng *rng);
 st_tensor *st_param(st_params *p, int index);
 int st_params_find(const st_params *p, const char *name);   /* -1 if absent */
 void st_params_zero_grad(st_params *p);
+/* Precision bf16: a shadow block holding data rounded to bf16, in the same layout, which
+ * the matmuls read instead of rounding a weight at every use. Enable allocates it (2 bytes
+ * per parameter), points every tensor's bf16 at its slice and fills it; refresh re-rounds
+ * it and must follow every change of data (optimizer step, checkpoint or weight load).
+ * Refresh is a no-op when no shadow is enabled. */
+int st_params_enable_bf16(st_params *p, st_error *e);
+void st_params_refresh_bf16(st_params *p);
 void st_params_free(st_params *p);
 
 #ifdef __cplusplus

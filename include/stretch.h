@@ -3,6 +3,7 @@
 #define STRETCH_H
 #include "st_common.h"
 #include "st_tensor.h"
+#include "st_matmul.h"
 #include "st_ops.h"
 #include "st_data.h"
 #include "st_model.h"

@@ -1,6 +1,7 @@
 /* params.c - the flat parameter block. Parameters, gradients and AdamW moments are four
  * blocks of the same layout, so zero-grad, the optimizer and checkpoints are flat loops. */
 #include "st_tensor.h"
+#include "st_matmul.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +97,23 @@ void st_params_zero_grad(st_params *p) {
     }
 }
 
+int st_params_enable_bf16(st_params *p, st_error *e) {
+    ST_ASSERT(p->finalized);
+    if (!p->bf16) {
+        p->bf16 = st_aligned_alloc((p->n ? p->n : 16) * sizeof(uint16_t), e);
+        if (!p->bf16) return ST_ERR_MEMORY;
+        for (int i = 0; i < p->count; i++) p->tensors[i].bf16 = p->bf16 + p->info[i].offset;
+    }
+    st_params_refresh_bf16(p);
+    return ST_OK;
+}
+
+void st_params_refresh_bf16(st_params *p) {
+    if (p->bf16) st_bf16_round(p->bf16, p->data, (int64_t)p->n);
+}
+
 void st_params_free(st_params *p) {
+    st_aligned_free(p->bf16);
     st_aligned_free(p->data); st_aligned_free(p->grad);
     st_aligned_free(p->m); st_aligned_free(p->v);
     free(p->tensors);

@@ -12,10 +12,11 @@
  * chunk of logits is turned in place into dz/count (g = 1) while it is hot, and two
  * sgemms fold it into dx (N,C) and dW (V,C) buffers; the backward only scales those by
  * the upstream g. Peak extra memory is one chunk of logits (at most CE_CHUNK_FLOATS) plus
- * dW, never (N,V). */
+ * dW, never (N,V). The three products go through st_mm_gemm with the context's precision
+ * (bf16: x, W and dz rounded to bf16, W from its shadow, fp32 accumulation; the logits,
+ * softmax and loss stay fp32). */
 #include "ops_internal.h"
-
-#include <cblas.h>
+#include "st_matmul.h"
 #include <math.h>
 
 #define CE_BLOCK 512     /* entries per float partial sum in a row's sum of exp */
@@ -215,11 +216,10 @@ static void lce_backward(st_ctx *ctx, st_node *n) {
 /* One chunk of `rows` rows: logits buf (rows,V) = x W^T, row losses, and in grad mode
  * dx_chunk = dz W, dW (+)= dz^T x with dz = (softmax - onehot) / count (the first chunk
  * writes dW: dw_beta = 0). */
-static void lce_chunk(float *buf, double *rowloss, float *dx, float *dw, float dw_beta, const float *x,
-                      const float *w, const int32_t *targets, int32_t ignore_index,
+static void lce_chunk(st_mm *mm, float *buf, double *rowloss, float *dx, float *dw, float dw_beta,
+                      const float *x, const st_tensor *w, const int32_t *targets, int32_t ignore_index,
                       float inv_count, int64_t rows, int64_t C, int64_t V) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)V, (int)C,
-                1.0f, x, (int)C, w, (int)C, 0.0f, buf, (int)V);
+    st_mm_gemm(mm, rows, V, C, 1.0f, st_mm_a(x, NULL, 0, C), st_mm_a(w->data, w->bf16, 1, C), 0.0f, buf, V);
     int grad = dx || dw;
     #pragma omp parallel for schedule(static) if (rows * V > OPS_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
@@ -235,11 +235,9 @@ static void lce_chunk(float *buf, double *rowloss, float *dx, float *dw, float d
         }
     }
     if (dx)   /* dx (rows,C) = dz (rows,V) W (V,C) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)C, (int)V,
-                    1.0f, buf, (int)V, w, (int)C, 0.0f, dx, (int)C);
+        st_mm_gemm(mm, rows, C, V, 1.0f, st_mm_a(buf, NULL, 0, V), st_mm_a(w->data, w->bf16, 0, C), 0.0f, dx, C);
     if (dw)   /* dW (V,C) (+)= dz^T (V,rows) x (rows,C) */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)V, (int)C, (int)rows,
-                    1.0f, buf, (int)V, x, (int)C, dw_beta, dw, (int)C);
+        st_mm_gemm(mm, V, C, rows, 1.0f, st_mm_a(buf, NULL, 1, V), st_mm_a(x, NULL, 0, C), dw_beta, dw, C);
 }
 
 st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
@@ -269,8 +267,8 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     }
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
         int64_t rows = N - r0 < chunk ? N - r0 : chunk;
-        lce_chunk(buf, rowloss + r0, sv && sv->dx ? sv->dx + r0 * C : NULL, sv ? sv->dw : NULL,
-                  r0 == 0 ? 0.0f : 1.0f, x->data + r0 * C, w->data, targets + r0, ignore_index,
+        lce_chunk(ctx->mm, buf, rowloss + r0, sv && sv->dx ? sv->dx + r0 * C : NULL, sv ? sv->dw : NULL,
+                  r0 == 0 ? 0.0f : 1.0f, x->data + r0 * C, w, targets + r0, ignore_index,
                   inv_count, rows, C, V);
     }
     out->data[0] = finish_loss(rowloss, N, count, tok_loss);

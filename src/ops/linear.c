@@ -1,16 +1,20 @@
-/* linear.c - the affine map y = x W^T + b and the batched matmul, both one cblas_sgemm
- * per (batch) matrix in the forward and two in the backward.
+/* linear.c - the affine map y = x W^T + b and the batched matmul, both one GEMM per
+ * (batch) matrix in the forward and two in the backward.
  *
  *   linear:  y (N,OUT) = x (N,IN) W^T + b      dx += dy W,  dW += dy^T x,  db += colsum(dy)
  *   matmul:  c (M,N)   = a (M,K) b (K,N)       da += dc b^T, db += a^T dc
  * The backward sgemms use beta = 1, which is exactly the "accumulate" rule of the tape
- * (beta = 0 for a linear dx that is the input's first gradient: ops_grad_out). */
+ * (beta = 0 for a linear dx that is the input's first gradient: ops_grad_out).
+ * The linear's three products go through st_mm_gemm with the context's precision
+ * backend (include/st_matmul.h): fp32 sgemm, or bf16 inputs with fp32 accumulation, the
+ * weight read from its bf16 shadow when it has one. The batched matmul stays fp32. */
 #include "ops_internal.h"
+#include "st_matmul.h"
 
 #include <cblas.h>
 
 /* ---------------------------------------------------------------- linear ---- */
-static void linear_forward(float *out, const float *x, const float *w, const float *b,
+static void linear_forward(st_mm *mm, float *out, const float *x, const st_tensor *w, const float *b,
                            int64_t N, int64_t IN, int64_t OUT) {
     float beta = 0.0f;
     if (b) {
@@ -19,19 +23,18 @@ static void linear_forward(float *out, const float *x, const float *w, const flo
         for (int64_t r = 0; r < N; r++) memcpy(out + r * OUT, b, (size_t)OUT * sizeof(float));
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OUT, (int)IN,
-                1.0f, x, (int)IN, w, (int)IN, beta, out, (int)OUT);
+    st_mm_gemm(mm, N, OUT, IN, 1.0f, st_mm_a(x, NULL, 0, IN), st_mm_a(w->data, w->bf16, 1, IN), beta, out, OUT);
 }
 
 /* dx_fresh: dx is a new, uninitialised buffer (ops_grad_out): written with beta = 0. */
-static void linear_backward_kernel(float *dx, int dx_fresh, float *dw, float *db, const float *dout,
-                                   const float *x, const float *w, int64_t N, int64_t IN, int64_t OUT) {
+static void linear_backward_kernel(st_mm *mm, float *dx, int dx_fresh, float *dw, float *db,
+                                   const float *dout, const float *x, const st_tensor *w,
+                                   int64_t N, int64_t IN, int64_t OUT) {
     if (dx)   /* dx (N,IN) (+)= dout (N,OUT) W (OUT,IN) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)IN, (int)OUT,
-                    1.0f, dout, (int)OUT, w, (int)IN, dx_fresh ? 0.0f : 1.0f, dx, (int)IN);
+        st_mm_gemm(mm, N, IN, OUT, 1.0f, st_mm_a(dout, NULL, 0, OUT), st_mm_a(w->data, w->bf16, 0, IN),
+                   dx_fresh ? 0.0f : 1.0f, dx, IN);
     if (dw)   /* dW (OUT,IN) += dout^T (OUT,N) x (N,IN) */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OUT, (int)IN, (int)N,
-                    1.0f, dout, (int)OUT, x, (int)IN, 1.0f, dw, (int)IN);
+        st_mm_gemm(mm, OUT, IN, N, 1.0f, st_mm_a(dout, NULL, 1, OUT), st_mm_a(x, NULL, 0, IN), 1.0f, dw, IN);
     if (db) ops_colsum_acc(db, dout, N, OUT);
 }
 
@@ -43,7 +46,7 @@ static void linear_backward(st_ctx *ctx, st_node *n) {
     if (x->requires_grad && !(dx = ops_grad_out(ctx, x, &fresh))) return;
     if (w->requires_grad && !(dw = st_grad(ctx, w))) return;
     if (b && b->requires_grad && !(db = st_grad(ctx, b))) return;
-    linear_backward_kernel(dx, fresh, dw, db, n->out->grad, x->data, w->data, N, IN, OUT);
+    linear_backward_kernel(ctx->mm, dx, fresh, dw, db, n->out->grad, x->data, w, N, IN, OUT);
 }
 
 st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {
@@ -57,7 +60,7 @@ st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {
     shape[x->ndim - 1] = OUT;
     st_tensor *out = st_new(ctx, x->ndim, shape);
     if (!out) return NULL;
-    linear_forward(out->data, x->data, w->data, b ? b->data : NULL, N, IN, OUT);
+    linear_forward(ctx->mm, out->data, x->data, w, b ? b->data : NULL, N, IN, OUT);
     if (st_needs_grad(ctx, x, w, b, NULL) &&
         !st_record(ctx, "linear", linear_backward, out, x, w, b, NULL, NULL))
         return NULL;

@@ -1,0 +1,104 @@
+/* st_matmul.h - matmul precision as a variation point, and bf16 rounding.
+ *
+ * Every large product of the ops (linear forward and both backward products, the fused
+ * LM head + loss) calls st_mm_gemm with the context's backend (ctx->mm). A backend is one
+ * row of a table (src/core/matmul.c):
+ *   fp32  OpenBLAS cblas_sgemm (cblas_sgemv when the product has one row: decoding)
+ *   bf16  oneDNN matmul, bf16 x bf16 inputs rounded to nearest even from fp32, fp32
+ *         accumulation, fp32 output; primitives are created once per shape and cached
+ * Everything else (master weights, gradients, AdamW state, LayerNorm, softmax, the loss)
+ * stays fp32. ctx->mm == NULL means fp32.
+ *
+ * Operands: an st_mm_arg is the fp32 matrix and, optionally, the same matrix already
+ * rounded to bf16 (a parameter's shadow, refreshed once per optimizer update by
+ * st_params_refresh_bf16), so weights are converted once per update instead of once per
+ * use. The fp32 backend ignores the bf16 copy; the bf16 backend rounds an operand that
+ * has none (activations, output gradients) into its own scratch.
+ *
+ * Threads: the backends run on the caller's OpenMP pool (oneDNN of Debian is built with
+ * OpenMP: its threads are libgomp's, omp_set_num_threads governs both) and are
+ * deterministic for a fixed thread count. A backend instance is NOT thread-safe (one
+ * primitive cache and scratch): call st_mm_gemm from one thread, never from inside an
+ * OpenMP parallel region. Attention's QK^T and PV (which loop over (batch, head) in
+ * parallel) can use the bf16 path through st_mm_gemm per block once the loop is moved
+ * inside the backend or the call is hoisted out of the parallel region; see
+ * docs/precision.md. */
+#ifndef ST_MATMUL_H
+#define ST_MATMUL_H
+
+#include "st_common.h"
+
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum st_precision { ST_PREC_FP32 = 0, ST_PREC_BF16 = 1, ST_PREC_COUNT } st_precision;
+
+const char *st_precision_name(int precision);       /* "fp32", "bf16" */
+int st_precision_from_name(const char *name);       /* -1 if unknown */
+/* 1 when this build can run the precision (bf16 needs oneDNN at build time). */
+int st_precision_available(int precision);
+
+/* ---- bf16: the top 16 bits of an IEEE float (8-bit exponent, 7+1-bit mantissa) ----
+ * Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then truncate.
+ * A carry out of the mantissa bumps the exponent (correct rounding up, to Inf past the
+ * largest finite bf16). NaN stays NaN (quiet bit forced, sign kept); +-Inf and +-0 are
+ * exact. Relative rounding error <= 2^-8 (the unit roundoff of an 8-bit significand). */
+static inline uint16_t st_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static inline float st_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+/* dst[i] = bf16(src[i]) for n values (OpenMP over fixed slices: deterministic). */
+void st_bf16_round(uint16_t *dst, const float *src, int64_t n);
+
+/* ---- backends ---- */
+typedef struct st_mm st_mm;
+
+/* A backend instance for `precision`. bf16 logs the ISA oneDNN runs
+ * (dnnl_get_effective_cpu_isa) and warns when the CPU has no native bf16 (the products
+ * then run emulated: correct, but slower than fp32). ST_ERR_CONFIG when this build has
+ * no oneDNN, with what to install. Free with st_mm_free (NULL is fine). */
+int st_mm_create(st_mm **out, int precision, int quiet, st_error *e);
+void st_mm_free(st_mm *mm);
+int st_mm_precision(const st_mm *mm);       /* NULL: ST_PREC_FP32 */
+/* One line: "fp32 (OpenBLAS Haswell)" / "bf16 (oneDNN 2.6.3, ISA avx512_core_bf16)". */
+const char *st_mm_describe(const st_mm *mm);
+/* 1 when the bf16 products run on native bf16 instructions (AVX512-BF16 or AMX). */
+int st_mm_native(const st_mm *mm);
+/* The implementation the backend used for its most recent product, e.g. oneDNN's
+ * "brg:avx512_core_bf16" or "gemm:jit"; "cblas_sgemm" / "cblas_sgemv" for fp32. */
+const char *st_mm_last_impl(const st_mm *mm);
+
+typedef struct st_mm_arg {
+    const float *f;         /* the matrix, fp32, row-major with leading dimension ld */
+    const uint16_t *h;      /* the same matrix rounded to bf16, dense (ld = its row
+                             * length), or NULL */
+    int trans;              /* 1: the stored matrix is the transpose of the operand */
+    int64_t ld;
+} st_mm_arg;
+
+static inline st_mm_arg st_mm_a(const float *f, const uint16_t *h, int trans, int64_t ld) {
+    st_mm_arg a = {f, h, trans, ld};
+    return a;
+}
+
+/* c (M,N) = alpha op(a) (M,K) op(b) (K,N) + beta c, row-major, ldc >= N. beta = 0
+ * overwrites c (which may be uninitialised). mm == NULL: fp32. */
+void st_mm_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
+                st_mm_arg b, float beta, float *c, int64_t ldc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,75 @@
+/* matmul.c - the precision dispatcher: the table of backends, their names, and the one
+ * entry point every op's large product goes through (include/st_matmul.h). */
+#include "core/matmul_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Indexed by st_precision: the only place that maps a precision to its code. */
+static const st_mm_backend *const backends[ST_PREC_COUNT] = {
+    [ST_PREC_FP32] = &st_mm_backend_fp32,
+    [ST_PREC_BF16] = &st_mm_backend_bf16,
+};
+
+const char *st_precision_name(int precision) {
+    return precision >= 0 && precision < ST_PREC_COUNT ? backends[precision]->name : "?";
+}
+
+int st_precision_from_name(const char *name) {
+    for (int p = 0; name && p < ST_PREC_COUNT; p++)
+        if (strcmp(name, backends[p]->name) == 0) return p;
+    return -1;
+}
+
+int st_precision_available(int precision) {
+#ifdef ST_HAVE_DNNL
+    return precision >= 0 && precision < ST_PREC_COUNT;
+#else
+    return precision == ST_PREC_FP32;
+#endif
+}
+
+int st_mm_create(st_mm **out, int precision, int quiet, st_error *e) {
+    *out = NULL;
+    if (precision < 0 || precision >= ST_PREC_COUNT)
+        return st_fail(e, ST_ERR_CONFIG, "precision: unknown precision %d", precision);
+    st_mm *mm = st_calloc(1, sizeof *mm, e);
+    if (!mm) return ST_ERR_MEMORY;
+    mm->be = backends[precision];
+    mm->precision = precision;
+    mm->quiet = quiet;
+    int rc = mm->be->open(mm, e);
+    if (rc) { free(mm); return rc; }
+    *out = mm;
+    return ST_OK;
+}
+
+void st_mm_free(st_mm *mm) {
+    if (!mm) return;
+    mm->be->close(mm);
+    free(mm);
+}
+
+int st_mm_precision(const st_mm *mm) { return mm ? mm->precision : ST_PREC_FP32; }
+const char *st_mm_describe(const st_mm *mm) { return mm ? mm->describe : "fp32 (OpenBLAS)"; }
+int st_mm_native(const st_mm *mm) { return mm ? mm->native : 1; }
+const char *st_mm_last_impl(const st_mm *mm) { return mm ? mm->last_impl : ""; }
+
+void st_mm_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
+                st_mm_arg b, float beta, float *c, int64_t ldc) {
+    ST_ASSERT(M >= 0 && N >= 0 && K >= 0 && ldc >= N && a.f && b.f && c);
+    if (M == 0 || N == 0) return;
+    (mm ? mm->be : &st_mm_backend_fp32)->gemm(mm, M, N, K, alpha, a, b, beta, c, ldc);
+}
+
+/* Fixed slices of 64 Ki values: each thread rounds whole slices (the result does not
+ * depend on the thread count anyway: the map is elementwise). */
+void st_bf16_round(uint16_t *dst, const float *src, int64_t n) {
+    const int64_t slice = 65536, ns = (n + slice - 1) / slice;
+    #pragma omp parallel for schedule(static) if (ns > 1)
+    for (int64_t s = 0; s < ns; s++) {
+        const int64_t i1 = (s + 1) * slice < n ? (s + 1) * slice : n;
+        #pragma omp simd
+        for (int64_t i = s * slice; i < i1; i++) dst[i] = st_f32_to_bf16(src[i]);
+    }
+}

@@ -1,0 +1,268 @@
+/* matmul_bf16.c - the bf16 backend: oneDNN's matmul primitive, bf16 x bf16 -> f32.
+ *
+ *   c (M,N) = alpha op(a) op(b) + beta c
+ * a and b are rounded to bf16 (round to nearest even, st_f32_to_bf16) unless the caller
+ * passes a ready bf16 copy (parameter shadows); oneDNN multiplies with fp32 accumulation
+ * and writes fp32. alpha is an output scale, beta a "sum" post-op, transposes are the
+ * operands' strides: one primitive per (M, N, K, ldc, transposes, alpha, beta), created
+ * on first use and kept in a small LRU cache (a training step uses ~30 shapes; creating
+ * a primitive JIT-compiles its kernel and costs milliseconds).
+ *
+ * ISA: oneDNN picks its kernels at run time. With AVX512-BF16 (Cooper Lake, Sapphire
+ * Rapids) or AMX it runs native bf16 dot products (brg:avx512_core_bf16 / _amx); on plain
+ * AVX-512 (avx512_core, _vnni) it emulates them with fp32 FMAs (gemm:jit with bf16
+ * emulation, or a reference kernel): the same results, slower than sgemm. We log the ISA
+ * and warn then; we refuse only when oneDNN has no bf16 matmul at all for the CPU.
+ *
+ * Threads: Debian's oneDNN uses OpenMP (libgomp), the same pool as our loops and
+ * OpenBLAS; its matmul splits M/N blocks over threads and reduces K in a fixed order, so
+ * results are deterministic for a fixed thread count (tests/test_bf16.c checks it). */
+#include "core/matmul_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef ST_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+
+#define MM_CACHE 128   /* cached primitives; least recently used is replaced when full */
+
+typedef struct mm_key {
+    int64_t M, N, K, ldc;
+    int ta, tb;
+    float alpha, beta;
+} mm_key;
+
+typedef struct mm_entry {
+    mm_key key;
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c;  /* descriptors fixed, data handles set per call */
+    uint64_t used;          /* LRU clock */
+    char impl[64];          /* oneDNN implementation name */
+} mm_entry;
+
+typedef struct bf16_state {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    mm_entry cache[MM_CACHE];
+    int n;
+    uint64_t clock;
+    uint16_t *scratch[2];   /* rounded a, b */
+    size_t cap[2];          /* in values */
+} bf16_state;
+
+/* A failed oneDNN call on a shape that was already accepted is a broken invariant (or
+ * memory exhaustion inside oneDNN): report the status and stop. */
+static void dnnl_ok(dnnl_status_t s, const char *what, const char *file, int line) {
+    if (s == dnnl_success) return;
+    st_log(ST_LOG_ERROR, "oneDNN: %s failed with status %d", what, (int)s);
+    st_assert_fail(what, file, line);
+}
+#define DNNL_OK(call) dnnl_ok((call), #call, __FILE__, __LINE__)
+
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "unknown";
+    }
+}
+
+/* The ISA bits include avx512_core_bf16's (AMX's do too). */
+static int isa_native_bf16(dnnl_cpu_isa_t isa) {
+    return ((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) == (unsigned)dnnl_cpu_isa_avx512_core_bf16;
+}
+
+/* Descriptor of a row-major (rows, cols) operand stored transposed or not (dense). */
+static void operand_md(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int trans, int64_t ld,
+                       dnnl_data_type_t dt) {
+    dnnl_dims_t dims = {rows, cols};
+    dnnl_dims_t strides = {trans ? 1 : ld, trans ? ld : 1};
+    DNNL_OK(dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides));
+}
+
+/* Create the primitive of key k; returns the oneDNN status (unimplemented: no kernel). */
+static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) {
+    dnnl_memory_desc_t amd, bmd, cmd;
+    operand_md(&amd, k->M, k->K, k->ta, k->ta ? k->M : k->K, dnnl_bf16);
+    operand_md(&bmd, k->K, k->N, k->tb, k->tb ? k->K : k->N, dnnl_bf16);
+    operand_md(&cmd, k->M, k->N, 0, k->ldc, dnnl_f32);
+    dnnl_matmul_desc_t desc;
+    DNNL_OK(dnnl_matmul_desc_init(&desc, &amd, &bmd, NULL, &cmd));
+    dnnl_primitive_attr_t attr;
+    dnnl_post_ops_t po = NULL;
+    DNNL_OK(dnnl_primitive_attr_create(&attr));
+    if (k->alpha != 1.0f) DNNL_OK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &k->alpha));
+    if (k->beta != 0.0f) {
+        DNNL_OK(dnnl_post_ops_create(&po));
+        DNNL_OK(dnnl_post_ops_append_sum(po, k->beta));
+        DNNL_OK(dnnl_primitive_attr_set_post_ops(attr, po));
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = dnnl_primitive_desc_create(&pd, &desc, attr, s->eng, NULL);
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    if (st != dnnl_success) return st;
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) impl = "?";
+    snprintf(en->impl, sizeof en->impl, "%s", impl);
+    st = dnnl_primitive_create(&en->prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success) return st;
+    DNNL_OK(dnnl_memory_create(&en->a, &amd, s->eng, DNNL_MEMORY_NONE));
+    DNNL_OK(dnnl_memory_create(&en->b, &bmd, s->eng, DNNL_MEMORY_NONE));
+    DNNL_OK(dnnl_memory_create(&en->c, &cmd, s->eng, DNNL_MEMORY_NONE));
+    en->key = *k;
+    st_log(ST_LOG_DEBUG, "bf16 matmul %lldx%lldx%lld (ta %d tb %d alpha %g beta %g): %s", (long long)k->M,
+           (long long)k->N, (long long)k->K, k->ta, k->tb, k->alpha, k->beta, en->impl);
+    return dnnl_success;
+}
+
+static void entry_destroy(mm_entry *en) {
+    if (en->prim) dnnl_primitive_destroy(en->prim);
+    if (en->a) dnnl_memory_destroy(en->a);
+    if (en->b) dnnl_memory_destroy(en->b);
+    if (en->c) dnnl_memory_destroy(en->c);
+    memset(en, 0, sizeof *en);
+}
+
+static mm_entry *entry_get(bf16_state *s, const mm_key *k) {
+    mm_entry *lru = NULL;
+    for (int i = 0; i < s->n; i++) {
+        mm_entry *en = &s->cache[i];
+        if (memcmp(&en->key, k, sizeof *k) == 0) { en->used = ++s->clock; return en; }
+        if (!lru || en->used < lru->used) lru = en;
+    }
+    mm_entry *en = s->n < MM_CACHE ? &s->cache[s->n++] : lru;
+    entry_destroy(en);
+    dnnl_status_t st = entry_create(s, en, k);
+    if (st != dnnl_success) {
+        st_log(ST_LOG_ERROR, "oneDNN: no bf16 matmul for %lldx%lldx%lld (status %d)", (long long)k->M,
+               (long long)k->N, (long long)k->K, (int)st);
+        st_assert_fail("bf16 matmul primitive", __FILE__, __LINE__);
+    }
+    en->used = ++s->clock;
+    return en;
+}
+
+/* The bf16 values of operand x stored as (rows, cols) with leading dimension x.ld: its
+ * own copy when it has one (dense), else rounded into scratch slot `slot`. */
+static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_t rows, int64_t cols) {
+    if (x.h) {
+        ST_ASSERT(x.ld == cols);
+        return x.h;
+    }
+    size_t need = (size_t)(rows * cols);
+    if (need > s->cap[slot]) {
+        free(s->scratch[slot]);
+        s->scratch[slot] = malloc(need * sizeof(uint16_t));
+        ST_ASSERT(s->scratch[slot] != NULL);
+        s->cap[slot] = need;
+    }
+    uint16_t *d = s->scratch[slot];
+    if (x.ld == cols) {
+        st_bf16_round(d, x.f, rows * cols);
+    } else {
+        #pragma omp parallel for schedule(static) if (rows * cols > 32768)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < cols; j++) d[r * cols + j] = st_f32_to_bf16(x.f[r * x.ld + j]);
+    }
+    return d;
+}
+
+static void bf16_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
+                      st_mm_arg b, float beta, float *c, int64_t ldc) {
+    bf16_state *s = mm->state;
+    if (K == 0) {   /* no product: c = beta c, which fp32 does exactly */
+        st_mm_backend_fp32.gemm(mm, M, N, K, alpha, a, b, beta, c, ldc);
+        return;
+    }
+    const uint16_t *ah = operand_bf16(s, 0, a, a.trans ? K : M, a.trans ? M : K);
+    const uint16_t *bh = operand_bf16(s, 1, b, b.trans ? N : K, b.trans ? K : N);
+    mm_key k;
+    memset(&k, 0, sizeof k);   /* padding too: keys are compared with memcmp */
+    k.M = M; k.N = N; k.K = K; k.ldc = ldc; k.ta = a.trans; k.tb = b.trans; k.alpha = alpha; k.beta = beta;
+    mm_entry *en = entry_get(s, &k);
+    DNNL_OK(dnnl_memory_set_data_handle(en->a, (void *)ah));
+    DNNL_OK(dnnl_memory_set_data_handle(en->b, (void *)bh));
+    DNNL_OK(dnnl_memory_set_data_handle(en->c, c));
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, en->a}, {DNNL_ARG_WEIGHTS, en->b}, {DNNL_ARG_DST, en->c}};
+    DNNL_OK(dnnl_primitive_execute(en->prim, s->stream, 3, args));
+    DNNL_OK(dnnl_stream_wait(s->stream));
+    snprintf(mm->last_impl, sizeof mm->last_impl, "%s", en->impl);
+}
+
+static void bf16_close(st_mm *mm) {
+    bf16_state *s = mm->state;
+    if (!s) return;
+    for (int i = 0; i < s->n; i++) entry_destroy(&s->cache[i]);
+    if (s->stream) dnnl_stream_destroy(s->stream);
+    if (s->eng) dnnl_engine_destroy(s->eng);
+    free(s->scratch[0]);
+    free(s->scratch[1]);
+    free(s);
+    mm->state = NULL;
+}
+
+static int bf16_open(st_mm *mm, st_error *e) {
+    bf16_state *s = st_calloc(1, sizeof *s, e);
+    if (!s) return ST_ERR_MEMORY;
+    mm->state = s;
+    if (dnnl_engine_create(&s->eng, dnnl_cpu, 0) != dnnl_success ||
+        dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags) != dnnl_success) {
+        bf16_close(mm);
+        return st_fail(e, ST_ERR_GENERIC, "precision bf16: cannot create a oneDNN CPU engine and stream");
+    }
+    const dnnl_version_t *v = dnnl_version();
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    mm->native = isa_native_bf16(isa);
+    /* one small product of each kind the ops use: refuse up front, not mid-training */
+    for (int t = 0; t < 4; t++) {
+        mm_key k = {0};
+        k.M = 16; k.N = 16; k.K = 16; k.ldc = 16; k.ta = t & 1; k.tb = t >> 1; k.alpha = 1.0f; k.beta = (float)(t & 1);
+        mm_entry *en = &s->cache[s->n];
+        dnnl_status_t st = entry_create(s, en, &k);
+        if (st != dnnl_success) {
+            entry_destroy(en);
+            bf16_close(mm);
+            return st_fail(e, ST_ERR_CONFIG, "precision bf16: oneDNN %d.%d.%d has no bf16 matmul for this CPU "
+                           "(ISA %s, status %d); use precision fp32", v->major, v->minor, v->patch,
+                           isa_name(isa), (int)st);
+        }
+        en->used = ++s->clock;
+        s->n++;
+    }
+    snprintf(mm->describe, sizeof mm->describe, "bf16 (oneDNN %d.%d.%d, ISA %s, %s bf16, kernel %s)", v->major,
+             v->minor, v->patch, isa_name(isa), mm->native ? "native" : "emulated", s->cache[0].impl);
+    if (!mm->quiet) st_log(ST_LOG_INFO, "matmul precision: %s", mm->describe);
+    if (!mm->native)
+        st_log(ST_LOG_WARN, "precision bf16: this CPU has no native bf16 (oneDNN ISA %s; native needs "
+               "avx512_core_bf16 or AMX): bf16 matmuls run emulated, with bf16 results but slower than "
+               "precision fp32. Use bf16 here to check results, fp32 for speed", isa_name(isa));
+    return ST_OK;
+}
+
+#else  /* built without oneDNN */
+
+static int bf16_open(st_mm *mm, st_error *e) {
+    (void)mm;
+    return st_fail(e, ST_ERR_CONFIG, "precision bf16: this stretch was built without oneDNN; install it "
+                   "(scripts/install_deps.sh: libdnnl-dev) and rebuild (cmake reports 'oneDNN: found')");
+}
+static void bf16_close(st_mm *mm) { (void)mm; }
+static void bf16_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
+                      st_mm_arg b, float beta, float *c, int64_t ldc) {
+    st_assert_fail("bf16 backend without oneDNN", __FILE__, __LINE__);
+}
+
+#endif
+
+const st_mm_backend st_mm_backend_bf16 = {"bf16", bf16_open, bf16_close, bf16_gemm};

@@ -1,0 +1,29 @@
+/* matmul_internal.h - the precision table behind st_mm_gemm (include/st_matmul.h): one
+ * row per precision, chosen once when a backend instance is created. Not public. */
+#ifndef ST_MATMUL_INTERNAL_H
+#define ST_MATMUL_INTERNAL_H
+
+#include "st_matmul.h"
+
+typedef struct st_mm_backend {
+    const char *name;                                   /* "fp32", "bf16" */
+    int (*open)(st_mm *mm, st_error *e);            /* state, describe, native; logs */
+    void (*close)(st_mm *mm);
+    void (*gemm)(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
+                 st_mm_arg b, float beta, float *c, int64_t ldc);
+} st_mm_backend;
+
+struct st_mm {
+    const st_mm_backend *be;
+    int precision;
+    int quiet;
+    int native;             /* bf16: native instructions (not emulated) */
+    char describe[192];
+    char last_impl[96];
+    void *state;            /* the backend's own (oneDNN engine, stream, cache, scratch) */
+};
+
+extern const st_mm_backend st_mm_backend_fp32;   /* matmul_fp32.c */
+extern const st_mm_backend st_mm_backend_bf16;   /* matmul_bf16.c */
+
+#endif
