@@ -1,7 +1,9 @@
 /* st_bench.h - the speed and memory benchmark behind `stretch bench`.
  *
  * One run measures, in this order and in one process:
- *   1. an sgemm peak: C = A B with square float matrices (default 2048^3), repeated, and
+ *   1. a GEMM peak in the run's precision (fp32: OpenBLAS sgemm; bf16: oneDNN's bf16 x
+ *      bf16 -> fp32 matmul on operands rounded once up front):
+ *      C = A B with square matrices (default 2048^3), repeated, and
  *      once more after every timed training step; the best rate of all is the MFU
  *      denominator ("what this BLAS can do on these threads now"), the median of the
  *      interleaved runs a second one that saw the same machine load as the steps;
@@ -43,6 +45,7 @@ typedef struct st_bench_config {
     int eval_reps;          /* timed forwards per length (after one untimed) */
     int sgemm_n, sgemm_reps;/* peak measurement (sgemm_reps 0: skip, MFU not reported) */
     int threads;            /* OpenMP + BLAS threads, 0 = all cores */
+    int precision;          /* ST_PREC_* of the model's matmuls and of the GEMM peak */
     uint64_t seed;
 } st_bench_config;
 
@@ -59,7 +62,10 @@ typedef struct st_bench_result {
     st_blas_info blas;
     char coretype_env[64];  /* OPENBLAS_CORETYPE as set ("" = unset) */
     char wait_policy[32];   /* OMP_WAIT_POLICY as set ("" = unset) */
-    /* sgemm n^3: sgemm_reps runs up front, and one after every timed training step
+    char matmul[192];       /* the precision backend (st_mm_describe): ISA, native or not */
+    char gemm_impl[96];     /* the kernel of the GEMM peak (cblas_sgemm, oneDNN's name) */
+    /* GEMM n^3 of the run's precision (named sgemm for fp32 and in the JSON):
+     * sgemm_reps runs up front, and one after every timed training step
      * ("interleaved": the same machine load as the steps) */
     double sgemm_gflops;        /* best of every run: the MFU denominator */
     double sgemm_gflops_median; /* median of the up-front runs */

@@ -47,6 +47,8 @@ typedef struct st_eval_opts {
     int reset_peak_rss;         /* reset the kernel's peak-RSS mark first (Linux
                                  * /proc/self/clear_refs), so peak_rss is this run's */
     double progress_every;      /* seconds between progress log lines (0: none) */
+    struct st_mm *mm;           /* matmul precision backend (st_matmul.h), not owned; NULL:
+                                 * fp32. For bf16 the model's bf16 shadow must be enabled */
 } st_eval_opts;
 
 void st_eval_opts_default(st_eval_opts *o);
@@ -100,6 +102,7 @@ typedef struct st_eval_plan {
     int64_t stride;             /* sliding: scored tokens per window; 0 -> L/2; -1 -> cfg */
     int64_t max_tokens;         /* tokens of the split used (0 = all), -1 -> cfg */
     int buckets;                /* -1 -> cfg */
+    int precision;              /* ST_PREC_* of the matmuls, -1 -> cfg train.precision */
     st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
 } st_eval_plan;
 
@@ -125,6 +128,7 @@ typedef struct st_eval_report {
     double bytes_per_token;     /* average over the split (byte units) */
     double entropy_rate;        /* synthetic corpus: ideal loss (nats/token), else 0 */
     int threads;
+    int precision;              /* ST_PREC_* the matmuls ran in */
     int buckets, bucket_scale;
     int n;                      /* rows */
     st_eval_row rows[ST_EVAL_MAX_LENGTHS];

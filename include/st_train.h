@@ -70,6 +70,7 @@ typedef struct st_train_config {
     int64_t checkpoint_every; /* steps between checkpoints (0: only at the end) */
     int keep_last;          /* step checkpoints kept (best.ckpt is extra) */
     int threads;            /* OpenMP + BLAS threads, 0 = all cores */
+    int precision;          /* ST_PREC_* (st_matmul.h): the large matmuls in fp32 or bf16 */
     int nonfinite;          /* ST_NONFINITE_* */
     int64_t log_every;      /* steps between log lines / metrics records */
     double max_seconds;     /* stop with a checkpoint after this much wall time, 0 = off */

@@ -13,6 +13,7 @@
  * cores (measured: a tiny model step 80x slower under a load of 6 on 2 cores). */
 #include "cli/cli.h"
 #include "st_bench.h"
+#include "st_matmul.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,7 +56,7 @@ static int reexec_needed(const char *name, const char *value) {
 static const char *USAGE =
     "bench [--preset tiny|S|M|G] [--vocab V] [--layers L] [--d D] [--heads H] [--batch B] [--seq T]\n"
     "       [--pos alibi|sinusoidal|...] [--steps N] [--warmup N] [--eval L1,L2,..|none] [--eval-batch B]\n"
-    "       [--eval-reps N] [--sgemm N] [--sgemm-reps N] [--threads N] [--seed S]\n"
+    "       [--eval-reps N] [--sgemm N] [--sgemm-reps N] [--threads N] [--seed S] [--precision fp32|bf16]\n"
     "       [--coretype NAME] [--omp-wait passive|active] [--json FILE] [--no-train] [--no-eval]\n"
     "--coretype / --omp-wait re-execute the command with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set\n"
     "(both are read when the libraries load); OMP_WAIT_POLICY defaults to PASSIVE when unset.";
@@ -103,6 +104,9 @@ int cmd_bench(int argc, char **argv) {
             c.model.pos = p;
         } else if (!strcmp(a, "--eval")) {
             if (!parse_lengths(v, &c)) return cli_usage("bench", "--eval: expected L1,L2,... (at most %d) or none", ST_BENCH_MAX_EVAL);
+        } else if (!strcmp(a, "--precision")) {
+            if ((c.precision = st_precision_from_name(v)) < 0)
+                return cli_usage("bench", "--precision: fp32 or bf16, not '%s'", v);
         } else if (!strcmp(a, "--json")) {
             json = v;
         } else if (!strcmp(a, "--coretype")) {

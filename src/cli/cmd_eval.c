@@ -5,6 +5,7 @@
  * missing run dir, 5 for a bad checkpoint. */
 #include "cli/cli.h"
 #include "st_eval.h"
+#include "st_matmul.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,8 +16,9 @@
 static const char *usage_text =
     "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..16384] [--split valid|test]\n"
     "        [--mode nonoverlapping|sliding] [--stride S] [--max-tokens N] [--batch-tokens N]\n"
-    "        [--buckets N] [--bucket-scale linear|log2] [--json OUT.json] [--threads N] [--quiet]\n"
-    "  defaults come from the run's eval config section; --lengths A..B = powers of two from A to B;\n"
+    "        [--buckets N] [--bucket-scale linear|log2] [--precision fp32|bf16] [--json OUT.json]\n"
+    "        [--threads N] [--quiet]\n"
+    "  defaults come from the run's eval config section (--precision: its train.precision); --lengths A..B = powers of two from A to B;\n"
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json)";
 
 static int parse_i64(const char *s, int64_t *out) {
@@ -129,6 +131,9 @@ int cmd_eval(int argc, char **argv) {
             if (!strcmp(v, "linear")) plan.opts.bucket_scale = ST_BUCKETS_LINEAR;
             else if (!strcmp(v, "log2")) plan.opts.bucket_scale = ST_BUCKETS_LOG2;
             else return cli_usage("eval", "--bucket-scale '%s': expected linear or log2", v);
+        } else if (!strcmp(a, "--precision")) {
+            if ((plan.precision = st_precision_from_name(v)) < 0)
+                return cli_usage("eval", "--precision '%s': expected fp32 or bf16", v);
         } else if (!strcmp(a, "--json")) {
             json = v;
         } else if (!strcmp(a, "--threads")) {

@@ -11,10 +11,10 @@
  * reset); at least one untimed warmup step always runs so timed steps allocate nothing. */
 #define _GNU_SOURCE
 #include "st_bench.h"
+#include "st_matmul.h"
 #include "st_tensor.h"
 #include "st_train.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +57,7 @@ int st_bench_preset(const char *name, st_bench_config *c, st_error *e) {
     c->sgemm_n = 2048;
     c->sgemm_reps = 8;
     c->threads = 0;
+    c->precision = ST_PREC_FP32;
     c->seed = 1234;
     return ST_OK;
 }
@@ -119,7 +120,7 @@ static void scratch_close(bench_scratch *s) {
 }
 
 static int scratch_open(bench_scratch *s, int64_t n, size_t nt, int V, uint64_t seed, size_t arena0,
-                        st_error *e) {
+                        st_mm *mm, st_error *e) {
     memset(s, 0, sizeof *s);
     s->ids = st_malloc((size_t)(2 * n) * sizeof(int32_t), e);
     s->t = st_calloc(nt, sizeof(double), e);
@@ -129,17 +130,22 @@ static int scratch_open(bench_scratch *s, int64_t n, size_t nt, int V, uint64_t 
     int rc = st_arena_init(&s->arena, arena0, (size_t)-1, e);
     if (!rc) rc = st_ctx_init(&s->ctx, &s->arena, 1 << 16, e);
     if (rc) scratch_close(s);
+    else s->ctx.mm = mm;
     return rc;
 }
 
-/* ---------------------------------------------------------- sgemm peak ---- */
+/* ----------------------------------------------------------- GEMM peak ---- */
+/* bf16: a and b are rounded once (ah, bh), as the weights' shadow is, so the probe times
+ * oneDNN's matmul alone. */
 typedef struct sgemm_probe {
     float *a, *b, *out;
+    uint16_t *ah, *bh;      /* bf16 copies (NULL for fp32) */
+    st_mm *mm;
     int n;
     double flops;
 } sgemm_probe;
 
-static int probe_init(sgemm_probe *p, int n, uint64_t seed, st_error *e) {
+static int probe_init(sgemm_probe *p, int n, uint64_t seed, st_mm *mm, st_error *e) {
     const size_t nn = (size_t)n * (size_t)n;
     p->n = n;
     p->flops = 2.0 * (double)n * (double)n * (double)n;
@@ -151,15 +157,28 @@ static int probe_init(sgemm_probe *p, int n, uint64_t seed, st_error *e) {
     st_rng_seed(&rng, seed);
     for (size_t i = 0; i < 2 * nn; i++) p->a[i] = (float)st_rng_uniform(&rng) - 0.5f;
     memset(p->out, 0, nn * sizeof(float));
+    p->mm = mm;
+    if (st_mm_precision(mm) == ST_PREC_BF16) {
+        p->ah = st_aligned_alloc(2 * nn * sizeof(uint16_t), e);
+        if (!p->ah) { st_aligned_free(p->a); p->a = NULL; return ST_ERR_MEMORY; }
+        p->bh = p->ah + nn;
+        st_bf16_round(p->ah, p->a, (int64_t)(2 * nn));
+    }
     return ST_OK;
 }
 
-/* One n^3 sgemm: GFLOPS over wall time and over CPU time (all threads). */
+static void probe_free(sgemm_probe *p) {
+    st_aligned_free(p->a);
+    st_aligned_free(p->ah);
+    p->a = NULL;
+    p->ah = NULL;
+}
+
+/* One n^3 GEMM: GFLOPS over wall time and over CPU time (all threads). */
 static double probe_run(sgemm_probe *p, double *cpu_gflops) {
     const int n = p->n;
     double c0 = cpu_time(), t0 = st_time();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, p->a, n, p->b, n,
-                0.0f, p->out, n);
+    st_mm_gemm(p->mm, n, n, n, 1.0f, st_mm_a(p->a, p->ah, 0, n), st_mm_a(p->b, p->bh, 0, n), 0.0f, p->out, n);
     double dt = st_time() - t0, dc = cpu_time() - c0;
     if (cpu_gflops) *cpu_gflops = dc > 0 ? p->flops / dc * 1e-9 : 0.0;
     return p->flops / dt * 1e-9;
@@ -177,8 +196,10 @@ static int sgemm_peak(const st_bench_config *c, sgemm_probe *p, st_bench_result 
     }
     r->sgemm_gflops_median = median(rate, c->sgemm_reps);
     free(rate);
-    st_log(ST_LOG_INFO, "bench: sgemm %d^3: best %.1f GFLOPS, median %.1f (%.1f per CPU-second)",
-           c->sgemm_n, r->sgemm_gflops, r->sgemm_gflops_median, r->sgemm_cpu_gflops);
+    snprintf(r->gemm_impl, sizeof r->gemm_impl, "%s", st_mm_last_impl(p->mm));
+    st_log(ST_LOG_INFO, "bench: %s GEMM %d^3 (%s): best %.1f GFLOPS, median %.1f (%.1f per CPU-second)",
+           st_precision_name(c->precision), c->sgemm_n, r->gemm_impl, r->sgemm_gflops, r->sgemm_gflops_median,
+           r->sgemm_cpu_gflops);
     return ST_OK;
 }
 
@@ -186,14 +207,14 @@ static int sgemm_peak(const st_bench_config *c, sgemm_probe *p, st_bench_result 
 /* Timed samples per step, in this order in bench_train's array. */
 enum { S_FWD, S_BWD, S_OPT, S_STEP, S_CPU, S_GEMM, S_N };
 
-static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe,
+static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe, st_mm *mm,
                        st_bench_result *r, st_error *e) {
     const int64_t B = c->B, T = c->T, n = B * T;
     const int warmup = c->warmup > 0 ? c->warmup : 1, steps = c->steps;
     st_optim opt;
     memset(&opt, 0, sizeof opt);
     bench_scratch sc;
-    int rc = scratch_open(&sc, n, (size_t)(S_N * steps), c->model.vocab_size, c->seed + 1, (size_t)64 << 20, e);
+    int rc = scratch_open(&sc, n, (size_t)(S_N * steps), c->model.vocab_size, c->seed + 1, (size_t)64 << 20, mm, e);
     if (rc) return rc;
     const int32_t *ids = sc.ids, *tg = sc.ids + n;
     double *t = sc.t;
@@ -220,6 +241,7 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
         }
         st_clip_grad(&opt, &m->params, gn, c->clip_norm);
         st_optim_step(&opt, &m->params, c->lr, s + 1);
+        st_params_refresh_bf16(&m->params);   /* bf16: part of the optimiser's cost */
         st_params_zero_grad(&m->params);
         double t3 = st_time(), c3 = cpu_time();
         if (s == 0) r->loss_first = loss->data[0];
@@ -259,8 +281,8 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
         r->mfu_inter = r->sgemm_inter_gflops > 0 ? fl / r->step_s / (r->sgemm_inter_gflops * 1e9) : 0.0;
         r->cpu_eff = r->sgemm_cpu_gflops > 0 ? fl / r->step_cpu_s / (r->sgemm_cpu_gflops * 1e9) : 0.0;
         st_log(ST_LOG_INFO, "bench: train B=%lld T=%lld: %.3f s/step (fwd %.3f bwd %.3f opt %.3f), "
-               "%.0f tokens/s, MFU %.1f%% (%.1f%% vs interleaved sgemm), %.3f CPU s/step (%.1f%% of the "
-               "sgemm rate per CPU-second)", (long long)B, (long long)T, r->step_s, r->fwd_s, r->bwd_s,
+               "%.0f tokens/s, MFU %.1f%% (%.1f%% vs interleaved GEMM), %.3f CPU s/step (%.1f%% of the "
+               "GEMM rate per CPU-second)", (long long)B, (long long)T, r->step_s, r->fwd_s, r->bwd_s,
                r->opt_s, r->tokens_per_s, 100.0 * r->mfu, 100.0 * r->mfu_inter, r->step_cpu_s,
                100.0 * r->cpu_eff);
     }
@@ -271,12 +293,12 @@ out:
 }
 
 /* ---------------------------------------------------------- evaluation ---- */
-static int bench_eval_one(st_model *m, const st_bench_config *c, int64_t L, st_bench_eval *ev,
+static int bench_eval_one(st_model *m, const st_bench_config *c, st_mm *mm, int64_t L, st_bench_eval *ev,
                           st_error *e) {
     const int64_t B = c->eval_B, n = B * L;
     const int reps = c->eval_reps > 0 ? c->eval_reps : 1;
     bench_scratch sc;
-    int rc = scratch_open(&sc, n, (size_t)reps, c->model.vocab_size, c->seed + 2 + (uint64_t)L, (size_t)16 << 20, e);
+    int rc = scratch_open(&sc, n, (size_t)reps, c->model.vocab_size, c->seed + 2 + (uint64_t)L, (size_t)16 << 20, mm, e);
     if (rc) return rc;
     const int32_t *ids = sc.ids;
     double *t = sc.t;
@@ -313,24 +335,33 @@ int st_bench_run(const st_bench_config *c, st_bench_result *r, st_error *e) {
     snprintf(r->coretype_env, sizeof r->coretype_env, "%s", ct ? ct : "");
     const char *wp = getenv("OMP_WAIT_POLICY");
     snprintf(r->wait_policy, sizeof r->wait_policy, "%s", wp ? wp : "");
-    int rc;
+    st_mm *mm = NULL;
+    int rc = st_mm_create(&mm, c->precision, 0, e);
+    if (rc) return rc;
+    snprintf(r->matmul, sizeof r->matmul, "%s", st_mm_describe(mm));
     sgemm_probe probe = {0}, *pp = NULL;
-    if (c->sgemm_reps > 0 && c->sgemm_n > 0) {
-        if ((rc = probe_init(&probe, c->sgemm_n, c->seed, e))) return rc;
-        pp = &probe;
-        if ((rc = sgemm_peak(c, pp, r, e))) { st_aligned_free(probe.a); return rc; }
-    }
     st_model m;
-    if ((rc = st_model_init(&m, &c->model, c->seed, e))) { st_aligned_free(probe.a); return rc; }
+    int have_model = 0;
+    if (c->sgemm_reps > 0 && c->sgemm_n > 0) {
+        if ((rc = probe_init(&probe, c->sgemm_n, c->seed, mm, e))) goto out;
+        pp = &probe;
+        if ((rc = sgemm_peak(c, pp, r, e))) goto out;
+    }
+    if ((rc = st_model_init(&m, &c->model, c->seed, e))) goto out;
+    have_model = 1;
+    if (c->precision == ST_PREC_BF16 && (rc = st_params_enable_bf16(&m.params, e))) goto out;
     r->n_params = st_model_num_params(&m);
     r->flops_per_token = st_bench_flops_per_token(r->n_params, &m.cfg, c->T);
-    if (c->steps > 0) rc = bench_train(&m, c, pp, r, e);
-    st_aligned_free(probe.a);   /* not resident during the evaluation's memory figures */
+    if (c->steps > 0) rc = bench_train(&m, c, pp, mm, r, e);
+    probe_free(&probe);   /* not resident during the evaluation's memory figures */
     for (int i = 0; !rc && i < c->n_eval; i++) {
-        rc = bench_eval_one(&m, c, c->eval_lengths[i], &r->eval[i], e);
+        rc = bench_eval_one(&m, c, mm, c->eval_lengths[i], &r->eval[i], e);
         if (!rc) r->n_eval = i + 1;
     }
-    st_model_free(&m);
+out:
+    probe_free(&probe);
+    if (have_model) st_model_free(&m);
+    st_mm_free(mm);
     return rc;
 }
 
@@ -346,10 +377,11 @@ void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *fi
     fprintf(f, "BLAS: OpenBLAS core %s (OPENBLAS_CORETYPE=%s), %d BLAS threads, %d OpenMP threads, "
             "OMP_WAIT_POLICY=%s\n", r->blas.corename, r->coretype_env[0] ? r->coretype_env : "unset",
             r->blas.blas_threads, r->blas.omp_threads, r->wait_policy[0] ? r->wait_policy : "unset");
+    fprintf(f, "matmul precision: %s\n", r->matmul);
     if (r->sgemm_gflops > 0)
-        fprintf(f, "sgemm %d^3: best %.1f GFLOPS, up-front median %.1f, interleaved median %.1f, "
-                "%.1f per CPU-second\n", c->sgemm_n, r->sgemm_gflops, r->sgemm_gflops_median,
-                r->sgemm_inter_gflops, r->sgemm_cpu_gflops);
+        fprintf(f, "%s GEMM %d^3 (%s): best %.1f GFLOPS, up-front median %.1f, interleaved median %.1f, "
+                "%.1f per CPU-second\n", st_precision_name(c->precision), c->sgemm_n, r->gemm_impl,
+                r->sgemm_gflops, r->sgemm_gflops_median, r->sgemm_inter_gflops, r->sgemm_cpu_gflops);
     if (c->steps > 0) {
         fprintf(f, "\ntraining B=%lld T=%lld, %d timed steps after %d warmup (medians):\n",
                 (long long)c->B, (long long)c->T, c->steps, c->warmup > 0 ? c->warmup : 1);
@@ -358,10 +390,10 @@ void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *fi
         fprintf(f, "  %-10.4f %-10.4f %-10.4f %-10.4f %-10.0f %-7.1f %-9.0f %.4f -> %.4f\n", r->fwd_s,
                 r->bwd_s, r->opt_s, r->step_s, r->tokens_per_s, 100.0 * r->mfu, mib(r->train_peak_rss),
                 r->loss_first, r->loss_last);
-        fprintf(f, "  MFU = %.1f MFLOP/token (6N + 6LTd) x tokens/s / %.1f GFLOPS (best sgemm); %.1f%% of the "
-                "interleaved sgemm;\n  %.3f CPU s/step = %.1f%% of the sgemm rate per CPU-second; arena %.0f MiB\n",
-                r->flops_per_token / 1e6, r->sgemm_gflops, 100.0 * r->mfu_inter, r->step_cpu_s,
-                100.0 * r->cpu_eff, mib(r->train_arena));
+        fprintf(f, "  MFU = %.1f MFLOP/token (6N + 6LTd) x tokens/s / %.1f GFLOPS (best %s GEMM); %.1f%% of the "
+                "interleaved GEMM;\n  %.3f CPU s/step = %.1f%% of the GEMM rate per CPU-second; arena %.0f MiB\n",
+                r->flops_per_token / 1e6, r->sgemm_gflops, st_precision_name(c->precision), 100.0 * r->mfu_inter,
+                r->step_cpu_s, 100.0 * r->cpu_eff, mib(r->train_arena));
     }
     if (r->n_eval > 0) {
         fprintf(f, "\nevaluation (inference mode, st_model_loss):\n");
@@ -385,18 +417,21 @@ int st_bench_write_json(const st_bench_config *c, const st_bench_result *r, cons
             c->preset[0] ? c->preset : "custom");
     fprintf(f, "  \"config\": {\"vocab_size\": %d, \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, "
                "\"d_ff\": %d, \"pos\": \"%s\", \"B\": %lld, \"T\": %lld, \"steps\": %d, \"warmup\": %d, "
-               "\"lr\": %.9g, \"clip_norm\": %.9g, \"eval_B\": %lld, \"eval_reps\": %d, \"seed\": %llu},\n",
+               "\"lr\": %.9g, \"clip_norm\": %.9g, \"eval_B\": %lld, \"eval_reps\": %d, \"seed\": %llu, "
+               "\"precision\": \"%s\"},\n",
             m->vocab_size, m->n_layers, m->d_model, m->n_heads, m->d_ff ? m->d_ff : 4 * m->d_model,
             st_pos_name(m->pos), (long long)c->B, (long long)c->T, c->steps, c->warmup, c->lr,
-            c->clip_norm, (long long)c->eval_B, c->eval_reps, (unsigned long long)c->seed);
+            c->clip_norm, (long long)c->eval_B, c->eval_reps, (unsigned long long)c->seed,
+            st_precision_name(c->precision));
     fprintf(f, "  \"env\": {\"blas_core\": \"%s\", \"openblas_coretype\": \"%s\", \"blas_threads\": %d, "
                "\"omp_threads\": %d, \"omp_wait_policy\": \"%s\", \"cpu_avx512\": %d},\n",
             r->blas.corename, r->coretype_env, r->blas.blas_threads, r->blas.omp_threads,
             r->wait_policy, r->blas.cpu_avx512 != 0);
-    fprintf(f, "  \"sgemm\": {\"n\": %d, \"reps\": %d, \"gflops_best\": %.3f, \"gflops_median\": %.3f, "
-               "\"gflops_interleaved\": %.3f, \"gflops_per_cpu_s\": %.3f},\n",
-            c->sgemm_n, c->sgemm_reps, r->sgemm_gflops, r->sgemm_gflops_median, r->sgemm_inter_gflops,
-            r->sgemm_cpu_gflops);
+    fprintf(f, "  \"matmul\": \"%s\",\n", r->matmul);
+    fprintf(f, "  \"sgemm\": {\"n\": %d, \"reps\": %d, \"precision\": \"%s\", \"impl\": \"%s\", "
+               "\"gflops_best\": %.3f, \"gflops_median\": %.3f, \"gflops_interleaved\": %.3f, \"gflops_per_cpu_s\": %.3f},\n",
+            c->sgemm_n, c->sgemm_reps, st_precision_name(c->precision), r->gemm_impl, r->sgemm_gflops,
+            r->sgemm_gflops_median, r->sgemm_inter_gflops, r->sgemm_cpu_gflops);
     fprintf(f, "  \"n_params\": %zu,\n  \"flops_per_token\": %.6g,\n", r->n_params, r->flops_per_token);
     if (c->steps > 0)
         fprintf(f, "  \"train\": {\"forward_s\": %.6f, \"backward_s\": %.6f, \"optim_s\": %.6f, "

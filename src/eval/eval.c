@@ -209,6 +209,7 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
     int have_arena = rc == ST_OK;
     if (!rc) rc = st_ctx_init(&s.ctx, &s.arena, 64, e);
     int have_ctx = rc == ST_OK;
+    if (have_ctx) s.ctx.mm = opts->mm;
 
     if (opts->reset_peak_rss) reset_peak_rss();
     double t0 = st_time(), last_log = t0;

@@ -1,6 +1,7 @@
 /* report.c - an evaluation report as a terminal table and as JSON (the format read by
  * `stretch sweep` and scripts/plot.py; docs/evaluation.md lists the fields). */
 #include "st_eval.h"
+#include "st_matmul.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -17,9 +18,10 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     fprintf(f, "%s: step %lld, pos %s, %d layers x d %d (%zu params), trained at L=%d\n",
             rep->checkpoint, (long long)rep->step, st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
             rep->n_params, c->train.seq_len);
-    fprintf(f, "%s split: %lld %ss (%lld targets), %s, %d threads",
+    fprintf(f, "%s split: %lld %ss (%lld targets), %s, %d threads, %s matmuls",
             st_eval_split_name(rep->split), (long long)rep->split_tokens, st_unit_name(rep->unit),
-            (long long)(rep->split_tokens - 1), st_eval_mode_name(rep->mode), rep->threads);
+            (long long)(rep->split_tokens - 1), st_eval_mode_name(rep->mode), rep->threads,
+            st_precision_name(rep->precision));
     if (rep->entropy_rate > 0)
         fprintf(f, "; source entropy rate %.4f nats (ideal ppl %.3f)", rep->entropy_rate, exp(rep->entropy_rate));
     fputc('\n', f);
@@ -118,6 +120,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON_AddNumberToObject(o, "split_tokens", (double)rep->split_tokens);
     cJSON_AddStringToObject(o, "bucket_scale", rep->bucket_scale == ST_BUCKETS_LOG2 ? "log2" : "linear");
     cJSON_AddNumberToObject(o, "threads", rep->threads);
+    cJSON_AddStringToObject(o, "precision", st_precision_name(rep->precision));
     cJSON *rs = cJSON_AddArrayToObject(o, "results");
     for (int i = 0; i < rep->n; i++) cJSON_AddItemToArray(rs, result_json(&rep->rows[i]));
     char *s = cJSON_Print(o);

@@ -2,6 +2,7 @@
  * dataset, resolve the plan against the run's eval config, run st_eval_run per length and
  * keep a row per length (a result or the reason it could not be evaluated). */
 #include "st_eval.h"
+#include "st_matmul.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@ void st_eval_plan_default(st_eval_plan *p) {
     p->split = p->mode = -1;
     p->stride = p->max_tokens = -1;
     p->buckets = -1;
+    p->precision = -1;
     st_eval_opts_default(&p->opts);
 }
 
@@ -63,6 +65,7 @@ static int resolve_plan(st_eval_plan *p, const st_run_config *cfg, const char *s
     if (p->stride < 0) p->stride = p->mode == ST_EVAL_SLIDING ? c->stride : 0;
     if (p->max_tokens < 0) p->max_tokens = c->max_tokens;
     if (p->buckets < 0) p->buckets = c->buckets;
+    if (p->precision < 0) p->precision = cfg->train.precision;
     if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
         return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < p->n_lengths; i++)
@@ -129,6 +132,13 @@ int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_re
 
     st_eval_opts opts = plan.opts;
     opts.buckets = plan.buckets;
+    /* precision: the backend, and for bf16 the weights' shadow (rounded once, here) */
+    st_mm *mm = NULL;
+    rep->precision = plan.precision;
+    rc = st_mm_create(&mm, plan.precision, opts.progress_every <= 0, e);
+    if (!rc && plan.precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, e);
+    if (rc) { st_mm_free(mm); st_dataset_free(&ds); st_model_free(&m); return rc; }
+    opts.mm = mm;
     opts.reset_peak_rss = 1;
     if (ds.unit == ST_UNIT_BYTE) {
         /* bits per byte: exact per-token byte lengths when the tokenizer decodes single
@@ -166,6 +176,7 @@ int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_re
         }
     }
     free(tbytes);
+    st_mm_free(mm);
     st_dataset_free(&ds);
     st_model_free(&m);
     if (done == 0) {

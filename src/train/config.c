@@ -47,6 +47,7 @@ void st_run_config_default(st_run_config *c) {
     t->checkpoint_every = 500;
     t->keep_last = 2;
     t->threads = 0;
+    t->precision = ST_PREC_FP32;
     t->nonfinite = ST_NONFINITE_ERROR;
     t->log_every = 10;
     t->max_seconds = 0;

@@ -3,6 +3,7 @@
  * key added here is handled everywhere (and must be documented in configs/README.md).
  * Cross-key rules (n_heads | d_model, ...) live in config.c and the modules' validators. */
 #include "config_schema.h"
+#include "st_matmul.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ static const st_cname mode_names[] = {{"nonoverlapping", ST_EVAL_NONOVERLAPPING}
 
 #define NAMES(t) { t, (int)(sizeof t / sizeof t[0]), NULL, NULL, 0 }
 static const st_cenum en_pos = { NULL, 0, st_pos_from_name, st_pos_name, ST_POS_COUNT };
+static const st_cenum en_precision = { NULL, 0, st_precision_from_name, st_precision_name, ST_PREC_COUNT };
 static const st_cenum en_rf_kind = { NULL, 0, st_rf_from_name, st_rf_name, ST_RF_COUNT };
 static const st_cenum en_rf_scope = NAMES(rf_scope_names);
 static const st_cenum en_rf_param = NAMES(rf_param_names);
@@ -123,6 +125,7 @@ const st_ckey st_config_keys[] = {
     I64("train.checkpoint_every", train.checkpoint_every, 0, BIG),
     INT("train.keep_last", train.keep_last, 1, 1 << 20),
     INT("train.threads", train.threads, 0, 4096),
+    ENUM("train.precision", train.precision, en_precision),
     ENUM("train.nonfinite", train.nonfinite, en_nonfinite),
     I64("train.log_every", train.log_every, 1, BIG),
     DBL("train.max_seconds", train.max_seconds, 0, 1e9),

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include "st_train.h"
+#include "st_matmul.h"
 
 /* ---- config_emit.c ---- */
 struct st_ckey;

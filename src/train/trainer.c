@@ -48,6 +48,7 @@ typedef struct trainer {
     st_optim opt;
     st_arena arena;
     st_ctx ctx;
+    st_mm *mm;              /* train.precision's matmul backend (NULL until set up) */
     st_loader loader;
     int32_t *x, *y;         /* (B*T) batch buffers */
     st_train_state st;
@@ -59,6 +60,7 @@ typedef struct trainer {
 static void trainer_free(trainer *t) {
     if (t->have_pg) st_progress_close(&t->pg);
     if (t->have_ctx) st_ctx_free(&t->ctx);
+    st_mm_free(t->mm);
     if (t->have_arena) st_arena_free(&t->arena);
     if (t->have_opt) st_optim_free(&t->opt);
     if (t->have_model) st_model_free(&t->model);
@@ -152,6 +154,7 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     st_clip_grad(&t->opt, &t->model.params, gnorm, tc->clip_norm);
     t->st.opt_t++;
     st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
+    st_params_refresh_bf16(&t->model.params);   /* bf16: the weights' shadow, once per update */
     return ST_OK;
 }
 
@@ -250,6 +253,10 @@ static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
     t->have_arena = 1;
     if ((rc = st_ctx_init(&t->ctx, &t->arena, 256 * (c->model.n_layers + 4), e))) return rc;
     t->have_ctx = 1;
+    /* precision: the backend and, for bf16, the weights' shadow (after any load above) */
+    if ((rc = st_mm_create(&t->mm, tc->precision, t->opts.quiet, e))) return rc;
+    if (tc->precision == ST_PREC_BF16 && (rc = st_params_enable_bf16(&t->model.params, e))) return rc;
+    t->ctx.mm = t->mm;
     if (!t->opts.quiet)
         st_log(ST_LOG_INFO, "model: %s, %d layers, d_model %d, %d heads: %zu parameters; arena %.1f MiB "
                "for (B=%d, T=%d)", st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
