@@ -18,9 +18,9 @@
  * --no-cache: every token reruns the forward over the last --context tokens (inference
  * mode), the behaviour before the cache. */
 #include "cli/cli.h"
+#include "st_matmul.h"
 #include "st_train.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -75,10 +75,10 @@ static int window_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t n
     const int64_t T = n < context ? n : context;
     st_tensor *h = st_model_hidden(m, ctx, ids + n - T, 1, T, 0, e);
     if (!h) return e->code ? e->code : st_ctx_check(ctx, e);
-    /* (1,C) @ W^T (C,V) */
-    const float *W = st_param(&m->params, m->cfg.tie_embeddings ? m->p_tok_emb : m->p_lm_head)->data;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, V, C, 1.0f, h->data + (T - 1) * C, C, W, C,
-                0.0f, logits, V);
+    /* (1,C) @ W^T (C,V): one row, so sgemv in fp32 */
+    const st_tensor *W = st_param(&m->params, m->cfg.tie_embeddings ? m->p_tok_emb : m->p_lm_head);
+    st_mm_gemm(ctx->mm, 1, V, C, 1.0f, st_mm_a(h->data + (T - 1) * C, NULL, 0, C), st_mm_a(W->data, W->bf16, 1, C),
+               0.0f, logits, V);
     return ST_OK;
 }
 

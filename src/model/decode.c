@@ -21,7 +21,8 @@
  * moves the last window-1 keys (all a new query can still see) to the front. */
 #include "model_internal.h"
 
-#include <cblas.h>
+#include "st_matmul.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -172,9 +173,11 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
         h = st_layernorm(ctx, st_wrap(ctx, x->data + (n - 1) * C, 2, row), st_param(p, m->p_ln_f_w),
                          st_param(p, m->p_ln_f_b), cfg->ln_eps);
     }
-    if (h)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, (int)V, (int)C, 1.0f, h->data, (int)C,
-                    st_model_head_weight(m)->data, (int)C, 0.0f, logits, (int)V);
+    if (h) {   /* one row: the fp32 backend's sgemv (OpenBLAS's sgemm packs W even then) */
+        const st_tensor *W = st_model_head_weight(m);
+        st_mm_gemm(ctx->mm, 1, V, C, 1.0f, st_mm_a(h->data, NULL, 0, C), st_mm_a(W->data, W->bf16, 1, C), 0.0f,
+                   logits, V);
+    }
     int rc = ST_OK;
     if (!h) {
         rc = e && e->code ? e->code : st_ctx_check(ctx, e);
