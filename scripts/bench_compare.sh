@@ -1,31 +1,39 @@
 #!/usr/bin/env bash
-# bench_compare.sh - stretch vs PyTorch (float32, eager) on the same CPU, side by side.
+# bench_compare.sh - stretch vs PyTorch (eager) on the same CPU, side by side, each in
+# float32 and in bf16 (stretch: --precision bf16, oneDNN bf16 matmuls; PyTorch:
+# torch.autocast("cpu", dtype=torch.bfloat16), its best CPU mode).
 #
-# Builds stretch (Release), then ALTERNATES `stretch bench` and scripts/bench_torch.py,
-# round after round (the order flips every round), for training presets S and M and for
-# evaluation at L=1024, under one thread count and one BLAS setting for both programs:
+# Builds stretch (Release), then ALTERNATES `stretch bench` and scripts/bench_torch.py in
+# every precision, round after round (the order flips every round), for training presets
+# S and M and for evaluation at L=1024, under one thread count and one BLAS setting for
+# both programs:
 #   OPENBLAS_CORETYPE=SkylakeX (AVX-512 kernels; --haswell adds rounds at Haswell/AVX2),
 #   OMP_WAIT_POLICY=PASSIVE, OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = --threads,
 #   ATEN_CPU_CAPABILITY=avx512 (PyTorch's vectorised elementwise kernels).
 # Both programs link OpenBLAS 0.3 (stretch: the OpenMP build; PyTorch: the system libblas).
 # Every run is wrapped in /usr/bin/time -v for the process's maximum RSS. Then one
-# long-context evaluation of the S model at L = 1024, 4096, 16384 (stretch; PyTorch at
-# 1024 and 4096: its (H,T,T) scores make 16384 impractical).
-# Reports medians over rounds and writes docs/performance.md (and the raw JSON next to it
-# in the work dir).
+# long-context evaluation of the S model at L = 1024, 4096, 16384 (stretch, in fp32 and
+# in bf16; PyTorch at 1024 and 4096: its (H,T,T) scores make 16384 impractical).
+# Reports medians over rounds, each program's best mode per preset against the other's,
+# and writes docs/performance.md (and the raw JSON next to it in the work dir).
+# bf16 is only fast on CPUs with AVX512-BF16 or AMX; elsewhere oneDNN emulates it (stretch
+# warns, and the report shows the ISA and kernel that ran).
 #
 # usage: scripts/bench_compare.sh [--rounds N] [--threads N] [--steps-s N] [--steps-m N]
 #                                 [--haswell] [--out FILE] [--work DIR] [--build DIR]
 #                                 [--presets "S M"] [--eval-preset S] [--long L1,L2] [--long-torch L1,L2]
+#                                 [--precisions "fp32 bf16"]   (which modes of both programs)
 #                                 [--single-thread]   (2 more rounds of S and M with 1 thread each)
 #                                 [--report-only]     (rewrite OUT from an earlier run's --work DIR)
-# Default: 3 rounds, 2 threads, 6 timed steps (S), 4 (M): about 6 minutes on an idle
-# 2-core machine (several times that when other jobs share the cores).
+# Default: 3 rounds, 2 threads, 6 timed steps (S), 4 (M), both precisions: about 12
+# minutes on an idle 2-core machine (several times that when other jobs share the cores).
+# Quick end-to-end check: --rounds 1 --presets tiny --eval-preset tiny --long 256
+#   --long-torch 256 --steps-s 1 --out /tmp/perf.md
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=3 THREADS=2 STEPS_S=6 STEPS_M=4 HASWELL=0 SINGLE=0 REPORT_ONLY=0
-PRESETS="S M" EVAL_PRESET=S LONG="1024,4096,16384" LONG_TORCH="1024,4096"
+PRESETS="S M" EVAL_PRESET=S LONG="1024,4096,16384" LONG_TORCH="1024,4096" PRECISIONS="fp32 bf16"
 OUT="$ROOT/docs/performance.md"
 WORK="${TMPDIR:-/tmp}/stretch-bench-compare"
 BUILD="$ROOT/build-bench"
@@ -39,13 +47,14 @@ while [ $# -gt 0 ]; do
         --single-thread) SINGLE=1; shift ;;
         --report-only) REPORT_ONLY=1; shift ;;
         --presets) PRESETS=$2; shift 2 ;;
+        --precisions) PRECISIONS=$2; shift 2 ;;
         --eval-preset) EVAL_PRESET=$2; shift 2 ;;
         --long) LONG=$2; shift 2 ;;
         --long-torch) LONG_TORCH=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --work) WORK=$2; shift 2 ;;
         --build) BUILD=$2; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "bench_compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -79,22 +88,30 @@ stretch_run() { run "$1" "$STRETCH" bench --threads "$THREADS" "${@:2}"; }
 torch_run() { run "$1" "$PY" "$ROOT/scripts/bench_torch.py" --threads "$THREADS" "${@:2}"; }
 # (a later --threads in the arguments overrides the default: both parsers keep the last one)
 
-# one round for one core type and thread count (label names the files); the program
-# order flips every round; eval rounds only with the main thread count
+# file-name prefix of a program in a precision: stretch, torch (fp32), stretchbf16, torchbf16
+pname() { if [ "$2" = fp32 ]; then echo "$1"; else echo "$1$2"; fi; }
+
+# one round for one core type and thread count (label names the files); the order of the
+# (program, precision) runs flips every round; eval rounds only with the main thread count
 round() {
-    local core=$1 r=$2 th=$3 label=$4 order
+    local core=$1 r=$2 th=$3 label=$4 order="" pair prog prec
     export OPENBLAS_CORETYPE=$core OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th
-    if [ $((r % 2)) -eq 1 ]; then order="stretch torch"; else order="torch stretch"; fi
+    for prec in $PRECISIONS; do order="$order stretch:$prec torch:$prec"; done
+    if [ $((r % 2)) -eq 0 ]; then order=$(echo $order | tr ' ' '\n' | tac | tr '\n' ' '); fi
     for p in $PRESETS; do
         local steps=$STEPS_S
         [ "$p" = M ] && steps=$STEPS_M
-        for prog in $order; do
-            ${prog}_run "${prog}_${label}_train_${p}_r$r" --preset "$p" --steps "$steps" --warmup 1 --no-eval --threads "$th"
+        for pair in $order; do
+            prog=${pair%%:*} prec=${pair#*:}
+            ${prog}_run "$(pname "$prog" "$prec")_${label}_train_${p}_r$r" --preset "$p" --steps "$steps" --warmup 1 \
+                --no-eval --threads "$th" --precision "$prec"
         done
     done
     [ "$th" = "$THREADS" ] || return 0
-    for prog in $order; do
-        ${prog}_run "${prog}_${label}_eval_r$r" --preset "$EVAL_PRESET" --no-train --eval 1024 --eval-reps 5 --sgemm-reps 3
+    for pair in $order; do
+        prog=${pair%%:*} prec=${pair#*:}
+        ${prog}_run "$(pname "$prog" "$prec")_${label}_eval_r$r" --preset "$EVAL_PRESET" --no-train --eval 1024 \
+            --eval-reps 5 --sgemm-reps 3 --precision "$prec"
     done
 }
 
@@ -103,17 +120,22 @@ if [ "$HASWELL" = 1 ]; then for r in 1 2; do round Haswell "$r" "$THREADS" Haswe
 if [ "$SINGLE" = 1 ]; then for r in 1 2; do round SkylakeX "$r" 1 SkylakeX-t1; done; fi
 export OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
 stretch_run stretch_long --preset "$EVAL_PRESET" --no-train --eval "$LONG" --eval-reps 1 --sgemm-reps 3
+case " $PRECISIONS " in *" bf16 "*)
+    stretch_run stretchbf16_long --preset "$EVAL_PRESET" --no-train --eval "$LONG" --eval-reps 1 --sgemm-reps 3 \
+        --precision bf16 ;;
+esac
 torch_run torch_long --preset "$EVAL_PRESET" --no-train --eval "$LONG_TORCH" --eval-reps 1 --sgemm-reps 3
 uptime > "$WORK/load_end.txt"
 ELAPSED=$(( $(date +%s) - START ))
-printf 'ROUNDS=%s THREADS=%s ELAPSED=%s HASWELL=%s SINGLE=%s EVAL_PRESET=%s\nPRESETS="%s"\n' \
-    "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$SINGLE" "$EVAL_PRESET" "$PRESETS" > "$WORK/meta.sh"
+printf 'ROUNDS=%s THREADS=%s ELAPSED=%s HASWELL=%s SINGLE=%s EVAL_PRESET=%s\nPRESETS="%s"\nPRECISIONS="%s"\n' \
+    "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$SINGLE" "$EVAL_PRESET" "$PRESETS" "$PRECISIONS" > "$WORK/meta.sh"
 fi
 
-$PY - "$WORK" "$OUT" "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$ROOT" "$PRESETS" "$EVAL_PRESET" "$SINGLE" <<'EOF'
+$PY - "$WORK" "$OUT" "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$ROOT" "$PRESETS" "$EVAL_PRESET" "$SINGLE" "$PRECISIONS" <<'EOF'
 import glob, json, os, platform, re, statistics, subprocess, sys, time
 
-work, out, rounds, threads, elapsed, haswell, root, presets, eval_preset, single = sys.argv[1:11]
+work, out, rounds, threads, elapsed, haswell, root, presets, eval_preset, single, precisions = sys.argv[1:12]
+precisions = precisions.split()
 single = int(single)
 presets = presets.split()
 rounds, threads, elapsed, haswell = int(rounds), int(threads), int(elapsed), int(haswell)
@@ -230,6 +252,75 @@ def targets():
         P("")
 
 
+def best_modes(core="SkylakeX"):
+    """Issue #15: each program in each precision, its best mode per preset, and the targets."""
+    names = [("stretch", "fp32", "stretch"), ("torch", "fp32", "PyTorch")]
+    if "bf16" in precisions:
+        names += [("stretchbf16", "bf16", "stretch"), ("torchbf16", "bf16", "PyTorch autocast")]
+    names = [n for n in names if n[1] in precisions]
+    P(f"## Best mode per preset (issue #15): {', '.join(f'{lab} {pr}' for _, pr, lab in names)}")
+    P("")
+    bf = [x for p in presets for x in runs("stretchbf16", core, "train", p)]
+    if bf:
+        P(f"stretch bf16 matmuls: {bf[0].get('matmul', '?')}; its GEMM probe ran `{bf[0]['sgemm'].get('impl', '?')}`. "
+          "Each MFU is against the GEMM rate of the same run in the same precision (bf16: oneDNN, 2048^3).")
+        P("")
+    P("| preset | " + " | ".join(f"{lab} {pr} tok/s (MFU, peak RSS)" for _, pr, lab in names)
+      + " | stretch best | PyTorch best | best / best |")
+    P("|---|" + "---|" * (len(names) + 3))
+    checks = []
+    for p in presets:
+        cells, best = [], {"stretch": (0, None, None), "PyTorch": (0, None, None)}
+        for prog, pr, lab in names:
+            rs = runs(prog, core, "train", p)
+            if not rs:
+                cells.append("-")
+                continue
+            tps = med([x["train"]["tokens_per_s"] for x in rs])
+            mfu = med([x["train"]["mfu"] for x in rs])
+            rss = med([x["max_rss_bytes"] for x in rs])
+            cells.append(f"{tps:,.0f} ({100 * mfu:.1f}%, {mib(rss):,.0f} MiB)")
+            fam = "stretch" if prog.startswith("stretch") else "PyTorch"
+            if tps > best[fam][0]:
+                best[fam] = (tps, pr, rss)
+        (st, sp, srss), (tt, tp, trss) = best["stretch"], best["PyTorch"]
+        if not st or not tt:
+            continue
+        P(f"| {p} | " + " | ".join(cells) + f" | {sp} | {tp} | **{st / tt:.2f}x** |")
+        mark = lambda ok: "met" if ok else "**not met**"
+        checks.append(f"- {p}: stretch best ({sp}) / PyTorch best ({tp}) = {st / tt:.2f}x (target >= 2.0x): "
+                      f"{mark(st / tt >= 2.0)}; peak RSS {mib(srss):,.0f} vs {mib(trss):,.0f} MiB (target: below "
+                      f"PyTorch's): {mark(srss < trss)}.")
+        s32, s16 = runs("stretch", core, "train", p), runs("stretchbf16", core, "train", p)
+        if s32 and s16:
+            r = med([x["train"]["tokens_per_s"] for x in s16]) / med([x["train"]["tokens_per_s"] for x in s32])
+            m = med([x["train"]["mfu"] for x in s16])
+            checks.append(f"- {p}: stretch bf16 / stretch fp32 = {r:.2f}x" + (" (target on M: >= 1.6x): " + mark(r >= 1.6)
+                          if p == "M" else "") + f"; MFU of the bf16 step against the bf16 GEMM rate = "
+                          f"{100 * m:.1f}% (target >= 70%): {mark(m >= 0.7)}.")
+    P("")
+    P("Targets of issue #15 in this run:")
+    P("")
+    for c in checks:
+        P(c)
+    l32 = os.path.join(work, "stretch_long.json")
+    l16 = os.path.join(work, "stretchbf16_long.json")
+    if os.path.exists(l32) and os.path.exists(l16):
+        a, b = load("stretch_long"), load("stretchbf16_long")
+        P("")
+        P(f"Long-context evaluation, preset {eval_preset} model (random weights, batch 1): fp32 vs bf16")
+        P("")
+        P("| L | fp32 tok/s | bf16 tok/s | fp32 peak RSS | bf16 peak RSS | loss fp32 | loss bf16 |")
+        P("|---|---|---|---|---|---|---|")
+        bm = {e["L"]: e for e in b["eval"]}
+        for e in a["eval"]:
+            f = bm.get(e["L"])
+            if f:
+                P(f"| {e['L']:,} | {e['tokens_per_s']:,.0f} | {f['tokens_per_s']:,.0f} | {mib(e['peak_rss_bytes']):,.0f} MiB "
+                  f"| {mib(f['peak_rss_bytes']):,.0f} MiB | {e['loss']:.4f} | {f['loss']:.4f} |")
+    P("")
+
+
 def train_table(core, title=None, n_rounds=None):
     P(f"## {title or f'Training ({core}, {threads} threads'}, medians over {n_rounds or rounds} alternating rounds)")
     P("")
@@ -269,6 +360,7 @@ def train_table(core, title=None, n_rounds=None):
     P("")
 
 targets()
+best_modes()
 train_table("SkylakeX")
 if haswell:
     train_table("Haswell", n_rounds=2)

@@ -1,8 +1,15 @@
 #!/usr/bin/python3
-"""PyTorch float32 twin of `stretch bench`: the same model, the same step, the same figures.
+"""PyTorch twin of `stretch bench`: the same model, the same step, the same figures.
 
     /usr/bin/python3 scripts/bench_torch.py --preset S [--steps N] [--warmup N] [--eval 1024]
         [--threads 2] [--json FILE] [--no-train] [--no-eval] [--pos alibi|sinusoidal|none]
+        [--precision fp32|bf16]
+
+--precision bf16 is PyTorch's best CPU mode: the forward (and so the backward's matmuls)
+under torch.autocast("cpu", dtype=torch.bfloat16), which runs matmuls and linear layers
+through oneDNN's bf16 kernels while the weights, gradients, AdamW state and the loss stay
+float32 (the counterpart of stretch's train.precision bf16). Its GEMM probe is then a
+bf16 x bf16 torch.mm (oneDNN), the MFU denominator, as in `stretch bench --precision bf16`.
 
 Model (as src/model/model.c and scripts/torch_ref.py, in float32): tok_emb -> n_layers x
 pre-LN blocks [x += W_o attn(W_qkv LN1 x); x += W_2 gelu_tanh(W_1 LN2 x)] -> LN_f -> logits =
@@ -120,12 +127,13 @@ def peak_rss():
 
 
 class Probe:
-    """n^3 sgemm through torch.mm (PyTorch's BLAS): GFLOPS over wall and CPU time."""
+    """n^3 GEMM through torch.mm: float32 (PyTorch's BLAS) or bf16 (oneDNN), GFLOPS over
+    wall and CPU time."""
 
-    def __init__(self, n):
+    def __init__(self, n, dtype=torch.float32):
         self.n = n
-        self.a, self.b = torch.rand(n, n) - 0.5, torch.rand(n, n) - 0.5
-        self.out = torch.empty(n, n)
+        self.a, self.b = (torch.rand(n, n) - 0.5).to(dtype), (torch.rand(n, n) - 0.5).to(dtype)
+        self.out = torch.empty(n, n, dtype=dtype)
         self.flops = 2.0 * n ** 3
         torch.mm(self.a, self.b, out=self.out)
 
@@ -153,7 +161,12 @@ def main():
     ap.add_argument("--no-train", action="store_true")
     ap.add_argument("--no-eval", action="store_true")
     ap.add_argument("--foreach", type=int, default=1, help="AdamW foreach implementation (1) or the loop (0)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="bf16: torch.autocast('cpu', dtype=torch.bfloat16) around the forward")
     a = ap.parse_args()
+    bf16 = a.precision == "bf16"
+    # autocast for the forward (and the loss); the backward follows the recorded dtypes
+    amp = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else (lambda: torch.autocast("cpu", enabled=False))
 
     p = dict(PRESETS[a.preset])
     for k, key in (("vocab", "V"), ("layers", "L"), ("d", "d"), ("heads", "H"), ("batch", "B"),
@@ -175,7 +188,7 @@ def main():
            "config": {"vocab_size": V, "n_layers": L, "d_model": d, "n_heads": H, "d_ff": 4 * d,
                       "pos": a.pos, "B": B, "T": T, "steps": p["steps"], "warmup": p["warmup"],
                       "lr": 3e-4, "clip_norm": 1.0, "eval_B": a.eval_batch, "eval_reps": a.eval_reps,
-                      "seed": a.seed},
+                      "seed": a.seed, "precision": a.precision},
            "env": {"blas_core": os.environ.get("OPENBLAS_CORETYPE", ""),
                    "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
                    "blas_threads": threads, "omp_threads": torch.get_num_threads(),
@@ -183,16 +196,17 @@ def main():
                    "aten_cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", ""),
                    "parallel_info": torch.__config__.parallel_info().splitlines()[0:6]}}
     log = lambda *x: print("[bench_torch]", *x, file=sys.stderr, flush=True)
-    probe, sg = None, {"n": a.sgemm, "reps": a.sgemm_reps, "gflops_best": 0.0, "gflops_median": 0.0,
-                       "gflops_interleaved": 0.0, "gflops_per_cpu_s": 0.0}
+    probe, sg = None, {"n": a.sgemm, "reps": a.sgemm_reps, "precision": a.precision,
+                       "impl": "torch.mm " + ("bf16 (oneDNN)" if bf16 else "float32 (BLAS)"),
+                       "gflops_best": 0.0, "gflops_median": 0.0, "gflops_interleaved": 0.0, "gflops_per_cpu_s": 0.0}
     res["sgemm"] = sg
     if a.sgemm_reps > 0:
-        probe = Probe(a.sgemm)
+        probe = Probe(a.sgemm, torch.bfloat16 if bf16 else torch.float32)
         runs = [probe.run() for _ in range(a.sgemm_reps)]
         sg["gflops_best"] = max(w for w, c in runs)
         sg["gflops_median"] = statistics.median(w for w, c in runs)
         sg["gflops_per_cpu_s"] = max(c for w, c in runs)
-        log(f"sgemm {a.sgemm}^3: best {sg['gflops_best']:.1f} GFLOPS, median {sg['gflops_median']:.1f}")
+        log(f"{a.precision} GEMM {a.sgemm}^3: best {sg['gflops_best']:.1f} GFLOPS, median {sg['gflops_median']:.1f}")
     model = GPT(V, L, d, H, a.pos)
     n_params = sum(t.numel() for t in model.parameters())
     fpt = 6.0 * n_params + 6.0 * L * T * d
@@ -214,7 +228,8 @@ def main():
         warm = max(1, p["warmup"])
         for s in range(warm + p["steps"]):
             c0, t0 = time.process_time(), time.perf_counter()
-            loss = model(ids, tg)
+            with amp():
+                loss = model(ids, tg)
             t1 = time.perf_counter()
             loss.backward()
             t2 = time.perf_counter()
@@ -258,11 +273,13 @@ def main():
             ids = torch.randint(0, V, (a.eval_batch, Lv), generator=g)
             tg = torch.randint(0, V, (a.eval_batch, Lv), generator=g)
             reset_peak_rss()
-            model(ids, tg)
+            with amp():
+                model(ids, tg)
             ts = []
             for _ in range(max(1, a.eval_reps)):
                 t0 = time.perf_counter()
-                loss = model(ids, tg)
+                with amp():
+                    loss = model(ids, tg)
                 ts.append(time.perf_counter() - t0)
             sec = statistics.median(ts)
             res["eval"].append({"L": Lv, "B": a.eval_batch, "seconds": sec,
@@ -273,9 +290,9 @@ def main():
 
     if res["train"]:
         t = res["train"]
-        print(f"pytorch {torch.__version__} preset {a.preset}: params {n_params / 1e6:.2f}M, "
+        print(f"pytorch {torch.__version__} preset {a.preset} {a.precision}: params {n_params / 1e6:.2f}M, "
               f"step {t['step_s']:.4f} s (fwd {t['forward_s']:.4f} bwd {t['backward_s']:.4f} opt {t['optim_s']:.4f}), "
-              f"{t['tokens_per_s']:.0f} tokens/s, MFU {100 * t['mfu']:.1f}% ({100 * t['mfu_interleaved']:.1f}% vs interleaved sgemm, "
+              f"{t['tokens_per_s']:.0f} tokens/s, MFU {100 * t['mfu']:.1f}% ({100 * t['mfu_interleaved']:.1f}% vs interleaved GEMM, "
               f"{100 * t['cpu_efficiency']:.1f}% per CPU-second), peak RSS {t['peak_rss_bytes'] / 2**20:.0f} MiB")
     for e in res["eval"]:
         print(f"  eval L={e['L']} B={e['B']}: {e['tokens_per_s']:.0f} tokens/s, peak RSS {e['peak_rss_bytes'] / 2**20:.0f} MiB")
