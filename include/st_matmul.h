@@ -19,10 +19,13 @@
  * OpenMP: its threads are libgomp's, omp_set_num_threads governs both) and are
  * deterministic for a fixed thread count. A backend instance is NOT thread-safe (one
  * primitive cache and scratch): call st_mm_gemm from one thread, never from inside an
- * OpenMP parallel region. Attention's QK^T and PV (which loop over (batch, head) in
- * parallel) can use the bf16 path through st_mm_gemm per block once the loop is moved
- * inside the backend or the call is hoisted out of the parallel region; see
- * docs/precision.md. */
+ * OpenMP parallel region.
+ *
+ * Batches: st_mm_gemm_batched runs `count` products of one shape whose operands sit at
+ * fixed strides (one 3-d oneDNN matmul in bf16, a loop of sgemms in fp32). It is the hook
+ * for attention: QK^T and PV of one query block over every (batch, head) pair are one
+ * batched call made outside the parallel loop, which is how attention can take the bf16
+ * path (docs/precision.md, "Attention"). */
 #ifndef ST_MATMUL_H
 #define ST_MATMUL_H
 
@@ -97,6 +100,14 @@ static inline st_mm_arg st_mm_a(const float *f, const uint16_t *h, int trans, in
  * overwrites c (which may be uninitialised). mm == NULL: fp32. */
 void st_mm_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
                 st_mm_arg b, float beta, float *c, int64_t ldc);
+
+/* A batch: `count` products, operand i at a.f + i * a (b, c likewise; strides in
+ * elements). A bf16 copy (a.h) of a batch must be dense: stride = rows x cols. */
+typedef struct st_mm_batch { int64_t count, a, b, c; } st_mm_batch;
+
+/* For i < batch.count: c_i (M,N) = alpha op(a_i) op(b_i) + beta c_i. */
+void st_mm_gemm_batched(st_mm *mm, st_mm_batch batch, int64_t M, int64_t N, int64_t K, float alpha,
+                        st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc);
 
 #ifdef __cplusplus
 }

@@ -185,6 +185,53 @@ static void test_gemm(st_mm *mm) {
     free(a); free(b); free(c); free(c0); free(c2); free(ah); free(bh);
 }
 
+/* Batches laid out like attention's per-(batch, head) products: q (count, T, D) blocks of
+ * M rows, k (count, T, D) used transposed, scores c (count, M, ldc) with a batch stride;
+ * every product of the batch within the bound, fp32 batches equal to single calls. */
+static void test_batched(st_mm *mm) {
+    const int64_t count = 6, T = 40, D = 16, M = 24, N = 40, ldc = 48, cstride = 24 * 48 + 8;
+    float *q = malloc(sizeof(float) * (size_t)(count * T * D)), *k = malloc(sizeof(float) * (size_t)(count * T * D));
+    float *c = malloc(sizeof(float) * (size_t)(count * cstride)), *c0 = malloc(sizeof(float) * (size_t)(count * cstride));
+    float *c1 = malloc(sizeof(float) * (size_t)(count * cstride));
+    fill_normal(q, count * T * D, 41, 1.0f, 0.0f);
+    fill_normal(k, count * T * D, 42, 1.0f, 0.0f);
+    fill_normal(c0, count * cstride, 43, 1.0f, 0.0f);
+    st_mm_batch bt = {count, T * D, T * D, cstride};
+    for (int p = 0; p < 2; p++) {
+        st_mm *m = p ? mm : NULL;
+        float alpha = 0.25f, beta = p ? 1.0f : 0.0f;
+        /* S_i (M, N) = alpha Q_i[8:8+M] K_i^T (+ beta S_i) */
+        memcpy(c, c0, sizeof(float) * (size_t)(count * cstride));
+        st_mm_gemm_batched(m, bt, M, N, D, alpha, st_mm_a(q + 8 * D, NULL, 0, D), st_mm_a(k, NULL, 1, D), beta, c, ldc);
+        int ok = 1;
+        for (int64_t i = 0; i < count; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s batched product %lld", p ? "bf16" : "fp32", (long long)i);
+            if (p) ok &= check_product(what, c + i * cstride, c0 + i * cstride, M, N, D, alpha, q + i * T * D + 8 * D, 0,
+                                       D, k + i * T * D, 1, D, beta, ldc);
+        }
+        CHECK_MSG(ok, "%s batched products", p ? "bf16" : "fp32");
+        /* the same products one by one */
+        memcpy(c1, c0, sizeof(float) * (size_t)(count * cstride));
+        for (int64_t i = 0; i < count; i++)
+            st_mm_gemm(m, M, N, D, alpha, st_mm_a(q + i * T * D + 8 * D, NULL, 0, D), st_mm_a(k + i * T * D, NULL, 1, D),
+                       beta, c1 + i * cstride, ldc);
+        if (!p) {
+            CHECK_MSG(memcmp(c, c1, sizeof(float) * (size_t)(count * cstride)) == 0, "fp32 batch == single calls");
+        } else {
+            CHECK(th_close("bf16 batch vs single calls", c, c1, count * cstride, 1e-5, 1e-5));
+            int gaps = 1;   /* the batch stride's gaps and the ldc padding are untouched */
+            for (int64_t i = 0; i < count; i++) {
+                for (int64_t r = 0; r < M; r++)
+                    for (int64_t j = N; j < ldc; j++) gaps &= c[i * cstride + r * ldc + j] == c0[i * cstride + r * ldc + j];
+                for (int64_t j = M * ldc; j < cstride; j++) gaps &= c[i * cstride + j] == c0[i * cstride + j];
+            }
+            CHECK_MSG(gaps, "bf16 batch wrote outside its matrices");
+        }
+    }
+    free(q); free(k); free(c); free(c0); free(c1);
+}
+
 /* The fp32 backend's one-row path (cblas_sgemv) against sgemm semantics, all transposes. */
 static void test_fp32_gemv(void) {
     st_mm *mm = NULL;
@@ -411,6 +458,7 @@ int main(void) {
     CHECK(st_mm_precision(bf) == ST_PREC_BF16 && st_precision_from_name("bf16") == ST_PREC_BF16);
     CHECK(st_precision_from_name("fp16") == -1);
     test_gemm(bf);
+    test_batched(bf);
     test_linear(bf);
     test_lce(bf);
     st_mm_free(bf);

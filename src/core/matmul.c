@@ -55,11 +55,17 @@ const char *st_mm_describe(const st_mm *mm) { return mm ? mm->describe : "fp32 (
 int st_mm_native(const st_mm *mm) { return mm ? mm->native : 1; }
 const char *st_mm_last_impl(const st_mm *mm) { return mm ? mm->last_impl : ""; }
 
+void st_mm_gemm_batched(st_mm *mm, st_mm_batch batch, int64_t M, int64_t N, int64_t K, float alpha,
+                        st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
+    ST_ASSERT(M >= 0 && N >= 0 && K >= 0 && ldc >= N && batch.count >= 0 && a.f && b.f && c);
+    if (M == 0 || N == 0 || batch.count == 0) return;
+    (mm ? mm->be : &st_mm_backend_fp32)->gemm(mm, &batch, M, N, K, alpha, a, b, beta, c, ldc);
+}
+
 void st_mm_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
                 st_mm_arg b, float beta, float *c, int64_t ldc) {
-    ST_ASSERT(M >= 0 && N >= 0 && K >= 0 && ldc >= N && a.f && b.f && c);
-    if (M == 0 || N == 0) return;
-    (mm ? mm->be : &st_mm_backend_fp32)->gemm(mm, M, N, K, alpha, a, b, beta, c, ldc);
+    st_mm_batch one = {1, 0, 0, 0};
+    st_mm_gemm_batched(mm, one, M, N, K, alpha, a, b, beta, c, ldc);
 }
 
 /* Fixed slices of 64 Ki values: each thread rounds whole slices (the result does not

@@ -1,6 +1,6 @@
 /* matmul_bf16.c - the bf16 backend: oneDNN's matmul primitive, bf16 x bf16 -> f32.
  *
- *   c (M,N) = alpha op(a) op(b) + beta c
+ *   c_i (M,N) = alpha op(a_i) op(b_i) + beta c_i,  i < count (a batch: 3-d descriptors)
  * a and b are rounded to bf16 (round to nearest even, st_f32_to_bf16) unless the caller
  * passes a ready bf16 copy (parameter shadows); oneDNN multiplies with fp32 accumulation
  * and writes fp32. alpha is an output scale, beta a "sum" post-op, transposes are the
@@ -28,7 +28,7 @@
 #define MM_CACHE 128   /* cached primitives; least recently used is replaced when full */
 
 typedef struct mm_key {
-    int64_t M, N, K, ldc;
+    int64_t count, M, N, K, ldc, cstride;   /* cstride: c's batch stride (count > 1) */
     int ta, tb;
     float alpha, beta;
 } mm_key;
@@ -81,20 +81,22 @@ static int isa_native_bf16(dnnl_cpu_isa_t isa) {
     return ((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) == (unsigned)dnnl_cpu_isa_avx512_core_bf16;
 }
 
-/* Descriptor of a row-major (rows, cols) operand stored transposed or not (dense). */
-static void operand_md(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int trans, int64_t ld,
-                       dnnl_data_type_t dt) {
-    dnnl_dims_t dims = {rows, cols};
-    dnnl_dims_t strides = {trans ? 1 : ld, trans ? ld : 1};
-    DNNL_OK(dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides));
+/* Descriptor of a row-major (rows, cols) operand stored transposed or not with leading
+ * dimension ld; a batch (count > 1) adds a leading dimension of stride bstride. */
+static void operand_md(dnnl_memory_desc_t *md, int64_t count, int64_t rows, int64_t cols, int trans,
+                       int64_t ld, int64_t bstride, dnnl_data_type_t dt) {
+    dnnl_dims_t dims = {count, rows, cols};
+    dnnl_dims_t strides = {bstride, trans ? 1 : ld, trans ? ld : 1};
+    int nd = count > 1 ? 3 : 2;
+    DNNL_OK(dnnl_memory_desc_init_by_strides(md, nd, nd == 3 ? dims : dims + 1, dt, nd == 3 ? strides : strides + 1));
 }
 
 /* Create the primitive of key k; returns the oneDNN status (unimplemented: no kernel). */
 static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) {
     dnnl_memory_desc_t amd, bmd, cmd;
-    operand_md(&amd, k->M, k->K, k->ta, k->ta ? k->M : k->K, dnnl_bf16);
-    operand_md(&bmd, k->K, k->N, k->tb, k->tb ? k->K : k->N, dnnl_bf16);
-    operand_md(&cmd, k->M, k->N, 0, k->ldc, dnnl_f32);
+    operand_md(&amd, k->count, k->M, k->K, k->ta, k->ta ? k->M : k->K, k->M * k->K, dnnl_bf16);
+    operand_md(&bmd, k->count, k->K, k->N, k->tb, k->tb ? k->K : k->N, k->K * k->N, dnnl_bf16);
+    operand_md(&cmd, k->count, k->M, k->N, 0, k->ldc, k->cstride, dnnl_f32);
     dnnl_matmul_desc_t desc;
     DNNL_OK(dnnl_matmul_desc_init(&desc, &amd, &bmd, NULL, &cmd));
     dnnl_primitive_attr_t attr;
@@ -121,8 +123,8 @@ static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) 
     DNNL_OK(dnnl_memory_create(&en->b, &bmd, s->eng, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&en->c, &cmd, s->eng, DNNL_MEMORY_NONE));
     en->key = *k;
-    st_log(ST_LOG_DEBUG, "bf16 matmul %lldx%lldx%lld (ta %d tb %d alpha %g beta %g): %s", (long long)k->M,
-           (long long)k->N, (long long)k->K, k->ta, k->tb, k->alpha, k->beta, en->impl);
+    st_log(ST_LOG_DEBUG, "bf16 matmul %lld x %lldx%lldx%lld (ta %d tb %d alpha %g beta %g): %s", (long long)k->count,
+           (long long)k->M, (long long)k->N, (long long)k->K, k->ta, k->tb, k->alpha, k->beta, en->impl);
     return dnnl_success;
 }
 
@@ -153,14 +155,17 @@ static mm_entry *entry_get(bf16_state *s, const mm_key *k) {
     return en;
 }
 
-/* The bf16 values of operand x stored as (rows, cols) with leading dimension x.ld: its
- * own copy when it has one (dense), else rounded into scratch slot `slot`. */
-static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_t rows, int64_t cols) {
+/* The bf16 values of operand x, `count` matrices stored as (rows, cols) with leading
+ * dimension x.ld, matrix i at x.f + i * stride: its own copy when it has one (dense),
+ * else rounded into scratch slot `slot` as dense matrices (batch stride rows x cols). */
+static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_t rows, int64_t cols,
+                                    int64_t count, int64_t stride) {
+    const int dense = x.ld == cols && (count == 1 || stride == rows * cols);
     if (x.h) {
-        ST_ASSERT(x.ld == cols);
+        ST_ASSERT(dense);
         return x.h;
     }
-    size_t need = (size_t)(rows * cols);
+    size_t need = (size_t)(count * rows * cols);
     if (need > s->cap[slot]) {
         free(s->scratch[slot]);
         s->scratch[slot] = malloc(need * sizeof(uint16_t));
@@ -168,27 +173,30 @@ static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_
         s->cap[slot] = need;
     }
     uint16_t *d = s->scratch[slot];
-    if (x.ld == cols) {
-        st_bf16_round(d, x.f, rows * cols);
-    } else {
-        #pragma omp parallel for schedule(static) if (rows * cols > 32768)
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < cols; j++) d[r * cols + j] = st_f32_to_bf16(x.f[r * x.ld + j]);
+    if (dense) {
+        st_bf16_round(d, x.f, count * rows * cols);
+    } else {   /* row q of the batch: matrix q / rows, row q % rows */
+        #pragma omp parallel for schedule(static) if (count * rows * cols > 32768)
+        for (int64_t q = 0; q < count * rows; q++) {
+            const float *src = x.f + (q / rows) * stride + (q % rows) * x.ld;
+            for (int64_t j = 0; j < cols; j++) d[q * cols + j] = st_f32_to_bf16(src[j]);
+        }
     }
     return d;
 }
 
-static void bf16_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
-                      st_mm_arg b, float beta, float *c, int64_t ldc) {
+static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,
+                      st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
     bf16_state *s = mm->state;
     if (K == 0) {   /* no product: c = beta c, which fp32 does exactly */
-        st_mm_backend_fp32.gemm(mm, M, N, K, alpha, a, b, beta, c, ldc);
+        st_mm_backend_fp32.gemm(mm, bt, M, N, K, alpha, a, b, beta, c, ldc);
         return;
     }
-    const uint16_t *ah = operand_bf16(s, 0, a, a.trans ? K : M, a.trans ? M : K);
-    const uint16_t *bh = operand_bf16(s, 1, b, b.trans ? N : K, b.trans ? K : N);
+    const uint16_t *ah = operand_bf16(s, 0, a, a.trans ? K : M, a.trans ? M : K, bt->count, bt->a);
+    const uint16_t *bh = operand_bf16(s, 1, b, b.trans ? N : K, b.trans ? K : N, bt->count, bt->b);
     mm_key k;
     memset(&k, 0, sizeof k);   /* padding too: keys are compared with memcmp */
+    k.count = bt->count; k.cstride = bt->count > 1 ? bt->c : 0;
     k.M = M; k.N = N; k.K = K; k.ldc = ldc; k.ta = a.trans; k.tb = b.trans; k.alpha = alpha; k.beta = beta;
     mm_entry *en = entry_get(s, &k);
     DNNL_OK(dnnl_memory_set_data_handle(en->a, (void *)ah));
@@ -227,6 +235,7 @@ static int bf16_open(st_mm *mm, st_error *e) {
     /* one small product of each kind the ops use: refuse up front, not mid-training */
     for (int t = 0; t < 4; t++) {
         mm_key k = {0};
+        k.count = 1;
         k.M = 16; k.N = 16; k.K = 16; k.ldc = 16; k.ta = t & 1; k.tb = t >> 1; k.alpha = 1.0f; k.beta = (float)(t & 1);
         mm_entry *en = &s->cache[s->n];
         dnnl_status_t st = entry_create(s, en, &k);
@@ -258,8 +267,8 @@ static int bf16_open(st_mm *mm, st_error *e) {
                    "(scripts/install_deps.sh: libdnnl-dev) and rebuild (cmake reports 'oneDNN: found')");
 }
 static void bf16_close(st_mm *mm) { (void)mm; }
-static void bf16_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
-                      st_mm_arg b, float beta, float *c, int64_t ldc) {
+static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,
+                      st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
     st_assert_fail("bf16 backend without oneDNN", __FILE__, __LINE__);
 }
 

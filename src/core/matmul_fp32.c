@@ -15,8 +15,8 @@ static int fp32_open(st_mm *mm, st_error *e) {
 
 static void fp32_close(st_mm *mm) { (void)mm; }
 
-static void fp32_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
-                      st_mm_arg b, float beta, float *c, int64_t ldc) {
+static void fp32_one(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
+                     st_mm_arg b, float beta, float *c, int64_t ldc) {
     if (M == 1) {
         /* c (1,N) = alpha op(b)^T a + beta c: op(b) (K,N) stored as b (K,N) -> Trans,
          * or as b^T (N,K) -> NoTrans. a's K values are strided by lda when transposed. */
@@ -36,6 +36,17 @@ static void fp32_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, s
     cblas_sgemm(CblasRowMajor, a.trans ? CblasTrans : CblasNoTrans, b.trans ? CblasTrans : CblasNoTrans,
                 (int)M, (int)N, (int)K, alpha, a.f, (int)a.ld, b.f, (int)b.ld, beta, c, (int)ldc);
     if (mm) snprintf(mm->last_impl, sizeof mm->last_impl, "cblas_sgemm");
+}
+
+/* A batch is a loop: OpenBLAS threads each product. */
+static void fp32_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,
+                      st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
+    for (int64_t i = 0; i < bt->count; i++) {
+        st_mm_arg ai = a, bi = b;
+        ai.f += i * bt->a;
+        bi.f += i * bt->b;
+        fp32_one(mm, M, N, K, alpha, ai, bi, beta, c + i * bt->c, ldc);
+    }
 }
 
 const st_mm_backend st_mm_backend_fp32 = {"fp32", fp32_open, fp32_close, fp32_gemm};

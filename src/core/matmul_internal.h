@@ -9,8 +9,8 @@ typedef struct st_mm_backend {
     const char *name;                                   /* "fp32", "bf16" */
     int (*open)(st_mm *mm, st_error *e);            /* state, describe, native; logs */
     void (*close)(st_mm *mm);
-    void (*gemm)(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,
-                 st_mm_arg b, float beta, float *c, int64_t ldc);
+    void (*gemm)(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,
+                 st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc);
 } st_mm_backend;
 
 struct st_mm {
