@@ -234,7 +234,8 @@ static int bf16_open(st_mm *mm, st_error *e) {
     mm->native = isa_native_bf16(isa);
     /* one small product of each kind the ops use: refuse up front, not mid-training */
     for (int t = 0; t < 4; t++) {
-        mm_key k = {0};
+        mm_key k;
+        memset(&k, 0, sizeof k);   /* padding too: keys are compared with memcmp */
         k.count = 1;
         k.M = 16; k.N = 16; k.K = 16; k.ldc = 16; k.ta = t & 1; k.tb = t >> 1; k.alpha = 1.0f; k.beta = (float)(t & 1);
         mm_entry *en = &s->cache[s->n];
