@@ -19,6 +19,7 @@
  * results are deterministic for a fixed thread count (tests/test_bf16.c checks it). */
 #include "core/matmul_internal.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -188,6 +189,7 @@ static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_
 static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,
                       st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
     bf16_state *s = mm->state;
+    ST_ASSERT(!omp_in_parallel());   /* one cache and scratch: not from inside a parallel loop */
     if (K == 0) {   /* no product: c = beta c, which fp32 does exactly */
         st_mm_backend_fp32.gemm(mm, bt, M, N, K, alpha, a, b, beta, c, ldc);
         return;
