@@ -101,6 +101,11 @@ typedef struct st_eval_plan {
     int64_t max_tokens;         /* tokens of the split used (0 = all), -1 -> cfg */
     int buckets;                /* -1 -> cfg */
     st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
+    /* Outside data (`stretch eval --data`): NULL = the run's own split. A text file is
+     * tokenized whole; a WikiText directory gives the file of `split`. The run's
+     * tokenizer comes from tokenizer_path (byte-level runs need none). */
+    const char *data_path;
+    const char *tokenizer_path;
 } st_eval_plan;
 
 void st_eval_plan_default(st_eval_plan *p);
@@ -126,6 +131,9 @@ typedef struct st_eval_report {
     double entropy_rate;        /* synthetic corpus: ideal loss (nats/token), else 0 */
     int threads;
     int buckets, bucket_scale;
+    /* plan.data_path given: what was evaluated instead of the run's split */
+    int external;               /* 1 when the tokens came from --data */
+    st_text_data data;          /* its path, size, CRC32 and <unk> counts (tokens freed) */
     int n;                      /* rows */
     st_eval_row rows[ST_EVAL_MAX_LENGTHS];
 } st_eval_report;
