@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # cli_eval_data.sh - `stretch eval --data`: a trained run evaluated on other text with its
 # own tokenizer. Same numbers as the normal eval when --data names the run's own data
-# (word and byte runs on a WikiText-style directory), a different file evaluated whole, the
+# (word, byte and BPE runs on a WikiText-style directory), a different file evaluated whole, the
 # <unk> count of a word-level run on a crafted file, the JSON record of what was evaluated,
 # the default report name (the run's own report is not overwritten), and the errors: a
 # missing file (3), an empty or binary file (4), unseen words without <unk> (4), --split
 # with a file (2), a synthetic run (2), a loose word-level checkpoint without its
-# tokenizer (3).
+# tokenizer (3), another run's tokenizer.json (4).
 . "$(dirname "$0")/lib_cli.sh" cli_eval_data
 
 mkdir wt wt_nounk
@@ -27,19 +27,20 @@ common='"train": {"seed": 1, "batch_size": 4, "seq_len": 16, "steps": 10, "eval_
 model='"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"}'
 echo "{$model, \"data\": {\"source\": \"wikitext\", \"path\": \"$T/wt\", \"cache_dir\": \"$T/cache\"}, $common}" > word.json
 echo "{$model, \"data\": {\"source\": \"wikitext\", \"path\": \"$T/wt\", \"tokenizer\": \"byte\", \"cache_dir\": \"$T/cache\"}, $common}" > byte.json
+echo "{$model, \"data\": {\"source\": \"wikitext\", \"path\": \"$T/wt\", \"tokenizer\": \"bpe\", \"bpe_vocab\": 300, \"cache_dir\": \"$T/cache\"}, $common}" > bpe.json
 echo "{$model, \"data\": {\"source\": \"wikitext\", \"path\": \"$T/wt_nounk\", \"cache_dir\": \"$T/cache\"}, $common}" > nounk.json
 echo "{$model, \"data\": {\"source\": \"synthetic\", \"synthetic\": {\"tokens\": [5000, 500, 500]}}, $common}" > syn.json
-for r in word byte nounk syn; do expect_rc 0 "train $r" "$BIN" train $r.json --out $r; done
+for r in word byte bpe nounk syn; do expect_rc 0 "train $r" "$BIN" train $r.json --out $r; done
 
 # --- --data = the run's own data: the same numbers as the normal eval
-for r in word byte; do
+for r in word byte bpe; do
     expect_rc 0 "$r own eval" "$BIN" eval $r --split test --json $r.own.json --quiet
     expect_rc 0 "$r --data own dir" "$BIN" eval $r --data wt --split test --json $r.data.json --quiet
 done
 $PY - <<'EOF' && ok || bad "--data on the run's own split differs from the normal eval"
 import json, sys
 err = []
-for r in ("word", "byte"):
+for r in ("word", "byte", "bpe"):
     a, b = json.load(open(r + ".own.json")), json.load(open(r + ".data.json"))
     for x, y in zip(a["results"], b["results"]):
         if (x["nll"], x["tokens"], x["ppl"]) != (y["nll"], y["tokens"], y["ppl"]):
@@ -104,6 +105,9 @@ expect_err "synthetic"
 mkdir loose && cp "word/checkpoints/$(cat word/checkpoints/latest)" loose/
 expect_rc 3 "loose word checkpoint" "$BIN" eval "loose/$(cat word/checkpoints/latest)" --data other.txt
 expect_err "tokenizer"
+cp -r word word_swapped && cp nounk/tokenizer.json word_swapped/tokenizer.json
+expect_rc 4 "another run's tokenizer" "$BIN" eval word_swapped --data other.txt
+expect_err "\-\-data other.txt: tokenizer .*not the one"
 expect_rc 2 "--data without a value" "$BIN" eval byte --data
 
 echo "cli_eval_data: $passes passed, $fails failed"
