@@ -42,6 +42,13 @@ typedef struct st_data_config {
     int syn_order;          /* 2: next token depends on the previous `order` tokens */
     int syn_branch;         /* 4: successors per context (sparsity) */
     int64_t syn_tokens[3];  /* tokens per split: 1,000,000 / 100,000 / 100,000 */
+    char syn_mode[16];      /* "markov" (default) | "copy": add recall segments (st_copy) */
+    /* JSON keys data.synthetic.copy.{len,min_dist,max_dist,decay,rate} (mode "copy") */
+    int copy_len;           /* 8: tokens per copied segment */
+    int copy_min_dist;      /* 9: copy distances d in [min_dist, max_dist], min_dist > len */
+    int copy_max_dist;      /* 24 */
+    double copy_decay;      /* 0.1: P(d) ~ exp(-decay (d - min_dist)), recency-biased */
+    double copy_rate;       /* 0.25: chance per free step that a copy starts */
 } st_data_config;
 
 void st_data_config_default(st_data_config *c);
@@ -107,6 +114,26 @@ int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, int64_t len
 int64_t st_tokenizer_decode(const st_tokenizer *t, const int32_t *ids, int64_t n,
                             char *out, int64_t cap);
 
+/* ---- outside text for evaluation (`stretch eval --data`) ----
+ * path: a text file (tokenized whole), or a WikiText directory (the file of `split`:
+ * <split>.txt or wiki.<split>.tokens). The tokenizer is used as is: byte / BPE encode any
+ * bytes; word level maps words not in the vocabulary to <unk> and counts them. Errors:
+ * ST_ERR_IO (missing, unreadable), ST_ERR_DATA (empty, binary (a NUL byte), fewer than 2
+ * tokens, unseen words and no <unk> in the vocabulary, a synthetic tokenizer). */
+typedef struct st_text_data {
+    int32_t *tokens;
+    int64_t n;
+    char path[1100];        /* the file read (for a directory, its split file) */
+    int is_dir;             /* path named a directory */
+    int64_t bytes;          /* file size */
+    uint32_t crc32;         /* of the whole file (zlib polynomial) */
+    int64_t unk_tokens;     /* word level: tokens not in the vocabulary, mapped to <unk> */
+    int64_t unk_distinct;   /* ... as distinct words */
+    int64_t unk_literal;    /* word level: "<unk>" already in the text (WikiText marks rare words) */
+} st_text_data;
+int st_text_data_load(const st_tokenizer *t, const char *path, int split, st_text_data *d, st_error *e);
+void st_text_data_free(st_text_data *d);   /* frees tokens; keeps n, path, counts */
+
 /* ---- training batches: random contiguous windows of T+1 tokens ---- */
 typedef struct st_loader {
     const int32_t *tokens;
@@ -155,6 +182,35 @@ void st_markov_free(st_markov *m);
 int64_t st_markov_context(const st_markov *m, const int32_t *ctx);
 /* Draw n tokens: the first k are a context drawn from pi, the rest follow the chain. */
 void st_markov_sample(const st_markov *m, uint64_t seed, int32_t *out, int64_t n);
+
+/* ---- copy mode: the Markov stream with recall segments (synthetic_copy.c) ----
+ * Cycle: `gap` = max_dist - len refractory Markov tokens; then free steps, each emitting
+ * the marker (id = vocab of the chain) with probability `rate`, else a Markov token; after
+ * the marker, `len` tokens copied from distance d, x[t] = x[t - d], d ~ D(d) proportional
+ * to exp(-decay (d - min_dist)) on [min_dist, max_dist]. The chain then continues from
+ * the last `order` copied tokens. min_dist > len keeps the marker out of the copied span
+ * and gap = max_dist - len keeps earlier markers and copies of copies out of reach.
+ * Predicting a copy needs attention back by a distance drawn from a recency-biased law.
+ * Entropy rate (renewal-reward over one cycle; derivation in data/README.md):
+ *   H = [(gap + (1-q)/q) Hm + h(q)/q + H(D)] / (gap + 1/q + len)
+ * with Hm the chain's entropy rate, h(q) the binary entropy of rate q and H(D) the entropy
+ * of the distance law. It neglects coincident candidate segments (then the copy reveals
+ * less than H(D)); tests/test_data_copy.c measures the exact Bayes predictor against it. */
+typedef struct st_copy {
+    int len, min_dist, max_dist, gap;
+    double decay, rate;
+    double *dist_p;         /* (max_dist - min_dist + 1) P(d = min_dist + i) */
+    double dist_entropy;    /* H(D), nats */
+    double entropy_rate;    /* H above, nats / token */
+} st_copy;
+/* Validates against the chain (order <= len < min_dist <= max_dist, 0 < rate <= 1,
+ * decay >= 0) and fills the law of d and the entropy rate. */
+int st_copy_init(st_copy *c, const st_markov *m, int len, int min_dist, int max_dist, double decay, double rate,
+                 st_error *e);
+void st_copy_free(st_copy *c);
+/* Draw n tokens (ids 0..vocab, vocab = marker); starts with a context from pi and a
+ * refractory gap of max_dist tokens, so every copy has its full source. */
+void st_copy_sample(const st_copy *c, const st_markov *m, uint64_t seed, int32_t *out, int64_t n);
 
 #ifdef __cplusplus
 }

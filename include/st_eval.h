@@ -104,6 +104,11 @@ typedef struct st_eval_plan {
     int buckets;                /* -1 -> cfg */
     int precision;              /* ST_PREC_* of the matmuls, -1 -> cfg train.precision */
     st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
+    /* Outside data (`stretch eval --data`): NULL = the run's own split. A text file is
+     * tokenized whole; a WikiText directory gives the file of `split`. The run's
+     * tokenizer comes from tokenizer_path (byte-level runs need none). */
+    const char *data_path;
+    const char *tokenizer_path;
 } st_eval_plan;
 
 void st_eval_plan_default(st_eval_plan *p);
@@ -130,6 +135,9 @@ typedef struct st_eval_report {
     int threads;
     int precision;              /* ST_PREC_* the matmuls ran in */
     int buckets, bucket_scale;
+    /* plan.data_path given: what was evaluated instead of the run's split */
+    int external;               /* 1 when the tokens came from --data */
+    st_text_data data;          /* its path, size, CRC32 and <unk> counts (tokens freed) */
     int n;                      /* rows */
     st_eval_row rows[ST_EVAL_MAX_LENGTHS];
 } st_eval_report;

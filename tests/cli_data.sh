@@ -2,13 +2,24 @@
 # cli_data.sh - `stretch data` end to end: the synthetic corpus (ideal perplexity line),
 # a text file with byte and BPE tokenizers (cache files reported, second run from cache,
 # --save-tokenizer), WikiText-2 counts when the shared data is present, and the exit codes:
-# usage / bad values 2, missing file 3, empty or binary file 4.
+# usage / bad values 2, missing file 3, empty or binary file 4; copy mode (--syn-mode copy)
+# and a copy-key range error from a run config.
 . "$(dirname "$0")/lib_cli.sh" cli_data
 
 # synthetic: counts and the ideal perplexity exp(H)
 expect_rc 0 "synthetic" "$BIN" data --source synthetic --syn-tokens 20000,2000,2000
 expect_out "train *20,000"
 expect_out "ideal perplexity exp(H) = [0-9.]*"
+# copy mode: one more symbol (the marker) and a lower floor (data/README.md, "Copy mode")
+expect_rc 0 "synthetic copy" "$BIN" data --source synthetic --syn-order 1 --syn-mode copy --syn-tokens 20000,2000,2000
+expect_out "vocab 65"
+expect_out "entropy     0.918438 nats/token"
+expect_rc 2 "synthetic bad mode" "$BIN" data --source synthetic --syn-mode recall
+expect_err "data.synthetic.mode"
+# the copy keys in a run config: range errors name the file and the key path
+echo '{"data": {"synthetic": {"mode": "copy", "copy": {"len": 8, "min_dist": 5}}}}' > copy.json
+expect_rc 2 "copy min_dist <= len" "$BIN" train copy.json --out copyrun
+expect_err "copy.json: data.synthetic.copy.min_dist"
 expect_rc 0 "synthetic small" "$BIN" data --source synthetic --syn-vocab 3 --syn-order 1 --syn-branch 2 --syn-tokens 100,100,100
 expect_out "entropy"
 

@@ -19,6 +19,8 @@ int cmd_data(int argc, char **argv);
  * run's tokenizer.json (it may not exist: synthetic runs have none). */
 int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_state *ts,
                      char *tok_path, size_t n, st_error *e);
+/* RUN_DIR/tokenizer.json for a checkpoint RUN_DIR/checkpoints/X.ckpt. */
+void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n);
 /* Print "stretch: error: <msg>" to stderr and return the code. */
 int cli_report(const st_error *e);
 /* Usage error (exit 2). */

@@ -14,7 +14,8 @@
 static const char *usage_text =
     "data --source synthetic|wikitext|text [--path P] [--tokenizer auto|word|byte|bpe] [--bpe-vocab N]\n"
     "       [--cache-dir D] [--valid-frac F] [--test-frac F] [--save-tokenizer FILE]\n"
-    "       [--seed S] [--syn-vocab V] [--syn-order K] [--syn-branch B] [--syn-tokens TRAIN,VALID,TEST]";
+    "       [--seed S] [--syn-vocab V] [--syn-order K] [--syn-branch B] [--syn-tokens TRAIN,VALID,TEST]\n"
+    "       [--syn-mode markov|copy]  (copy: the data.synthetic.copy defaults; set others in a run config)";
 
 static int bad(const char *flag, const char *val, const char *want) {
     st_error e = {0};
@@ -105,6 +106,8 @@ int cmd_data(int argc, char **argv) {
             if (parse_int(v, &c.syn_order)) return bad(a, v, "an integer");
         } else if (!strcmp(a, "--syn-branch")) {
             if (parse_int(v, &c.syn_branch)) return bad(a, v, "an integer");
+        } else if (!strcmp(a, "--syn-mode")) {
+            if (copy_str(c.syn_mode, sizeof c.syn_mode, v)) return bad(a, v, "markov or copy");
         } else if (!strcmp(a, "--syn-tokens")) {
             char buf[128];
             if (copy_str(buf, sizeof buf, v)) return bad(a, v, "TRAIN,VALID,TEST");

@@ -2,11 +2,13 @@
  * model at several evaluation lengths (docs/evaluation.md). Prints a table and writes a
  * JSON report. Exit 0 when at least one length was evaluated (lengths that could not be,
  * e.g. beyond a learned-position table, are error rows), 2 on bad arguments, 3 for a
- * missing run dir, 5 for a bad checkpoint. */
+ * missing run dir or --data file, 4 for --data that cannot be evaluated (empty, binary, unseen
+ * words and no <unk>), 5 for a bad checkpoint. */
 #include "cli/cli.h"
 #include "st_eval.h"
 #include "st_matmul.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +19,13 @@ static const char *usage_text =
     "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..16384] [--split valid|test]\n"
     "        [--mode nonoverlapping|sliding] [--stride S] [--max-tokens N] [--batch-tokens N]\n"
     "        [--buckets N] [--bucket-scale linear|log2] [--precision fp32|bf16] [--json OUT.json]\n"
-    "        [--threads N] [--quiet]\n"
-    "  defaults come from the run's eval config section (--precision: its train.precision); --lengths A..B = powers of two from A to B;\n"
-    "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json)";
+    "        [--threads N] [--quiet] [--data FILE|WIKITEXT_DIR]\n"
+    "  defaults come from the run's eval config section (--precision: its train.precision);\n"
+    "  --lengths A..B = powers of two from A to B;\n"
+    "  --data: evaluate on other text with the run's tokenizer (a file whole, or a WikiText directory's\n"
+    "  --split); a word-level run maps unseen words to <unk> and reports how many;\n"
+    "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json),\n"
+    "  with --data: RUN_DIR/eval_data-<name>[_<split>]_<mode>.json";
 
 static int parse_i64(const char *s, int64_t *out) {
     if (!s || !*s) return 0;
@@ -64,7 +70,8 @@ static int parse_lengths(const char *s, st_eval_plan *p) {
 
 /* Default report path: RUN_DIR/eval_<split>_<mode>.json for a run dir; for a checkpoint
  * file, the same name with its stem appended, in its run dir (parent of checkpoints/). */
-static void default_json_path(const char *src, int is_dir, const st_eval_report *rep, char *out, size_t n) {
+static void default_json_path(const char *src, int is_dir, const st_eval_report *rep, const char *data_arg, char *out,
+                              size_t n) {
     char dir[1024];
     char stem[1040] = "";
     if (is_dir) {
@@ -82,12 +89,26 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
             if (dl == 11) strcpy(dir, "."); else dir[dl - 12] = 0;
         }
     }
+    if (rep->external) {
+        /* never the run's own report name: eval_data-<file or dir name>[_<split>]_<mode> */
+        char name[256], tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s", data_arg);
+        size_t tl = strlen(tmp);
+        while (tl > 1 && tmp[tl - 1] == '/') tmp[--tl] = 0;
+        const char *slash = strrchr(tmp, '/');
+        snprintf(name, sizeof name, "%s", slash ? slash + 1 : tmp);
+        for (char *c = name; *c; c++)
+            if (!isalnum((unsigned char)*c) && *c != '.' && *c != '-' && *c != '_') *c = '_';
+        snprintf(out, n, "%s/eval_data-%s%s%s_%s%s.json", dir, name, rep->data.is_dir ? "_" : "",
+                 rep->data.is_dir ? st_eval_split_name(rep->split) : "", st_eval_mode_name(rep->mode), stem);
+        return;
+    }
     snprintf(out, n, "%s/eval_%s_%s%s.json", dir, st_eval_split_name(rep->split), st_eval_mode_name(rep->mode), stem);
 }
 
 int cmd_eval(int argc, char **argv) {
     const char *src = NULL, *json = NULL;
-    int threads = -1, quiet = 0;
+    int threads = -1, quiet = 0, split_given = 0;
     st_eval_plan plan;
     st_eval_plan_default(&plan);
     for (int i = 1; i < argc; i++) {
@@ -107,7 +128,11 @@ int cmd_eval(int argc, char **argv) {
             if (!parse_lengths(v, &plan))
                 return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
                                  "(at most %d lengths)", v, ST_EVAL_MAX_LENGTHS);
+        } else if (!strcmp(a, "--data")) {
+            if (!*v) return cli_usage("eval", "--data needs a file or a WikiText directory");
+            plan.data_path = v;
         } else if (!strcmp(a, "--split")) {
+            split_given = 1;
             if (!strcmp(v, "valid")) plan.split = ST_SPLIT_VALID;
             else if (!strcmp(v, "test")) plan.split = ST_SPLIT_TEST;
             else return cli_usage("eval", "--split '%s': expected valid or test", v);
@@ -155,6 +180,21 @@ int cmd_eval(int argc, char **argv) {
         st_fail(&e, ST_ERR_IO, "%s: no such run directory or checkpoint", src);
         return cli_report(&e);
     }
+    char tok_path[4300];
+    if (plan.data_path) {
+        struct stat ds;
+        if (stat(plan.data_path, &ds) != 0) {
+            st_fail(&e, ST_ERR_IO, "--data %s: cannot open: %s", plan.data_path, strerror(errno));
+            return cli_report(&e);
+        }
+        if (split_given && !S_ISDIR(ds.st_mode))
+            return cli_usage("eval", "--split chooses a file of a WikiText directory; --data %s is a file (it is "
+                             "evaluated whole)", plan.data_path);
+        char ckpt[4200];
+        if (st_checkpoint_resolve(src, ckpt, sizeof ckpt, &e)) return cli_report(&e);
+        cli_tokenizer_path(ckpt, tok_path, sizeof tok_path);
+        plan.tokenizer_path = tok_path;
+    }
     if (threads >= 0) st_set_threads(threads);
     if (!quiet) plan.opts.progress_every = 30.0;
 
@@ -170,7 +210,7 @@ int cmd_eval(int argc, char **argv) {
     }
     char path[1200];
     if (json) snprintf(path, sizeof path, "%s", json);
-    else default_json_path(src, S_ISDIR(st.st_mode), rep, path, sizeof path);
+    else default_json_path(src, S_ISDIR(st.st_mode), rep, plan.data_path, path, sizeof path);
     rc = st_eval_report_save(rep, path, &e);
     if (!rc && !quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
     int failed_rows = 0;

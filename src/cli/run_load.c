@@ -13,6 +13,11 @@ int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, ts, e);
     if (!rc) rc = st_checkpoint_load_model(ckpt, m, cfg, e);
     if (rc) return rc;
+    cli_tokenizer_path(ckpt, tok_path, n);
+    return ST_OK;
+}
+
+void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n) {
     /* RUN_DIR/checkpoints/X.ckpt -> RUN_DIR (a loose checkpoint file has no tokenizer) */
     char d[4200];
     snprintf(d, sizeof d, "%s", ckpt);
@@ -21,5 +26,4 @@ int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_
         if (slash) *slash = 0; else snprintf(d, sizeof d, ".");
     }
     snprintf(tok_path, n, "%s/tokenizer.json", d[0] ? d : "/");
-    return ST_OK;
 }

@@ -20,6 +20,12 @@ void st_data_config_default(st_data_config *c) {
     c->syn_tokens[0] = 1000000;
     c->syn_tokens[1] = 100000;
     c->syn_tokens[2] = 100000;
+    strcpy(c->syn_mode, "markov");
+    c->copy_len = 8;
+    c->copy_min_dist = 9;
+    c->copy_max_dist = 24;
+    c->copy_decay = 0.1;
+    c->copy_rate = 0.25;
 }
 
 const char *st_data_tokenizer_name(const st_data_config *c) {
@@ -32,10 +38,38 @@ const char *st_data_tokenizer_name(const st_data_config *c) {
 /* memchr-based check that a fixed char array holds a terminated string */
 static int terminated(const char *s, size_t cap) { return memchr(s, 0, cap) != NULL; }
 
+/* mode "copy": the recall segments' parameters (the process is in synthetic_copy.c) */
+static int validate_copy(const st_data_config *c, const char *f, st_error *e) {
+    int copy = !strcmp(c->syn_mode, "copy");
+    if (!copy && strcmp(c->syn_mode, "markov") != 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.mode: expected \"markov\" or \"copy\", got \"%s\"", f,
+                       c->syn_mode);
+    if (!copy) return ST_OK;
+    if (c->syn_vocab == 65536)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.vocab: mode \"copy\" adds a marker symbol; vocab must be "
+                       "<= 65535, got %d", f, c->syn_vocab);
+    if (c->copy_len < c->syn_order || c->copy_len > 1 << 20)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.copy.len: must be in [synthetic.order = %d, 2^20], got %d", f,
+                       c->syn_order, c->copy_len);
+    if (c->copy_max_dist < c->copy_len + 1 || c->copy_max_dist > 1 << 20)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.copy.max_dist: must be in [copy.len + 1 = %d, 2^20], got %d",
+                       f, c->copy_len + 1, c->copy_max_dist);
+    if (c->copy_min_dist <= c->copy_len || c->copy_min_dist > c->copy_max_dist)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.copy.min_dist: must be in [copy.len + 1 = %d, copy.max_dist "
+                       "= %d] (the copied span ends before the marker), got %d", f, c->copy_len + 1, c->copy_max_dist,
+                       c->copy_min_dist);
+    if (!isfinite(c->copy_decay) || c->copy_decay < 0.0 || c->copy_decay > 100.0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.copy.decay: must be in [0, 100], got %g", f, c->copy_decay);
+    if (!isfinite(c->copy_rate) || c->copy_rate <= 0.0 || c->copy_rate > 1.0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.copy.rate: must be in (0, 1], got %g", f, c->copy_rate);
+    return ST_OK;
+}
+
 int st_data_config_validate(const st_data_config *c, const char *file, st_error *e) {
     const char *f = file && *file ? file : "config";
     if (!terminated(c->source, sizeof c->source) || !terminated(c->tokenizer, sizeof c->tokenizer) ||
-        !terminated(c->path, sizeof c->path) || !terminated(c->cache_dir, sizeof c->cache_dir))
+        !terminated(c->path, sizeof c->path) || !terminated(c->cache_dir, sizeof c->cache_dir) ||
+        !terminated(c->syn_mode, sizeof c->syn_mode))
         return st_fail(e, ST_ERR_CONFIG, "%s: data: a string field is not terminated", f);
 
     int syn = !strcmp(c->source, "synthetic"), wiki = !strcmp(c->source, "wikitext"),
@@ -89,6 +123,8 @@ int st_data_config_validate(const st_data_config *c, const char *file, st_error 
             if (c->syn_tokens[i] < 2 * (int64_t)c->syn_order + 2 || c->syn_tokens[i] > ((int64_t)1 << 31))
                 return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.tokens[%d]: must be in [%d, 2^31], got %lld", f, i,
                                2 * c->syn_order + 2, (long long)c->syn_tokens[i]);
+        int rc = validate_copy(c, f, e);
+        if (rc) return rc;
     }
     return ST_OK;
 }

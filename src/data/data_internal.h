@@ -140,6 +140,16 @@ st_tokenizer *sd_tok_from_json(const char *text, int64_t len, const char *name, 
  * the file and line (valid / test). */
 int sd_word_tokenize_file(st_tokenizer *t, const char *path, int64_t begin, int64_t end, int build,
                           sd_vec *out, st_error *e);
+/* The file of split `split` in a WikiText directory: <dir>/<split>.txt, else
+ * <dir>/wiki.<split>.tokens (ST_ERR_IO naming both when neither exists). */
+int sd_wikitext_split_file(const char *dir, int split, char *out, size_t n, st_error *e);
+/* Evaluation on outside text: the whole file [0, size), unknown words mapped to <unk> and
+ * counted (ST_ERR_DATA when the vocabulary has no <unk>). `unk` starts zeroed; the caller
+ * frees unk->set. */
+#define SD_WORD_UNK 2
+typedef struct sd_unk_count { int64_t tokens, distinct; uint64_t *set; uint64_t cap; } sd_unk_count;
+int sd_word_tokenize_unk(const st_tokenizer *t, const char *path, int64_t size, sd_vec *out, sd_unk_count *unk,
+                         st_error *e);
 /* BPE / byte encoding of a file range (bpe.c). */
 int sd_encode_file(const st_tokenizer *t, const char *path, int64_t begin, int64_t end, sd_vec *out,
                    st_error *e);

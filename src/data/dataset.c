@@ -31,24 +31,28 @@ typedef struct split_src { char path[1100]; int64_t begin, end; sd_identity id; 
 
 /* ---- sources ---- */
 
+static const char *wikitext_names[3][2] = {{"train.txt", "wiki.train.tokens"},
+                                           {"valid.txt", "wiki.valid.tokens"},
+                                           {"test.txt", "wiki.test.tokens"}};
+
+int sd_wikitext_split_file(const char *dir, int split, char *out, size_t n, st_error *e) {
+    struct stat st;
+    for (int k = 0; k < 2; k++) {
+        snprintf(out, n, "%s/%s", dir, wikitext_names[split][k]);
+        if (stat(out, &st) == 0) return ST_OK;
+    }
+    return st_fail(e, ST_ERR_IO, "%s: no %s or %s (scripts/download_wikitext.sh fetches WikiText)", dir,
+                   wikitext_names[split][0], wikitext_names[split][1]);
+}
+
 static int resolve_wikitext(const char *dir, split_src s[3], st_error *e) {
-    static const char *names[3][2] = {{"train.txt", "wiki.train.tokens"},
-                                      {"valid.txt", "wiki.valid.tokens"},
-                                      {"test.txt", "wiki.test.tokens"}};
     struct stat st;
     if (stat(dir, &st) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return st_fail(e, ST_ERR_IO, "%s: not a directory (wikitext wants the directory holding train.txt, valid.txt, "
                        "test.txt or wiki.*.tokens)", dir);
     for (int i = 0; i < 3; i++) {
-        int found = 0;
-        for (int k = 0; k < 2 && !found; k++) {
-            snprintf(s[i].path, sizeof s[i].path, "%s/%s", dir, names[i][k]);
-            found = stat(s[i].path, &st) == 0;
-        }
-        if (!found)
-            return st_fail(e, ST_ERR_IO, "%s: no %s or %s (scripts/download_wikitext.sh fetches WikiText)", dir,
-                           names[i][0], names[i][1]);
+        if (sd_wikitext_split_file(dir, i, s[i].path, sizeof s[i].path, e)) return e->code;
         if (sd_identity_of(s[i].path, &s[i].id, e)) return e->code;
         if (s[i].id.size == 0) return st_fail(e, ST_ERR_DATA, "%s: empty file", s[i].path);
         s[i].begin = 0;
@@ -153,24 +157,38 @@ static int load_synthetic(const st_data_config *c, const char *cfg_file, st_data
         return st_fail(e, ST_ERR_MEMORY, "%s: data.synthetic.tokens: %.0f tokens need %.2f GiB; this machine has %.2f GiB",
                        cfg_file && *cfg_file ? cfg_file : "config", need / 4, need / 1073741824.0, have / 1073741824.0);
     st_markov m;
+    st_copy cp;
+    memset(&cp, 0, sizeof cp);
+    int copy = !strcmp(c->syn_mode, "copy");
     int rc = st_markov_init(&m, c->syn_seed, c->syn_vocab, c->syn_order, c->syn_branch, e);
     if (rc) return rc;
+    if (copy)
+        rc = st_copy_init(&cp, &m, c->copy_len, c->copy_min_dist, c->copy_max_dist, c->copy_decay, c->copy_rate, e);
     for (int i = 0; i < 3 && !rc; i++) {
         ds->tokens[i] = st_malloc((size_t)c->syn_tokens[i] * sizeof(int32_t), e);
         if (!ds->tokens[i]) { rc = ST_ERR_MEMORY; break; }
         ds->n[i] = c->syn_tokens[i];
-        st_markov_sample(&m, st_hash64(c->syn_seed, 0x5EED0000u + (uint64_t)i), ds->tokens[i], ds->n[i]);
+        uint64_t seed = st_hash64(c->syn_seed, 0x5EED0000u + (uint64_t)i);
+        if (copy) st_copy_sample(&cp, &m, seed, ds->tokens[i], ds->n[i]);
+        else st_markov_sample(&m, seed, ds->tokens[i], ds->n[i]);
     }
-    if (!rc && !(ds->tok = sd_tok_new_synthetic(c->syn_vocab, c->syn_seed, c->syn_order, c->syn_branch, e))) rc = ST_ERR_MEMORY;
+    /* copy mode: one more id (the marker), so its tokenizer and hash differ from markov's */
+    int vocab = c->syn_vocab + copy;
+    if (!rc && !(ds->tok = sd_tok_new_synthetic(vocab, c->syn_seed, c->syn_order, c->syn_branch, e))) rc = ST_ERR_MEMORY;
     if (!rc) {
-        ds->vocab_size = c->syn_vocab;
+        ds->vocab_size = vocab;
         ds->unit = ST_UNIT_TOKEN;
         ds->tok_hash = ds->tok->hash;
-        ds->entropy_rate = m.entropy_rate;
+        ds->entropy_rate = copy ? cp.entropy_rate : m.entropy_rate;
         st_log(ST_LOG_INFO, "data: synthetic Markov source V=%d order %d branch %d seed %" PRIu64
                ": entropy rate %.6f nats/token, ideal perplexity %.4f", c->syn_vocab, c->syn_order, c->syn_branch,
                c->syn_seed, m.entropy_rate, exp(m.entropy_rate));
+        if (copy)
+            st_log(ST_LOG_INFO, "data: copy mode (len %d, distance %d..%d, decay %g, rate %g, gap %d; H(distance) %.4f): "
+                   "entropy rate %.6f nats/token, ideal perplexity %.4f", cp.len, cp.min_dist, cp.max_dist, cp.decay,
+                   cp.rate, cp.gap, cp.dist_entropy, cp.entropy_rate, exp(cp.entropy_rate));
     }
+    st_copy_free(&cp);
     st_markov_free(&m);
     return rc;
 }

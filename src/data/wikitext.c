@@ -10,15 +10,43 @@
 #include "data/data_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct word_state {
     st_tokenizer *t;
     sd_vec *out;
     const char *path;
-    int build;
+    int build;              /* 1: add new words; 0: refuse them; SD_WORD_UNK: map to <unk> */
     int64_t line;           /* 1-based number of the line being scanned */
+    sd_unk_count *unk;      /* SD_WORD_UNK: what was mapped */
 } word_state;
+
+/* Record an unknown word (hash h) in the distinct-word set; -1 on memory failure. The set
+ * holds 64-bit FNV hashes (0 = empty slot; a word hashing to 0 is stored as 1): two
+ * distinct unknown words collide with probability ~n^2 / 2^65, so the count is exact in
+ * practice. */
+static int unk_note(sd_unk_count *u, uint64_t h) {
+    u->tokens++;
+    if (h == 0) h = 1;
+    if (2 * (u->distinct + 1) > (int64_t)u->cap) {
+        uint64_t cap = u->cap ? u->cap * 2 : 1024, *nt = calloc(cap, sizeof *nt);
+        if (!nt) return -1;
+        for (uint64_t i = 0; i < u->cap; i++)
+            if (u->set[i]) {
+                uint64_t j = u->set[i] & (cap - 1);
+                while (nt[j]) j = (j + 1) & (cap - 1);
+                nt[j] = u->set[i];
+            }
+        free(u->set);
+        u->set = nt;
+        u->cap = cap;
+    }
+    uint64_t j = h & (u->cap - 1);
+    while (u->set[j] && u->set[j] != h) j = (j + 1) & (u->cap - 1);
+    if (!u->set[j]) { u->set[j] = h; u->distinct++; }
+    return 0;
+}
 
 /* a word for an error message: at most 60 bytes, printable */
 static void word_excerpt(char *dst, size_t cap, const unsigned char *s, int64_t n) {
@@ -44,7 +72,7 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
         unsigned char c = s[i];
         if (c == '\n') {
             if (t->eos < 0) {
-                if (!ws->build) return st_fail(e, ST_ERR_DATA, "%s: the vocabulary has no <eos>", ws->path);
+                if (ws->build != 1) return st_fail(e, ST_ERR_DATA, "%s: the vocabulary has no <eos>", ws->path);
                 if (sd_word_intern(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
             }
             o[n++] = t->eos;
@@ -57,6 +85,16 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
         uint64_t h = SD_FNV_OFFSET;
         while (i < cut && !sd_is_space[s[i]]) { h ^= s[i]; h *= SD_FNV_PRIME; i++; }
         int32_t id = sd_word_find(t, buf + j, i - j, h);
+        if (id < 0 && ws->build == SD_WORD_UNK) {
+            if (t->unk < 0) {
+                char w[300];
+                word_excerpt(w, sizeof w, s + j, i - j);
+                return st_fail(e, ST_ERR_DATA, "%s: line %lld: word \"%s\" is not in the run's vocabulary, which has "
+                               "no <unk> to map it to", ws->path, (long long)ws->line, w);
+            }
+            if (unk_note(ws->unk, h)) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory counting unknown words", ws->path);
+            id = t->unk;
+        }
         if (id < 0) {
             if (!ws->build) {
                 char w[300];
@@ -71,7 +109,7 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
     }
     if (final && cut > 0 && s[cut - 1] != '\n') {   /* unterminated last line */
         if (t->eos < 0) {
-            if (!ws->build) return st_fail(e, ST_ERR_DATA, "%s: the vocabulary has no <eos>", ws->path);
+            if (ws->build != 1) return st_fail(e, ST_ERR_DATA, "%s: the vocabulary has no <eos>", ws->path);
             if (sd_word_intern(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
         }
         o[n++] = t->eos;
@@ -85,7 +123,8 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
 int sd_word_tokenize_file(st_tokenizer *t, const char *path, int64_t begin, int64_t end, int build, sd_vec *out,
                           st_error *e) {
     ST_ASSERT(t->kind == ST_TOK_WORD);
-    word_state ws = {t, out, path, build, 1 + (build || begin == 0 ? 0 : sd_lines_before(path, begin))};
+    ST_ASSERT(build != SD_WORD_UNK);
+    word_state ws = {t, out, path, build, 1 + (build || begin == 0 ? 0 : sd_lines_before(path, begin)), NULL};
     /* English text averages ~5 bytes per word token: reserve bytes / 4 up front so a large
      * corpus is not copied by regrowth (pages never touched are never resident). */
     if (sd_vec_grow(out, out->n + (end - begin) / 4 + 16))
@@ -93,4 +132,14 @@ int sd_word_tokenize_file(st_tokenizer *t, const char *path, int64_t begin, int6
     int rc = sd_stream(path, begin, end, word_block, &ws, e);
     if (rc == ST_OK && build) sd_tok_rehash(t);
     return rc;
+}
+
+int sd_word_tokenize_unk(const st_tokenizer *t, const char *path, int64_t size, sd_vec *out, sd_unk_count *unk,
+                         st_error *e) {
+    ST_ASSERT(t->kind == ST_TOK_WORD);
+    /* the lookups never add a word in this mode, so the tokenizer is only read */
+    word_state ws = {(st_tokenizer *)t, out, path, SD_WORD_UNK, 1, unk};
+    if (sd_vec_grow(out, out->n + size / 4 + 16))
+        return st_fail(e, ST_ERR_MEMORY, "%s: out of memory for ~%lld tokens", path, (long long)(size / 4));
+    return sd_stream(path, 0, size, word_block, &ws, e);
 }

@@ -18,9 +18,18 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     fprintf(f, "%s: step %lld, pos %s, %d layers x d %d (%zu params), trained at L=%d\n",
             rep->checkpoint, (long long)rep->step, st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
             rep->n_params, c->train.seq_len);
-    fprintf(f, "%s split: %lld %ss (%lld targets), %s, %d threads, %s matmuls",
-            st_eval_split_name(rep->split), (long long)rep->split_tokens, st_unit_name(rep->unit),
-            (long long)(rep->split_tokens - 1), st_eval_mode_name(rep->mode), rep->threads,
+    if (rep->external) {
+        fprintf(f, "--data %s (%lld bytes, crc32 %08x", rep->data.path, (long long)rep->data.bytes,
+                (unsigned)rep->data.crc32);
+        if (rep->unit == ST_UNIT_WORD)
+            fprintf(f, "; %lld unknown words -> <unk>, %lld distinct", (long long)rep->data.unk_tokens,
+                    (long long)rep->data.unk_distinct);
+        fprintf(f, ")\n%s: ", rep->data.is_dir ? st_eval_split_name(rep->split) : "file");
+    } else {
+        fprintf(f, "%s split: ", st_eval_split_name(rep->split));
+    }
+    fprintf(f, "%lld %ss (%lld targets), %s, %d threads, %s matmuls", (long long)rep->split_tokens,
+            st_unit_name(rep->unit), (long long)(rep->split_tokens - 1), st_eval_mode_name(rep->mode), rep->threads,
             st_precision_name(rep->precision));
     if (rep->entropy_rate > 0)
         fprintf(f, "; source entropy rate %.4f nats (ideal ppl %.3f)", rep->entropy_rate, exp(rep->entropy_rate));
@@ -114,7 +123,24 @@ char *st_eval_report_json(const st_eval_report *rep) {
         cJSON_AddBoolToObject(dob, "bytes_exact", rep->bytes_exact);
         cJSON_AddNumberToObject(dob, "bytes_per_token", rep->bytes_per_token);
     }
-    cJSON_AddStringToObject(o, "split", st_eval_split_name(rep->split));
+    if (rep->external) {
+        /* what was evaluated instead of the run's own split */
+        const st_text_data *d = &rep->data;
+        char crc[16];
+        snprintf(crc, sizeof crc, "%08x", (unsigned)d->crc32);
+        cJSON *xo = cJSON_AddObjectToObject(dob, "eval_data");
+        cJSON_AddStringToObject(xo, "path", d->path);
+        cJSON_AddStringToObject(xo, "kind", d->is_dir ? "wikitext" : "file");
+        cJSON_AddNumberToObject(xo, "bytes", (double)d->bytes);
+        cJSON_AddStringToObject(xo, "crc32", crc);
+        cJSON_AddNumberToObject(xo, "tokens", (double)d->n);
+        if (rep->unit == ST_UNIT_WORD) {
+            cJSON_AddNumberToObject(xo, "unk_tokens", (double)d->unk_tokens);
+            cJSON_AddNumberToObject(xo, "unk_distinct", (double)d->unk_distinct);
+            cJSON_AddNumberToObject(xo, "unk_literal", (double)d->unk_literal);
+        }
+    }
+    cJSON_AddStringToObject(o, "split", rep->external && !rep->data.is_dir ? "file" : st_eval_split_name(rep->split));
     cJSON_AddStringToObject(o, "mode", st_eval_mode_name(rep->mode));
     if (rep->mode == ST_EVAL_SLIDING) cJSON_AddNumberToObject(o, "stride", (double)rep->stride_arg);
     cJSON_AddNumberToObject(o, "split_tokens", (double)rep->split_tokens);

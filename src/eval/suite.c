@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void st_eval_plan_default(st_eval_plan *p) {
     memset(p, 0, sizeof *p);
@@ -82,6 +83,83 @@ static int resolve_plan(st_eval_plan *p, const st_run_config *cfg, const char *s
     return ST_OK;
 }
 
+/* What one evaluation reads: the run's dataset, or outside text (--data) with the run's
+ * tokenizer. */
+typedef struct eval_tokens {
+    st_dataset ds;
+    st_tokenizer *ext_tok;      /* --data: the run's tokenizer (owned) */
+    const st_tokenizer *tok;
+    const int32_t *toks;
+    int64_t n, bytes;
+    int vocab, unit;
+    uint64_t tok_hash;
+} eval_tokens;
+
+static void eval_tokens_free(eval_tokens *t, st_eval_report *rep) {
+    st_dataset_free(&t->ds);
+    st_tokenizer_free(t->ext_tok);
+    st_text_data_free(&rep->data);
+}
+
+/* --data: the run's tokenizer (its tokenizer.json, or the byte tokenizer for a byte-level
+ * run without one), checked against the checkpoint, then the outside text. Messages name
+ * the flag and the file. */
+static int load_external(const st_eval_plan *plan, st_eval_report *rep, uint64_t trained_hash, eval_tokens *t,
+                         st_error *e) {
+    const st_data_config *dc = &rep->cfg.data;
+    const char *tname = st_data_tokenizer_name(dc);
+    if (!strcmp(dc->source, "synthetic"))
+        return st_fail(e, ST_ERR_CONFIG, "--data %s: %s was trained on the built-in synthetic corpus, whose ids have no "
+                       "text form; evaluate its own valid/test split instead", plan->data_path, rep->checkpoint);
+    const char *tp = plan->tokenizer_path;
+    if (tp && access(tp, F_OK) == 0) {
+        if (!(t->ext_tok = st_tokenizer_load(tp, e))) return e->code;
+    } else if (!strcmp(tname, "byte")) {
+        if (!(t->ext_tok = st_tokenizer_new_byte(e))) return e->code;
+    } else {
+        return st_fail(e, ST_ERR_IO, "--data %s: the run's %s tokenizer is needed and %s does not exist (evaluate a "
+                       "run directory, not a loose checkpoint)", plan->data_path, tname, tp ? tp : "tokenizer.json");
+    }
+    uint64_t h = st_tokenizer_hash(t->ext_tok);
+    if (st_tokenizer_vocab_size(t->ext_tok) != rep->cfg.model.vocab_size || (trained_hash && h != trained_hash))
+        return st_fail(e, ST_ERR_DATA, "--data %s: tokenizer %s (vocab %d, hash %016llx) is not the one %s was trained "
+                       "with (vocab %d, hash %016llx)", plan->data_path, tp ? tp : "(byte)",
+                       st_tokenizer_vocab_size(t->ext_tok), (unsigned long long)h, rep->checkpoint,
+                       rep->cfg.model.vocab_size, (unsigned long long)trained_hash);
+    st_error le = {0};
+    if (st_text_data_load(t->ext_tok, plan->data_path, plan->split, &rep->data, &le))
+        return st_fail(e, le.code, "--data %s", le.msg);
+    rep->external = 1;
+    t->tok = t->ext_tok;
+    t->toks = rep->data.tokens;
+    t->n = rep->data.n;
+    t->bytes = rep->data.bytes;
+    t->vocab = st_tokenizer_vocab_size(t->ext_tok);
+    t->unit = !strcmp(tname, "word") ? ST_UNIT_WORD : ST_UNIT_BYTE;
+    t->tok_hash = h;
+    st_log(ST_LOG_INFO, "eval --data %s: %lld tokens, %lld bytes%s", rep->data.path, (long long)rep->data.n,
+           (long long)rep->data.bytes, t->unit == ST_UNIT_WORD ? "" : " (any bytes encode)");
+    if (t->unit == ST_UNIT_WORD)
+        st_log(ST_LOG_INFO, "eval --data %s: %lld tokens (%lld distinct words) not in the run's vocabulary, mapped to "
+               "<unk>; %lld <unk> already in the text", rep->data.path, (long long)rep->data.unk_tokens,
+               (long long)rep->data.unk_distinct, (long long)rep->data.unk_literal);
+    return ST_OK;
+}
+
+static int load_own(const st_eval_plan *plan, st_eval_report *rep, eval_tokens *t, st_error *e) {
+    int rc = st_dataset_load(&rep->cfg.data, rep->checkpoint, &t->ds, e);
+    if (rc) return rc;
+    t->tok = t->ds.tok;
+    t->toks = t->ds.tokens[plan->split];
+    t->n = t->ds.n[plan->split];
+    t->bytes = t->ds.bytes[plan->split];
+    t->vocab = t->ds.vocab_size;
+    t->unit = t->ds.unit;
+    t->tok_hash = t->ds.tok_hash;
+    rep->entropy_rate = t->ds.entropy_rate;
+    return ST_OK;
+}
+
 int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_report *rep, st_error *e) {
     memset(rep, 0, sizeof *rep);
     snprintf(rep->source, sizeof rep->source, "%s", path);
@@ -98,35 +176,33 @@ int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_re
     rep->n_params = st_model_num_params(&m);
 
     st_eval_plan plan = *plan_in;
-    st_dataset ds;
-    memset(&ds, 0, sizeof ds);
+    eval_tokens et;
+    memset(&et, 0, sizeof et);
     double *tbytes = NULL;
     rc = resolve_plan(&plan, &rep->cfg, rep->checkpoint, e);
-    if (!rc) rc = st_dataset_load(&rep->cfg.data, rep->checkpoint, &ds, e);
-    if (rc) { st_model_free(&m); return rc; }
-    if (ds.vocab_size != m.cfg.vocab_size) {
+    if (!rc) rc = plan.data_path ? load_external(&plan, rep, state.tok_hash, &et, e) : load_own(&plan, rep, &et, e);
+    if (!rc && et.vocab != m.cfg.vocab_size) {
         rc = st_fail(e, ST_ERR_DATA, "%s: the model has a vocabulary of %d, its dataset (%s) now has %d",
                      rep->checkpoint, m.cfg.vocab_size, rep->cfg.data.path[0] ? rep->cfg.data.path : rep->cfg.data.source,
-                     ds.vocab_size);
-    } else if (state.tok_hash && ds.tok_hash && state.tok_hash != ds.tok_hash) {
+                     et.vocab);
+    } else if (!rc && state.tok_hash && et.tok_hash && state.tok_hash != et.tok_hash) {
         rc = st_fail(e, ST_ERR_DATA, "%s: the dataset's tokenizer (hash %016llx) differs from the one the model was "
-                     "trained with (%016llx)", rep->checkpoint, (unsigned long long)ds.tok_hash,
+                     "trained with (%016llx)", rep->checkpoint, (unsigned long long)et.tok_hash,
                      (unsigned long long)state.tok_hash);
     }
-    if (rc) { st_dataset_free(&ds); st_model_free(&m); return rc; }
+    if (rc) { eval_tokens_free(&et, rep); st_model_free(&m); return rc; }
 
     rep->split = plan.split;
     rep->mode = plan.mode;
-    rep->unit = ds.unit;
+    rep->unit = et.unit;
     rep->stride_arg = plan.stride;
     rep->buckets = plan.buckets;
     rep->bucket_scale = plan.opts.bucket_scale;
-    rep->entropy_rate = ds.entropy_rate;
     st_blas_info bi;
     st_blas_query(&bi);
     rep->threads = bi.omp_threads;
-    const int32_t *toks = ds.tokens[plan.split];
-    int64_t n = ds.n[plan.split];
+    const int32_t *toks = et.toks;
+    int64_t n = et.n;
     if (plan.max_tokens > 0 && plan.max_tokens < n) n = plan.max_tokens;
     rep->split_tokens = n;
 
@@ -137,17 +213,17 @@ int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_re
     rep->precision = plan.precision;
     rc = st_mm_create(&mm, plan.precision, opts.progress_every <= 0, e);
     if (!rc && plan.precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, e);
-    if (rc) { st_mm_free(mm); st_dataset_free(&ds); st_model_free(&m); return rc; }
+    if (rc) { st_mm_free(mm); eval_tokens_free(&et, rep); st_model_free(&m); return rc; }
     opts.mm = mm;
     opts.reset_peak_rss = 1;
-    if (ds.unit == ST_UNIT_BYTE) {
+    if (et.unit == ST_UNIT_BYTE) {
         /* bits per byte: exact per-token byte lengths when the tokenizer decodes single
          * tokens, else the split's average bytes per token */
-        if (ds.n[plan.split] > 0 && ds.bytes[plan.split] > 0)
-            rep->bytes_per_token = (double)ds.bytes[plan.split] / (double)ds.n[plan.split];
+        if (et.n > 0 && et.bytes > 0)
+            rep->bytes_per_token = (double)et.bytes / (double)et.n;
         else
             rep->bytes_per_token = 1.0;
-        tbytes = token_byte_table(ds.tok, ds.vocab_size);
+        tbytes = token_byte_table(et.tok, et.vocab);
         rep->bytes_exact = tbytes != NULL;
         opts.token_bytes = tbytes;
         opts.bytes_per_token = rep->bytes_per_token;
@@ -177,7 +253,7 @@ int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_re
     }
     free(tbytes);
     st_mm_free(mm);
-    st_dataset_free(&ds);
+    eval_tokens_free(&et, rep);
     st_model_free(&m);
     if (done == 0) {
         if (e) *e = first;

@@ -16,6 +16,7 @@ static const st_cname rf_param_names[] = {{"softplus", ST_RF_SOFTPLUS}, {"log", 
 static const st_cname gelu_names[] = {{"tanh", 0}, {"erf", 1}};
 static const st_cname source_names[] = {{"synthetic", 0}, {"wikitext", 1}, {"text", 2}};
 static const st_cname tokenizer_names[] = {{"auto", 0}, {"word", 1}, {"byte", 2}, {"bpe", 3}, {"synthetic", 4}};
+static const st_cname syn_mode_names[] = {{"markov", 0}, {"copy", 1}};
 static const st_cname optim_names[] = {{"adamw", ST_OPT_ADAMW}, {"sgd", ST_OPT_SGD}};
 static const st_cname nodecay_names[] = {
     {"bias", ST_NODECAY_BIAS}, {"norm", ST_NODECAY_NORM}, {"embedding", ST_NODECAY_EMBEDDING}};
@@ -34,6 +35,7 @@ static const st_cenum en_rf_param = NAMES(rf_param_names);
 static const st_cenum en_gelu = NAMES(gelu_names);
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
+static const st_cenum en_syn_mode = NAMES(syn_mode_names);
 static const st_cenum en_optim = NAMES(optim_names);
 static const st_cenum en_nodecay = NAMES(nodecay_names);
 static const st_cenum en_sched = NAMES(sched_names);
@@ -99,6 +101,13 @@ const st_ckey st_config_keys[] = {
     INT("data.synthetic.order", data.syn_order, 1, 64),
     INT("data.synthetic.branch", data.syn_branch, 1, 1 << 24),
     { "data.synthetic.tokens", CK_I64_3, OFF(data.syn_tokens), 3, 0, 1, 1e12, 0, NULL },
+    STR("data.synthetic.mode", data.syn_mode, &en_syn_mode),
+    OBJ("data.synthetic.copy"),
+    INT("data.synthetic.copy.len", data.copy_len, 1, 1 << 20),
+    INT("data.synthetic.copy.min_dist", data.copy_min_dist, 2, 1 << 20),
+    INT("data.synthetic.copy.max_dist", data.copy_max_dist, 2, 1 << 20),
+    DBL("data.synthetic.copy.decay", data.copy_decay, 0, 100),
+    DBL("data.synthetic.copy.rate", data.copy_rate, 0, 1),
 
     OBJ("train"),
     U64("train.seed", train.seed),

@@ -1,0 +1,82 @@
+/* eval_text.c - tokenize outside text with a trained run's tokenizer, for `stretch eval
+ * --data`: a text file, or one split of a WikiText directory. Nothing is cached and the
+ * tokenizer is never changed: byte and BPE runs encode any bytes; a word-level run maps
+ * words it has not seen to <unk> and counts them (tokens and distinct words), because
+ * perplexity over a text with many <unk> is not comparable to the run's own. The file's
+ * size and CRC32 identify what was evaluated in the report. */
+#include "data/data_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* frees the tokens only: the record of what was read (n, path, counts) stays */
+void st_text_data_free(st_text_data *d) {
+    free(d->tokens);
+    d->tokens = NULL;
+}
+
+static int file_crc32(const char *path, uint32_t *crc, st_error *e) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = malloc(1 << 20);
+    if (!buf) { close(fd); return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); }
+    uint32_t c = 0;
+    ssize_t r;
+    while ((r = read(fd, buf, 1 << 20)) != 0) {
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) { free(buf); close(fd); return st_fail(e, ST_ERR_IO, "%s: read error: %s", path, strerror(errno)); }
+        c = st_crc32(c, buf, (size_t)r);
+    }
+    free(buf);
+    close(fd);
+    *crc = c;
+    return ST_OK;
+}
+
+int st_text_data_load(const st_tokenizer *t, const char *path, int split, st_text_data *d, st_error *e) {
+    memset(d, 0, sizeof *d);
+    if (t->kind == ST_TOK_SYNTHETIC)
+        return st_fail(e, ST_ERR_DATA, "%s: a synthetic-corpus tokenizer has abstract ids and no text form to read "
+                       "outside data with", path);
+    struct stat st;
+    if (stat(path, &st) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    d->is_dir = S_ISDIR(st.st_mode);
+    if (d->is_dir) {
+        if (split < ST_SPLIT_TRAIN || split > ST_SPLIT_TEST)
+            return st_fail(e, ST_ERR_CONFIG, "%s: unknown split %d", path, split);
+        if (sd_wikitext_split_file(path, split, d->path, sizeof d->path, e)) return e->code;
+    } else {
+        snprintf(d->path, sizeof d->path, "%s", path);
+    }
+    sd_identity id;
+    if (sd_identity_of(d->path, &id, e)) return e->code;
+    if (id.size == 0) return st_fail(e, ST_ERR_DATA, "%s: empty file", d->path);
+    d->bytes = (int64_t)id.size;
+    int rc = file_crc32(d->path, &d->crc32, e);
+    if (rc) return rc;
+
+    sd_vec v = {0};
+    sd_unk_count unk = {0};
+    if (t->kind == ST_TOK_WORD) rc = sd_word_tokenize_unk(t, d->path, d->bytes, &v, &unk, e);
+    else rc = sd_encode_file(t, d->path, 0, d->bytes, &v, e);
+    free(unk.set);
+    if (!rc && v.n < 2)
+        rc = st_fail(e, ST_ERR_DATA, "%s: %lld token%s; at least 2 are needed to score one", d->path, (long long)v.n,
+                     v.n == 1 ? "" : "s");
+    if (rc) { sd_vec_free(&v); return rc; }
+    d->tokens = v.v;
+    d->n = v.n;
+    d->unk_tokens = unk.tokens;
+    d->unk_distinct = unk.distinct;
+    /* the run's own <unk>s in its data are counted too: a word-level file that contains
+     * the literal "<unk>" (WikiText does) was already unknown to its author */
+    if (t->kind == ST_TOK_WORD && t->unk >= 0)
+        for (int64_t i = 0; i < v.n; i++) d->unk_literal += v.v[i] == t->unk;
+    d->unk_literal -= d->unk_tokens;
+    return ST_OK;
+}
