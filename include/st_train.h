@@ -180,6 +180,8 @@ typedef struct st_train_state {
     double elapsed;         /* training seconds over all sessions */
     int64_t skipped;        /* non-finite steps skipped */
     uint64_t tok_hash;      /* dataset tokenizer hash */
+    int64_t world_size;     /* ranks of the run that wrote it (0 in files of older builds
+                             * = 1); --resume needs the same count */
 } st_train_state;
 
 /* Write atomically (temp file + fsync + rename + directory fsync). */
@@ -205,6 +207,9 @@ typedef struct st_train_opts {
     int64_t stop_after;     /* stop with a checkpoint after this step (0: none); as if
                              * interrupted, but returns ST_OK (tests, staged runs) */
     int quiet;              /* no progress bar / log lines (metrics.jsonl still written) */
+    struct st_dist *dist;   /* data-parallel ranks (st_dist.h); NULL: one process.
+                             * train.batch_size is per rank: an update sees
+                             * batch_size x grad_accum x ranks sequences */
 } st_train_opts;
 
 typedef struct st_train_result {

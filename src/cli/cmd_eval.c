@@ -83,7 +83,7 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
     snprintf(out, n, "%s/eval_%s_%s%s.json", dir, st_eval_split_name(rep->split), st_eval_mode_name(rep->mode), stem);
 }
 
-int cmd_eval(int argc, char **argv) {
+int cmd_eval(int argc, char **argv, st_dist *dist) {
     const char *src = NULL, *json = NULL;
     int threads = -1, quiet = 0;
     st_eval_plan plan;

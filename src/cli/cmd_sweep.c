@@ -13,7 +13,7 @@ static const char *usage_text =
     "sweep SWEEP.json [--out DIR] [--threads N] [--quiet] [--dry-run]\n"
     "  --out overrides the file's \"out\"; --dry-run lists the runs and their overrides";
 
-int cmd_sweep(int argc, char **argv) {
+int cmd_sweep(int argc, char **argv, st_dist *dist) {
     st_sweep_opts o = {0};
     const char *file = NULL;
     for (int i = 1; i < argc; i++) {

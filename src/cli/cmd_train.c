@@ -36,11 +36,12 @@ static void default_out(const char *config, char *out, size_t n) {
     snprintf(out, n, "runs/%.*s", (int)len, base);
 }
 
-int cmd_train(int argc, char **argv) {
+int cmd_train(int argc, char **argv, st_dist *dist) {
     const char *sets[MAX_SETS];
     int n_sets = 0;
     const char *config = NULL, *out = NULL, *resume = NULL;
     st_train_opts opts = {0};
+    opts.dist = dist;   /* mpirun -np N: data parallel (docs/distributed.md) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(); return 0; }
@@ -87,6 +88,11 @@ int cmd_train(int argc, char **argv) {
         snprintf(path, sizeof path, "%s/config.json", resume);
         opts.resume = 1;
         if (st_run_config_load(path, sets, n_sets, &cfg, &e)) {
+            /* a rank on another machine need not see the run dir: rank 0 sends the config */
+            if (e.code == ST_ERR_IO && st_dist_rank(dist) > 0) {
+                int rc = st_train(NULL, dir, &opts, NULL, &e);
+                return rc ? cli_report(&e) : 0;
+            }
             if (e.code == ST_ERR_IO)
                 st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", resume);
             return cli_report(&e);
@@ -99,7 +105,7 @@ int cmd_train(int argc, char **argv) {
     if (!opts.quiet) st_log(ST_LOG_INFO, "%s %s -> %s", resume ? "resuming" : "training", resume ? resume : config, dir);
     int rc = st_train(&cfg, dir, &opts, NULL, &e);
     if (rc == ST_ERR_INTERRUPTED) {
-        fprintf(stderr, "stretch: %s\n", e.msg);
+        if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
         return rc;
     }
     if (rc) return cli_report(&e);

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include "st_train.h"
+#include "st_dist.h"
 
 /* ---- config_emit.c ---- */
 struct st_ckey;
@@ -53,6 +54,7 @@ typedef struct st_progress {
     double elapsed0;        /* training seconds of earlier sessions */
 } st_progress;
 
+/* run_dir NULL: report to the terminal only, no metrics.jsonl */
 int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
                      int64_t total_steps, double elapsed0, int quiet, st_error *e);
 /* Step record: terminal bar every step (throttled), log line + metrics every log_every. */
@@ -65,5 +67,19 @@ void st_progress_note(st_progress *pg, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double st_progress_elapsed(const st_progress *pg);   /* including earlier sessions */
 void st_progress_close(st_progress *pg);
+
+/* ---- trainer_dist.c: data parallelism (identity with one rank) ---- */
+/* Rank 0's config to every rank; a rank whose own config (local, NULL: none) differs
+ * fails with the key that differs. */
+int st_train_dist_share_config(st_dist *d, st_run_config *cfg, const st_run_config *local, st_error *e);
+/* Check every rank loaded rank 0's data, then copy rank 0's parameters, moments and
+ * training state to all ranks. */
+int st_train_dist_share_state(st_dist *d, st_params *p, st_train_state *s, const st_dataset *ds, st_error *e);
+/* Sum gradients (rank order), the micro-batch loss sums and the non-finite flags. */
+int st_train_dist_reduce(st_dist *d, st_params *p, double *loss_sum, int *finite, st_error *e);
+/* Agree on stopping: the largest signal number and the time-limit flag of any rank. */
+int st_train_dist_stop(st_dist *d, int *sig, int *out_of_time);
+/* Agree on rc, then sum the per-batch validation losses (each slot filled by one rank). */
+int st_train_dist_validate(st_dist *d, double *losses, int n, int rc, st_error *e);
 
 #endif
