@@ -47,6 +47,10 @@ typedef struct st_eval_opts {
     int reset_peak_rss;         /* reset the kernel's peak-RSS mark first (Linux
                                  * /proc/self/clear_refs), so peak_rss is this run's */
     double progress_every;      /* seconds between progress log lines (0: none) */
+    struct st_dist *dist;       /* ranks sharing the windows (st_dist.h); NULL: one
+                                 * process. Forward batch k runs on rank k mod N; the
+                                 * per-token losses are then summed in the one-process
+                                 * order, so every figure is the one-process figure */
 } st_eval_opts;
 
 void st_eval_opts_default(st_eval_opts *o);
