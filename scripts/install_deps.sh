@@ -4,7 +4,8 @@
 #   --with-python : also PyTorch (python3-torch) and matplotlib for the reference checks,
 #                   the side-by-side benchmark and the plots.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libcjson-dev zlib1g-dev)
+pkgs=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libcjson-dev zlib1g-dev
+      libopenmpi-dev openmpi-bin)   # MPI: data-parallel train/eval/sweep (STRETCH_MPI)
 for a in "$@"; do
   case "$a" in
     --with-python) pkgs+=(python3 python3-torch python3-matplotlib python3-numpy) ;;
