@@ -165,6 +165,11 @@ typedef struct st_sweep_opts {
     int threads;                /* 0: the runs' train.threads */
     int quiet;                  /* no training progress output */
     int dry_run;                /* expand and validate only: list the runs */
+    int jobs;                   /* runs side by side on this machine (0: the file's "jobs",
+                                 * else 1); with jobs > 1 and no threads, each run gets
+                                 * cores / jobs threads */
+    struct st_dist *dist;       /* MPI ranks (st_dist.h): point i runs on rank i mod N;
+                                 * rank 0 writes the tables. NULL: one process */
 } st_sweep_opts;
 
 /* Run (or resume) every point, evaluate it, and write OUT/results.{csv,json,md}. Finished

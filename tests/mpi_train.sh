@@ -141,5 +141,17 @@ expect_err "missing.json"
 expect_rc 2 "generate refuses 2 ranks" timeout 120 "${MPI[@]}" "$BIN" generate r2 --tokens 4
 expect_err "runs in one process"
 
+# ---- sweep: one run per rank, the tables of a one-process sweep ----
+cat >sweep.json <<JSON
+{"base": "tiny.json", "set": {"train.steps": 6, "train.eval_every": 0, "train.checkpoint_every": 0},
+ "grid": {"model.pos": ["alibi", "rope", "sinusoidal"]}, "eval": {"lengths": [16, 32]}, "out": "sw1"}
+JSON
+table() { cut -d, -f1-15 "$1/results.csv"; }   # without the timing and memory columns
+expect_rc 0 "sweep, 1 process" "$BIN" sweep sweep.json --quiet --threads 1
+expect_rc 0 "sweep, 2 ranks" timeout 300 "${MPI[@]}" "$BIN" sweep sweep.json --quiet --threads 1 --out sw2
+cmp -s <(table sw1) <(table sw2) && [ "$(wc -l <sw2/results.csv)" = 7 ] && ok || bad "2-rank sweep tables differ"
+expect_rc 0 "sweep, 2 ranks, again" timeout 300 "${MPI[@]}" "$BIN" sweep sweep.json --quiet --threads 1 --out sw2
+[ "$(grep -c 'finished earlier, skipped' err.txt)" = 3 ] && ok || bad "a finished 2-rank sweep ran again"
+
 echo "mpi_train ($BTL): $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
