@@ -10,8 +10,8 @@
 #    first 10 steps with AdamW (tolerance derived below), while the 1-process batch-4 run
 #    without accumulation differs by > 1e-2 (so the check can fail);
 #  - determinism: two 2-rank runs write bit-identical loss traces;
-#  - resume: --stop-after 20 + --resume with 2 ranks == the uninterrupted run, bit for bit;
-#    resuming it with 1 process is exit 5 naming the rank count;
+#  - resume: --stop-after 20 + --resume with 2 ranks == the uninterrupted run, bit for bit,
+#    also when rank 1 cannot see the run dir; resuming with 1 process is exit 5;
 #  - eval: `mpirun -np 2 stretch eval` prints and writes the one-process figures exactly
 #    (nonoverlapping with buckets, sliding);
 #  - stopping: SIGTERM to rank 1 stops both ranks (exit 130) with a loadable checkpoint and
@@ -93,6 +93,12 @@ expect_rc 5 "resume with 1 process" "$BIN" train --resume rs --quiet
 expect_err "written by a run of 2 rank(s), this run has 1"
 expect_rc 0 "2 ranks, resume" timeout 300 "${MPI[@]}" "$BIN" train --resume rs --quiet
 cmp -s <(losses r2) <(losses rs) && ok || bad "resumed 2-rank trace differs from the uninterrupted one"
+# a rank on another machine need not see the run dir: rank 0 sends it the config and state
+expect_rc 0 "2 ranks, stop after 20 (rt)" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out rt --quiet --stop-after 20
+expect_rc 0 "resume, the run dir on rank 0 only" timeout 300 "$MPIRUN" --oversubscribe --bind-to none "${NET[@]}" \
+    -np 1 "$BIN" train --resume rt --quiet : -np 1 "$BIN" train --resume elsewhere/rt --quiet
+cmp -s <(losses r2) <(losses rt) && ok || bad "resume with the run dir on rank 0 only differs"
+[ ! -e elsewhere ] && ok || bad "rank 1 created a run dir"
 
 # ---- eval: exactly the one-process figures ----
 same_eval() {   # same_eval A.json B.json: every field but timings and memory
