@@ -23,6 +23,8 @@ static void help(void) {
            "  --resume DIR   continue DIR from its latest checkpoint (bit-identical to an uninterrupted run)\n"
            "  --stop-after N stop with a checkpoint after step N (resume later with --resume)\n"
            "  --quiet        no progress bar or log lines (metrics.jsonl is still written)\n"
+           "Under mpirun -np N: data parallel, train.batch_size per rank, same N to resume\n"
+           "(docs/distributed.md).\n"
            "Config keys: configs/README.md. Exit codes: 2 config, 3 I/O or occupied RUN_DIR, 4 data,\n"
            "5 checkpoint, 6 memory, 7 non-finite loss, 130 interrupted (checkpoint saved).\n");
 }
