@@ -27,6 +27,12 @@ typedef struct st_dist_ops {
     int (*sum_f64)(void *impl, double *buf, size_t n);
     /* element-wise maximum over ranks (exact in any order), in place */
     int (*max_i32)(void *impl, int32_t *buf, size_t n);
+    /* buf holds N consecutive pieces, piece q = [displs[q], displs[q] + counts[q]) floats,
+     * rank q owning piece q. allgather: every rank gets every piece (in place). gather:
+     * only root does (buf may be NULL on the others, which send `mine`) */
+    int (*allgather_f32)(void *impl, float *buf, const size_t *counts, const size_t *displs);
+    int (*gather_f32)(void *impl, const float *mine, float *buf, const size_t *counts, const size_t *displs,
+                      int root);
     /* copy `bytes` of root's buffer to every rank */
     int (*bcast)(void *impl, void *buf, size_t bytes, int root);
     int (*barrier)(void *impl);
@@ -62,6 +68,9 @@ void st_dist_finalize(st_dist *d);
 int st_dist_sum_f32(st_dist *d, float *buf, size_t n);
 int st_dist_sum_f64(st_dist *d, double *buf, size_t n);
 int st_dist_max_i32(st_dist *d, int32_t *buf, size_t n);
+int st_dist_allgather_f32(st_dist *d, float *buf, const size_t *counts, const size_t *displs);
+int st_dist_gather_f32(st_dist *d, const float *mine, float *buf, const size_t *counts, const size_t *displs,
+                       int root);
 int st_dist_bcast(st_dist *d, void *buf, size_t bytes, int root);
 int st_dist_barrier(st_dist *d);
 static inline int st_dist_rank(const st_dist *d) { return d ? d->rank : 0; }

@@ -163,6 +163,12 @@ float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm);
  *   p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
  * SGD: p *= 1 - lr*wd; buf = momentum*buf + g (buf in m); p -= lr * buf. */
 void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t);
+/* The same update for items [first, end) only, with the moments of those items in m / v
+ * at index (parameter offset - base): a ZeRO-1 shard (docs/distributed.md) holds just its
+ * items' moments. st_optim_step = all items, p->m / p->v, base 0. Element-wise, so a
+ * sharded update gives the bits of the full one. */
+void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end,
+                         float *m, float *v, size_t base);
 /* 1 if every parameter value is finite. */
 int st_params_finite(const st_params *p);
 
@@ -210,6 +216,8 @@ typedef struct st_train_opts {
     struct st_dist *dist;   /* data-parallel ranks (st_dist.h); NULL: one process.
                              * train.batch_size is per rank: an update sees
                              * batch_size x grad_accum x ranks sequences */
+    int zero;               /* ZeRO-1: shard the optimizer moments over the ranks (same
+                             * results, 8 bytes x params x (N-1)/N less per rank) */
 } st_train_opts;
 
 typedef struct st_train_result {

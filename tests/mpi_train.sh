@@ -12,6 +12,7 @@
 #  - determinism: two 2-rank runs write bit-identical loss traces;
 #  - resume: --stop-after 20 + --resume with 2 ranks == the uninterrupted run, bit for bit,
 #    also when rank 1 cannot see the run dir; resuming with 1 process is exit 5;
+#  - ZeRO-1 (--zero): the same trace bit for bit, also across a resume;
 #  - eval: `mpirun -np 2 stretch eval` prints and writes the one-process figures exactly
 #    (nonoverlapping with buckets, sliding);
 #  - stopping: SIGTERM to rank 1 stops both ranks (exit 130) with a loadable checkpoint and
@@ -93,6 +94,15 @@ expect_rc 5 "resume with 1 process" "$BIN" train --resume rs --quiet
 expect_err "written by a run of 2 rank(s), this run has 1"
 expect_rc 0 "2 ranks, resume" timeout 300 "${MPI[@]}" "$BIN" train --resume rs --quiet
 cmp -s <(losses r2) <(losses rs) && ok || bad "resumed 2-rank trace differs from the uninterrupted one"
+# ZeRO-1: the moments sharded, the same bits; its checkpoints resume with or without it
+expect_rc 0 "2 ranks, --zero" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out rz --zero
+expect_err "ZeRO-1: optimizer moments sharded"
+cmp -s <(losses r2) <(losses rz) && cmp -s <(grep val_loss r2/metrics.jsonl) <(grep val_loss rz/metrics.jsonl) \
+    && ok || bad "--zero changed the trace"
+expect_rc 0 "2 ranks, --zero, stop after 20" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out rzs --zero --quiet \
+    --stop-after 20
+expect_rc 0 "resume a ZeRO checkpoint with --zero" timeout 300 "${MPI[@]}" "$BIN" train --resume rzs --zero --quiet
+cmp -s <(losses r2) <(losses rzs) && ok || bad "resumed --zero run differs"
 # a rank on another machine need not see the run dir: rank 0 sends it the config and state
 expect_rc 0 "2 ranks, stop after 20 (rt)" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out rt --quiet --stop-after 20
 expect_rc 0 "resume, the run dir on rank 0 only" timeout 300 "$MPIRUN" --oversubscribe --bind-to none "${NET[@]}" \

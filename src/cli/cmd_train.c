@@ -2,7 +2,7 @@
  *
  *   stretch train CONFIG.json [--set section.key=value ...] [--out RUN_DIR] [--force]
  *   stretch train --resume RUN_DIR [--set ...]
- * Options: --quiet (no progress output), --stop-after N (stop with a checkpoint after step
+ * Options: --zero (ZeRO-1 under mpirun), --quiet (no progress output), --stop-after N (stop with a checkpoint after step
  * N, exit 0: staged runs and resume tests). Default RUN_DIR: runs/<config name>. */
 #include "cli/cli.h"
 #include "st_train.h"
@@ -23,6 +23,7 @@ static void help(void) {
            "  --resume DIR   continue DIR from its latest checkpoint (bit-identical to an uninterrupted run)\n"
            "  --stop-after N stop with a checkpoint after step N (resume later with --resume)\n"
            "  --quiet        no progress bar or log lines (metrics.jsonl is still written)\n"
+           "  --zero         under mpirun: shard the AdamW moments over the ranks (ZeRO-1, same results)\n"
            "Under mpirun -np N: data parallel, train.batch_size per rank, same N to resume\n"
            "(docs/distributed.md).\n"
            "Config keys: configs/README.md. Exit codes: 2 config, 3 I/O or occupied RUN_DIR, 4 data,\n"
@@ -60,6 +61,8 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             resume = argv[++i];
         } else if (!strcmp(a, "--force")) {
             opts.force = 1;
+        } else if (!strcmp(a, "--zero")) {
+            opts.zero = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             opts.quiet = 1;
         } else if (!strcmp(a, "--stop-after")) {

@@ -81,6 +81,16 @@ int st_dist_max_i32(st_dist *d, int32_t *buf, size_t n) {
     return !d || d->size == 1 ? ST_OK : d->ops->max_i32(d->impl, buf, n);
 }
 
+int st_dist_allgather_f32(st_dist *d, float *buf, const size_t *counts, const size_t *displs) {
+    return !d || d->size == 1 ? ST_OK : d->ops->allgather_f32(d->impl, buf, counts, displs);
+}
+
+int st_dist_gather_f32(st_dist *d, const float *mine, float *buf, const size_t *counts, const size_t *displs,
+                       int root) {
+    if (!d || d->size == 1) return st_dist_none_ops.gather_f32(NULL, mine, buf, counts, displs, root);
+    return d->ops->gather_f32(d->impl, mine, buf, counts, displs, root);
+}
+
 int st_dist_bcast(st_dist *d, void *buf, size_t bytes, int root) {
     return !d || d->size == 1 ? ST_OK : d->ops->bcast(d->impl, buf, bytes, root);
 }

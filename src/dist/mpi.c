@@ -17,6 +17,7 @@
  * job through mpirun instead of leaving a rank blocked. */
 #include "dist_internal.h"
 
+#include <limits.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,30 @@ static int mpi_max_i32(void *impl, int32_t *buf, size_t n) {
     return ST_OK;
 }
 
+/* size_t counts/displs (floats) to MPI's ints, in m->counts / m->displs */
+static int to_int_counts(mpi_impl *m, const size_t *counts, const size_t *displs) {
+    for (int q = 0; q < m->size; q++) {
+        if (counts[q] > INT_MAX || displs[q] > INT_MAX) return ST_ERR_MEMORY;
+        m->counts[q] = (int)counts[q];
+        m->displs[q] = (int)displs[q];
+    }
+    return ST_OK;
+}
+
+static int mpi_allgather(void *impl, float *buf, const size_t *counts, const size_t *displs) {
+    mpi_impl *m = impl;
+    if (to_int_counts(m, counts, displs)) return ST_ERR_MEMORY;
+    return MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, buf, m->counts, m->displs, MPI_FLOAT, MPI_COMM_WORLD) ==
+           MPI_SUCCESS ? ST_OK : ST_ERR_GENERIC;
+}
+
+static int mpi_gather(void *impl, const float *mine, float *buf, const size_t *counts, const size_t *displs, int root) {
+    mpi_impl *m = impl;
+    if (to_int_counts(m, counts, displs)) return ST_ERR_MEMORY;
+    return MPI_Gatherv(mine, m->counts[m->rank], MPI_FLOAT, buf, m->counts, m->displs, MPI_FLOAT, root,
+                       MPI_COMM_WORLD) == MPI_SUCCESS ? ST_OK : ST_ERR_GENERIC;
+}
+
 static int mpi_bcast(void *impl, void *buf, size_t bytes, int root) {
     (void)impl;
     for (size_t off = 0; off < bytes; off += SEGMENT) {
@@ -131,7 +156,7 @@ static void mpi_finalize(void *impl) {
 }
 
 static const st_dist_ops mpi_ops = {
-    "mpi", mpi_sum_f32, mpi_sum_f64, mpi_max_i32, mpi_bcast, mpi_barrier, mpi_abort, mpi_finalize,
+    "mpi", mpi_sum_f32, mpi_sum_f64, mpi_max_i32, mpi_allgather, mpi_gather, mpi_bcast, mpi_barrier, mpi_abort, mpi_finalize,
 };
 
 int st_dist_mpi_open(st_dist *d, int *argc, char ***argv, st_error *e) {

@@ -82,4 +82,23 @@ int st_train_dist_stop(st_dist *d, int *sig, int *out_of_time);
 /* Agree on rc, then sum the per-batch validation losses (each slot filled by one rank). */
 int st_train_dist_validate(st_dist *d, double *losses, int n, int rc, st_error *e);
 
+/* ---- zero.c: ZeRO-1, the optimizer moments sharded over the ranks ---- */
+typedef struct st_zero {
+    int on;
+    int64_t item_lo, item_hi;   /* this rank's optimizer items */
+    size_t lo, hi;              /* the floats [lo, hi) of the parameter block they cover */
+    float *m, *v;               /* (hi - lo) moments of this shard */
+    size_t *counts, *displs;    /* (ranks) every shard's extent, for the gathers */
+} st_zero;
+/* Shard: keep this rank's part of p->m / p->v (after the state was shared) and free the
+ * full blocks (p->m = p->v = NULL afterwards). */
+int st_zero_init(st_zero *z, st_dist *d, const st_optim *o, st_params *p, st_error *e);
+void st_zero_free(st_zero *z);
+/* The update of this rank's items, then the all-gather of the parameters. */
+int st_zero_step(st_zero *z, st_dist *d, st_optim *o, st_params *p, float lr, int64_t t);
+/* Before a checkpoint: rank 0 gets full p->m / p->v (collective); st_zero_release frees
+ * them again after the write. */
+int st_zero_gather(st_zero *z, st_dist *d, st_params *p, st_error *e);
+void st_zero_release(st_zero *z, st_dist *d, st_params *p);
+
 #endif

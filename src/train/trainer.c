@@ -55,6 +55,7 @@ typedef struct trainer {
     int32_t *x, *y;         /* (B*T) batch buffers */
     double *val_losses;     /* (eval_batches) one validation batch's loss per slot */
     st_dist *dist;          /* NULL or the ranks of a data-parallel run */
+    st_zero zero;           /* ZeRO-1 shard of the moments (opts.zero, ranks > 1) */
     int rank, ranks;
     st_train_state st;
     st_progress pg;
@@ -72,6 +73,7 @@ static void trainer_free(trainer *t) {
     free(t->x);
     free(t->y);
     free(t->val_losses);
+    st_zero_free(&t->zero);
 }
 
 static void join(char *out, size_t n, const char *dir, const char *name) {
@@ -181,7 +183,9 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     }
     st_clip_grad(&t->opt, &t->model.params, gnorm, tc->clip_norm);
     t->st.opt_t++;
-    st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
+    if (!t->zero.on) st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
+    else if (st_zero_step(&t->zero, t->dist, &t->opt, &t->model.params, (float)lr, t->st.opt_t))
+        return st_fail(e, ST_ERR_GENERIC, "step %lld: gathering the updated parameters failed", (long long)t->st.step);
     return ST_OK;
 }
 
@@ -351,7 +355,14 @@ static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
     if (!rc) rc = setup_state(t, ckpt, e);
     if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
     if ((rc = st_train_dist_share_state(t->dist, &t->model.params, &t->st, &t->ds, e))) return rc;
-    return st_dist_agree(t->dist, setup_buffers(t, e), e);
+    if (t->opts.zero && t->ranks > 1) {
+        rc = st_zero_init(&t->zero, t->dist, &t->opt, &t->model.params, e);
+        if (!rc && !t->opts.quiet)
+            st_log(ST_LOG_INFO, "ZeRO-1: optimizer moments sharded, %.1f MiB on this rank instead of %.1f MiB",
+                   (double)(t->zero.hi - t->zero.lo) * 8.0 / 1048576.0, (double)t->model.params.n * 8.0 / 1048576.0);
+    }
+    if (!rc) rc = setup_buffers(t, e);
+    return st_dist_agree(t->dist, rc, e);
 }
 
 static int loop(trainer *t, st_train_result *res, st_error *e) {
@@ -388,13 +399,16 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         int stop_after = t->opts.stop_after > 0 && step >= t->opts.stop_after;
         int save_step = last || sig || out_of_time || stop_after ||
                         (tc->checkpoint_every > 0 && step % tc->checkpoint_every == 0);
-        if (save_step) rc = save_checkpoint(t, NULL, e);
+        /* ZeRO-1: rank 0 gathers the full moments for the writes (every rank takes part) */
+        if ((save_step || best) && t->zero.on) rc = st_zero_gather(&t->zero, t->dist, &t->model.params, e);
+        if (!rc && save_step) rc = save_checkpoint(t, NULL, e);
         if (!rc && best && t->rank == 0) {
             /* the same state: share the file when a step checkpoint was just written */
             st_error le = {0};
             if (!save_step || st_rundir_link_best(t->dir, t->last_ckpt, &le))
                 rc = save_checkpoint(t, "best.ckpt", e);
         }
+        if ((save_step || best) && t->zero.on) st_zero_release(&t->zero, t->dist, &t->model.params);
         if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
         if (sig) {
             res->stopped = 3;
