@@ -49,6 +49,10 @@ typedef struct st_eval_opts {
     double progress_every;      /* seconds between progress log lines (0: none) */
     struct st_mm *mm;           /* matmul precision backend (st_matmul.h), not owned; NULL:
                                  * fp32. For bf16 the model's bf16 shadow must be enabled */
+    struct st_dist *dist;       /* ranks sharing the windows (st_dist.h); NULL: one
+                                 * process. Forward batch k runs on rank k mod N; the
+                                 * per-token losses are then summed in the one-process
+                                 * order, so every figure is the one-process figure */
 } st_eval_opts;
 
 void st_eval_opts_default(st_eval_opts *o);
@@ -173,6 +177,11 @@ typedef struct st_sweep_opts {
     int threads;                /* 0: the runs' train.threads */
     int quiet;                  /* no training progress output */
     int dry_run;                /* expand and validate only: list the runs */
+    int jobs;                   /* runs side by side on this machine (0: the file's "jobs",
+                                 * else 1); with jobs > 1 and no threads, each run gets
+                                 * cores / jobs threads */
+    struct st_dist *dist;       /* MPI ranks (st_dist.h): point i runs on rank i mod N;
+                                 * rank 0 writes the tables. NULL: one process */
 } st_sweep_opts;
 
 /* Run (or resume) every point, evaluate it, and write OUT/results.{csv,json,md}. Finished

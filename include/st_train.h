@@ -164,6 +164,12 @@ float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm);
  *   p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
  * SGD: p *= 1 - lr*wd; buf = momentum*buf + g (buf in m); p -= lr * buf. */
 void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t);
+/* The same update for items [first, end) only, with the moments of those items in m / v
+ * at index (parameter offset - base): a ZeRO-1 shard (docs/distributed.md) holds just its
+ * items' moments. st_optim_step = all items, p->m / p->v, base 0. Element-wise, so a
+ * sharded update gives the bits of the full one. */
+void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end,
+                         float *m, float *v, size_t base);
 /* 1 if every parameter value is finite. */
 int st_params_finite(const st_params *p);
 
@@ -181,6 +187,8 @@ typedef struct st_train_state {
     double elapsed;         /* training seconds over all sessions */
     int64_t skipped;        /* non-finite steps skipped */
     uint64_t tok_hash;      /* dataset tokenizer hash */
+    int64_t world_size;     /* ranks of the run that wrote it (0 in files of older builds
+                             * = 1); --resume needs the same count */
 } st_train_state;
 
 /* Write atomically (temp file + fsync + rename + directory fsync). */
@@ -206,6 +214,11 @@ typedef struct st_train_opts {
     int64_t stop_after;     /* stop with a checkpoint after this step (0: none); as if
                              * interrupted, but returns ST_OK (tests, staged runs) */
     int quiet;              /* no progress bar / log lines (metrics.jsonl still written) */
+    struct st_dist *dist;   /* data-parallel ranks (st_dist.h); NULL: one process.
+                             * train.batch_size is per rank: an update sees
+                             * batch_size x grad_accum x ranks sequences */
+    int zero;               /* ZeRO-1: shard the optimizer moments over the ranks (same
+                             * results, 8 bytes x params x (N-1)/N less per rank) */
 } st_train_opts;
 
 typedef struct st_train_result {

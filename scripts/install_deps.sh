@@ -5,7 +5,8 @@
 #                   the side-by-side benchmark and the plots.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libcjson-dev zlib1g-dev
-      libdnnl-dev)   # oneDNN: precision bf16 (optional at build time: fp32 only without it)
+      libdnnl-dev   # oneDNN: precision bf16 (optional at build time: fp32 only without it)
+      libopenmpi-dev openmpi-bin)   # MPI: data-parallel train/eval/sweep (STRETCH_MPI)
 for a in "$@"; do
   case "$a" in
     --with-python) pkgs+=(python3 python3-torch python3-matplotlib python3-numpy) ;;

@@ -5,10 +5,12 @@
 
 #include "stretch.h"
 #include "st_train.h"
+#include "st_dist.h"
 
-int cmd_train(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
-int cmd_sweep(int argc, char **argv);
+/* train, eval and sweep run on every rank of an MPI job (dist: the transport) */
+int cmd_train(int argc, char **argv, st_dist *dist);
+int cmd_eval(int argc, char **argv, st_dist *dist);
+int cmd_sweep(int argc, char **argv, st_dist *dist);
 int cmd_generate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

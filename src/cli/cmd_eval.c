@@ -106,7 +106,7 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
     snprintf(out, n, "%s/eval_%s_%s%s.json", dir, st_eval_split_name(rep->split), st_eval_mode_name(rep->mode), stem);
 }
 
-int cmd_eval(int argc, char **argv) {
+int cmd_eval(int argc, char **argv, st_dist *dist) {
     const char *src = NULL, *json = NULL;
     int threads = -1, quiet = 0, split_given = 0;
     st_eval_plan plan;
@@ -196,17 +196,19 @@ int cmd_eval(int argc, char **argv) {
         plan.tokenizer_path = tok_path;
     }
     if (threads >= 0) st_set_threads(threads);
-    if (!quiet) plan.opts.progress_every = 30.0;
+    const int rank = st_dist_rank(dist);
+    if (!quiet && rank == 0) plan.opts.progress_every = 30.0;
+    plan.opts.dist = dist;   /* mpirun -np N: the windows are shared out, the figures unchanged */
 
     st_eval_report *rep = calloc(1, sizeof *rep);
     if (!rep) { st_fail(&e, ST_ERR_MEMORY, "eval: out of memory"); return cli_report(&e); }
     int rc = st_eval_checkpoint(src, &plan, rep, &e);
-    if (rep->n > 0) st_eval_report_print(rep, stdout);
+    if (rep->n > 0 && rank == 0) st_eval_report_print(rep, stdout);
     fflush(stdout);
-    if (rc) {
+    if (rc || rank > 0) {   /* rank 0 alone writes the report */
         st_eval_report_free(rep);
         free(rep);
-        return cli_report(&e);
+        return rc ? cli_report(&e) : 0;
     }
     char path[1200];
     if (json) snprintf(path, sizeof path, "%s", json);

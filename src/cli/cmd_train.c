@@ -2,7 +2,7 @@
  *
  *   stretch train CONFIG.json [--set section.key=value ...] [--out RUN_DIR] [--force]
  *   stretch train --resume RUN_DIR [--set ...]
- * Options: --quiet (no progress output), --stop-after N (stop with a checkpoint after step
+ * Options: --zero (ZeRO-1 under mpirun), --quiet (no progress output), --stop-after N (stop with a checkpoint after step
  * N, exit 0: staged runs and resume tests). Default RUN_DIR: runs/<config name>. */
 #include "cli/cli.h"
 #include "st_train.h"
@@ -23,6 +23,9 @@ static void help(void) {
            "  --resume DIR   continue DIR from its latest checkpoint (bit-identical to an uninterrupted run)\n"
            "  --stop-after N stop with a checkpoint after step N (resume later with --resume)\n"
            "  --quiet        no progress bar or log lines (metrics.jsonl is still written)\n"
+           "  --zero         under mpirun: shard the AdamW moments over the ranks (ZeRO-1, same results)\n"
+           "Under mpirun -np N: data parallel, train.batch_size per rank, same N to resume\n"
+           "(docs/distributed.md).\n"
            "Config keys: configs/README.md. Exit codes: 2 config, 3 I/O or occupied RUN_DIR, 4 data,\n"
            "5 checkpoint, 6 memory, 7 non-finite loss, 130 interrupted (checkpoint saved).\n");
 }
@@ -36,11 +39,12 @@ static void default_out(const char *config, char *out, size_t n) {
     snprintf(out, n, "runs/%.*s", (int)len, base);
 }
 
-int cmd_train(int argc, char **argv) {
+int cmd_train(int argc, char **argv, st_dist *dist) {
     const char *sets[MAX_SETS];
     int n_sets = 0;
     const char *config = NULL, *out = NULL, *resume = NULL;
     st_train_opts opts = {0};
+    opts.dist = dist;   /* mpirun -np N: data parallel (docs/distributed.md) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(); return 0; }
@@ -57,6 +61,8 @@ int cmd_train(int argc, char **argv) {
             resume = argv[++i];
         } else if (!strcmp(a, "--force")) {
             opts.force = 1;
+        } else if (!strcmp(a, "--zero")) {
+            opts.zero = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             opts.quiet = 1;
         } else if (!strcmp(a, "--stop-after")) {
@@ -87,6 +93,11 @@ int cmd_train(int argc, char **argv) {
         snprintf(path, sizeof path, "%s/config.json", resume);
         opts.resume = 1;
         if (st_run_config_load(path, sets, n_sets, &cfg, &e)) {
+            /* a rank on another machine need not see the run dir: rank 0 sends the config */
+            if (e.code == ST_ERR_IO && st_dist_rank(dist) > 0) {
+                int rc = st_train(NULL, dir, &opts, NULL, &e);
+                return rc ? cli_report(&e) : 0;
+            }
             if (e.code == ST_ERR_IO)
                 st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", resume);
             return cli_report(&e);
@@ -99,7 +110,7 @@ int cmd_train(int argc, char **argv) {
     if (!opts.quiet) st_log(ST_LOG_INFO, "%s %s -> %s", resume ? "resuming" : "training", resume ? resume : config, dir);
     int rc = st_train(&cfg, dir, &opts, NULL, &e);
     if (rc == ST_ERR_INTERRUPTED) {
-        fprintf(stderr, "stretch: %s\n", e.msg);
+        if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
         return rc;
     }
     if (rc) return cli_report(&e);

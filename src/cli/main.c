@@ -7,16 +7,20 @@
 #include <string.h>
 #include <unistd.h>
 
-/* own_help: the command prints a fuller --help itself */
-static const struct { const char *name; int (*fn)(int, char **); const char *help; int own_help; } commands[] = {
-    {"train",     cmd_train,     "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR", 1},
-    {"eval",      cmd_eval,      "eval RUN_DIR|CHECKPOINT --lengths 64,128,... [--split valid|test] [--mode nonoverlapping|sliding --stride S] [--precision fp32|bf16]", 1},
-    {"sweep",     cmd_sweep,     "sweep SWEEP.json [--out DIR]: grid of runs, trained and evaluated, with tables", 1},
-    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache]", 0},
-    {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR: model.safetensors + config.json + tokenizer", 0},
-    {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] [--precision fp32|bf16] ...: step time split, tokens/s, MFU, eval memory", 1},
-    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe]: tokenize, cache, print statistics", 1},
-    {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check", 0},
+/* own_help: the command prints a fuller --help itself; dist_fn: the command runs on every
+ * rank of an MPI job (docs/distributed.md), the others refuse more than one rank */
+static const struct {
+    const char *name; int (*fn)(int, char **); const char *help; int own_help;
+    int (*dist_fn)(int, char **, st_dist *);
+} commands[] = {
+    {"train",     NULL,          "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR", 1, cmd_train},
+    {"eval",      NULL,          "eval RUN_DIR|CHECKPOINT --lengths 64,128,... [--split valid|test] [--mode nonoverlapping|sliding --stride S] [--precision fp32|bf16]", 1, cmd_eval},
+    {"sweep",     NULL,          "sweep SWEEP.json [--out DIR] [--jobs N]: grid of runs, trained and evaluated, with tables", 1, cmd_sweep},
+    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache]", 0, NULL},
+    {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR: model.safetensors + config.json + tokenizer", 0, NULL},
+    {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] [--precision fp32|bf16] ...: step time split, tokens/s, MFU, eval memory", 1, NULL},
+    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe]: tokenize, cache, print statistics", 1, NULL},
+    {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check", 0, NULL},
 };
 
 int cli_report(const st_error *e) {
@@ -54,8 +58,10 @@ static void default_passive_wait(char **argv) {
     /* exec failed (no /proc): carry on with the library default */
 }
 
-int main(int argc, char **argv) {
-    default_passive_wait(argv);
+static int dispatch(int argc, char **argv, st_dist *dist) {
+    /* until a distributed command runs, every rank does the same thing with the same
+     * arguments: an error here is every rank's (no abort needed) */
+    dist->agreed = 1;
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? ST_ERR_CONFIG : 0;
@@ -68,9 +74,27 @@ int main(int argc, char **argv) {
             printf("usage: stretch %s\n", commands[i].help);
             return 0;
         }
+        if (commands[i].dist_fn) {
+            dist->agreed = 0;
+            return commands[i].dist_fn(argc - 1, argv + 1, dist);
+        }
+        if (dist->size > 1) {
+            fprintf(stderr, "stretch %s: runs in one process; start it without mpirun (%d ranks). Under MPI: "
+                    "train, eval and sweep\n", argv[1], dist->size);
+            return ST_ERR_CONFIG;
+        }
         return commands[i].fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "stretch: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return ST_ERR_CONFIG;
+}
+
+int main(int argc, char **argv) {
+    default_passive_wait(argv);
+    /* the transport is chosen once, here: "mpi" under an MPI launcher, else "none" */
+    st_dist dist;
+    st_error e = {0};
+    if (st_dist_init(&dist, &argc, &argv, &e)) return cli_report(&e);
+    return st_dist_exit(&dist, dispatch(argc, argv, &dist));
 }

@@ -8,6 +8,10 @@
  *
  * Sums are accumulated in double in window order and, within a window, position order,
  * so a result does not depend on the thread count beyond the float forward itself.
+ * With N ranks (opts->dist), forward batch k runs on rank k mod N, which stores the
+ * scored token losses in a stream-ordered buffer (n - 1 floats, zero elsewhere); after
+ * the rank-ordered sum each slot holds exactly one rank's value, and every rank adds
+ * them up in the one-process order: the same figures, bit for bit.
  *
  * Memory: inference mode keeps no tape and no backward buffers, and attention streams over
  * key blocks, so one forward needs O(B * L * (d_model + d_ff)) floats - linear in L. The
@@ -15,6 +19,7 @@
  * (st_arena_reset) into one block of the measured high water, which every later forward
  * reuses. */
 #include "st_eval.h"
+#include "st_dist.h"
 
 #include <math.h>
 #ifdef __GLIBC__
@@ -100,7 +105,31 @@ typedef struct eval_state {
     st_arena arena;
     st_ctx ctx;
     st_eval_result *r;
+    const st_eval_window *win0; /* all windows */
+    float *scored;          /* ranks > 1: losses of the scored targets in stream order */
+    const int64_t *scored_at; /* (windows) offset of window w's first scored target */
 } eval_state;
+
+/* Add window win[b]'s scored losses l[0 .. len - score_from) to the result, in position
+ * order. */
+static int accumulate(eval_state *s, const st_eval_window *w, const float *l, st_error *e) {
+    st_eval_result *r = s->r;
+    for (int64_t p = w->score_from; p < w->len; p++) {
+        double x = l[p - w->score_from];
+        if (!isfinite(x))
+            return st_fail(e, ST_ERR_NUMERIC, "eval at length %lld: non-finite loss at token %lld",
+                           (long long)s->L, (long long)(w->start + p + 1));
+        r->nll += x;
+        r->tokens++;
+        if (s->o->token_bytes) r->bytes += s->o->token_bytes[s->tokens[w->start + p + 1]];
+        if (r->n_buckets) {
+            st_eval_bucket *bk = &r->buckets[bucket_of(p, s->L, r->n_buckets, s->o->bucket_scale)];
+            bk->tokens++;
+            bk->nll += x;
+        }
+    }
+    return ST_OK;
+}
 
 /* Run windows win[0..nb) (all of length T) as one (nb, T) batch and add their scored
  * targets to the result. */
@@ -129,28 +158,25 @@ static int eval_batch(eval_state *s, const st_eval_window *win, int64_t nb, int6
                        "eval at length %lld (%lld windows per forward): %s; lower --batch-tokens or the length",
                        (long long)s->L, (long long)nb, me.msg[0] ? me.msg : "forward failed");
     }
-    st_eval_result *r = s->r;
     for (int64_t b = 0; b < nb; b++) {
-        const float *tl = s->tok_loss + b * T;
-        const int32_t *tgt = s->tgt + b * T;
-        for (int64_t p = win[b].score_from; p < T; p++) {
-            double l = tl[p];
-            if (!isfinite(l))
-                return st_fail(e, ST_ERR_NUMERIC, "eval at length %lld: non-finite loss at token %lld",
-                               (long long)s->L, (long long)(win[b].start + p + 1));
-            r->nll += l;
-            r->tokens++;
-            if (s->o->token_bytes) r->bytes += s->o->token_bytes[tgt[p]];
-            if (r->n_buckets) {
-                st_eval_bucket *bk = &r->buckets[bucket_of(p, s->L, r->n_buckets, s->o->bucket_scale)];
-                bk->tokens++;
-                bk->nll += l;
-            }
+        const float *tl = s->tok_loss + b * T + win[b].score_from;
+        if (s->scored) {   /* added up later, after the ranks' sum */
+            memcpy(s->scored + s->scored_at[&win[b] - s->win0], tl, (size_t)(T - win[b].score_from) * sizeof *tl);
+            continue;
         }
+        int rc = accumulate(s, &win[b], tl, e);
+        if (rc) return rc;
     }
-    r->forward_tokens += nb * T;
-    r->windows += nb;
     return ST_OK;
+}
+
+/* Windows in the forward starting at window i: up to B of the full length L stacked, a
+ * shorter (clipped) window alone. */
+static int64_t batch_at(const st_eval_window *win, int64_t nw, int64_t i, int64_t B, int64_t L) {
+    int64_t nb = 1;
+    if (win[i].len == L)
+        while (nb < B && i + nb < nw && win[i + nb].len == L) nb++;
+    return nb;
 }
 
 static int64_t default_limit(void) {
@@ -197,7 +223,9 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
         st_eval_bucket_layout(L, opts->buckets, opts->bucket_scale, res->buckets);
     }
 
-    eval_state s = {.m = m, .tokens = tokens, .o = opts, .L = L, .r = res};
+    eval_state s = {.m = m, .tokens = tokens, .o = opts, .L = L, .r = res, .win0 = win};
+    st_dist *dist = opts->dist;
+    const int rank = st_dist_rank(dist), ranks = st_dist_size(dist);
     size_t rows = (size_t)(B * longest);
     int rc = ST_OK;
     s.ids = st_malloc(rows * sizeof(int32_t), e);
@@ -210,14 +238,25 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
     if (!rc) rc = st_ctx_init(&s.ctx, &s.arena, 64, e);
     int have_ctx = rc == ST_OK;
     if (have_ctx) s.ctx.mm = opts->mm;
+    int64_t *scored_at = NULL, total = 0;
+    if (!rc && ranks > 1) {
+        scored_at = st_malloc((size_t)nw * sizeof *scored_at, e);
+        for (int64_t i = 0; scored_at && i < nw; i++) {
+            scored_at[i] = total;
+            total += win[i].len - win[i].score_from;
+        }
+        s.scored = scored_at ? st_calloc((size_t)(total ? total : 1), sizeof *s.scored, e) : NULL;
+        s.scored_at = scored_at;
+        if (!s.scored) rc = ST_ERR_MEMORY;
+    }
 
     if (opts->reset_peak_rss) reset_peak_rss();
     double t0 = st_time(), last_log = t0;
-    for (int64_t i = 0; i < nw && !rc;) {
-        int64_t nb = 1;
-        if (win[i].len == L)
-            while (nb < B && i + nb < nw && win[i + nb].len == L) nb++;
-        rc = eval_batch(&s, win + i, nb, win[i].len, e);
+    for (int64_t i = 0, k = 0; i < nw && !rc; k++) {
+        int64_t nb = batch_at(win, nw, i, B, L);
+        if (k % ranks == rank) rc = eval_batch(&s, win + i, nb, win[i].len, e);
+        res->forward_tokens += nb * win[i].len;
+        res->windows += nb;
         i += nb;
         if (!rc && st_arena_chunks(&s.arena) > 1) {
             /* first forward done: consolidate the chunks into one block of the high water
@@ -234,6 +273,15 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
                    (long long)nw, (double)res->tokens / (now - t0));
         }
     }
+    if (ranks > 1) {
+        /* every rank leaves together; then the losses of all batches, in stream order */
+        rc = st_dist_agree(dist, rc, e);
+        if (!rc && st_dist_sum_f32(dist, s.scored, (size_t)total))
+            rc = st_fail(e, ST_ERR_GENERIC, "eval at length %lld: the ranks' sum failed", (long long)L);
+        for (int64_t i = 0; i < nw && !rc; i++) rc = accumulate(&s, &win[i], s.scored + scored_at[i], e);
+    }
+    free(s.scored);
+    free(scored_at);
     res->seconds = st_time() - t0;
     res->arena_bytes = have_arena ? s.arena.high_water : 0;
     if (have_ctx) st_ctx_free(&s.ctx);

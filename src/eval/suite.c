@@ -3,6 +3,7 @@
  * keep a row per length (a result or the reason it could not be evaluated). */
 #include "st_eval.h"
 #include "st_matmul.h"
+#include "st_dist.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -160,7 +161,10 @@ static int load_own(const st_eval_plan *plan, st_eval_report *rep, eval_tokens *
     return ST_OK;
 }
 
-int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_report *rep, st_error *e) {
+/* *ready: set once this rank loaded everything and agreed with the other ranks (then the
+ * lengths run, each agreeing on its own status). */
+static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_report *rep, int *ready,
+                           st_error *e) {
     memset(rep, 0, sizeof *rep);
     snprintf(rep->source, sizeof rep->source, "%s", path);
     int rc = st_checkpoint_resolve(path, rep->checkpoint, sizeof rep->checkpoint, e);
@@ -231,6 +235,14 @@ int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_re
 
     int done = 0, first_err = ST_OK;
     st_error first = {0};
+    *ready = 1;
+    if ((rc = st_dist_agree(plan.opts.dist, ST_OK, e))) {   /* another rank could not load */
+        free(tbytes);
+        st_mm_free(mm);
+        eval_tokens_free(&et, rep);
+        st_model_free(&m);
+        return rc;
+    }
     for (int i = 0; i < plan.n_lengths; i++) {
         st_eval_row *row = &rep->rows[rep->n++];
         int64_t L = plan.lengths[i];
@@ -260,4 +272,11 @@ int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_re
         return first_err ? first_err : st_fail(e, ST_ERR_CONFIG, "%s: no evaluation length", rep->checkpoint);
     }
     return ST_OK;
+}
+
+int st_eval_checkpoint(const char *path, const st_eval_plan *plan, st_eval_report *rep, st_error *e) {
+    int ready = 0;
+    int rc = eval_checkpoint(path, plan, rep, &ready, e);
+    /* a rank that failed while loading tells the others, which wait at the agreement */
+    return ready ? rc : st_dist_agree(plan->opts.dist, rc, e);
 }

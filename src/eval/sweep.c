@@ -7,7 +7,8 @@
  *    "grid": {"train.seed": [1, 2], "train.seq_len": [64]},
  *    "eval": {"lengths": [...], "split", "mode", "stride", "max_tokens", "batch_tokens",
  *             "buckets", "bucket_scale"},
- *    "out": "runs/sweep_x"}                      relative to the current directory
+ *    "out": "runs/sweep_x",                      relative to the current directory
+ *    "jobs": 2}                                  optional: runs side by side (--jobs overrides)
  *
  * Points = variants x the cartesian product of the grid lists (first grid key slowest,
  * last fastest). Each point is base + "set" + the variant's assignments + one value per grid key,
@@ -23,7 +24,7 @@
 
 #define MAX_POINTS 10000
 
-static const char *const top_keys[] = {"description", "base", "set", "variants", "grid", "eval", "out"};
+static const char *const top_keys[] = {"description", "base", "set", "variants", "grid", "eval", "out", "jobs"};
 static const char *const eval_keys[] = {"lengths", "split", "mode", "stride", "max_tokens",
                                         "batch_tokens", "buckets", "bucket_scale"};
 
@@ -235,6 +236,12 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     if (rc) return rc;
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
     if (desc && !cJSON_IsString(desc)) return st_fail(e, ST_ERR_CONFIG, "%s: description: expected a string", file);
+
+    /* jobs: runs at a time on this machine (each rank's share under MPI) */
+    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
+    int64_t nj = 1;
+    if (jobs && (rc = get_int(jobs, file, "jobs", 1, 1024, &nj, e))) return rc;
+    s->jobs = opts && opts->jobs > 0 ? opts->jobs : (int)nj;
 
     /* out */
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(root, "out");

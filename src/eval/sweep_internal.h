@@ -32,6 +32,7 @@ typedef struct sweep {
     st_eval_plan plan;          /* the "eval" section; -1 fields: each run's config */
     char plan_sig[512];         /* canonical text of the plan (marker comparison) */
     int threads;
+    int jobs;                   /* runs side by side per rank ("jobs", --jobs; 1: in turn) */
     int n_points;
     sweep_point *points;
     int n_keys;                 /* distinct override keys, in order of appearance */
@@ -41,6 +42,16 @@ typedef struct sweep {
 /* sweep.c: parse + validate the file and expand the grid. */
 int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e);
 void sweep_free(sweep *s);
+
+/* sweep_run.c: one point (train, then evaluate), state and error recorded in the point. */
+int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts);
+/* Re-read point i's marker (finished by another process); 1 when it matches. */
+int sweep_reload_point(sweep *s, int i);
+
+/* sweep_sched.c: run the pending points owned by this rank (point i: rank i mod N),
+ * `s->jobs` at a time in child processes (1: in this process), then share every point's
+ * outcome with rank 0. Returns ST_ERR_INTERRUPTED after a signal, else ST_OK. */
+int sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e);
 
 /* sweep_results.c: results.csv / results.json / results.md in s->out. */
 int sweep_write_results(const sweep *s, st_error *e);

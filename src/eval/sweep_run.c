@@ -11,6 +11,7 @@
  *                        evaluation runs.
  *   eval_<split>_<mode>.json   the evaluation report (same as `stretch eval`). */
 #include "sweep_internal.h"
+#include "st_dist.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -192,10 +193,55 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     return rc;
 }
 
+/* Point i: skipped when its marker matches, else trained (or resumed) and evaluated. The
+ * outcome goes into the point (state, status, error, record); returns its status. */
+int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
+    sweep_point *pt = &s->points[i];
+    int plan_differs = 0;
+    pt->record = read_marker(s, pt, &plan_differs);
+    if (pt->record) {
+        pt->state = PT_SKIPPED;
+        st_log(ST_LOG_INFO, "sweep: [%d/%d] %s: finished earlier, skipped", i + 1, s->n_points, pt->name);
+        return ST_OK;
+    }
+    st_log(ST_LOG_INFO, "sweep: [%d/%d] %s%s", i + 1, s->n_points, pt->name,
+           plan_differs ? ": the eval plan changed, evaluating again" : "");
+    st_error pe = {0};
+    int incomplete = 0;
+    int prc = train_point(s, pt, opts, &incomplete, &pe);
+    if (!prc && incomplete) {
+        pt->state = PT_INCOMPLETE;
+        snprintf(pt->error, sizeof pt->error, "train.max_seconds reached before train.steps; run the sweep again to resume");
+    } else if (!prc) {
+        prc = eval_point(s, pt, &pe);
+    }
+    if (prc) {
+        pt->state = PT_FAILED;
+        pt->status = prc;
+        snprintf(pt->error, sizeof pt->error, "%s", pe.msg);
+        st_log(ST_LOG_ERROR, "sweep: %s: %s", pt->name, pe.msg);
+    } else if (!incomplete) {
+        pt->state = PT_DONE;
+    }
+    return prc;
+}
+
+/* The marker of a point another process finished (sweep_schedule): its record. */
+int sweep_reload_point(sweep *s, int i) {
+    int plan_differs = 0;
+    sweep_point *pt = &s->points[i];
+    cJSON_Delete(pt->record);
+    pt->record = read_marker(s, pt, &plan_differs);
+    return pt->record != NULL;
+}
+
 int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
     sweep *s = calloc(1, sizeof *s);
     if (!s) return st_fail(e, ST_ERR_MEMORY, "out of memory");
+    st_dist *dist = opts ? opts->dist : NULL;
     int rc = sweep_load(s, file, opts, e);
+    if (!rc && !(opts && opts->dry_run)) rc = sweep_mkdirs(s->out, e);
+    rc = st_dist_agree(dist, rc, e);   /* every rank read the same file: fail together */
     if (rc) { sweep_free(s); free(s); return rc; }
     st_log(ST_LOG_INFO, "sweep %s: %d runs in %s", file, s->n_points, s->out);
     if (opts && opts->dry_run) {
@@ -208,45 +254,23 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
         free(s);
         return ST_OK;
     }
-    if ((rc = sweep_mkdirs(s->out, e))) { sweep_free(s); free(s); return rc; }
-
+    int sched_rc = sweep_schedule(s, opts, e);
+    if (st_dist_rank(dist) > 0) {   /* rank 0 writes the tables */
+        sweep_free(s);
+        free(s);
+        return sched_rc;
+    }
     int first_rc = ST_OK, n_incomplete = 0;
     st_error first = {0};
     for (int i = 0; i < s->n_points; i++) {
-        sweep_point *pt = &s->points[i];
-        int plan_differs = 0;
-        pt->record = read_marker(s, pt, &plan_differs);
-        if (pt->record) {
-            pt->state = PT_SKIPPED;
-            st_log(ST_LOG_INFO, "sweep: [%d/%d] %s: finished earlier, skipped", i + 1, s->n_points, pt->name);
-            continue;
+        const sweep_point *pt = &s->points[i];
+        n_incomplete += pt->state == PT_INCOMPLETE;
+        if (pt->state == PT_FAILED && !first_rc) {
+            first_rc = pt->status;
+            st_fail(&first, pt->status, "%s", pt->error);
         }
-        st_log(ST_LOG_INFO, "sweep: [%d/%d] %s%s", i + 1, s->n_points, pt->name,
-               plan_differs ? ": the eval plan changed, evaluating again" : "");
-        st_error pe = {0};
-        int incomplete = 0;
-        int prc = train_point(s, pt, opts, &incomplete, &pe);
-        if (!prc && incomplete) {
-            pt->state = PT_INCOMPLETE;
-            snprintf(pt->error, sizeof pt->error, "train.max_seconds reached before train.steps; run the sweep again to resume");
-            n_incomplete++;
-        } else if (!prc) {
-            prc = eval_point(s, pt, &pe);
-        }
-        if (prc) {
-            pt->state = PT_FAILED;
-            pt->status = prc;
-            snprintf(pt->error, sizeof pt->error, "%s", pe.msg);
-            st_log(ST_LOG_ERROR, "sweep: %s: %s", pt->name, pe.msg);
-            if (!first_rc) { first_rc = prc; first = pe; }
-        } else if (!incomplete) {
-            pt->state = PT_DONE;
-        }
-        /* tables after every point run, so an interrupted sweep still leaves them */
-        st_error we = {0};
-        if (sweep_write_results(s, &we)) st_log(ST_LOG_ERROR, "sweep: %s", we.msg);
-        if (prc == ST_ERR_INTERRUPTED) break;
     }
+    if (sched_rc == ST_ERR_INTERRUPTED && !first_rc) { first_rc = sched_rc; st_fail(&first, sched_rc, "%s", e ? e->msg : ""); }
     st_error we = {0};
     if ((rc = sweep_write_results(s, &we)) && !first_rc) { first_rc = rc; first = we; }
     int n_done = 0;

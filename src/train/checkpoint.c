@@ -6,7 +6,7 @@
  *   payload = u32 config_len, config JSON (canonical, its FNV-1a hash is in the header)
  *             state: i64 step, i64 opt_t, u64 loader_draws, u64 rng[4], f64 best_val,
  *                    i64 best_step, f64 last_val, i64 tokens, f64 elapsed, i64 skipped,
- *                    u64 tok_hash
+ *                    u64 tok_hash, i64 world_size (ranks; 0 = written before MPI = 1)
  *             u32 n_params, per param: u32 name_len, name, u32 ndim, i64 shape[4],
  *                    u64 offset, u64 numel
  *             u64 n floats, then the data, m and v blocks (n floats each, IEEE binary32)
@@ -45,7 +45,7 @@ static void pack_state(unsigned char *b, const st_train_state *s) {
     uint64_t v[15] = {(uint64_t)s->step, (uint64_t)s->opt_t, s->loader_draws,
                       s->rng.s[0], s->rng.s[1], s->rng.s[2], s->rng.s[3],
                       f64_bits(s->best_val), (uint64_t)s->best_step, f64_bits(s->last_val),
-                      (uint64_t)s->tokens, f64_bits(s->elapsed), (uint64_t)s->skipped, s->tok_hash, 0};
+                      (uint64_t)s->tokens, f64_bits(s->elapsed), (uint64_t)s->skipped, s->tok_hash, (uint64_t)s->world_size};
     for (int i = 0; i < 15; i++) put_u64(b + 8 * i, v[i]);
 }
 
@@ -57,6 +57,7 @@ static void unpack_state(const unsigned char *b, st_train_state *s) {
     s->best_val = bits_f64(v[7]); s->best_step = (int64_t)v[8]; s->last_val = bits_f64(v[9]);
     s->tokens = (int64_t)v[10]; s->elapsed = bits_f64(v[11]); s->skipped = (int64_t)v[12];
     s->tok_hash = v[13];
+    s->world_size = (int64_t)v[14];   /* the slot was reserved (0) before MPI runs */
 }
 
 static uint64_t fnv1a(const char *s, size_t n) {

@@ -125,14 +125,19 @@ static void sgd_item(float *restrict w, float *restrict buf, const float *restri
 }
 
 void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t) {
+    st_optim_step_items(o, p, lr, t, 0, o->n_items, p->m, p->v, 0);
+}
+
+void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end,
+                         float *m, float *v, size_t base) {
     const st_optim_config *c = &o->cfg;
     const st_optim_item *items = o->items;
     const float decay_mul = 1.0f - lr * c->weight_decay;
     if (c->name == ST_OPT_SGD) {
         #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < o->n_items; i++) {
+        for (int64_t i = first; i < end; i++) {
             size_t off = items[i].offset;
-            sgd_item(p->data + off, p->m + off, p->grad + off, items[i].len, lr, c->momentum,
+            sgd_item(p->data + off, m + (off - base), p->grad + off, items[i].len, lr, c->momentum,
                      items[i].decay ? decay_mul : 1.0f);
         }
         return;
@@ -144,9 +149,9 @@ void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t) {
     const float step_size = (float)((double)lr / bc1);
     const float inv_bc2_sqrt = (float)(1.0 / sqrt(bc2));
     #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < o->n_items; i++) {
+    for (int64_t i = first; i < end; i++) {
         size_t off = items[i].offset;
-        adamw_item(p->data + off, p->m + off, p->v + off, p->grad + off, items[i].len,
+        adamw_item(p->data + off, m + (off - base), v + (off - base), p->grad + off, items[i].len,
                    c->beta1, c->beta2, c->eps, step_size, inv_bc2_sqrt,
                    items[i].decay ? decay_mul : 1.0f);
     }

@@ -21,10 +21,12 @@
 int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
                      int64_t total_steps, double elapsed0, int quiet, st_error *e) {
     memset(pg, 0, sizeof *pg);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
-    pg->metrics = fopen(path, "a");
-    if (!pg->metrics) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (run_dir) {   /* NULL: no metrics file (the ranks > 0 of a data-parallel run) */
+        char path[4200];
+        snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+        pg->metrics = fopen(path, "a");
+        if (!pg->metrics) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
     pg->tty = isatty(STDERR_FILENO);
     pg->quiet = quiet;
     pg->first_step = first_step;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "st_train.h"
 #include "st_matmul.h"
+#include "st_dist.h"
 
 /* ---- config_emit.c ---- */
 struct st_ckey;
@@ -54,6 +55,7 @@ typedef struct st_progress {
     double elapsed0;        /* training seconds of earlier sessions */
 } st_progress;
 
+/* run_dir NULL: report to the terminal only, no metrics.jsonl */
 int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
                      int64_t total_steps, double elapsed0, int quiet, st_error *e);
 /* Step record: terminal bar every step (throttled), log line + metrics every log_every. */
@@ -66,5 +68,38 @@ void st_progress_note(st_progress *pg, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double st_progress_elapsed(const st_progress *pg);   /* including earlier sessions */
 void st_progress_close(st_progress *pg);
+
+/* ---- trainer_dist.c: data parallelism (identity with one rank) ---- */
+/* Rank 0's config to every rank; a rank whose own config (local, NULL: none) differs
+ * fails with the key that differs. */
+int st_train_dist_share_config(st_dist *d, st_run_config *cfg, const st_run_config *local, st_error *e);
+/* Check every rank loaded rank 0's data, then copy rank 0's parameters, moments and
+ * training state to all ranks. */
+int st_train_dist_share_state(st_dist *d, st_params *p, st_train_state *s, const st_dataset *ds, st_error *e);
+/* Sum gradients (rank order), the micro-batch loss sums and the non-finite flags. */
+int st_train_dist_reduce(st_dist *d, st_params *p, double *loss_sum, int *finite, st_error *e);
+/* Agree on stopping: the largest signal number and the time-limit flag of any rank. */
+int st_train_dist_stop(st_dist *d, int *sig, int *out_of_time);
+/* Agree on rc, then sum the per-batch validation losses (each slot filled by one rank). */
+int st_train_dist_validate(st_dist *d, double *losses, int n, int rc, st_error *e);
+
+/* ---- zero.c: ZeRO-1, the optimizer moments sharded over the ranks ---- */
+typedef struct st_zero {
+    int on;
+    int64_t item_lo, item_hi;   /* this rank's optimizer items */
+    size_t lo, hi;              /* the floats [lo, hi) of the parameter block they cover */
+    float *m, *v;               /* (hi - lo) moments of this shard */
+    size_t *counts, *displs;    /* (ranks) every shard's extent, for the gathers */
+} st_zero;
+/* Shard: keep this rank's part of p->m / p->v (after the state was shared) and free the
+ * full blocks (p->m = p->v = NULL afterwards). */
+int st_zero_init(st_zero *z, st_dist *d, const st_optim *o, st_params *p, st_error *e);
+void st_zero_free(st_zero *z);
+/* The update of this rank's items, then the all-gather of the parameters. */
+int st_zero_step(st_zero *z, st_dist *d, st_optim *o, st_params *p, float lr, int64_t t);
+/* Before a checkpoint: rank 0 gets full p->m / p->v (collective); st_zero_release frees
+ * them again after the write. */
+int st_zero_gather(st_zero *z, st_dist *d, st_params *p, st_error *e);
+void st_zero_release(st_zero *z, st_dist *d, st_params *p);
 
 #endif

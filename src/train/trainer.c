@@ -13,6 +13,9 @@
  * trace of an uninterrupted one exactly.
  * Memory: one arena + ctx for the whole run, reset per micro-step, sized by a measured
  * dry run (st_model_step_bytes): steady-state steps allocate nothing.
+ * Data parallel (opts.dist with N > 1 ranks, trainer_dist.c): each rank runs its share of
+ * the micro-batches, gradients are summed in rank order, rank 0 alone writes the run dir;
+ * every exit from the loop is agreed by all ranks, so none is left waiting.
  * Not here: long-context evaluation (src/eval), the checkpoint format (checkpoint.c). */
 #define _GNU_SOURCE
 #include "train_internal.h"
@@ -51,6 +54,10 @@ typedef struct trainer {
     st_mm *mm;              /* train.precision's matmul backend (NULL until set up) */
     st_loader loader;
     int32_t *x, *y;         /* (B*T) batch buffers */
+    double *val_losses;     /* (eval_batches) one validation batch's loss per slot */
+    st_dist *dist;          /* NULL or the ranks of a data-parallel run */
+    st_zero zero;           /* ZeRO-1 shard of the moments (opts.zero, ranks > 1) */
+    int rank, ranks;
     st_train_state st;
     st_progress pg;
     int have_ds, have_model, have_opt, have_arena, have_ctx, have_pg;
@@ -67,6 +74,8 @@ static void trainer_free(trainer *t) {
     if (t->have_ds) st_dataset_free(&t->ds);
     free(t->x);
     free(t->y);
+    free(t->val_losses);
+    st_zero_free(&t->zero);
 }
 
 static void join(char *out, size_t n, const char *dir, const char *name) {
@@ -80,25 +89,34 @@ static int forward_failed(trainer *t, st_error *e) {
     return rc ? rc : st_fail(e, ST_ERR_GENERIC, "model forward returned no loss");
 }
 
-/* Mean loss over eval_batches fixed windows of the valid split at (B, T), no grad. */
+/* Mean loss over eval_batches fixed windows of the valid split at (B, T), no grad.
+ * Batch b (windows b*B .. b*B + B - 1) runs on rank b mod N; the mean adds the batch
+ * losses in batch order whatever N is. */
 static int validate(trainer *t, double *out, st_error *e) {
     const st_train_config *tc = &t->cfg.train;
     st_loader vl;
     st_loader_init(&vl, t->ds.tokens[ST_SPLIT_VALID], t->ds.n[ST_SPLIT_VALID], tc->seed ^ SEED_VALID);
-    double sum = 0;
+    int rc = ST_OK;
     for (int b = 0; b < tc->eval_batches; b++) {
+        t->val_losses[b] = 0;
+        if (rc || b % t->ranks != t->rank) continue;
+        vl.draws = (uint64_t)b * (uint64_t)tc->batch_size;
         st_loader_next(&vl, tc->batch_size, tc->seq_len, t->x, t->y);
         st_ctx_begin(&t->ctx, 0, 0);
         st_tensor *loss = st_model_loss(&t->model, &t->ctx, t->x, t->y, tc->batch_size, tc->seq_len, 0, NULL, e);
-        if (!loss) return forward_failed(t, e);
-        sum += loss->data[0];
+        if (!loss) rc = forward_failed(t, e);
+        else t->val_losses[b] = loss->data[0];
     }
+    if ((rc = st_train_dist_validate(t->dist, t->val_losses, tc->eval_batches, rc, e))) return rc;
+    double sum = 0;
+    for (int b = 0; b < tc->eval_batches; b++) sum += t->val_losses[b];
     *out = sum / tc->eval_batches;
     return ST_OK;
 }
 
 /* Never write non-finite parameters over a good checkpoint. */
 static int save_checkpoint(trainer *t, const char *name, st_error *e) {
+    if (t->rank > 0) return ST_OK;   /* rank 0 owns the run directory */
     if (!st_params_finite(&t->model.params))
         return st_fail(e, ST_ERR_NUMERIC, "step %lld: parameters are not finite; not saving a checkpoint "
                        "(last good checkpoint: %s)", (long long)t->st.step, t->last_ckpt[0] ? t->last_ckpt : "none");
@@ -112,40 +130,54 @@ static int save_checkpoint(trainer *t, const char *name, st_error *e) {
                                t->last_ckpt, sizeof t->last_ckpt, e);
 }
 
-/* One optimizer update (grad_accum micro-batches). *loss_out: mean micro-batch loss. */
+/* One optimizer update: grad_accum micro-batches on each of the N ranks. *loss_out: mean
+ * micro-batch loss. This rank's k-th micro-batch is the update's global micro-batch
+ * j = k N + rank: loader windows base + j B .. and the j-th of the update's N grad_accum
+ * dropout seeds (with N = 1: the plain sequence). */
 static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out, st_error *e) {
     const st_train_config *tc = &t->cfg.train;
-    const int64_t B = tc->batch_size, T = tc->seq_len;
+    const int64_t B = tc->batch_size, T = tc->seq_len, micro = (int64_t)tc->grad_accum * t->ranks;
+    const uint64_t base = t->loader.draws;
     st_params_zero_grad(&t->model.params);
     double loss_sum = 0;
-    int finite = 1;
-    for (int k = 0; k < tc->grad_accum; k++) {
+    int finite = 1, rc = ST_OK;
+    for (int k = 0; k < tc->grad_accum && !rc; k++) {
+        const int64_t j = (int64_t)k * t->ranks + t->rank;
+        t->loader.draws = base + (uint64_t)(j * B);
         st_loader_next(&t->loader, B, T, t->x, t->y);
         st_ctx_begin(&t->ctx, 1, 1);
-        uint64_t dropout_seed = st_rng_u64(&t->st.rng);
+        uint64_t dropout_seed = 0;
+        for (int q = 0; q < t->ranks; q++) {
+            uint64_t sd = st_rng_u64(&t->st.rng);
+            if (q == t->rank) dropout_seed = sd;
+        }
         st_tensor *loss = st_model_loss(&t->model, &t->ctx, t->x, t->y, B, T, dropout_seed, NULL, e);
-        if (!loss) return forward_failed(t, e);
+        if (!loss) { rc = forward_failed(t, e); break; }
         float lv = loss->data[0];
         finite &= isfinite(lv) != 0;
         loss_sum += lv;
-        /* d(mean over micro-batches)/d(loss_k) = 1/grad_accum */
-        int rc = st_backward(&t->ctx, loss, 1.0f / (float)tc->grad_accum, e);
-        if (rc) return rc;
+        /* d(mean over the update's micro-batches)/d(loss_j) = 1/(grad_accum N) */
+        rc = st_backward(&t->ctx, loss, 1.0f / (float)micro, e);
     }
+    if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
+    if ((rc = st_train_dist_reduce(t->dist, &t->model.params, &loss_sum, &finite, e))) return rc;
+    t->loader.draws = base + (uint64_t)(micro * B);
     t->st.loader_draws = t->loader.draws;
     t->st.step++;
-    t->st.tokens += B * T * tc->grad_accum;
-    *loss_out = loss_sum / tc->grad_accum;
+    t->st.tokens += B * T * micro;
+    *loss_out = loss_sum / (double)micro;
     double gnorm = st_grad_norm(&t->opt, &t->model.params);
     *gnorm_out = gnorm;
     if (!finite || !isfinite(gnorm)) {
         const char *what = !finite ? "loss" : "gradient norm";
         double val = !finite ? *loss_out : gnorm;
-        if (tc->nonfinite == ST_NONFINITE_ERROR)
+        if (tc->nonfinite == ST_NONFINITE_ERROR) {
+            if (t->dist) t->dist->agreed = 1;   /* the summed gradient: every rank sees it */
             return st_fail(e, ST_ERR_NUMERIC, "step %lld: non-finite %s (%g); stopping without saving "
                            "(last good checkpoint: %s). Lower train.optimizer.lr, set train.clip_norm, or "
                            "set train.nonfinite=\"skip\"", (long long)t->st.step, what, val,
                            t->last_ckpt[0] ? t->last_ckpt : "none");
+        }
         t->st.skipped++;
         st_progress_note(&t->pg, ST_LOG_WARN, "step %lld: non-finite %s (%g): update skipped (%lld so far)",
                          (long long)t->st.step, what, val, (long long)t->st.skipped);
@@ -153,22 +185,59 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     }
     st_clip_grad(&t->opt, &t->model.params, gnorm, tc->clip_norm);
     t->st.opt_t++;
-    st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
+    if (!t->zero.on) st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
+    else if (st_zero_step(&t->zero, t->dist, &t->opt, &t->model.params, (float)lr, t->st.opt_t))
+        return st_fail(e, ST_ERR_GENERIC, "step %lld: gathering the updated parameters failed", (long long)t->st.step);
     st_params_refresh_bf16(&t->model.params);   /* bf16: the weights' shadow, once per update */
     return ST_OK;
 }
 
-/* Config, run dir, dataset, model, optimizer state, arena. */
-static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
-    char path[4200], ckpt[4200];
+/* The training state: rank 0 reads it from the checkpoint when resuming (the other ranks
+ * receive it), else every rank starts from step 0. */
+static int setup_state(trainer *t, const char *ckpt, st_error *e) {
+    const st_train_config *tc = &t->cfg.train;
+    int rc = ST_OK;
+    if (t->opts.resume && t->rank == 0) {
+        if ((rc = st_checkpoint_load(ckpt, NULL, &t->model.params, 1, &t->st, e))) return rc;
+        if (t->st.tok_hash != t->ds.tok_hash)
+            return st_fail(e, ST_ERR_CHECKPOINT, "%s: trained with a different tokenizer (hash %016llx) than the "
+                           "dataset now gives (%016llx)", ckpt, (unsigned long long)t->st.tok_hash,
+                           (unsigned long long)t->ds.tok_hash);
+        snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", ckpt);
+        rc = st_rundir_trim_metrics(t->dir, t->st.step, e);
+        st_rundir_clean_temps(t->dir);   /* checkpoint-sized leftovers of killed writers */
+    } else {
+        /* the other ranks receive rank 0's initialisation (st_train_dist_share_state) */
+        if (tc->init_from[0] && t->rank == 0) rc = st_model_load_safetensors(&t->model, tc->init_from, e);
+        memset(&t->st, 0, sizeof t->st);
+        st_rng_seed(&t->st.rng, tc->seed ^ SEED_DROPOUT);
+        t->st.best_val = INFINITY;
+        t->st.best_step = -1;
+        t->st.last_val = NAN;
+        t->st.tok_hash = t->ds.tok_hash;
+    }
+    /* checks only rank 0 can make (it alone read the checkpoint), agreed by all */
+    if (!rc && t->opts.resume && t->rank == 0 && (t->st.world_size ? t->st.world_size : 1) != t->ranks)
+        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: written by a run of %lld rank(s), this run has %d: resume with "
+                     "mpirun -np %lld (batches and dropout streams are cut per rank, so another count would not "
+                     "continue the same run)", ckpt, (long long)(t->st.world_size ? t->st.world_size : 1), t->ranks,
+                     (long long)(t->st.world_size ? t->st.world_size : 1));
+    t->st.world_size = t->ranks;
+    return rc;
+}
+
+/* Rank 0: the run directory (fresh: prepared; resume: its config and checkpoint checked).
+ * The other ranks take their own config if they have one (compared with rank 0's later). */
+static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, size_t ckpt_n, st_error *e) {
+    char path[4200];
     int rc;
-    int resume = t->opts.resume;
+    const int resume = t->opts.resume;
     st_run_config ck_cfg;
     if (resume) {
         join(path, sizeof path, t->dir, "config.json");
         if (cfg_in) t->cfg = *cfg_in;
         else if ((rc = st_run_config_load(path, NULL, 0, &t->cfg, e))) return rc;
-        if ((rc = st_checkpoint_resolve(t->dir, ckpt, sizeof ckpt, e))) return rc;
+        if ((rc = st_checkpoint_resolve(t->dir, ckpt, ckpt_n, e))) return rc;
         if ((rc = st_checkpoint_load(ckpt, &ck_cfg, NULL, 0, NULL, e))) return rc;
         char diff[1200];
         if (st_run_config_diff(&ck_cfg, &t->cfg, "model", diff, sizeof diff) ||
@@ -188,8 +257,14 @@ static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
         t->cfg = *cfg_in;
         if ((rc = st_rundir_prepare(t->dir, t->opts.force, e))) return rc;
     }
+    return ST_OK;
+}
+
+/* Every rank: dataset, model and optimizer (rank 0's config). */
+static int setup_model(trainer *t, st_error *e) {
     st_run_config *c = &t->cfg;
     st_train_config *tc = &c->train;
+    int rc;
     st_set_threads(tc->threads);
     if (!t->opts.quiet) st_blas_log();
 
@@ -218,31 +293,24 @@ static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
     t->have_model = 1;
     if ((rc = st_optim_init(&t->opt, &tc->optim, &t->model.params, e))) return rc;
     t->have_opt = 1;
-    if (resume) {
-        if ((rc = st_checkpoint_load(ckpt, NULL, &t->model.params, 1, &t->st, e))) return rc;
-        if (t->st.tok_hash != t->ds.tok_hash)
-            return st_fail(e, ST_ERR_CHECKPOINT, "%s: trained with a different tokenizer (hash %016llx) than the "
-                           "dataset now gives (%016llx)", ckpt, (unsigned long long)t->st.tok_hash,
-                           (unsigned long long)t->ds.tok_hash);
-        snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", ckpt);
-        if ((rc = st_rundir_trim_metrics(t->dir, t->st.step, e))) return rc;
-        st_rundir_clean_temps(t->dir);   /* checkpoint-sized leftovers of killed writers */
-    } else {
-        if (tc->init_from[0] && (rc = st_model_load_safetensors(&t->model, tc->init_from, e))) return rc;
-        memset(&t->st, 0, sizeof t->st);
-        st_rng_seed(&t->st.rng, tc->seed ^ SEED_DROPOUT);
-        t->st.best_val = INFINITY;
-        t->st.best_step = -1;
-        t->st.last_val = NAN;
-        t->st.tok_hash = t->ds.tok_hash;
-    }
+    return ST_OK;
+}
+
+/* Every rank: loader, batch buffers, step arena; rank 0 writes config.json (and the
+ * tokenizer) last, once everything above worked: a run dir holding config.json is a run. */
+static int setup_buffers(trainer *t, st_error *e) {
+    st_run_config *c = &t->cfg;
+    st_train_config *tc = &c->train;
+    char path[4200];
+    int rc;
     st_loader_init(&t->loader, t->ds.tokens[ST_SPLIT_TRAIN], t->ds.n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
     t->loader.draws = t->st.loader_draws;
 
     size_t bt = (size_t)tc->batch_size * (size_t)tc->seq_len;
     t->x = st_malloc(bt * sizeof(int32_t), e);
     t->y = t->x ? st_malloc(bt * sizeof(int32_t), e) : NULL;
-    if (!t->y) return ST_ERR_MEMORY;
+    t->val_losses = t->y ? st_calloc((size_t)tc->eval_batches + 1, sizeof *t->val_losses, e) : NULL;
+    if (!t->val_losses) return ST_ERR_MEMORY;
     size_t step_bytes = st_model_step_bytes(&t->model, tc->batch_size, tc->seq_len, 1, e);
     if (!step_bytes) return e && e->code ? e->code : st_fail(e, ST_ERR_MEMORY, "cannot size the training step");
     size_t cap = step_bytes + step_bytes / 16 + ((size_t)1 << 20);
@@ -259,17 +327,49 @@ static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
     t->ctx.mm = t->mm;
     if (!t->opts.quiet)
         st_log(ST_LOG_INFO, "model: %s, %d layers, d_model %d, %d heads: %zu parameters; arena %.1f MiB "
-               "for (B=%d, T=%d)", st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
-               c->model.n_heads, st_model_num_params(&t->model), (double)cap / 1048576.0, tc->batch_size, tc->seq_len);
+               "for (B=%d, T=%d)%s", st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
+               c->model.n_heads, st_model_num_params(&t->model), (double)cap / 1048576.0, tc->batch_size, tc->seq_len,
+               t->ranks > 1 ? " per rank" : "");
+    if (t->ranks > 1 && !t->opts.quiet)
+        st_log(ST_LOG_INFO, "data parallel: %d ranks (%s transport), global batch %d x %d x %d = %lld sequences "
+               "per update", t->ranks, t->dist->ops->name, tc->batch_size, tc->grad_accum, t->ranks,
+               (long long)tc->batch_size * tc->grad_accum * t->ranks);
 
-    /* Written last, once everything above worked: a run dir holding config.json is a run. */
-    join(path, sizeof path, t->dir, "config.json");
-    if ((rc = st_run_config_save(c, path, e))) return rc;
-    if (!resume && t->ds.tok) {
-        join(path, sizeof path, t->dir, "tokenizer.json");
-        if ((rc = st_tokenizer_save(t->ds.tok, path, e))) return rc;
+    if (t->rank == 0) {
+        join(path, sizeof path, t->dir, "config.json");
+        if ((rc = st_run_config_save(c, path, e))) return rc;
+        if (!t->opts.resume && t->ds.tok) {
+            join(path, sizeof path, t->dir, "tokenizer.json");
+            if ((rc = st_tokenizer_save(t->ds.tok, path, e))) return rc;
+        }
     }
     return ST_OK;
+}
+
+/* Config, run dir, dataset, model, optimizer state, arena. Each phase ends with the ranks
+ * agreeing on its status, so a failure on any rank stops all of them here. */
+static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
+    char ckpt[4200] = "";
+    int rc = t->rank == 0 ? setup_rundir(t, cfg_in, ckpt, sizeof ckpt, e) : ST_OK;
+    if (t->rank > 0) {
+        if (cfg_in) t->cfg = *cfg_in;
+        else memset(&t->cfg, 0, sizeof t->cfg);
+    }
+    if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
+    rc = st_train_dist_share_config(t->dist, &t->cfg, cfg_in, e);
+    if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
+    rc = setup_model(t, e);
+    if (!rc) rc = setup_state(t, ckpt, e);
+    if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
+    if ((rc = st_train_dist_share_state(t->dist, &t->model.params, &t->st, &t->ds, e))) return rc;
+    if (t->opts.zero && t->ranks > 1) {
+        rc = st_zero_init(&t->zero, t->dist, &t->opt, &t->model.params, e);
+        if (!rc && !t->opts.quiet)
+            st_log(ST_LOG_INFO, "ZeRO-1: optimizer moments sharded, %.1f MiB on this rank instead of %.1f MiB",
+                   (double)(t->zero.hi - t->zero.lo) * 8.0 / 1048576.0, (double)t->model.params.n * 8.0 / 1048576.0);
+    }
+    if (!rc) rc = setup_buffers(t, e);
+    return st_dist_agree(t->dist, rc, e);
 }
 
 static int loop(trainer *t, st_train_result *res, st_error *e) {
@@ -284,7 +384,7 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         const int64_t step = t->st.step;
         const int last = step == tc->steps;
         double session = st_time() - t0;
-        double tps = session > 0 ? (double)((step - step0) * tc->batch_size * tc->seq_len * tc->grad_accum) / session : 0;
+        double tps = session > 0 ? (double)((step - step0) * tc->batch_size * tc->seq_len * tc->grad_accum * t->ranks) / session : 0;
         st_progress_step(&t->pg, step, loss, lr, gnorm, tps, step % tc->log_every == 0 || last);
         res->step = step;
         res->loss = loss;
@@ -301,16 +401,22 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         }
         int sig = g_stop_signal;
         int out_of_time = tc->max_seconds > 0 && session >= tc->max_seconds;
+        if (st_train_dist_stop(t->dist, &sig, &out_of_time))   /* a signal on any rank stops all */
+            return st_fail(e, ST_ERR_GENERIC, "step %lld: the ranks could not agree on stopping", (long long)step);
         int stop_after = t->opts.stop_after > 0 && step >= t->opts.stop_after;
         int save_step = last || sig || out_of_time || stop_after ||
                         (tc->checkpoint_every > 0 && step % tc->checkpoint_every == 0);
-        if (save_step && (rc = save_checkpoint(t, NULL, e))) return rc;
-        if (best) {
+        /* ZeRO-1: rank 0 gathers the full moments for the writes (every rank takes part) */
+        if ((save_step || best) && t->zero.on) rc = st_zero_gather(&t->zero, t->dist, &t->model.params, e);
+        if (!rc && save_step) rc = save_checkpoint(t, NULL, e);
+        if (!rc && best && t->rank == 0) {
             /* the same state: share the file when a step checkpoint was just written */
             st_error le = {0};
             if (!save_step || st_rundir_link_best(t->dir, t->last_ckpt, &le))
-                if ((rc = save_checkpoint(t, "best.ckpt", e))) return rc;
+                rc = save_checkpoint(t, "best.ckpt", e);
         }
+        if ((save_step || best) && t->zero.on) st_zero_release(&t->zero, t->dist, &t->model.params);
+        if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
         if (sig) {
             res->stopped = 3;
             return st_fail(e, ST_ERR_INTERRUPTED, "interrupted by %s after step %lld; saved %s; continue with: "
@@ -340,7 +446,13 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
     if (!t) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     if (opts) t->opts = *opts;
     t->dir = run_dir;
+    t->dist = t->opts.dist;
+    t->rank = st_dist_rank(t->dist);
+    t->ranks = st_dist_size(t->dist);
+    if (t->rank > 0) t->opts.quiet = 1;   /* rank 0 alone reports */
     double t_start = st_time();
+    const double comm0 = t->dist ? t->dist->comm_seconds : 0;
+    const int64_t calls0 = t->dist ? t->dist->comm_calls : 0;
     int rc = setup(t, cfg, e);
     if (!rc) {
         res->n_params = st_model_num_params(&t->model);
@@ -349,8 +461,11 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
         if (t->st.step >= t->cfg.train.steps && !t->opts.quiet)
             st_log(ST_LOG_INFO, "%s: already trained for %lld steps (train.steps); nothing to do", run_dir,
                    (long long)t->st.step);
-        rc = st_progress_open(&t->pg, run_dir, t->st.step, t->cfg.train.steps, t->st.elapsed, t->opts.quiet, e);
+        /* rank 0 alone writes metrics.jsonl */
+        rc = st_progress_open(&t->pg, t->rank == 0 ? run_dir : NULL, t->st.step, t->cfg.train.steps, t->st.elapsed,
+                              t->opts.quiet, e);
         if (!rc) t->have_pg = 1;
+        rc = st_dist_agree(t->dist, rc, e);
     }
     if (!rc) {
         struct sigaction sa, old_int, old_term;
@@ -381,6 +496,12 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
         st_progress_note(&t->pg, ST_LOG_INFO, "done: step %lld, loss %.4f%s, %.1f s, %.0f tokens/s, peak RSS %.0f MiB",
                          (long long)t->st.step, res->loss, best, res->seconds, res->tokens_per_s,
                          (double)st_peak_rss() / 1048576.0);
+        if (t->ranks > 1 && t->dist->comm_calls > calls0)
+            st_progress_note(&t->pg, ST_LOG_INFO, "gradient allreduce: %.3f ms per step (%lld steps, %.1f%% of the "
+                             "session; %.2f MB per step)", 1e3 * (t->dist->comm_seconds - comm0) /
+                             (double)(t->dist->comm_calls - calls0), (long long)(t->dist->comm_calls - calls0),
+                             100.0 * (t->dist->comm_seconds - comm0) / res->seconds,
+                             (double)t->model.params.n * 4.0 / 1e6);
     }
     trainer_free(t);
     free(t);

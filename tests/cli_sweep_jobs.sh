@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# cli_sweep_jobs.sh - `stretch sweep --jobs 2`: points run side by side in child processes
+# give the tables of the one-at-a-time sweep (timing columns aside); the file's "jobs" key
+# works and bad values are exit 2; a re-run skips finished points; a sweep interrupted by
+# SIGINT (delivered to the whole process group, as Ctrl-C is) exits 130 and a second run
+# finishes it with the same tables.
+. "$(dirname "$0")/lib_cli.sh" sweep_jobs
+cat >base.json <<JSON
+{"model": {"n_layers": 1, "d_model": 32, "n_heads": 4, "pos": "alibi"},
+ "data": {"source": "synthetic", "cache_dir": "$T/cache", "synthetic": {"vocab": 32, "tokens": [40000, 4000, 4000]}},
+ "train": {"batch_size": 4, "seq_len": 16, "steps": 6, "eval_every": 0, "eval_batches": 1, "threads": 1,
+           "checkpoint_every": 0, "schedule": {"warmup": 1}}}
+JSON
+cat >sweep.json <<JSON
+{"base": "base.json", "grid": {"model.pos": ["alibi", "rope", "sinusoidal"]}, "eval": {"lengths": [16, 32]}, "out": "s1"}
+JSON
+table() { cut -d, -f1-15 "$1/results.csv"; }
+expect_rc 0 "one at a time" "$BIN" sweep sweep.json --quiet
+expect_rc 0 "--jobs 2" "$BIN" sweep sweep.json --quiet --jobs 2 --out s2
+expect_err "1 rank(s) x 2 job(s) at a time"
+cmp -s <(table s1) <(table s2) && [ "$(wc -l <s2/results.csv)" = 7 ] && ok || bad "--jobs 2 tables differ"
+expect_rc 0 "--jobs 2 again" "$BIN" sweep sweep.json --quiet --jobs 2 --out s2
+[ "$(grep -c 'finished earlier, skipped' err.txt)" = 3 ] && ok || bad "finished points ran again"
+sed 's/"out": "s1"/"out": "s3", "jobs": 2/' sweep.json >jobs.json
+expect_rc 0 "\"jobs\": 2 in the file" "$BIN" sweep jobs.json --quiet
+expect_err "x 2 job(s)"
+sed 's/"out": "s1"/"out": "s4", "jobs": 0/' sweep.json >bad.json
+expect_rc 2 "\"jobs\": 0" "$BIN" sweep bad.json --quiet
+expect_err "bad.json: jobs: 0 is out of range"
+expect_rc 2 "--jobs x" "$BIN" sweep sweep.json --jobs x
+expect_err "--jobs needs an integer"
+
+# interrupted half-way: Ctrl-C semantics (the whole group), then resumed
+sed 's/"steps": 6/"steps": 400000/' base.json >long.json
+sed 's/"base.json"/"long.json"/; s/"out": "s1"/"out": "s5"/' sweep.json >long_sweep.json
+setsid "$BIN" sweep long_sweep.json --quiet --jobs 2 >int.out 2>int.err &
+P=$!
+for _ in $(seq 1 100); do [ -s s5/pos-alibi/metrics.jsonl ] && [ -s s5/pos-rope/metrics.jsonl ] && break; sleep 0.2; done
+sleep 1
+kill -INT -- -$P
+( sleep 60; kill -KILL -- -$P 2>/dev/null ) & WD=$!
+wait $P; rc=$?
+kill $WD 2>/dev/null
+[ "$rc" = 130 ] && ok || { bad "interrupted --jobs sweep: exit $rc, expected 130"; tail -3 int.err; }
+[ -s s5/pos-alibi/checkpoints/latest ] && [ -s s5/pos-rope/checkpoints/latest ] && ok || bad "no checkpoints after SIGINT"
+[ ! -e s5/pos-sinusoidal ] && ok || bad "a point started after the signal"
+
+echo "cli_sweep_jobs: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
