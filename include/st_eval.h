@@ -108,13 +108,13 @@ void st_eval_plan_default(st_eval_plan *p);
 /* One evaluation length: its result, or why it could not be evaluated. */
 typedef struct st_eval_row {
     int status;                 /* ST_OK or the error code */
-    char error[1024];
+    char error[ST_PATH_BUF + 1024];
     st_eval_result r;
 } st_eval_row;
 
 typedef struct st_eval_report {
-    char source[1024];          /* what the user named (run dir or checkpoint) */
-    char checkpoint[1024];      /* the checkpoint file evaluated */
+    char source[ST_PATH_BUF];          /* what the user named (run dir or checkpoint) */
+    char checkpoint[ST_PATH_BUF];      /* the checkpoint file evaluated */
     int64_t step;               /* its training step */
     st_run_config cfg;          /* the run's config */
     size_t n_params;

@@ -19,16 +19,6 @@ static const char *usage_text =
     "  defaults come from the run's eval config section; --lengths A..B = powers of two from A to B;\n"
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json)";
 
-static int parse_i64(const char *s, int64_t *out) {
-    if (!s || !*s) return 0;
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end) return 0;
-    *out = v;
-    return 1;
-}
-
 /* "64,128,256" or "64..16384" (doubling). */
 static int parse_lengths(const char *s, st_eval_plan *p) {
     const char *dots = strstr(s, "..");
@@ -39,7 +29,7 @@ static int parse_lengths(const char *s, st_eval_plan *p) {
         memcpy(a, s, n);
         a[n] = 0;
         int64_t lo, hi;
-        if (!parse_i64(a, &lo) || !parse_i64(dots + 2, &hi) || lo < 1 || hi < lo) return 0;
+        if (!cli_int_arg(a, 1, INT64_MAX, &lo) || !cli_int_arg(dots + 2, lo, INT64_MAX, &hi)) return 0;
         p->n_lengths = 0;
         for (int64_t L = lo;; L *= 2) {
             if (p->n_lengths == ST_EVAL_MAX_LENGTHS) return 0;
@@ -48,23 +38,15 @@ static int parse_lengths(const char *s, st_eval_plan *p) {
         }
         return 1;
     }
-    char buf[1024];
-    if (strlen(s) >= sizeof buf) return 0;
-    strcpy(buf, s);
-    p->n_lengths = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        int64_t L;
-        if (!parse_i64(tok, &L) || L < 1 || p->n_lengths == ST_EVAL_MAX_LENGTHS) return 0;
-        p->lengths[p->n_lengths++] = L;
-    }
+    p->n_lengths = cli_list_arg(s, 1, INT64_MAX, p->lengths, ST_EVAL_MAX_LENGTHS);
     return p->n_lengths > 0;
 }
 
 /* Default report path: RUN_DIR/eval_<split>_<mode>.json for a run dir; for a checkpoint
  * file, the same name with its stem appended, in its run dir (parent of checkpoints/). */
 static void default_json_path(const char *src, int is_dir, const st_eval_report *rep, char *out, size_t n) {
-    char dir[1024];
-    char stem[1040] = "";
+    char dir[ST_PATH_BUF];
+    char stem[ST_PATH_BUF] = "";
     if (is_dir) {
         snprintf(dir, sizeof dir, "%s", src);
     } else {
@@ -97,6 +79,7 @@ int cmd_eval(int argc, char **argv) {
         if (a[0] != '-' || a[1] == 0) {
             if (src) return cli_usage("eval", "unexpected argument '%s' (one RUN_DIR or CHECKPOINT)", a);
             src = a;
+            if (cli_path_arg("eval", "RUN_DIR|CHECKPOINT", src)) return ST_ERR_CONFIG;
             continue;
         }
         if (!v) return cli_usage("eval", "%s needs a value", a);
@@ -114,16 +97,16 @@ int cmd_eval(int argc, char **argv) {
             else if (!strcmp(v, "sliding")) plan.mode = ST_EVAL_SLIDING;
             else return cli_usage("eval", "--mode '%s': expected nonoverlapping or sliding", v);
         } else if (!strcmp(a, "--stride")) {
-            if (!parse_i64(v, &x) || x < 1) return cli_usage("eval", "--stride '%s': expected an integer >= 1", v);
+            if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--stride '%s': expected an integer >= 1", v);
             plan.stride = x;
         } else if (!strcmp(a, "--max-tokens")) {
-            if (!parse_i64(v, &x) || x < 0) return cli_usage("eval", "--max-tokens '%s': expected an integer >= 0 (0 = all)", v);
+            if (!cli_int_arg(v, 0, INT64_MAX, &x)) return cli_usage("eval", "--max-tokens '%s': expected an integer >= 0 (0 = all)", v);
             plan.max_tokens = x;
         } else if (!strcmp(a, "--batch-tokens")) {
-            if (!parse_i64(v, &x) || x < 1) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);
+            if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);
             plan.opts.batch_tokens = x;
         } else if (!strcmp(a, "--buckets")) {
-            if (!parse_i64(v, &x) || x < 0 || x > 1 << 20) return cli_usage("eval", "--buckets '%s': expected an integer in [0, 1048576]", v);
+            if (!cli_int_arg(v, 0, 1 << 20, &x)) return cli_usage("eval", "--buckets '%s': expected an integer in [0, 1048576]", v);
             plan.buckets = (int)x;
         } else if (!strcmp(a, "--bucket-scale")) {
             if (!strcmp(v, "linear")) plan.opts.bucket_scale = ST_BUCKETS_LINEAR;
@@ -131,8 +114,9 @@ int cmd_eval(int argc, char **argv) {
             else return cli_usage("eval", "--bucket-scale '%s': expected linear or log2", v);
         } else if (!strcmp(a, "--json")) {
             json = v;
+            if (cli_path_arg("eval", a, json)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--threads")) {
-            if (!parse_i64(v, &x) || x < 0 || x > 4096) return cli_usage("eval", "--threads '%s': expected an integer >= 0 (0 = all cores)", v);
+            if (!cli_int_arg(v, 0, 4096, &x)) return cli_usage("eval", "--threads '%s': expected an integer >= 0 (0 = all cores)", v);
             threads = (int)x;
         } else {
             return cli_usage("eval", "unknown option '%s'", a);
@@ -163,7 +147,7 @@ int cmd_eval(int argc, char **argv) {
         free(rep);
         return cli_report(&e);
     }
-    char path[1200];
+    char path[ST_PATH_BUF];
     if (json) snprintf(path, sizeof path, "%s", json);
     else default_json_path(src, S_ISDIR(st.st_mode), rep, path, sizeof path);
     rc = st_eval_report_save(rep, path, &e);

@@ -26,7 +26,7 @@ static void path_join(char *out, size_t n, const char *dir, const char *name) {
  * diff has the reason). A semantic comparison, so a key added to the schema since the run
  * (saved configs lack it and load with its default) does not make an old run "different". */
 static int same_config(const sweep_point *pt, char *diff, size_t n) {
-    char path[2200];
+    char path[ST_PATH_BUF];
     path_join(path, sizeof path, pt->dir, "config.json");
     st_run_config *saved = malloc(sizeof *saved), *mine = malloc(sizeof *mine);
     int same = -1;
@@ -67,7 +67,7 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
  * canonical JSON, the same values key by key). Returns the parsed marker (caller owns) or
  * NULL. */
 static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_differs) {
-    char path[2200];
+    char path[ST_PATH_BUF];
     path_join(path, sizeof path, pt->dir, "sweep_done.json");
     *plan_differs = 0;
     if (!sweep_exists(path)) return NULL;
@@ -103,7 +103,7 @@ static cJSON *train_summary(const st_train_state *st, const st_run_config *cfg) 
 /* Train (fresh or resumed) until train.steps. Returns ST_OK when training is complete,
  * with *incomplete set when it stopped early on train.max_seconds. */
 static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opts, int *incomplete, st_error *e) {
-    char latest[2200], ckpt[2200], cfgp[2200];
+    char latest[ST_PATH_BUF], ckpt[ST_PATH_BUF], cfgp[ST_PATH_BUF];
     path_join(latest, sizeof latest, pt->dir, "checkpoints/latest");
     path_join(cfgp, sizeof cfgp, pt->dir, "config.json");
     *incomplete = 0;
@@ -163,13 +163,13 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     if (rc) { st_eval_report_free(rep); free(rep); return rc; }
     st_eval_report_print(rep, stdout);
     fflush(stdout);
-    char path[2400], name[128];
+    char path[ST_PATH_BUF], name[128];
     snprintf(name, sizeof name, "eval_%s_%s.json", st_eval_split_name(rep->split), st_eval_mode_name(rep->mode));
     path_join(path, sizeof path, pt->dir, name);
     rc = st_eval_report_save(rep, path, e);
     char *rj = rc ? NULL : st_eval_report_json(rep);
     st_train_state st;
-    char ckpt[2200];
+    char ckpt[ST_PATH_BUF];
     if (!rc) rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e);
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e);
     if (!rc) {
@@ -181,7 +181,7 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
         char *text = cJSON_Print(m);
         path_join(path, sizeof path, pt->dir, "sweep_done.json");
-        rc = text ? sweep_write_text(path, text, e) : st_fail(e, ST_ERR_MEMORY, "out of memory");
+        rc = text ? st_write_file_atomic(path, text, strlen(text), e) : st_fail(e, ST_ERR_MEMORY, "out of memory");
         free(text);
         if (!rc) { cJSON_Delete(pt->record); pt->record = m; }
         else cJSON_Delete(m);
@@ -208,7 +208,7 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
         free(s);
         return ST_OK;
     }
-    if ((rc = sweep_mkdirs(s->out, e))) { sweep_free(s); free(s); return rc; }
+    if ((rc = st_mkdirs(s->out, e))) { sweep_free(s); free(s); return rc; }
 
     int first_rc = ST_OK, n_incomplete = 0;
     st_error first = {0};

@@ -42,10 +42,9 @@ int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) 
     if (!json) return st_fail(e, ST_ERR_MEMORY, "%s: cannot build the safetensors header", path);
     size_t jl = strlen(json), padded = (jl + 7) & ~(size_t)7;
 
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) { free(json); return st_fail(e, ST_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno)); }
+    st_atomic_file out;
+    FILE *f = st_atomic_open(&out, path, e);
+    if (!f) { free(json); return e ? e->code : ST_ERR_IO; }
     unsigned char n8[8];
     for (int i = 0; i < 8; i++) n8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     int ok = fwrite(n8, 1, 8, f) == 8 && fwrite(json, 1, jl, f) == jl;
@@ -53,14 +52,12 @@ int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) 
     free(json);
     for (int i = 0; i < p->count && ok; i++)
         ok = fwrite(p->data + p->info[i].offset, sizeof(float), p->info[i].numel, f) == p->info[i].numel;
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        return st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    if (!ok) {
+        int rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        st_atomic_abort(&out);
+        return rc;
     }
-    return ST_OK;
+    return st_atomic_commit(&out, e);
 }
 
 int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {

@@ -183,7 +183,7 @@ static int apply_value(st_run_config *c, const st_ckey *k, const cJSON *v, const
         int i = 0;
         const cJSON *it;
         cJSON_ArrayForEach(it, v) {
-            char eloc[1200];
+            char eloc[ST_PATH_BUF + 512];
             snprintf(eloc, sizeof eloc, "%s[%d]", loc, i);
             if ((rc = get_integer(it, k, eloc, &d, e))) return rc;
             dst[i++] = (int64_t)d;
@@ -199,7 +199,7 @@ static int apply_value(st_run_config *c, const st_ckey *k, const cJSON *v, const
         int mask = 0, i = 0;
         const cJSON *it;
         cJSON_ArrayForEach(it, v) {
-            char eloc[1200];
+            char eloc[ST_PATH_BUF + 512];
             snprintf(eloc, sizeof eloc, "%s[%d]", loc, i++);
             if (!cJSON_IsString(it)) {
                 char one[300];
@@ -260,7 +260,7 @@ static int unknown_key(const char *file, const char *path, st_error *e) {
         int d = edit_distance(leaf, kl);
         if (d < best_d) { best_d = d; best = kp; }
     }
-    char loc[1200];
+    char loc[ST_PATH_BUF + 512];
     where(loc, sizeof loc, file, path);
     if (best && best_d <= 2 + (int)strlen(leaf) / 4)
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown key (did you mean \"%s\"?)", loc, best);
@@ -274,7 +274,7 @@ static int walk(st_run_config *c, const cJSON *obj, const char *prefix, const ch
         char path[512];
         if (prefix[0]) snprintf(path, sizeof path, "%s.%s", prefix, it->string);
         else snprintf(path, sizeof path, "%s", it->string);
-        char loc[1200];
+        char loc[ST_PATH_BUF + 512];
         where(loc, sizeof loc, file, path);
         for (const cJSON *prev = obj->child; prev != it; prev = prev->next)
             if (strcmp(prev->string, it->string) == 0)
@@ -316,7 +316,7 @@ int st_run_config_set(st_run_config *c, const char *assignment, st_error *e) {
         v = cJSON_CreateString(text);
     }
     if (!v) return st_fail(e, ST_ERR_MEMORY, "--set %s: out of memory", path);
-    char loc[1200];
+    char loc[ST_PATH_BUF + 512];
     where(loc, sizeof loc, NULL, path);
     int rc = apply_value(c, k, v, loc, e);
     cJSON_Delete(v);
@@ -388,7 +388,7 @@ int st_run_config_load(const char *path, const char *const *sets, int n_sets,
 /* Expand "$STRETCH_DATA_DIR" / "${STRETCH_DATA_DIR}" and make the path absolute, then
  * drop "." and resolve ".." lexically. */
 int st_resolve_path(const char *in, char *out, size_t n) {
-    char tmp[4096];
+    char tmp[ST_PATH_BUF];
     const char *rest = NULL;
     if (strncmp(in, "${STRETCH_DATA_DIR}", 19) == 0) rest = in + 19;
     else if (strncmp(in, "$STRETCH_DATA_DIR", 17) == 0 && (in[17] == 0 || in[17] == '/')) rest = in + 17;
@@ -438,16 +438,17 @@ int st_resolve_path(const char *in, char *out, size_t n) {
 
 static int resolve_field(char *field_buf, size_t size, const char *file, const char *key, st_error *e) {
     if (!field_buf[0]) return ST_OK;
-    char tmp[4096];
-    if (st_resolve_path(field_buf, tmp, sizeof tmp) || strlen(tmp) >= size)
-        return st_fail(e, ST_ERR_CONFIG, "%s: %s: path too long after expansion: %s", file, key, field_buf);
+    char tmp[ST_PATH_BUF];
+    if (st_resolve_path(field_buf, tmp, sizeof tmp) || strlen(tmp) >= size || strlen(tmp) > ST_PATH_MAX)
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s: path longer than %d bytes after expansion: %.200s...", file, key,
+                       ST_PATH_MAX, field_buf);
     snprintf(field_buf, size, "%s", tmp);
     return ST_OK;
 }
 
 /* Every key's range, read back from the struct (configs built in code get the same checks). */
 static int check_ranges(const st_run_config *c, const char *file, st_error *e) {
-    char loc[1200], allowed[256];
+    char loc[ST_PATH_BUF + 512], allowed[256];
     for (int i = 0; i < st_config_nkeys; i++) {
         const st_ckey *k = &st_config_keys[i];
         const void *f = (const char *)c + k->off;
@@ -483,7 +484,7 @@ static int check_ranges(const st_run_config *c, const char *file, st_error *e) {
             for (int j = 0; j < cnt; j++) {
                 double v = (double)((const int64_t *)f)[j];
                 if (!in_range(k, v)) {
-                    char eloc[1300];
+                    char eloc[ST_PATH_BUF + 512];
                     snprintf(eloc, sizeof eloc, "%s[%d]", loc, j);
                     return range_error(e, eloc, k, v);
                 }

@@ -21,7 +21,7 @@
 int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
                      int64_t total_steps, double elapsed0, int quiet, st_error *e) {
     memset(pg, 0, sizeof *pg);
-    char path[4200];
+    char path[ST_PATH_BUF];
     snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
     pg->metrics = fopen(path, "a");
     if (!pg->metrics) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));

@@ -11,17 +11,8 @@ struct st_ckey;
 void st_config_value_str(const struct st_ckey *k, const st_run_config *c, char *buf, size_t n);
 
 /* ---- fileio.c ---- */
-/* Write `n` bytes to path atomically: PATH.tmp.PID in the same directory, fsync, rename,
- * fsync the directory. */
-int st_write_file_atomic(const char *path, const void *data, size_t n, st_error *e);
-/* A temp file next to path ("PATH.tmp.PID", name written to tmp) and its commit: flush,
- * fsync, close, rename over path, fsync the directory (the temp file is removed on error). */
-FILE *st_tmp_open(const char *path, char *tmp, size_t n, st_error *e);
-int st_tmp_commit(FILE *f, const char *tmp, const char *path, st_error *e);
 /* Read a whole file (NUL-terminated, *len excludes the NUL). malloc'd; NULL with e set. */
 char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e);
-/* mkdir -p */
-int st_mkdirs(const char *path, st_error *e);
 
 /* ---- rundir.c: the run directory ---- */
 /* A fresh run: create RUN_DIR (and checkpoints/); refuse (ST_ERR_IO) when it holds files

@@ -53,7 +53,7 @@ typedef struct trainer {
     st_train_state st;
     st_progress pg;
     int have_ds, have_model, have_opt, have_arena, have_ctx, have_pg;
-    char last_ckpt[4200];
+    char last_ckpt[ST_PATH_BUF];
 } trainer;
 
 static void trainer_free(trainer *t) {
@@ -102,7 +102,7 @@ static int save_checkpoint(trainer *t, const char *name, st_error *e) {
                        "(last good checkpoint: %s)", (long long)t->st.step, t->last_ckpt[0] ? t->last_ckpt : "none");
     t->st.elapsed = st_progress_elapsed(&t->pg);
     if (name) {
-        char path[4200];
+        char path[ST_PATH_BUF];
         st_rundir_path(t->dir, name, path, sizeof path);
         return st_checkpoint_save(path, &t->cfg, &t->model.params, &t->st, e);
     }
@@ -157,7 +157,7 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
 
 /* Config, run dir, dataset, model, optimizer state, arena. */
 static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
-    char path[4200], ckpt[4200];
+    char path[ST_PATH_BUF], ckpt[ST_PATH_BUF];
     int rc;
     int resume = t->opts.resume;
     st_run_config ck_cfg;
