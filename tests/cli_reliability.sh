@@ -24,18 +24,25 @@ EOF2
 expect 0 "tiny run" "" -- "$BIN" train tiny.json --out run --quiet
 
 # ---- item 1: an empty path is never the filesystem root ----
+# A binary with the bug writes /config.json, /checkpoints/...: as root the cases run as
+# nobody (setpriv), so a regression fails the test without touching the real root.
 ls -A / >root_before.txt
-expect 2 "train --out ''" "--out: empty path" -- "$BIN" train tiny.json --out "" --quiet
-expect 2 "train --resume ''" "--resume: empty path" -- "$BIN" train --resume "" --quiet
-expect 2 "train ''" "CONFIG: empty path" -- "$BIN" train "" --quiet
-expect 2 "eval ''" "empty path" -- "$BIN" eval "" --lengths 16 --quiet
-expect 2 "eval --json ''" "--json: empty path" -- "$BIN" eval run --lengths 16 --json "" --quiet
-expect 2 "export --out ''" "--out: empty path" -- "$BIN" export run --out ""
-expect 2 "export ''" "empty path" -- "$BIN" export "" --out exp
-expect 2 "generate ''" "empty path" -- "$BIN" generate "" --tokens 2
-expect 2 "sweep --out ''" "--out: empty path" -- "$BIN" sweep tiny.json --out ""
-expect 2 "bench --json ''" "--json: empty path" -- "$BIN" bench --preset tiny --json ""
-expect 2 "data --path ''" "--path: empty path" -- "$BIN" data --source text --path ""
+as_nobody=()
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    chmod 755 "$T" && chmod 644 tiny.json
+fi
+expect 2 "train --out ''" "--out: empty path" -- "${as_nobody[@]}" "$BIN" train tiny.json --out "" --quiet
+expect 2 "train --resume ''" "--resume: empty path" -- "${as_nobody[@]}" "$BIN" train --resume "" --quiet
+expect 2 "train ''" "CONFIG: empty path" -- "${as_nobody[@]}" "$BIN" train "" --quiet
+expect 2 "eval ''" "empty path" -- "${as_nobody[@]}" "$BIN" eval "" --lengths 16 --quiet
+expect 2 "eval --json ''" "--json: empty path" -- "${as_nobody[@]}" "$BIN" eval run --lengths 16 --json "" --quiet
+expect 2 "export --out ''" "--out: empty path" -- "${as_nobody[@]}" "$BIN" export run --out ""
+expect 2 "export ''" "empty path" -- "${as_nobody[@]}" "$BIN" export "" --out exp
+expect 2 "generate ''" "empty path" -- "${as_nobody[@]}" "$BIN" generate "" --tokens 2
+expect 2 "sweep --out ''" "--out: empty path" -- "${as_nobody[@]}" "$BIN" sweep tiny.json --out ""
+expect 2 "bench --json ''" "--json: empty path" -- "${as_nobody[@]}" "$BIN" bench --preset tiny --json ""
+expect 2 "data --path ''" "--path: empty path" -- "${as_nobody[@]}" "$BIN" data --source text --path ""
 ls -A / >root_after.txt
 cmp -s root_before.txt root_after.txt && ok || bad "the filesystem root changed: $(diff root_before.txt root_after.txt)"
 [ ! -e exp ] && ok || bad "export '' created exp"
