@@ -146,7 +146,7 @@ cfg_case '{"model": {"d_model": 16, "d_model": 32}}' 'model.d_model: duplicate k
 # zero, negative, huge sizes; divisibility
 cfg_case '{"model": {"d_model": 0}}'               'model.d_model: must be in [1, 65536], got 0'
 cfg_case '{"model": {"d_model": -16}}'             'model.d_model: must be in [1, 65536], got -16'
-cfg_case '{"model": {"d_model": 1e20}}'            'model.d_model: must be in [1, 65536], got 1e+20'
+cfg_case '{"model": {"d_model": 1e20}}'            'model.d_model: must be in [1, 65536], got 1e20'
 cfg_case '{"model": {"n_layers": 0}}'              'model.n_layers: must be in'
 cfg_case '{"model": {"n_heads": 0}}'               'model.n_heads: must be in [1, 256], got 0'
 cfg_case '{"model": {"vocab_size": 1}}'            'model.vocab_size'
@@ -156,7 +156,7 @@ cfg_case '{"model": {"d_model": 18, "n_heads": 4}}' 'model.n_heads: must divide 
 cfg_case '{"model": {"dropout_attn": 1}}'          'model.dropout_attn'
 cfg_case '{"train": {"batch_size": -1}}'           'train.batch_size: must be in [1,'
 cfg_case '{"train": {"seq_len": 0}}'               'train.seq_len: must be in [1,'
-cfg_case '{"train": {"steps": 0}}'                 'train.steps: must be >= 1, got 0'
+cfg_case '{"train": {"steps": -1}}'                'train.steps: must be in [0, 1e12], got -1'
 cfg_case '{"train": {"grad_accum": 0}}'            'train.grad_accum'
 cfg_case '{"train": {"optimizer": {"lr": -1}}}'    'train.optimizer.lr: must be in (0,'
 cfg_case '{"train": {"seed": -1}}'                 'train.seed: must be in [0,'

@@ -5,6 +5,11 @@
 #            evaluates and exports (item 1, 6)
 #   flags    --lengths with empty items, --seed -1, --temperature inf / nan: exit 2
 #            naming the flag (item 9)
+#   force    --force with a bad data path, a model or batch too big for memory: refused
+#            and the old run byte-identical (item 2); a huge batch refused naming its keys
+#            before anything batch-sized is allocated (item 4)
+#   steps 0  train.steps 0 saves the initial weights as step 0, which eval, export and
+#            generate accept; too little training data names what is needed (item 10)
 . "$(dirname "$0")/lib_cli.sh" reliability
 
 # expect CODE WHAT 'SUBSTRING' -- CMD...
@@ -69,6 +74,38 @@ expect 2 "generate --temperature nan" "--temperature 'nan'" -- "$BIN" generate r
 expect 2 "bench --eval 64,,128" "--eval" -- "$BIN" bench --preset tiny --eval 64,,128
 expect 2 "data --seed -1" "--seed" -- "$BIN" data --source synthetic --seed -1
 expect 0 "generate --seed 0 --temperature 0" "" -- "$BIN" generate run --seed 0 --temperature 0 --tokens 2
+
+# ---- item 2: --force replaces the old run only when the new one is ready ----
+snap() { (cd "$1" && find . -type f -exec md5sum {} + | sort); }
+before=$(snap run)
+expect 3 "--force with a missing corpus" "no-such.txt" -- "$BIN" train tiny.json --out run --force --quiet \
+    --set data.source=text --set "data.path=$T/no-such.txt"
+[ "$(snap run)" = "$before" ] && ok || bad "--force with a missing corpus changed the old run"
+expect 6 "--force with a model too big" "GiB" -- "$BIN" train tiny.json --out run --force --quiet \
+    --set model.d_model=65536 --set model.n_heads=1 --set model.n_layers=256
+[ "$(snap run)" = "$before" ] && ok || bad "--force with a model too big changed the old run"
+# ---- item 4: a batch too big for memory names its keys, before allocating it ----
+expect 6 "huge batch" "train.batch_size 1048576 x train.seq_len 2048" -- "$BIN" train tiny.json --out run \
+    --force --quiet --set train.batch_size=1048576 --set train.seq_len=2048 --set train.eval_batches=0
+[ "$(snap run)" = "$before" ] && ok || bad "--force with a huge batch changed the old run"
+expect 0 "--force with a good config" "" -- "$BIN" train tiny.json --out run --force --quiet --set train.seed=7
+[ "$(snap run)" != "$before" ] && ok || bad "--force with a good config did not replace the run"
+echo keep >run/notes.txt
+expect 0 "--force keeps files that are not the run's" "" -- "$BIN" train tiny.json --out run --force --quiet
+[ -f run/notes.txt ] && ok || bad "--force removed a file that is not part of the run"
+
+# ---- item 10: train.steps 0 is a baseline checkpoint ----
+expect 0 "train.steps 0" "" -- "$BIN" train tiny.json --out s0 --quiet --set train.steps=0
+[ -s s0/checkpoints/step_00000000.ckpt ] && grep -q '"step": 0, "val_loss"' s0/metrics.jsonl && ok \
+    || bad "train.steps 0 wrote no step-0 checkpoint / validation record: $(ls -R s0; cat s0/metrics.jsonl)"
+expect 0 "eval of step 0" "" -- "$BIN" eval s0 --lengths 16 --quiet
+grep -q "step_00000000.ckpt" s0/eval_valid_nonoverlapping.json && ok || bad "eval of s0 did not use the step-0 checkpoint"
+expect 0 "export of step 0" "" -- "$BIN" export s0 --out s0x
+expect 0 "generate from step 0" "" -- "$BIN" generate s0 --tokens 3
+expect 0 "resume a step-0 run" "" -- "$BIN" train --resume s0 --quiet --set train.steps=2
+[ -s s0/checkpoints/step_00000002.ckpt ] && ok || bad "resuming the step-0 run did not train to step 2"
+expect 2 "too little training data" "needs at least train.seq_len + 2 = 4002 tokens" -- "$BIN" train tiny.json \
+    --out small --quiet --set train.seq_len=4000 --set train.eval_batches=0
 
 echo "cli_reliability: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

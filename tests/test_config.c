@@ -55,7 +55,10 @@ static const bad_case bad_cases[] = {
     /* out of range: negative / zero sizes */
     {"{\"train\": {\"batch_size\": -4}}", "cfg/x.json: train.batch_size: must be in [1, 1048576], got -4"},
     {"{\"train\": {\"seq_len\": 0}}", "cfg/x.json: train.seq_len: must be in [1,"},
-    {"{\"train\": {\"steps\": 0}}", "cfg/x.json: train.steps: must be >= 1, got 0"},
+    {"{\"train\": {\"steps\": -1}}", "cfg/x.json: train.steps: must be in [0, 1e12], got -1"},
+    /* issue 14 item 9: the upper bound stays in the message, in a readable form */
+    {"{\"train\": {\"steps\": 1.23e29}}", "cfg/x.json: train.steps: must be in [0, 1e12], got 1.23e29"},
+    {"{\"eval\": {\"max_tokens\": 2e13}}", "cfg/x.json: eval.max_tokens: must be in [0, 1e13], got 2e13"},
     {"{\"train\": {\"grad_accum\": 0}}", "cfg/x.json: train.grad_accum"},
     {"{\"model\": {\"n_layers\": 0}}", "cfg/x.json: model.n_layers: must be in [1, 1024], got 0"},
     {"{\"model\": {\"d_model\": -8}}", "cfg/x.json: model.d_model"},
@@ -68,7 +71,9 @@ static const bad_case bad_cases[] = {
     {"{\"train\": {\"keep_last\": 0}}", "cfg/x.json: train.keep_last"},
     {"{\"train\": {\"max_seconds\": -1}}", "cfg/x.json: train.max_seconds: must be in [0, 1000000000], got -1"},
     {"{\"eval\": {\"lengths\": [64, 0]}}", "cfg/x.json: eval.lengths[1]: must be in [1,"},
-    {"{\"train\": {\"seed\": 1e300}}", "cfg/x.json: train.seed: must be in [0, 9007199254740992], got 1e+300"},
+    {"{\"train\": {\"seed\": 1e300}}", "cfg/x.json: train.seed: must be in [0, 2^53], got 1e300"},
+    /* issue 14 item 9: [] is not "the defaults" */
+    {"{\"eval\": {\"lengths\": []}}", "cfg/x.json: eval.lengths: expected at least one entry, got []"},
     /* bad names */
     {"{\"model\": {\"pos\": \"alibii\"}}", "cfg/x.json: model.pos: unknown value \"alibii\" (expected \"none\", \"alibi\""},
     {"{\"model\": {\"gelu\": \"exact\"}}", "cfg/x.json: model.gelu: unknown value \"exact\""},
@@ -89,6 +94,7 @@ static const bad_case bad_cases[] = {
     {"{\"train\": {\"schedule\": {\"kind\": \"inv_sqrt\", \"warmup\": 0}}}", "cfg/x.json: train.schedule.warmup: must be >= 1"},
     {"{\"train\": {\"steps\": 10, \"schedule\": {\"warmup\": 20}}}", "cfg/x.json: train.schedule.warmup: 20 exceeds train.steps"},
     {"{\"eval\": {\"mode\": \"sliding\", \"stride\": 100, \"lengths\": [64]}}", "cfg/x.json: eval.stride: 100 exceeds eval.lengths[0]"},
+    {"{\"eval\": {\"mode\": \"nonoverlapping\", \"stride\": 100, \"lengths\": [256, 64]}}", "cfg/x.json: eval.stride: 100 exceeds eval.lengths[1] = 64"},
     {"{\"data\": {\"source\": \"wikitext\"}}", "cfg/x.json: data.path"},
     {"{\"data\": {\"synthetic\": {\"vocab\": 8, \"branch\": 9}}}", "cfg/x.json: data.synthetic.branch: must be in [1, syn"},
 };

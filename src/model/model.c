@@ -304,7 +304,7 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
         if (per_tok < 0) per_tok = 0;
         double est = (double)B * (double)T * per_tok + attn * (double)B * (double)T * (double)T;
         if (mem && est > (double)limit) {
-            st_fail(e, ST_ERR_MEMORY, "a %s step of batch %lld x length %lld tokens needs about %.2f GiB of "
+            st_fail(e, ST_ERR_MEMORY, "a %s step of train.batch_size %lld x train.seq_len %lld tokens needs about %.2f GiB of "
                     "activations%s; this machine has %.2f GiB (lower train.batch_size or train.seq_len)",
                     grad ? "training" : "forward", (long long)B, (long long)T, est / 1073741824.0,
                     grad ? " (incl. the attention probabilities kept for backward)" : "", (double)mem / 1073741824.0);

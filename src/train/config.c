@@ -82,24 +82,33 @@ static int type_error(st_error *e, const char *loc, const char *want, const cJSO
     return st_fail(e, ST_ERR_CONFIG, "%s: expected %s, got %s", loc, want, got);
 }
 
-/* shortest text that reads back as the same double */
+/* Shortest text that reads back as the same double; integers up to 1e9 in full, larger
+ * magnitudes as "1e12" / "1.23e29" (a count of digits is unreadable), 2^53 by name. */
 static void num(char *buf, size_t n, double d) {
-    if (d == floor(d) && fabs(d) < 1e16) { snprintf(buf, n, "%.0f", d); return; }
+    if (d == 9007199254740992.0) { snprintf(buf, n, "2^53"); return; }
+    if (d == floor(d) && fabs(d) <= 1e9) { snprintf(buf, n, "%.0f", d); return; }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, n, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d) return;
+        if (strtod(buf, NULL) == d) break;
+    }
+    char *x = strchr(buf, 'e');   /* "1e+12" -> "1e12", "1e-05" -> "1e-5" */
+    if (x) {
+        char *digits = x + 1 + (x[1] == '+' || x[1] == '-'), *from = digits;
+        while (*from == '0' && from[1]) from++;
+        if (x[1] == '+') digits--;
+        memmove(digits, from, strlen(from) + 1);
     }
 }
 
+/* Always the whole range, upper bound included: "must be in [1, 1e12], got 1.23e29". */
 static int range_error(st_error *e, const char *loc, const st_ckey *k, double x) {
     char lo[32], hi[32], got[32];
     num(lo, sizeof lo, k->min);
     num(hi, sizeof hi, k->max);
     num(got, sizeof got, x);
-    if (k->max >= 1e12 && k->max != 9007199254740992.0)   /* "no upper limit" (seeds have 2^53) */
-        return st_fail(e, ST_ERR_CONFIG, "%s: must be %s %s, got %s", loc, k->xmin ? ">" : ">=", lo, got);
     return st_fail(e, ST_ERR_CONFIG, "%s: must be in %c%s, %s], got %s", loc, k->xmin ? '(' : '[', lo, hi, got);
 }
+
 
 static int in_range(const st_ckey *k, double x) {
     if (!isfinite(x) || x > k->max) return 0;
@@ -179,6 +188,9 @@ static int apply_value(st_run_config *c, const st_ckey *k, const cJSON *v, const
             return st_fail(e, ST_ERR_CONFIG, "%s: expected 3 integers (train, valid, test), got %d", loc, n);
         if (n > (int)k->size)
             return st_fail(e, ST_ERR_CONFIG, "%s: at most %zu entries, got %d", loc, k->size, n);
+        /* [] would read as "unset" (count 0) and silently become the defaults */
+        if (n == 0)
+            return st_fail(e, ST_ERR_CONFIG, "%s: expected at least one entry, got [] (leave the key out for the defaults)", loc);
         int64_t *dst = field(c, k);
         int i = 0;
         const cJSON *it;
@@ -533,10 +545,11 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
                        file, t->seq_len, c->model.max_len);
     if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
-    if (t->sched.kind == ST_SCHED_COSINE && t->sched.warmup > t->steps)
+    if (t->sched.kind == ST_SCHED_COSINE && t->steps > 0 && t->sched.warmup > t->steps)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: %lld exceeds train.steps (%lld)",
                        file, (long long)t->sched.warmup, (long long)t->steps);
-    if (c->eval.mode == ST_EVAL_SLIDING && c->eval.stride > 0) {
+    /* in either mode: a nonoverlapping config may be evaluated with --mode sliding */
+    if (c->eval.stride > 0) {
         for (int i = 0; i < c->eval.n_lengths; i++)
             if (c->eval.stride > c->eval.lengths[i])
                 return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: %lld exceeds eval.lengths[%d] = %lld",

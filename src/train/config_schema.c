@@ -102,7 +102,7 @@ const st_ckey st_config_keys[] = {
     U64("train.seed", train.seed),
     INT("train.batch_size", train.batch_size, 1, 1 << 20),
     INT("train.seq_len", train.seq_len, 1, 1 << 24),
-    I64("train.steps", train.steps, 1, BIG),
+    I64("train.steps", train.steps, 0, BIG),
     INT("train.grad_accum", train.grad_accum, 1, 1 << 16),
     OBJ("train.optimizer"),
     ENUM("train.optimizer.name", train.optim.name, en_optim),

@@ -84,10 +84,13 @@ static int remove_run(const char *dir, st_error *e) {
     return ST_OK;
 }
 
-int st_rundir_prepare(const char *dir, int force, st_error *e) {
+/* How many entries dir holds (0 when it does not exist); refuses an occupied dir unless
+ * force. Touches nothing. */
+static int inspect(const char *dir, int force, int *entries, st_error *e) {
     /* "" would make every derived path absolute ("/config.json"): never a run directory */
     int prc = st_path_check(dir, "run directory (--out)", e);
     if (prc) return prc;
+    *entries = 0;
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) return st_fail(e, ST_ERR_IO, "%s: exists and is not a directory", dir);
@@ -103,11 +106,20 @@ int st_rundir_prepare(const char *dir, int force, st_error *e) {
             return st_fail(e, ST_ERR_IO, "%s: directory is not empty (holds '%s'); use --force to train "
                            "there anyway or choose another --out", dir, first);
         }
-        if (n > 0) {
-            int rc = remove_run(dir, e);
-            if (rc) return rc;
-        }
+        *entries = n;
     }
+    return ST_OK;
+}
+
+int st_rundir_check(const char *dir, int force, st_error *e) {
+    int n;
+    return inspect(dir, force, &n, e);
+}
+
+int st_rundir_prepare(const char *dir, int force, st_error *e) {
+    int n, rc = inspect(dir, force, &n, e);
+    if (rc) return rc;
+    if (n > 0 && (rc = remove_run(dir, e))) return rc;
     char cdir[ST_PATH_BUF];
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     return st_mkdirs(cdir, e);
