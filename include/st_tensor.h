@@ -151,7 +151,8 @@ typedef struct st_param_info {
     int64_t shape[4];
     size_t offset;          /* element offset into the blocks */
     size_t numel;
-    int decay;              /* 1: weight decay applies (matrices); 0: biases, norms, ... */
+    int decay;              /* weight decay outside the train.optimizer.no_decay groups
+                               (st_param_decays: for biases, norms, embeddings the option decides) */
     int is_embedding;       /* embeddings (decay exclusion can target them) */
     int init;               /* ST_INIT_* */
     float init_value;       /* std for NORMAL, value for CONST */

@@ -133,9 +133,11 @@ int st_resolve_path(const char *in, char *out, size_t n);
 double st_lr_at(const st_train_config *t, int64_t step);
 
 /* --------------------------------------------------------- optimizer ---- */
-/* Does weight decay apply to this parameter? info->decay, minus the no_decay groups:
- * bias = 1-d "*.bias", norm = "ln*.weight" (last name component starts with "ln"),
- * embedding = is_embedding or a name starting with "tok_emb" / "pos_emb". */
+/* Does weight decay apply to this parameter? For the members of the no_decay groups,
+ * exactly when their group is not in the mask (the option decides, whatever info->decay
+ * says): bias = 1-d "*.bias", norm = "ln*.weight" (last name component starts with
+ * "ln"), embedding = is_embedding or a name starting with "tok_emb" / "pos_emb". For
+ * every other parameter, info->decay. */
 int st_param_decays(const st_param_info *info, int no_decay_mask);
 
 /* Work items: the flat block cut into pieces of at most ST_OPTIM_CHUNK floats, each in
