@@ -196,7 +196,8 @@ int st_checkpoint_load(const char *path, st_run_config *cfg, st_params *p, int w
 /* path_or_run_dir: a .ckpt file, or a run dir (its checkpoints/latest). Writes the file. */
 int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e);
 /* Build the model from a checkpoint's config and load its parameters (for eval, export,
- * generate). cfg (optional) receives the run config. Free with st_model_free. */
+ * generate): the weights only (st_model_init_weights), no gradients or AdamW moments.
+ * cfg (optional) receives the run config. Free with st_model_free. */
 int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_config *cfg,
                              st_error *e);
 

@@ -432,7 +432,8 @@ int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_co
     else if (want != r.n_floats)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: its model config implies %zu parameter floats but it stores %llu",
                      r.path, want, (unsigned long long)r.n_floats);
-    if (!rc) rc = st_model_init(m, &r.cfg.model, r.cfg.train.seed, e);
+    /* eval, generate and export only read the weights: no grads, no AdamW moments */
+    if (!rc) rc = st_model_init_weights(m, &r.cfg.model, e);
     if (!rc) rc = check_table(&r, &m->params, e);
     if (!rc) rc = read_blocks(&r, &m->params, 0, e);
     if (!rc && cfg) *cfg = r.cfg;
