@@ -55,12 +55,16 @@ static const bad_case bad_cases[] = {
     /* out of range: negative / zero sizes */
     {"{\"train\": {\"batch_size\": -4}}", "cfg/x.json: train.batch_size: must be in [1, 1048576], got -4"},
     {"{\"train\": {\"seq_len\": 0}}", "cfg/x.json: train.seq_len: must be in [1,"},
+    /* issue 14 item 7: the schema's range is the one enforced (the model validator said 256,
+     * the schema 1024; the data validator 20, the schema 64) */
+    {"{\"model\": {\"n_layers\": 300}}", "cfg/x.json: model.n_layers: must be in [1, 256], got 300"},
+    {"{\"data\": {\"synthetic\": {\"order\": 30}}}", "cfg/x.json: data.synthetic.order: must be in [1, 20], got 30"},
     {"{\"train\": {\"steps\": -1}}", "cfg/x.json: train.steps: must be in [0, 1e12], got -1"},
     /* issue 14 item 9: the upper bound stays in the message, in a readable form */
     {"{\"train\": {\"steps\": 1.23e29}}", "cfg/x.json: train.steps: must be in [0, 1e12], got 1.23e29"},
     {"{\"eval\": {\"max_tokens\": 2e13}}", "cfg/x.json: eval.max_tokens: must be in [0, 1e13], got 2e13"},
     {"{\"train\": {\"grad_accum\": 0}}", "cfg/x.json: train.grad_accum"},
-    {"{\"model\": {\"n_layers\": 0}}", "cfg/x.json: model.n_layers: must be in [1, 1024], got 0"},
+    {"{\"model\": {\"n_layers\": 0}}", "cfg/x.json: model.n_layers: must be in [1, 256], got 0"},
     {"{\"model\": {\"d_model\": -8}}", "cfg/x.json: model.d_model"},
     {"{\"model\": {\"dropout_attn\": 1.5}}", "cfg/x.json: model.dropout_attn: must be in [0, 0.99], got 1.5"},
     {"{\"model\": {\"ln_eps\": 0}}", "cfg/x.json: model.ln_eps: must be in (0, 1], got 0"},
@@ -118,6 +122,11 @@ static const bad_set bad_sets[] = {
     {"train.steps=abc", "--set train.steps: expected an integer, got \"abc\""},
     {"train.steps=1.5", "--set train.steps: expected an integer, got 1.5"},
     {"train.batch_size=-1", "--set train.batch_size: must be in [1, 1048576], got -1"},
+    /* issue 14 item 7: a value the module validator used to refuse as the config file's
+     * error ("cfg/x.json: model.n_layers") is the --set's */
+    {"model.n_layers=300", "--set model.n_layers: must be in [1, 256], got 300"},
+    {"data.synthetic.order=30", "--set data.synthetic.order: must be in [1, 20], got 30"},
+    {"data.synthetic.vocab=100000", "--set data.synthetic.vocab: must be in [2, 65536], got 100000"},
     {"model.pos=bogus", "--set model.pos: unknown value \"bogus\""},
     {"model.tie_embeddings=yes", "--set model.tie_embeddings: expected true or false, got \"yes\""},
     {"model=3", "--set model: is an object"},

@@ -107,6 +107,14 @@ int cmd_data(int argc, char **argv) {
     if (!have_source) return cli_usage("data", "--source is required");
 
     st_error e = {0};
+    /* the flags' values pass the same key table as a config's data section (one source
+     * of truth for ranges): "command line: data.synthetic.vocab: must be in ..." */
+    st_run_config run;
+    st_run_config_default(&run);
+    run.data = c;
+    snprintf(run.file, sizeof run.file, "command line");
+    if (st_run_config_validate(&run, &e)) return cli_report(&e);
+    c = run.data;
     st_dataset ds;
     if (st_dataset_load(&c, "command line", &ds, &e)) return cli_report(&e);
 
