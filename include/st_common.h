@@ -114,6 +114,20 @@ int st_link_atomic(const char *existing, const char *path, st_error *e);
 /* Whole buffer -> path through st_atomic_open/commit. */
 int st_write_file_atomic(const char *path, const void *data, size_t n, st_error *e);
 
+/* ---- the live progress line (src/core/live.c) ----
+ * On a terminal (stderr a TTY) and not quiet: one line rewritten in place ("\r" + erase)
+ * at most 10 times a second (force: draw now). Off otherwise: show does nothing and
+ * returns 0, and the caller writes plain log lines instead. Clear it before printing
+ * anything else to stderr. */
+typedef struct st_live { int on, shown; double t_last; } st_live;
+void st_live_init(st_live *l, int quiet);
+int st_live_show(st_live *l, int force, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void st_live_clear(st_live *l);
+/* "1m23s", "41.2k", "[####......]" (buf of width + 1) for progress lines. */
+void st_fmt_duration(char *buf, size_t n, double seconds);
+void st_fmt_rate(char *buf, size_t n, double per_second);
+void st_fmt_bar(char *buf, size_t width, int64_t done, int64_t total);
+
 /* CRC32 (zlib) over a buffer, continuing from crc (start with 0). */
 uint32_t st_crc32(uint32_t crc, const void *buf, size_t n);
 

@@ -46,7 +46,8 @@ typedef struct st_eval_opts {
     size_t arena_limit;         /* activation memory cap, 0 -> 80% of physical memory */
     int reset_peak_rss;         /* reset the kernel's peak-RSS mark first (Linux
                                  * /proc/self/clear_refs), so peak_rss is this run's */
-    double progress_every;      /* seconds between progress log lines (0: none) */
+    double progress_every;      /* > 0: progress; on a terminal the live line (st_live),
+                                 * else a log line every progress_every seconds; 0: none */
 } st_eval_opts;
 
 void st_eval_opts_default(st_eval_opts *o);

@@ -8,6 +8,9 @@
 #   force    --force with a bad data path, a model or batch too big for memory: refused
 #            and the old run byte-identical (item 2); a huge batch refused naming its keys
 #            before anything batch-sized is allocated (item 4)
+#   progress not a TTY (ctest): train, eval and sweep write plain log lines, never "\r";
+#            --quiet writes no step lines; on a pseudo-terminal (script -qc) the live
+#            line is redrawn in place and metrics.jsonl stays one JSON object a line (13)
 #   steps 0  train.steps 0 saves the initial weights as step 0, which eval, export and
 #            generate accept; too little training data names what is needed (item 10)
 . "$(dirname "$0")/lib_cli.sh" reliability
@@ -107,5 +110,37 @@ expect 0 "resume a step-0 run" "" -- "$BIN" train --resume s0 --quiet --set trai
 expect 2 "too little training data" "needs at least train.seq_len + 2 = 4002 tokens" -- "$BIN" train tiny.json \
     --out small --quiet --set train.seq_len=4000 --set train.eval_batches=0
 
-echo "cli_reliability: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+# ---- item 13: progress output ----
+CR=$(printf '\r')
+no_cr() { if grep -q "$CR" "$1"; then bad "$2: carriage return in non-TTY output"; else ok; fi; }
+expect 0 "train, not a TTY" "" -- "$BIN" train tiny.json --out p1 --set train.steps=4 --set train.log_every=2
+expect_err "step 2/4 | loss"
+no_cr err.txt "train"
+expect 0 "train --quiet" "" -- "$BIN" train tiny.json --out p2 --set train.steps=4 --set train.log_every=2 --quiet
+if grep -q "step 2/4" err.txt; then bad "--quiet printed step lines"; else ok; fi
+expect 0 "eval, not a TTY" "" -- "$BIN" eval p1 --lengths 16,32
+no_cr err.txt "eval"
+cat >sweep.json <<EOF2
+{"base": "tiny.json", "set": {"train.steps": 2}, "grid": {"model.pos": ["alibi", "rope"]},
+ "eval": {"lengths": [16, 32]}, "out": "$T/sw"}
+EOF2
+expect 0 "sweep, not a TTY" "" -- "$BIN" sweep sweep.json
+no_cr err.txt "sweep"
+# metrics.jsonl: one JSON object per line whatever the terminal
+json_lines() { "$PY" -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$1" && ok || bad "$1 is not one JSON object a line"; }
+json_lines p1/metrics.jsonl
+if command -v script >/dev/null 2>&1; then
+    # a pseudo-terminal: the live line is drawn ("\r" + erase line) and cleared
+    script -qc "'$BIN' train tiny.json --out p3 --set train.steps=40 --set train.log_every=10" /dev/null >tty_train.txt 2>&1
+    grep -q "$CR.\[Kstep [0-9]*/40 \[[#.]*\] loss .* tok/s ETA " tty_train.txt && ok || bad "no live step line on a TTY: $(tr '\r' '\n' <tty_train.txt | tail -3)"
+    json_lines p3/metrics.jsonl
+    grep -c '"loss"' p3/metrics.jsonl | grep -qx 4 && ok || bad "metrics.jsonl of the TTY run lacks its 4 step records"
+    script -qc "'$BIN' eval p3 --lengths 16,64" /dev/null >tty_eval.txt 2>&1
+    grep -q "$CR.\[Keval L=64: window [0-9]*/[0-9]* \[[#.]*\] .* tok/s ETA " tty_eval.txt && ok || bad "no live eval line on a TTY: $(tr '\r' '\n' <tty_eval.txt | head -3)"
+    script -qc "'$BIN' train tiny.json --out p4 --set train.steps=4 --quiet" /dev/null >tty_quiet.txt 2>&1
+    if grep -q "step [0-9]*/4" tty_quiet.txt; then bad "--quiet drew a live line on a TTY"; else ok; fi
+else
+    skip "live line on a TTY: script(1) not installed"
+fi
+
+finish cli_reliability

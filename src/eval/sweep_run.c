@@ -209,6 +209,8 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
         return ST_OK;
     }
     if ((rc = st_mkdirs(s->out, e))) { sweep_free(s); free(s); return rc; }
+    /* evaluation progress: the live line on a terminal (training has its own) */
+    if (!(opts && opts->quiet)) s->plan.opts.progress_every = 30.0;
 
     int first_rc = ST_OK, n_incomplete = 0;
     st_error first = {0};

@@ -39,12 +39,10 @@ int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e);
 /* ---- progress.c: terminal progress and metrics.jsonl ---- */
 typedef struct st_progress {
     FILE *metrics;          /* RUN_DIR/metrics.jsonl (append) */
-    int tty;                /* stderr is a terminal: one line rewritten with \r */
+    st_live live;           /* the terminal's live line (off when not a TTY or quiet) */
     int quiet;
-    int bar_shown;          /* a \r line is on screen */
     int64_t total_steps, first_step;
     double t_start;         /* st_time() at the start of this session */
-    double t_last_draw;
     double elapsed0;        /* training seconds of earlier sessions */
 } st_progress;
 
