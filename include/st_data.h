@@ -27,11 +27,11 @@ enum { ST_UNIT_WORD = 0, ST_UNIT_BYTE, ST_UNIT_TOKEN };
 
 typedef struct st_data_config {
     char source[16];        /* "synthetic" | "wikitext" | "text" */
-    char path[ST_PATH_BUF];        /* wikitext: directory; text: file; synthetic: unused */
+    char path[ST_PATH_MAX + 1];    /* wikitext: directory; text: file; synthetic: unused */
     char tokenizer[16];     /* "auto" (default: synthetic -> "synthetic", wikitext -> "word",
                                text -> "byte") | "word" | "byte" | "bpe" | "synthetic" */
     int bpe_vocab;          /* BPE: target vocabulary size incl. the 256 bytes (>= 257; 512) */
-    char cache_dir[ST_PATH_BUF];   /* token caches; "" -> "<data dir>/.stretch-cache" when writable,
+    char cache_dir[ST_PATH_MAX + 1]; /* token caches; "" -> "<data dir>/.stretch-cache" when writable,
                                else "$TMPDIR/stretch-cache" (/tmp when TMPDIR is unset) */
     float valid_frac;       /* text: fraction of bytes for valid (default 0.05) */
     float test_frac;        /* text: fraction for test (default 0.05) */

@@ -114,7 +114,7 @@ typedef struct st_eval_row {
 } st_eval_row;
 
 typedef struct st_eval_report {
-    char source[ST_PATH_BUF];          /* what the user named (run dir or checkpoint) */
+    char source[ST_PATH_MAX + 1];      /* what the user named (run dir or checkpoint) */
     char checkpoint[ST_PATH_BUF];      /* the checkpoint file evaluated */
     int64_t step;               /* its training step */
     st_run_config cfg;          /* the run's config */

@@ -73,7 +73,7 @@ typedef struct st_train_config {
     int nonfinite;          /* ST_NONFINITE_* */
     int64_t log_every;      /* steps between log lines / metrics records */
     double max_seconds;     /* stop with a checkpoint after this much wall time, 0 = off */
-    char init_from[ST_PATH_BUF];   /* safetensors to initialise from ("" = none) */
+    char init_from[ST_PATH_MAX + 1]; /* safetensors to initialise from ("" = none) */
 } st_train_config;
 
 typedef struct st_eval_config {
@@ -91,7 +91,7 @@ typedef struct st_run_config {
     st_data_config data;    /* data.path is absolute after loading */
     st_train_config train;
     st_eval_config eval;
-    char file[ST_PATH_BUF];        /* where the config came from (for messages) */
+    char file[ST_PATH_MAX + 1];    /* where the config came from (for messages) */
 } st_run_config;
 
 /* Every default (model/data defaults come from their modules). */

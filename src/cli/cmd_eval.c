@@ -46,7 +46,7 @@ static int parse_lengths(const char *s, st_eval_plan *p) {
  * file, the same name with its stem appended, in its run dir (parent of checkpoints/). */
 static void default_json_path(const char *src, int is_dir, const st_eval_report *rep, char *out, size_t n) {
     char dir[ST_PATH_BUF];
-    char stem[ST_PATH_BUF] = "";
+    char stem[ST_PATH_BUF + 1] = "";
     if (is_dir) {
         snprintf(dir, sizeof dir, "%s", src);
     } else {

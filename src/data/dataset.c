@@ -113,7 +113,7 @@ static int resolve_cache_dir(const st_data_config *c, const char *cfg_file, cons
         return ST_OK;
     }
     char cand[ST_PATH_BUF];
-    snprintf(cand, sizeof cand, "%s/.stretch-cache", data_dir);
+    snprintf(cand, sizeof cand, "%.*s/.stretch-cache", ST_PATH_MAX, data_dir);   /* data_dir <= ST_PATH_MAX */
     /* A data directory without any write bit (a shared, read-only copy) is left alone even
      * when the permission check would let us in (root): only use it when it is meant to
      * be written, or when its cache directory already exists. */

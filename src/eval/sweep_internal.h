@@ -11,7 +11,7 @@ typedef enum { PT_PENDING = 0, PT_DONE, PT_SKIPPED, PT_INCOMPLETE, PT_FAILED } s
 typedef struct sweep_point {
     char name[256];             /* run dir name, from the override values */
     char group[256];            /* the name without the train.seed part (seed means) */
-    char dir[ST_PATH_BUF];             /* OUT/name */
+    char dir[ST_PATH_MAX + 258];       /* OUT/name */
     char **sets;                /* "section.key=<json>" assignments, variant then grid */
     int n_sets;
     cJSON *overrides;           /* {"model.pos": "alibi", ...} in the same order */
@@ -25,9 +25,9 @@ typedef struct sweep_point {
 } sweep_point;
 
 typedef struct sweep {
-    char file[ST_PATH_BUF];            /* the sweep file, as given */
+    char file[ST_PATH_MAX + 1];        /* the sweep file, as given */
     char base_desc[ST_PATH_BUF + 16];       /* base path, or "<file>:base" for an inline config */
-    char out[ST_PATH_BUF];
+    char out[ST_PATH_MAX + 1];
     cJSON *root;
     st_eval_plan plan;          /* the "eval" section; -1 fields: each run's config */
     char plan_sig[512];         /* canonical text of the plan (marker comparison) */

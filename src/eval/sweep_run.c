@@ -32,7 +32,7 @@ static int same_config(const sweep_point *pt, char *diff, size_t n) {
     int same = -1;
     st_error le = {0};
     if (!saved || !mine) snprintf(diff, n, "out of memory");
-    else if (st_run_config_load(path, NULL, 0, saved, &le)) snprintf(diff, n, "%s", le.msg);
+    else if (st_run_config_load(path, NULL, 0, saved, &le)) snprintf(diff, n, "%.900s", le.msg);   /* a summary line */
     else {
         *mine = pt->cfg;
         if (mine->model.vocab_size == 0) mine->model.vocab_size = saved->model.vocab_size;

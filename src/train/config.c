@@ -411,7 +411,7 @@ int st_resolve_path(const char *in, char *out, size_t n) {
     } else {
         snprintf(tmp, sizeof tmp, "%s", in);
     }
-    char full[8192];
+    char full[ST_PATH_BUF + 4097];   /* cwd + "/" + the path */
     if (tmp[0] != '/') {
         char cwd[4096];
         if (!getcwd(cwd, sizeof cwd)) return ST_ERR_IO;
@@ -496,7 +496,7 @@ static int check_ranges(const st_run_config *c, const char *file, st_error *e) {
             for (int j = 0; j < cnt; j++) {
                 double v = (double)((const int64_t *)f)[j];
                 if (!in_range(k, v)) {
-                    char eloc[ST_PATH_BUF + 512];
+                    char eloc[ST_PATH_BUF + 512 + 16];
                     snprintf(eloc, sizeof eloc, "%s[%d]", loc, j);
                     return range_error(e, eloc, k, v);
                 }

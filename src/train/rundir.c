@@ -59,7 +59,7 @@ static int count_entries(const char *dir, char *first, size_t n) {
 }
 
 static int remove_run(const char *dir, st_error *e) {
-    char path[ST_PATH_BUF];
+    char path[ST_PATH_BUF + 256];   /* checkpoints/ + a directory entry name */
     for (int i = 0; run_files[i]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, run_files[i]);
         if (unlink(path) != 0 && errno != ENOENT)
@@ -132,7 +132,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* Delete step checkpoints beyond the newest `keep`. */
 static void prune(const char *dir, int keep) {
-    char cdir[ST_PATH_BUF], path[ST_PATH_BUF];
+    char cdir[ST_PATH_BUF], path[ST_PATH_BUF + 32];   /* + step_NNNNNNNN.ckpt */
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     DIR *d = opendir(cdir);
     if (!d) return;
@@ -175,7 +175,7 @@ int st_rundir_link_best(const char *dir, const char *step_path, st_error *e) {
 }
 
 void st_rundir_clean_temps(const char *dir) {
-    char cdir[ST_PATH_BUF], path[ST_PATH_BUF];
+    char cdir[ST_PATH_BUF], path[ST_PATH_BUF + 256];   /* + a directory entry name */
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     DIR *d = opendir(cdir);
     if (!d) return;
