@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,9 +32,17 @@ typedef enum st_status {
     ST_ERR_INTERRUPTED = 130 /* SIGINT/SIGTERM: state was saved, exit cleanly */
 } st_status;
 
+/* Paths. A path given by the user (CLI argument, config value, sweep "out") may be up to
+ * ST_PATH_MAX bytes; stretch appends at most ST_PATH_SUFFIX bytes to it (run name,
+ * checkpoints/step_NNNNNNNN.ckpt.tmp.PID.NONCE, ...), so every derived path fits in a
+ * ST_PATH_BUF buffer and is never cut. Longer input is refused by st_path_check. */
+#define ST_PATH_MAX 3072
+#define ST_PATH_SUFFIX 1024
+#define ST_PATH_BUF (ST_PATH_MAX + ST_PATH_SUFFIX + 1)
+
 typedef struct st_error {
     int code;          /* st_status; ST_OK when no error */
-    char msg[1024];    /* "file: key.path: what is wrong" */
+    char msg[ST_PATH_BUF + 1024]; /* "file: key.path: what is wrong" (room for a whole path) */
 } st_error;
 
 /* Record an error (printf-style) and return its code. Safe with e == NULL. */
@@ -85,6 +94,39 @@ double st_time(void);
 size_t st_peak_rss(void);
 /* Physical memory of the machine in bytes (0 if unknown). */
 size_t st_mem_total(void);
+
+/* ---- files (src/core/fileio.c) ---- */
+/* ST_OK, or ST_ERR_CONFIG naming `what` when path is empty or longer than ST_PATH_MAX. */
+int st_path_check(const char *path, const char *what, st_error *e);
+/* mkdir -p (ST_ERR_IO naming the component that failed). */
+int st_mkdirs(const char *path, st_error *e);
+/* The one atomic file writer: st_atomic_open creates PATH.tmp.PID.NONCE beside path and
+ * returns its FILE (NULL with e set); write to a->f (seeking is fine); st_atomic_commit
+ * flushes, fsyncs, closes, renames over path and fsyncs the directory; on any failure,
+ * or with st_atomic_abort, the temp file is removed and path is untouched. */
+typedef struct st_atomic_file { FILE *f; char *tmp, *path; } st_atomic_file;
+FILE *st_atomic_open(st_atomic_file *a, const char *path, st_error *e);
+int st_atomic_commit(st_atomic_file *a, st_error *e);
+void st_atomic_abort(st_atomic_file *a);
+/* Make path a hard link of `existing`, atomically replacing what path was (ST_ERR_IO if
+ * the file system cannot link). */
+int st_link_atomic(const char *existing, const char *path, st_error *e);
+/* Whole buffer -> path through st_atomic_open/commit. */
+int st_write_file_atomic(const char *path, const void *data, size_t n, st_error *e);
+
+/* ---- the live progress line (src/core/live.c) ----
+ * On a terminal (stderr a TTY) and not quiet: one line rewritten in place ("\r" + erase)
+ * at most 10 times a second (force: draw now). Off otherwise: show does nothing and
+ * returns 0, and the caller writes plain log lines instead. Clear it before printing
+ * anything else to stderr. */
+typedef struct st_live { int on, shown; double t_last; } st_live;
+void st_live_init(st_live *l, int quiet);
+int st_live_show(st_live *l, int force, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void st_live_clear(st_live *l);
+/* "1m23s", "41.2k", "[####......]" (buf of width + 1) for progress lines. */
+void st_fmt_duration(char *buf, size_t n, double seconds);
+void st_fmt_rate(char *buf, size_t n, double per_second);
+void st_fmt_bar(char *buf, size_t width, int64_t done, int64_t total);
 
 /* CRC32 (zlib) over a buffer, continuing from crc (start with 0). */
 uint32_t st_crc32(uint32_t crc, const void *buf, size_t n);

@@ -27,11 +27,11 @@ enum { ST_UNIT_WORD = 0, ST_UNIT_BYTE, ST_UNIT_TOKEN };
 
 typedef struct st_data_config {
     char source[16];        /* "synthetic" | "wikitext" | "text" */
-    char path[1024];        /* wikitext: directory; text: file; synthetic: unused */
+    char path[ST_PATH_MAX + 1];    /* wikitext: directory; text: file; synthetic: unused */
     char tokenizer[16];     /* "auto" (default: synthetic -> "synthetic", wikitext -> "word",
                                text -> "byte") | "word" | "byte" | "bpe" | "synthetic" */
     int bpe_vocab;          /* BPE: target vocabulary size incl. the 256 bytes (>= 257; 512) */
-    char cache_dir[1024];   /* token caches; "" -> "<data dir>/.stretch-cache" when writable,
+    char cache_dir[ST_PATH_MAX + 1]; /* token caches; "" -> "<data dir>/.stretch-cache" when writable,
                                else "$TMPDIR/stretch-cache" (/tmp when TMPDIR is unset) */
     float valid_frac;       /* text: fraction of bytes for valid (default 0.05) */
     float test_frac;        /* text: fraction for test (default 0.05) */
@@ -70,8 +70,8 @@ typedef struct st_dataset {
     double entropy_rate;    /* synthetic: true entropy rate in nats/token; else 0.
                                The ideal perplexity is exp(entropy_rate). */
     /* provenance, filled by st_dataset_load (for logs and `stretch data`) */
-    char cache_file[3][1024];/* each split's token cache ("" when not cached) */
-    char vocab_file[1024];  /* cached vocabulary / BPE merges ("" when none) */
+    char cache_file[3][ST_PATH_BUF];/* each split's token cache ("" when not cached) */
+    char vocab_file[ST_PATH_BUF];  /* cached vocabulary / BPE merges ("" when none) */
     int cache_hits;         /* splits read from cache (0..3) */
     double load_seconds;    /* wall time of st_dataset_load */
 } st_dataset;
@@ -123,7 +123,7 @@ int64_t st_tokenizer_decode(const st_tokenizer *t, const int32_t *ids, int64_t n
 typedef struct st_text_data {
     int32_t *tokens;
     int64_t n;
-    char path[1100];        /* the file read (for a directory, its split file) */
+    char path[ST_PATH_BUF];  /* the file read (for a directory, its split file) */
     int is_dir;             /* path named a directory */
     int64_t bytes;          /* file size */
     uint32_t crc32;         /* of the whole file (zlib polynomial) */

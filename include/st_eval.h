@@ -46,7 +46,8 @@ typedef struct st_eval_opts {
     size_t arena_limit;         /* activation memory cap, 0 -> 80% of physical memory */
     int reset_peak_rss;         /* reset the kernel's peak-RSS mark first (Linux
                                  * /proc/self/clear_refs), so peak_rss is this run's */
-    double progress_every;      /* seconds between progress log lines (0: none) */
+    double progress_every;      /* > 0: progress; on a terminal the live line (st_live),
+                                 * else a log line every progress_every seconds; 0: none */
     struct st_mm *mm;           /* matmul precision backend (st_matmul.h), not owned; NULL:
                                  * fp32. For bf16 the model's bf16 shadow must be enabled */
     struct st_dist *dist;       /* ranks sharing the windows (st_dist.h); NULL: one
@@ -120,13 +121,13 @@ void st_eval_plan_default(st_eval_plan *p);
 /* One evaluation length: its result, or why it could not be evaluated. */
 typedef struct st_eval_row {
     int status;                 /* ST_OK or the error code */
-    char error[1024];
+    char error[ST_PATH_BUF + 1024];
     st_eval_result r;
 } st_eval_row;
 
 typedef struct st_eval_report {
-    char source[1024];          /* what the user named (run dir or checkpoint) */
-    char checkpoint[1024];      /* the checkpoint file evaluated */
+    char source[ST_PATH_MAX + 1];      /* what the user named (run dir or checkpoint) */
+    char checkpoint[ST_PATH_BUF];      /* the checkpoint file evaluated */
     int64_t step;               /* its training step */
     st_run_config cfg;          /* the run's config */
     size_t n_params;

@@ -102,6 +102,10 @@ typedef struct st_model {
 } st_model;
 
 int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e);
+/* For inference (eval, generate, export): the parameter block holds the weights only,
+ * zeroed, to be loaded by the caller; no gradients or AdamW moments (a quarter of the
+ * memory of st_model_init). Forward passes must run without grad. */
+int st_model_init_weights(st_model *m, const st_model_config *cfg, st_error *e);
 void st_model_free(st_model *m);
 /* Floats in the parameter block a config implies (incl. alignment padding), without
  * allocating it: lets loaders check a file against a config before building the model.

@@ -154,15 +154,18 @@ typedef struct st_param_info {
     int64_t shape[4];
     size_t offset;          /* element offset into the blocks */
     size_t numel;
-    int decay;              /* 1: weight decay applies (matrices); 0: biases, norms, ... */
+    int decay;              /* weight decay outside the train.optimizer.no_decay groups
+                               (st_param_decays: for biases, norms, embeddings the option decides) */
     int is_embedding;       /* embeddings (decay exclusion can target them) */
     int init;               /* ST_INIT_* */
     float init_value;       /* std for NORMAL, value for CONST */
 } st_param_info;
 
 typedef struct st_params {
-    float *data, *grad, *m, *v;   /* four blocks of n floats, same layout */
+    float *data, *grad, *m, *v;   /* four blocks of n floats, same layout; grad, m and v are
+                                     NULL when weights_only (inference: eval, generate, export) */
     uint16_t *bf16;               /* NULL, or n bf16 values: data rounded (precision bf16) */
+    int weights_only;             /* set before finalize: allocate data only */
     size_t n;
     st_param_info *info;
     st_tensor *tensors;           /* tensors[i] views data/grad of info[i] */
@@ -174,7 +177,9 @@ void st_params_init(st_params *p);
 /* Declare a parameter (before finalize). Returns its index. */
 int st_params_add(st_params *p, const char *name, int ndim, const int64_t *shape,
                   int decay, int init, float init_value);
-/* Allocate the blocks and point the tensors into them. m/v are allocated too (zeroed). */
+/* Allocate the blocks and point the tensors into them (all zeroed): data, grad, m, v, or
+ * data alone when weights_only (then the tensors have no grad and no requires_grad). A
+ * further per-parameter block (a bf16 shadow, ...) belongs here too, with its owner flag. */
 int st_params_finalize(st_params *p, st_error *e);
 /* Initialise values by each param's rule, drawing from rng in declaration order. */
 void st_params_init_values(st_params *p, st_rng *rng);

@@ -74,7 +74,7 @@ typedef struct st_train_config {
     int nonfinite;          /* ST_NONFINITE_* */
     int64_t log_every;      /* steps between log lines / metrics records */
     double max_seconds;     /* stop with a checkpoint after this much wall time, 0 = off */
-    char init_from[1024];   /* safetensors to initialise from ("" = none) */
+    char init_from[ST_PATH_MAX + 1]; /* safetensors to initialise from ("" = none) */
 } st_train_config;
 
 typedef struct st_eval_config {
@@ -92,7 +92,7 @@ typedef struct st_run_config {
     st_data_config data;    /* data.path is absolute after loading */
     st_train_config train;
     st_eval_config eval;
-    char file[1024];        /* where the config came from (for messages) */
+    char file[ST_PATH_MAX + 1];    /* where the config came from (for messages) */
 } st_run_config;
 
 /* Every default (model/data defaults come from their modules). */
@@ -134,9 +134,11 @@ int st_resolve_path(const char *in, char *out, size_t n);
 double st_lr_at(const st_train_config *t, int64_t step);
 
 /* --------------------------------------------------------- optimizer ---- */
-/* Does weight decay apply to this parameter? info->decay, minus the no_decay groups:
- * bias = 1-d "*.bias", norm = "ln*.weight" (last name component starts with "ln"),
- * embedding = is_embedding or a name starting with "tok_emb" / "pos_emb". */
+/* Does weight decay apply to this parameter? For the members of the no_decay groups,
+ * exactly when their group is not in the mask (the option decides, whatever info->decay
+ * says): bias = 1-d "*.bias", norm = "ln*.weight" (last name component starts with
+ * "ln"), embedding = is_embedding or a name starting with "tok_emb" / "pos_emb". For
+ * every other parameter, info->decay. */
 int st_param_decays(const st_param_info *info, int no_decay_mask);
 
 /* Work items: the flat block cut into pieces of at most ST_OPTIM_CHUNK floats, each in
@@ -203,7 +205,8 @@ int st_checkpoint_load(const char *path, st_run_config *cfg, st_params *p, int w
 /* path_or_run_dir: a .ckpt file, or a run dir (its checkpoints/latest). Writes the file. */
 int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e);
 /* Build the model from a checkpoint's config and load its parameters (for eval, export,
- * generate). cfg (optional) receives the run config. Free with st_model_free. */
+ * generate): the weights only (st_model_init_weights), no gradients or AdamW moments.
+ * cfg (optional) receives the run config. Free with st_model_free. */
 int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_config *cfg,
                              st_error *e);
 

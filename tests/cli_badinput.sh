@@ -17,7 +17,8 @@
 #              directory and a FIFO for eval, export and generate; broken checkpoints and a
 #              bad `latest` pointer for resume; resume with a changed model or data section
 #   safetensors (train.init_from) truncated, header length out of range, broken JSON,
-#              wrong dtype/shape/offsets, duplicate or unknown tensors, another model
+#              wrong dtype/shape/offsets, duplicate or unknown tensors, overlapping
+#              tensors or bytes that belong to no tensor, another model
 #   vocabulary tokenizer.json of another run (generate, export), a corpus changed after
 #              training (eval), a prompt outside the vocabulary, --tokens beyond int64
 #   outputs    an occupied run dir, a dir of other files, a regular file as --out, an
@@ -57,6 +58,12 @@ run() {
     case "$ERR" in
         *"AddressSanitizer"*|*"LeakSanitizer"*|*"runtime error:"*|*"Assertion"*) bad "$* -> sanitizer/assert report: $ERR" ;;
     esac
+}
+
+# expect_msg_has SUBSTRING...: the last command's message names all of them
+expect_msg_has() {
+    local w
+    for w in "$@"; do case "$ERR" in *"$w"*) ok ;; *) bad "message lacks '$w': $ERR" ;; esac; done
 }
 
 # expect CODE 'SUBSTRING' ['SUBSTRING2'] -- CMD...: one bad input
@@ -139,7 +146,7 @@ cfg_case '{"model": {"d_model": 16, "d_model": 32}}' 'model.d_model: duplicate k
 # zero, negative, huge sizes; divisibility
 cfg_case '{"model": {"d_model": 0}}'               'model.d_model: must be in [1, 65536], got 0'
 cfg_case '{"model": {"d_model": -16}}'             'model.d_model: must be in [1, 65536], got -16'
-cfg_case '{"model": {"d_model": 1e20}}'            'model.d_model: must be in [1, 65536], got 1e+20'
+cfg_case '{"model": {"d_model": 1e20}}'            'model.d_model: must be in [1, 65536], got 1e20'
 cfg_case '{"model": {"n_layers": 0}}'              'model.n_layers: must be in'
 cfg_case '{"model": {"n_heads": 0}}'               'model.n_heads: must be in [1, 256], got 0'
 cfg_case '{"model": {"vocab_size": 1}}'            'model.vocab_size'
@@ -149,7 +156,7 @@ cfg_case '{"model": {"d_model": 18, "n_heads": 4}}' 'model.n_heads: must divide 
 cfg_case '{"model": {"dropout_attn": 1}}'          'model.dropout_attn'
 cfg_case '{"train": {"batch_size": -1}}'           'train.batch_size: must be in [1,'
 cfg_case '{"train": {"seq_len": 0}}'               'train.seq_len: must be in [1,'
-cfg_case '{"train": {"steps": 0}}'                 'train.steps: must be >= 1, got 0'
+cfg_case '{"train": {"steps": -1}}'                'train.steps: must be in [0, 1e12], got -1'
 cfg_case '{"train": {"grad_accum": 0}}'            'train.grad_accum'
 cfg_case '{"train": {"optimizer": {"lr": -1}}}'    'train.optimizer.lr: must be in (0,'
 cfg_case '{"train": {"seed": -1}}'                 'train.seed: must be in [0,'
@@ -333,6 +340,12 @@ PY
     st_edit 'h["pos_emb.weight"] = h["ln_f.bias"]';                st_case 5 "tensor 'pos_emb.weight' is not a parameter"
     st_edit 'h = [h]';                                             st_case 5 "header is not a JSON object"
     st_edit 'extra = ", \"ln_f.bias\": " + json.dumps(h["ln_f.bias"])'; st_case 5 "tensor 'ln_f.bias' appears twice"
+    # the tensors must tile the data buffer (issue 14 item 3): no shared bytes, no holes
+    st_edit 'h["ln_f.bias"]["data_offsets"] = h["ln_f.weight"]["data_offsets"]'; st_case 5 "overlap"
+    expect_msg_has "ln_f.weight" "ln_f.bias"
+    st_edit 'k = max((t for t in h if t != "__metadata__"), key=lambda t: h[t]["data_offsets"][0]); a, b = h[k]["data_offsets"]; body = body[:a] + bytes(64) + body[a:]; h[k]["data_offsets"] = [a + 64, b + 64]'
+    st_case 5 "belong to no tensor"
+    st_edit 'body += bytes(8)';                                    st_case 5 "after the last tensor"
 fi
 run "$BIN" train "$CFG" --out other --quiet --set model.d_model=32 --set model.n_heads=4
 run "$BIN" export other --out other_export

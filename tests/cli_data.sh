@@ -45,7 +45,7 @@ if [ -f "$W/train.txt" ]; then
     expect_out "valid *217,646"
     expect_out "test *245,569"
 else
-    echo "SKIP wikitext-2: $W/train.txt not found"
+    skip "wikitext-2: $W/train.txt not found"
 fi
 
 # errors and exit codes
@@ -68,5 +68,4 @@ expect_err "blob.bin.*NUL byte"
 expect_rc 0 "help" "$BIN" data --help
 expect_out "usage: stretch data"
 
-echo "cli_data: $passes passed, $fails failed"
-[ "$fails" = 0 ]
+finish cli_data

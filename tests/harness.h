@@ -20,7 +20,9 @@ int th_near(double a, double b, double tol, const char *file, int line, const ch
 /* Max |a-b| over n floats; prints the first mismatch beyond tol. Returns 1 if all within. */
 int th_close(const char *what, const float *a, const float *b, int64_t n, double atol, double rtol);
 int test_finish(const char *suite);
-/* Skip line for tests that need ../shared/data and cannot find it. */
+/* Skip line for a part whose inputs (../shared/data, PyTorch, ...) are missing; the test
+ * then ends with TEST_SKIPPED, which ctest reports as skipped. */
+#define TEST_SKIPPED 77
 void test_skip(const char *what, const char *why);
 /* Path of a shared data file ("wikitext-2/train.txt"), or NULL with a skip line. */
 const char *test_data_path(const char *rel, char *buf, size_t n);

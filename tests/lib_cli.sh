@@ -5,7 +5,10 @@
 #   ok / bad MSG                 count a pass / a failure (printed)
 #   expect_rc CODE WHAT CMD...   run CMD (stdout -> out.txt, stderr -> err.txt), check exit
 #   expect_out TEXT / expect_err TEXT (alias expect_msg)   grep out.txt / err.txt
-# Each test ends with: echo "NAME: $passes passed, $fails failed"; [ "$fails" -eq 0 ]
+#   skip MSG                     a part skipped for missing inputs (printed, counted)
+#   finish NAME                  the closing line; exit 1 on failures, else 77 (ctest's
+#                                SKIP_RETURN_CODE: reported skipped) when a part was skipped
+# Each test ends with: finish NAME (or echo "NAME: ..."; [ "$fails" -eq 0 ])
 set -u
 BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
@@ -13,9 +16,16 @@ SRC=${STRETCH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/${1:-cli}.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-fails=0; passes=0
+fails=0; passes=0; skips=0
 ok() { passes=$((passes + 1)); }
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+skip() { echo "SKIP $*"; skips=$((skips + 1)); }
+finish() {
+    echo "$1: $passes passed, $fails failed, $skips skipped"
+    [ "$fails" -eq 0 ] || exit 1
+    [ "$skips" -eq 0 ] || exit 77
+    exit 0
+}
 expect_rc() { # expected-code description command...
     local want=$1 what=$2; shift 2
     "$@" >out.txt 2>err.txt; local rc=$?

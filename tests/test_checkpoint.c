@@ -268,6 +268,26 @@ static void test_config_size_mismatch(const char *dir) {
     /* the honest checkpoint of the same model loads */
     CHECK(st_checkpoint_save(path, &c, &m.params, &s, &e) == ST_OK);
     CHECK_MSG(st_checkpoint_load_model(path, &out, NULL, &e2) == ST_OK, "%s", e2.msg);
+    /* issue 14 item 12: a loaded model (eval, generate, export) holds the weights only,
+     * and its no-grad forward equals the training model's */
+    CHECK(out.params.data && !out.params.grad && !out.params.m && !out.params.v && out.params.weights_only);
+    CHECK(memcmp(out.params.data, m.params.data, m.params.n * sizeof(float)) == 0);
+    st_arena ar;
+    st_ctx ctx;
+    CHECK(st_arena_init(&ar, (size_t)8 << 20, (size_t)-1, &e) == ST_OK && st_ctx_init(&ctx, &ar, 4096, &e) == ST_OK);
+    int32_t ids[2 * 16];
+    for (int i = 0; i < 32; i++) ids[i] = (i * 7) % c.model.vocab_size;
+    float loss[2];
+    st_model *models[2] = {&m, &out};
+    for (int k = 0; k < 2; k++) {
+        st_ctx_begin(&ctx, 0, 0);
+        st_tensor *l = st_model_loss(models[k], &ctx, ids, ids + 1, 2, 15, 0, NULL, &e);
+        CHECK(l != NULL);
+        loss[k] = l ? l->data[0] : NAN;
+    }
+    CHECK(loss[0] == loss[1] && isfinite(loss[0]));
+    st_ctx_free(&ctx);
+    st_arena_free(&ar);
     st_model_free(&out);
     st_model_free(&m);
 }

@@ -55,9 +55,16 @@ static const bad_case bad_cases[] = {
     /* out of range: negative / zero sizes */
     {"{\"train\": {\"batch_size\": -4}}", "cfg/x.json: train.batch_size: must be in [1, 1048576], got -4"},
     {"{\"train\": {\"seq_len\": 0}}", "cfg/x.json: train.seq_len: must be in [1,"},
-    {"{\"train\": {\"steps\": 0}}", "cfg/x.json: train.steps: must be >= 1, got 0"},
+    /* issue 14 item 7: the schema's range is the one enforced (the model validator said 256,
+     * the schema 1024; the data validator 20, the schema 64) */
+    {"{\"model\": {\"n_layers\": 300}}", "cfg/x.json: model.n_layers: must be in [1, 256], got 300"},
+    {"{\"data\": {\"synthetic\": {\"order\": 30}}}", "cfg/x.json: data.synthetic.order: must be in [1, 20], got 30"},
+    {"{\"train\": {\"steps\": -1}}", "cfg/x.json: train.steps: must be in [0, 1e12], got -1"},
+    /* issue 14 item 9: the upper bound stays in the message, in a readable form */
+    {"{\"train\": {\"steps\": 1.23e29}}", "cfg/x.json: train.steps: must be in [0, 1e12], got 1.23e29"},
+    {"{\"eval\": {\"max_tokens\": 2e13}}", "cfg/x.json: eval.max_tokens: must be in [0, 1e13], got 2e13"},
     {"{\"train\": {\"grad_accum\": 0}}", "cfg/x.json: train.grad_accum"},
-    {"{\"model\": {\"n_layers\": 0}}", "cfg/x.json: model.n_layers: must be in [1, 1024], got 0"},
+    {"{\"model\": {\"n_layers\": 0}}", "cfg/x.json: model.n_layers: must be in [1, 256], got 0"},
     {"{\"model\": {\"d_model\": -8}}", "cfg/x.json: model.d_model"},
     {"{\"model\": {\"dropout_attn\": 1.5}}", "cfg/x.json: model.dropout_attn: must be in [0, 0.99], got 1.5"},
     {"{\"model\": {\"ln_eps\": 0}}", "cfg/x.json: model.ln_eps: must be in (0, 1], got 0"},
@@ -68,7 +75,9 @@ static const bad_case bad_cases[] = {
     {"{\"train\": {\"keep_last\": 0}}", "cfg/x.json: train.keep_last"},
     {"{\"train\": {\"max_seconds\": -1}}", "cfg/x.json: train.max_seconds: must be in [0, 1000000000], got -1"},
     {"{\"eval\": {\"lengths\": [64, 0]}}", "cfg/x.json: eval.lengths[1]: must be in [1,"},
-    {"{\"train\": {\"seed\": 1e300}}", "cfg/x.json: train.seed: must be in [0, 9007199254740992], got 1e+300"},
+    {"{\"train\": {\"seed\": 1e300}}", "cfg/x.json: train.seed: must be in [0, 2^53], got 1e300"},
+    /* issue 14 item 9: [] is not "the defaults" */
+    {"{\"eval\": {\"lengths\": []}}", "cfg/x.json: eval.lengths: expected at least one entry, got []"},
     /* bad names */
     {"{\"model\": {\"pos\": \"alibii\"}}", "cfg/x.json: model.pos: unknown value \"alibii\" (expected \"none\", \"alibi\""},
     {"{\"model\": {\"gelu\": \"exact\"}}", "cfg/x.json: model.gelu: unknown value \"exact\""},
@@ -89,6 +98,7 @@ static const bad_case bad_cases[] = {
     {"{\"train\": {\"schedule\": {\"kind\": \"inv_sqrt\", \"warmup\": 0}}}", "cfg/x.json: train.schedule.warmup: must be >= 1"},
     {"{\"train\": {\"steps\": 10, \"schedule\": {\"warmup\": 20}}}", "cfg/x.json: train.schedule.warmup: 20 exceeds train.steps"},
     {"{\"eval\": {\"mode\": \"sliding\", \"stride\": 100, \"lengths\": [64]}}", "cfg/x.json: eval.stride: 100 exceeds eval.lengths[0]"},
+    {"{\"eval\": {\"mode\": \"nonoverlapping\", \"stride\": 100, \"lengths\": [256, 64]}}", "cfg/x.json: eval.stride: 100 exceeds eval.lengths[1] = 64"},
     {"{\"data\": {\"source\": \"wikitext\"}}", "cfg/x.json: data.path"},
     {"{\"data\": {\"synthetic\": {\"vocab\": 8, \"branch\": 9}}}", "cfg/x.json: data.synthetic.branch: must be in [1, syn"},
 };
@@ -112,6 +122,11 @@ static const bad_set bad_sets[] = {
     {"train.steps=abc", "--set train.steps: expected an integer, got \"abc\""},
     {"train.steps=1.5", "--set train.steps: expected an integer, got 1.5"},
     {"train.batch_size=-1", "--set train.batch_size: must be in [1, 1048576], got -1"},
+    /* issue 14 item 7: a value the module validator used to refuse as the config file's
+     * error ("cfg/x.json: model.n_layers") is the --set's */
+    {"model.n_layers=300", "--set model.n_layers: must be in [1, 256], got 300"},
+    {"data.synthetic.order=30", "--set data.synthetic.order: must be in [1, 20], got 30"},
+    {"data.synthetic.vocab=100000", "--set data.synthetic.vocab: must be in [2, 65536], got 100000"},
     {"model.pos=bogus", "--set model.pos: unknown value \"bogus\""},
     {"model.tie_embeddings=yes", "--set model.tie_embeddings: expected true or false, got \"yes\""},
     {"model=3", "--set model: is an object"},

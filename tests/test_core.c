@@ -1,5 +1,10 @@
 /* test_core.c - arena (alignment, reset, overflow report, consolidation), tensors and
- * views, the parameter block, the tape's reverse walk, RNG determinism. */
+ * views, the parameter block, the tape's reverse walk, RNG determinism, the atomic file
+ * writer and the path-length rule. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include "harness.h"
 
 #include <string.h>
@@ -126,7 +131,83 @@ static void test_rng(void) {
     CHECK_NEAR(v, 1.0, 0.02);
 }
 
+static char *slurp(const char *path) {
+    static char buf[64];
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* Count directory entries whose name starts with prefix (temp files left behind). */
+static int count_prefixed(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    if (d) closedir(d);
+    return n;
+}
+
+/* The one atomic writer (issue 14 item 5): commit replaces the file and leaves no temp
+ * file; abort, or a commit into a directory that vanished, leaves the old content. */
+static void test_atomic_write(void) {
+    char dir[512], path[700], sub[700];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/f.txt", dir);
+    st_error e = {0};
+    CHECK(st_write_file_atomic(path, "old\n", 4, &e) == ST_OK);
+    st_atomic_file a;
+    CHECK(st_atomic_open(&a, path, &e) != NULL);
+    fputs("half-written", a.f);
+    CHECK(count_prefixed(dir, "f.txt.tmp.") == 1);
+    st_atomic_abort(&a);
+    const char *txt = slurp(path);
+    CHECK(txt && strcmp(txt, "old\n") == 0);
+    CHECK(count_prefixed(dir, "f.txt.tmp.") == 0);
+    /* two writers of one path at once get distinct temp files */
+    st_atomic_file b;
+    CHECK(st_atomic_open(&a, path, &e) && st_atomic_open(&b, path, &e));
+    CHECK(strcmp(a.tmp, b.tmp) != 0);
+    fputs("A", a.f);
+    fputs("B", b.f);
+    CHECK(st_atomic_commit(&a, &e) == ST_OK && st_atomic_commit(&b, &e) == ST_OK);
+    txt = slurp(path);
+    CHECK(txt && strcmp(txt, "B") == 0);
+    CHECK(count_prefixed(dir, "f.txt.tmp.") == 0);
+    /* failure: the target directory is removed before the commit */
+    snprintf(sub, sizeof sub, "%s/sub/deeper", dir);
+    CHECK(st_mkdirs(sub, &e) == ST_OK);
+    snprintf(path, sizeof path, "%s/sub/deeper/g", dir);
+    CHECK(st_atomic_open(&a, path, &e) != NULL);
+    char blocker[760];   /* path becomes a non-empty directory, so the rename must fail */
+    snprintf(blocker, sizeof blocker, "%s/x", path);
+    CHECK(mkdir(path, 0755) == 0 && st_write_file_atomic(blocker, "x", 1, &e) == ST_OK);
+    st_error_clear(&e);
+    CHECK(st_atomic_commit(&a, &e) == ST_ERR_IO && strstr(e.msg, path) != NULL);
+    CHECK(count_prefixed(sub, "g.tmp.") == 0);
+}
+
+/* Paths (item 6): the empty path and one longer than ST_PATH_MAX are refused by name, the
+ * longest accepted one still fits every derived path. */
+static void test_path_rule(void) {
+    st_error e = {0};
+    CHECK(st_path_check("", "--out", &e) == ST_ERR_CONFIG && strstr(e.msg, "--out") && strstr(e.msg, "empty"));
+    char *p = malloc(ST_PATH_MAX + 2);
+    memset(p, 'a', ST_PATH_MAX + 1);
+    p[ST_PATH_MAX + 1] = 0;
+    st_error_clear(&e);
+    CHECK(st_path_check(p, "data.path", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.path"));
+    p[ST_PATH_MAX] = 0;
+    CHECK(st_path_check(p, "data.path", &e) == ST_OK);
+    free(p);
+}
+
 int main(void) {
+    test_atomic_write();
+    test_path_rule();
     test_arena();
     test_ctx_overflow_propagates();
     test_views();

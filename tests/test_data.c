@@ -37,9 +37,9 @@ static void test_config(void) {
     st_data_config_default(&c); strcpy(c.source, "text"); strcpy(c.path, "/x");
     CHECK(!strcmp(st_data_tokenizer_name(&c), "byte"));
     c.valid_frac = 0.0f; expect_config_error(&c, "data.valid_frac");
-    c.valid_frac = 0.05f; c.test_frac = 0.0f / 0.0f; expect_config_error(&c, "data.test_frac");
+    c.valid_frac = 0.05f; c.test_frac = 0.0f / 0.0f; expect_config_error(&c, "data.valid_frac / data.test_frac");
     c.test_frac = 0.3f; c.valid_frac = 0.3f; expect_config_error(&c, "data.test_frac");
-    st_data_config_default(&c); c.syn_vocab = 1; expect_config_error(&c, "data.synthetic.vocab");
+    st_data_config_default(&c); c.syn_vocab = 1; expect_config_error(&c, "data.synthetic: vocab");
     st_data_config_default(&c); c.syn_vocab = 1024; c.syn_order = 3; expect_config_error(&c, "data.synthetic.order");
     st_data_config_default(&c); c.syn_branch = 65; expect_config_error(&c, "data.synthetic.branch");
     st_data_config_default(&c); c.syn_tokens[1] = 3; expect_config_error(&c, "data.synthetic.tokens[1]");

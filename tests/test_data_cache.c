@@ -118,7 +118,7 @@ static void test_invalidation(const char *tmp) {
     CHECK(strncmp(ds.cache_file[0], cdir, strlen(cdir)) == 0 && access(ds.cache_file[0], F_OK) == 0 &&
           access(ds.vocab_file, F_OK) == 0);
     take(&ref, &ds);
-    char train_cache[1100], vocab_cache[1100];
+    char train_cache[ST_PATH_BUF], vocab_cache[ST_PATH_BUF];
     snprintf(train_cache, sizeof train_cache, "%s", ds.cache_file[0]);
     snprintf(vocab_cache, sizeof vocab_cache, "%s", ds.vocab_file);
     st_dataset_free(&ds);

@@ -4,6 +4,7 @@
  * thread-count independence of the norm, and learning rates at key steps. */
 #include "harness.h"
 #include "st_train.h"
+#include "st_model.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -65,8 +66,56 @@ static void test_decay_groups(void) {
     in.is_embedding = 1;
     CHECK(st_param_decays(&in, ST_NODECAY_EMBEDDING) == 0);
     in.is_embedding = 0;
-    in.decay = 0;   /* the model's flag wins */
+    in.decay = 0;   /* outside the groups the model's flag decides */
     CHECK(st_param_decays(&in, 0) == 0);
+    snprintf(in.name, sizeof in.name, "blocks.0.attn.rf_theta");
+    in.ndim = 1;
+    CHECK(st_param_decays(&in, 0) == 0);
+    /* inside a group the option decides, even against the model's flag (issue 14 item 8) */
+    snprintf(in.name, sizeof in.name, "blocks.0.attn.qkv.bias");
+    CHECK(st_param_decays(&in, ST_NODECAY_NORM) == 1);
+    in.decay = 1;
+    CHECK(st_param_decays(&in, ST_NODECAY_BIAS) == 0);
+}
+
+/* train.optimizer.no_decay on the real model: with zero gradients an AdamW step only
+ * applies the decay w *= 1 - lr*wd, so a parameter changes exactly when it decays.
+ * Both directions: dropping "bias"/"norm" from the list makes them decay, adding
+ * "embedding" stops the token embedding from decaying. */
+static void test_model_no_decay(void) {
+    st_model_config mc;
+    st_model_config_default(&mc);
+    mc.vocab_size = 16; mc.n_layers = 1; mc.d_model = 8; mc.n_heads = 2; mc.d_ff = 16;
+    static const struct { int mask; int bias, norm, emb; } cases[] = {
+        {ST_NODECAY_BIAS | ST_NODECAY_NORM, 0, 0, 1},    /* the default */
+        {ST_NODECAY_NORM, 1, 0, 1},                      /* "bias" removed: biases decay */
+        {ST_NODECAY_BIAS, 0, 1, 1},                      /* "norm" removed: norms decay */
+        {0, 1, 1, 1},
+        {ST_NODECAY_BIAS | ST_NODECAY_NORM | ST_NODECAY_EMBEDDING, 0, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        st_model m;
+        st_error e = {0};
+        CHECK(st_model_init(&m, &mc, 1, &e) == ST_OK);
+        for (size_t j = 0; j < m.params.n; j++) { m.params.data[j] = 1.0f; m.params.grad[j] = 0.0f; }
+        st_optim_config oc = optim_cfg(ST_OPT_ADAMW, 0.1f);
+        oc.weight_decay = 0.5f;
+        oc.no_decay = cases[k].mask;
+        st_optim o;
+        CHECK(st_optim_init(&o, &oc, &m.params, &e) == ST_OK);
+        st_optim_step(&o, &m.params, oc.lr, 1);
+        const char *names[3] = {"blocks.0.attn.qkv.bias", "blocks.0.ln1.weight", "tok_emb.weight"};
+        const int want[3] = {cases[k].bias, cases[k].norm, cases[k].emb};
+        for (int i = 0; i < 3; i++) {
+            float w = st_param(&m.params, st_params_find(&m.params, names[i]))->data[0];
+            CHECK_MSG((w != 1.0f) == want[i], "no_decay mask %d: %s is %g (expected %s)", cases[k].mask, names[i],
+                      w, want[i] ? "decayed" : "unchanged");
+        }
+        float qw = st_param(&m.params, st_params_find(&m.params, "blocks.0.attn.qkv.weight"))->data[0];
+        CHECK_NEAR(qw, 1.0f - 0.1f * 0.5f, 1e-6);   /* matrices always decay */
+        st_optim_free(&o);
+        st_model_free(&m);
+    }
 }
 
 static void test_sgd(void) {
@@ -249,6 +298,7 @@ static void test_schedule(void) {
 
 int main(void) {
     test_decay_groups();
+    test_model_no_decay();
     test_sgd();
     test_adamw();
     test_norm_clip();

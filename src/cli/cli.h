@@ -25,6 +25,15 @@ int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_
 void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n);
 /* Print "stretch: error: <msg>" to stderr and return the code. */
 int cli_report(const st_error *e);
+/* ---- flag values (args.c): 1 when s is entirely a value in [lo, hi], else 0 ---- */
+int cli_int_arg(const char *s, int64_t lo, int64_t hi, int64_t *out);
+int cli_u64_arg(const char *s, uint64_t *out);                 /* digits only */
+int cli_num_arg(const char *s, double lo, double hi, double *out);   /* finite */
+/* "A,B,C" into out[0..cap): the count, or 0 when an item is empty, bad or out of range. */
+int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
+/* A path flag or argument: ST_OK, or the usage error (exit 2) when it is empty or too
+ * long (st_path_check). */
+int cli_path_arg(const char *cmd, const char *flag, const char *v);
 /* Usage error (exit 2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -22,27 +22,15 @@
 #include <strings.h>
 #include <unistd.h>
 
-static int parse_int(const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
-
 /* "1024,4096,16384" or "none" */
 static int parse_lengths(const char *s, st_bench_config *c) {
     c->n_eval = 0;
     if (strcmp(s, "none") == 0) return 1;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        long long v;
-        if (c->n_eval >= ST_BENCH_MAX_EVAL || !parse_int(tok, 1, 1 << 24, &v)) return 0;
-        c->eval_lengths[c->n_eval++] = v;
-    }
-    return c->n_eval > 0;
+    int64_t v[ST_BENCH_MAX_EVAL];
+    int n = cli_list_arg(s, 1, 1 << 24, v, ST_BENCH_MAX_EVAL);
+    for (int i = 0; i < n; i++) c->eval_lengths[i] = v[i];
+    c->n_eval = n;
+    return n > 0;
 }
 
 /* Re-exec with env var `name` = value when it differs; returns only when no re-exec is
@@ -76,9 +64,9 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "--no-eval")) { c.n_eval = 0; continue; }
         if (i + 1 >= argc) return cli_usage("bench", "%s needs a value", a);
         const char *v = argv[++i];
-        long long x = 0;
+        int64_t x = 0;
 #define INTARG(flag, lo, hi, dst) \
-        if (!strcmp(a, flag)) { if (!parse_int(v, lo, hi, &x)) return cli_usage("bench", "%s: bad value '%s'", flag, v); \
+        if (!strcmp(a, flag)) { if (!cli_int_arg(v, lo, hi, &x)) return cli_usage("bench", "%s: bad value '%s'", flag, v); \
                                 dst = x; continue; }
         if (!strcmp(a, "--preset")) continue;
         INTARG("--vocab", 2, 1 << 24, c.model.vocab_size)
@@ -96,8 +84,7 @@ int cmd_bench(int argc, char **argv) {
         INTARG("--threads", 0, 4096, c.threads)
 #undef INTARG
         if (!strcmp(a, "--seed")) {
-            if (!parse_int(v, 0, (long long)1 << 62, &x)) return cli_usage("bench", "--seed: bad value '%s'", v);
-            c.seed = (uint64_t)x;
+            if (!cli_u64_arg(v, &c.seed)) return cli_usage("bench", "--seed: bad value '%s'", v);
         } else if (!strcmp(a, "--pos")) {
             int p = st_pos_from_name(v);
             if (p < 0) return cli_usage("bench", "--pos: unknown position method '%s'", v);
@@ -109,6 +96,7 @@ int cmd_bench(int argc, char **argv) {
                 return cli_usage("bench", "--precision: fp32 or bf16, not '%s'", v);
         } else if (!strcmp(a, "--json")) {
             json = v;
+            if (cli_path_arg("bench", a, json)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--coretype")) {
             coretype = v;
         } else if (!strcmp(a, "--omp-wait")) {

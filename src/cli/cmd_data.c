@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,27 +24,16 @@ static int bad(const char *flag, const char *val, const char *want) {
     return cli_report(&e);
 }
 
-static int parse_i64(const char *s, int64_t *v) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (!*s || *end || errno) return -1;
-    *v = x;
-    return 0;
-}
-
 static int parse_int(const char *s, int *v) {
     int64_t x;
-    if (parse_i64(s, &x) || x < INT32_MIN || x > INT32_MAX) return -1;
+    if (!cli_int_arg(s, INT32_MIN, INT32_MAX, &x)) return -1;
     *v = (int)x;
     return 0;
 }
 
 static int parse_float(const char *s, float *v) {
-    char *end;
-    errno = 0;
-    double x = strtod(s, &end);
-    if (!*s || *end || errno) return -1;
+    double x;
+    if (!cli_num_arg(s, -FLT_MAX, FLT_MAX, &x)) return -1;
     *v = (float)x;
     return 0;
 }
@@ -85,11 +75,11 @@ int cmd_data(int argc, char **argv) {
             if (copy_str(c.source, sizeof c.source, v)) return bad(a, v, "synthetic, wikitext or text");
             have_source = 1;
         } else if (!strcmp(a, "--path")) {
-            if (copy_str(c.path, sizeof c.path, v)) return bad(a, v, "a path shorter than 1024 bytes");
+            if (cli_path_arg("data", a, v) || copy_str(c.path, sizeof c.path, v)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--tokenizer")) {
             if (copy_str(c.tokenizer, sizeof c.tokenizer, v)) return bad(a, v, "auto, word, byte or bpe");
         } else if (!strcmp(a, "--cache-dir")) {
-            if (copy_str(c.cache_dir, sizeof c.cache_dir, v)) return bad(a, v, "a path shorter than 1024 bytes");
+            if (cli_path_arg("data", a, v) || copy_str(c.cache_dir, sizeof c.cache_dir, v)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--bpe-vocab")) {
             if (parse_int(v, &c.bpe_vocab)) return bad(a, v, "an integer");
         } else if (!strcmp(a, "--valid-frac")) {
@@ -97,9 +87,7 @@ int cmd_data(int argc, char **argv) {
         } else if (!strcmp(a, "--test-frac")) {
             if (parse_float(v, &c.test_frac)) return bad(a, v, "a number");
         } else if (!strcmp(a, "--seed")) {
-            int64_t s;
-            if (parse_i64(v, &s) || s < 0) return bad(a, v, "a non-negative integer");
-            c.syn_seed = (uint64_t)s;
+            if (!cli_u64_arg(v, &c.syn_seed)) return bad(a, v, "a non-negative integer");
         } else if (!strcmp(a, "--syn-vocab")) {
             if (parse_int(v, &c.syn_vocab)) return bad(a, v, "an integer");
         } else if (!strcmp(a, "--syn-order")) {
@@ -109,14 +97,12 @@ int cmd_data(int argc, char **argv) {
         } else if (!strcmp(a, "--syn-mode")) {
             if (copy_str(c.syn_mode, sizeof c.syn_mode, v)) return bad(a, v, "markov or copy");
         } else if (!strcmp(a, "--syn-tokens")) {
-            char buf[128];
-            if (copy_str(buf, sizeof buf, v)) return bad(a, v, "TRAIN,VALID,TEST");
-            char *save_ptr = NULL, *tok = strtok_r(buf, ",", &save_ptr);
-            for (int k = 0; k < 3; k++, tok = strtok_r(NULL, ",", &save_ptr))
-                if (!tok || parse_i64(tok, &c.syn_tokens[k])) return bad(a, v, "three integers TRAIN,VALID,TEST");
-            if (tok) return bad(a, v, "three integers TRAIN,VALID,TEST");
+            int64_t t[4];
+            if (cli_list_arg(v, 0, INT64_MAX, t, 4) != 3) return bad(a, v, "three integers TRAIN,VALID,TEST");
+            memcpy(c.syn_tokens, t, sizeof c.syn_tokens);
         } else if (!strcmp(a, "--save-tokenizer")) {
             save = v;
+            if (cli_path_arg("data", a, save)) return ST_ERR_CONFIG;
         } else {
             return cli_usage("data", "unknown option %s", a);
         }
@@ -124,6 +110,14 @@ int cmd_data(int argc, char **argv) {
     if (!have_source) return cli_usage("data", "--source is required");
 
     st_error e = {0};
+    /* the flags' values pass the same key table as a config's data section (one source
+     * of truth for ranges): "command line: data.synthetic.vocab: must be in ..." */
+    st_run_config run;
+    st_run_config_default(&run);
+    run.data = c;
+    snprintf(run.file, sizeof run.file, "command line");
+    if (st_run_config_validate(&run, &e)) return cli_report(&e);
+    c = run.data;
     st_dataset ds;
     if (st_dataset_load(&c, "command line", &ds, &e)) return cli_report(&e);
 

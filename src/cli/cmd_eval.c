@@ -27,16 +27,6 @@ static const char *usage_text =
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json),\n"
     "  with --data: RUN_DIR/eval_data-<name>[_<split>]_<mode>.json";
 
-static int parse_i64(const char *s, int64_t *out) {
-    if (!s || !*s) return 0;
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end) return 0;
-    *out = v;
-    return 1;
-}
-
 /* "64,128,256" or "64..16384" (doubling). */
 static int parse_lengths(const char *s, st_eval_plan *p) {
     const char *dots = strstr(s, "..");
@@ -47,7 +37,7 @@ static int parse_lengths(const char *s, st_eval_plan *p) {
         memcpy(a, s, n);
         a[n] = 0;
         int64_t lo, hi;
-        if (!parse_i64(a, &lo) || !parse_i64(dots + 2, &hi) || lo < 1 || hi < lo) return 0;
+        if (!cli_int_arg(a, 1, INT64_MAX, &lo) || !cli_int_arg(dots + 2, lo, INT64_MAX, &hi)) return 0;
         p->n_lengths = 0;
         for (int64_t L = lo;; L *= 2) {
             if (p->n_lengths == ST_EVAL_MAX_LENGTHS) return 0;
@@ -56,15 +46,7 @@ static int parse_lengths(const char *s, st_eval_plan *p) {
         }
         return 1;
     }
-    char buf[1024];
-    if (strlen(s) >= sizeof buf) return 0;
-    strcpy(buf, s);
-    p->n_lengths = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        int64_t L;
-        if (!parse_i64(tok, &L) || L < 1 || p->n_lengths == ST_EVAL_MAX_LENGTHS) return 0;
-        p->lengths[p->n_lengths++] = L;
-    }
+    p->n_lengths = cli_list_arg(s, 1, INT64_MAX, p->lengths, ST_EVAL_MAX_LENGTHS);
     return p->n_lengths > 0;
 }
 
@@ -72,8 +54,8 @@ static int parse_lengths(const char *s, st_eval_plan *p) {
  * file, the same name with its stem appended, in its run dir (parent of checkpoints/). */
 static void default_json_path(const char *src, int is_dir, const st_eval_report *rep, const char *data_arg, char *out,
                               size_t n) {
-    char dir[1024];
-    char stem[1040] = "";
+    char dir[ST_PATH_BUF];
+    char stem[ST_PATH_BUF + 1] = "";
     if (is_dir) {
         snprintf(dir, sizeof dir, "%s", src);
     } else {
@@ -91,7 +73,7 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
     }
     if (rep->external) {
         /* never the run's own report name: eval_data-<file or dir name>[_<split>]_<mode> */
-        char name[256], tmp[1100];
+        char name[256], tmp[ST_PATH_BUF];
         snprintf(tmp, sizeof tmp, "%s", data_arg);
         size_t tl = strlen(tmp);
         while (tl > 1 && tmp[tl - 1] == '/') tmp[--tl] = 0;
@@ -120,6 +102,7 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
         if (a[0] != '-' || a[1] == 0) {
             if (src) return cli_usage("eval", "unexpected argument '%s' (one RUN_DIR or CHECKPOINT)", a);
             src = a;
+            if (cli_path_arg("eval", "RUN_DIR|CHECKPOINT", src)) return ST_ERR_CONFIG;
             continue;
         }
         if (!v) return cli_usage("eval", "%s needs a value", a);
@@ -129,7 +112,7 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
                 return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
                                  "(at most %d lengths)", v, ST_EVAL_MAX_LENGTHS);
         } else if (!strcmp(a, "--data")) {
-            if (!*v) return cli_usage("eval", "--data needs a file or a WikiText directory");
+            if (cli_path_arg("eval", a, v)) return ST_ERR_CONFIG;
             plan.data_path = v;
         } else if (!strcmp(a, "--split")) {
             split_given = 1;
@@ -141,16 +124,16 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
             else if (!strcmp(v, "sliding")) plan.mode = ST_EVAL_SLIDING;
             else return cli_usage("eval", "--mode '%s': expected nonoverlapping or sliding", v);
         } else if (!strcmp(a, "--stride")) {
-            if (!parse_i64(v, &x) || x < 1) return cli_usage("eval", "--stride '%s': expected an integer >= 1", v);
+            if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--stride '%s': expected an integer >= 1", v);
             plan.stride = x;
         } else if (!strcmp(a, "--max-tokens")) {
-            if (!parse_i64(v, &x) || x < 0) return cli_usage("eval", "--max-tokens '%s': expected an integer >= 0 (0 = all)", v);
+            if (!cli_int_arg(v, 0, INT64_MAX, &x)) return cli_usage("eval", "--max-tokens '%s': expected an integer >= 0 (0 = all)", v);
             plan.max_tokens = x;
         } else if (!strcmp(a, "--batch-tokens")) {
-            if (!parse_i64(v, &x) || x < 1) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);
+            if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);
             plan.opts.batch_tokens = x;
         } else if (!strcmp(a, "--buckets")) {
-            if (!parse_i64(v, &x) || x < 0 || x > 1 << 20) return cli_usage("eval", "--buckets '%s': expected an integer in [0, 1048576]", v);
+            if (!cli_int_arg(v, 0, 1 << 20, &x)) return cli_usage("eval", "--buckets '%s': expected an integer in [0, 1048576]", v);
             plan.buckets = (int)x;
         } else if (!strcmp(a, "--bucket-scale")) {
             if (!strcmp(v, "linear")) plan.opts.bucket_scale = ST_BUCKETS_LINEAR;
@@ -161,8 +144,9 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
                 return cli_usage("eval", "--precision '%s': expected fp32 or bf16", v);
         } else if (!strcmp(a, "--json")) {
             json = v;
+            if (cli_path_arg("eval", a, json)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--threads")) {
-            if (!parse_i64(v, &x) || x < 0 || x > 4096) return cli_usage("eval", "--threads '%s': expected an integer >= 0 (0 = all cores)", v);
+            if (!cli_int_arg(v, 0, 4096, &x)) return cli_usage("eval", "--threads '%s': expected an integer >= 0 (0 = all cores)", v);
             threads = (int)x;
         } else {
             return cli_usage("eval", "unknown option '%s'", a);
@@ -180,7 +164,7 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
         st_fail(&e, ST_ERR_IO, "%s: no such run directory or checkpoint", src);
         return cli_report(&e);
     }
-    char tok_path[4300];
+    char tok_path[ST_PATH_BUF];
     if (plan.data_path) {
         struct stat ds;
         if (stat(plan.data_path, &ds) != 0) {
@@ -190,7 +174,7 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
         if (split_given && !S_ISDIR(ds.st_mode))
             return cli_usage("eval", "--split chooses a file of a WikiText directory; --data %s is a file (it is "
                              "evaluated whole)", plan.data_path);
-        char ckpt[4200];
+        char ckpt[ST_PATH_BUF];
         if (st_checkpoint_resolve(src, ckpt, sizeof ckpt, &e)) return cli_report(&e);
         cli_tokenizer_path(ckpt, tok_path, sizeof tok_path);
         plan.tokenizer_path = tok_path;
@@ -210,7 +194,7 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
         free(rep);
         return rc ? cli_report(&e) : 0;
     }
-    char path[1200];
+    char path[ST_PATH_BUF];
     if (json) snprintf(path, sizeof path, "%s", json);
     else default_json_path(src, S_ISDIR(st.st_mode), rep, plan.data_path, path, sizeof path);
     rc = st_eval_report_save(rep, path, &e);

@@ -14,19 +14,20 @@
 static int copy_file(const char *src, const char *dst, st_error *e) {
     FILE *in = fopen(src, "rb");
     if (!in) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", dst, (int)getpid());
-    FILE *out = fopen(tmp, "wb");
-    if (!out) { fclose(in); return st_fail(e, ST_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno)); }
+    st_atomic_file a;
+    FILE *out = st_atomic_open(&a, dst, e);
+    if (!out) { fclose(in); return e->code; }
     char buf[1 << 16];
     size_t n;
     int ok = 1;
     while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
-    ok = ok && !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    ok = ok && !ferror(in);
     fclose(in);
-    ok = (fclose(out) == 0) && ok;
-    if (!ok || rename(tmp, dst) != 0) { unlink(tmp); return st_fail(e, ST_ERR_IO, "%s: write failed", dst); }
-    return ST_OK;
+    if (!ok) {
+        st_atomic_abort(&a);
+        return st_fail(e, ST_ERR_IO, "%s: copy from %s failed", dst, src);
+    }
+    return st_atomic_commit(&a, e);
 }
 
 static int exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
@@ -35,10 +36,14 @@ int cmd_export(int argc, char **argv) {
     const char *src = NULL, *out = NULL;
     int force = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        if (!strcmp(argv[i], "--out")) {
+            if (i + 1 >= argc) return cli_usage("export", "--out needs a directory");
+            out = argv[++i];
+            if (cli_path_arg("export", "--out", out)) return ST_ERR_CONFIG;
+        }
         else if (!strcmp(argv[i], "--force")) force = 1;
         else if (argv[i][0] == '-') return cli_usage("export", "unknown option '%s'", argv[i]);
-        else if (!src) src = argv[i];
+        else if (!src) { src = argv[i]; if (cli_path_arg("export", "RUN_DIR|CHECKPOINT", src)) return ST_ERR_CONFIG; }
         else return cli_usage("export", "unexpected argument '%s'", argv[i]);
     }
     if (!src || !out) return cli_usage("export", "needs a run directory or checkpoint and --out DIR");
@@ -46,7 +51,7 @@ int cmd_export(int argc, char **argv) {
     st_model m;
     st_run_config cfg;
     st_train_state ts;
-    char st_path[4200], cfg_path[4200], tok_path[4200], tok_src[4200];
+    char st_path[ST_PATH_BUF], cfg_path[ST_PATH_BUF], tok_path[ST_PATH_BUF], tok_src[ST_PATH_BUF];
     if (cli_load_trained(src, &m, &cfg, &ts, tok_src, sizeof tok_src, &e)) return cli_report(&e);
     snprintf(st_path, sizeof st_path, "%s/model.safetensors", out);
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", out);

@@ -57,16 +57,6 @@ static int sample(const float *logits, int V, float temp, int top_k, st_rng *r, 
     return V - 1;
 }
 
-/* A whole-string decimal in [lo, hi] (strtol alone saturates silently on overflow). */
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
-
 /* --no-cache: logits of the token after ids[0..n) from a forward over the last `context`
  * tokens (the last position's hidden state only goes through the head). */
 static int window_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t n, int64_t context,
@@ -84,23 +74,22 @@ static int window_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t n
 
 int cmd_generate(int argc, char **argv) {
     const char *src = NULL, *prompt = "";
-    long n_tokens = 200, top_k = 40, context = 1024;
-    const long max_count = 1L << 30;
+    int64_t n_tokens = 200, top_k = 40, context = 1024;
+    const int64_t max_count = 1L << 30;
     double temp = 0.8;
     int no_cache = 0;
-    unsigned long long seed = 1;
+    uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        char *end = NULL;
         if (!strcmp(a, "--prompt") && i + 1 < argc) prompt = argv[++i];
-        else if (!strcmp(a, "--tokens") && i + 1 < argc) { if (!parse_long(argv[++i], 1, max_count, &n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %ld] expected", max_count); }
-        else if (!strcmp(a, "--top-k") && i + 1 < argc) { if (!parse_long(argv[++i], 0, max_count, &top_k)) return cli_usage("generate", "--top-k: integer in [0, %ld] expected", max_count); }
-        else if (!strcmp(a, "--context") && i + 1 < argc) { if (!parse_long(argv[++i], 1, max_count, &context)) return cli_usage("generate", "--context: integer in [1, %ld] expected", max_count); }
-        else if (!strcmp(a, "--temperature") && i + 1 < argc) { temp = strtod(argv[++i], &end); if (*end || !(temp >= 0)) return cli_usage("generate", "--temperature: number >= 0 expected"); }
-        else if (!strcmp(a, "--seed") && i + 1 < argc) { errno = 0; seed = strtoull(argv[++i], &end, 10); if (*end || errno) return cli_usage("generate", "--seed: integer expected"); }
+        else if (!strcmp(a, "--tokens") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 1, max_count, &n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %lld] expected", (long long)max_count); }
+        else if (!strcmp(a, "--top-k") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 0, max_count, &top_k)) return cli_usage("generate", "--top-k: integer in [0, %lld] expected", (long long)max_count); }
+        else if (!strcmp(a, "--context") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 1, max_count, &context)) return cli_usage("generate", "--context: integer in [1, %lld] expected", (long long)max_count); }
+        else if (!strcmp(a, "--temperature") && i + 1 < argc) { if (!cli_num_arg(argv[++i], 0, 1e6, &temp)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", argv[i]); }
+        else if (!strcmp(a, "--seed") && i + 1 < argc) { if (!cli_u64_arg(argv[++i], &seed)) return cli_usage("generate", "--seed '%s': integer >= 0 expected", argv[i]); }
         else if (!strcmp(a, "--no-cache")) no_cache = 1;
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
-        else if (!src) src = a;
+        else if (!src) { src = a; if (cli_path_arg("generate", "RUN_DIR|CHECKPOINT", src)) return ST_ERR_CONFIG; }
         else return cli_usage("generate", "unexpected argument '%s'", a);
     }
     if (!src) return cli_usage("generate", "needs a run directory or checkpoint");
@@ -108,7 +97,7 @@ int cmd_generate(int argc, char **argv) {
     st_model m;
     st_run_config cfg;
     st_train_state ts;
-    char tok_path[4200];
+    char tok_path[ST_PATH_BUF];
     if (cli_load_trained(src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
     const int V = m.cfg.vocab_size;
     if (m.cfg.pos == ST_POS_LEARNED && context > m.cfg.max_len) context = m.cfg.max_len;

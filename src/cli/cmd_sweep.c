@@ -37,13 +37,11 @@ int cmd_sweep(int argc, char **argv, st_dist *dist) {
             if (i + 1 >= argc) return cli_usage("sweep", "%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--out")) {
-                if (!*v) return cli_usage("sweep", "--out needs a directory");
+                if (cli_path_arg("sweep", "--out", v)) return ST_ERR_CONFIG;
                 o.out = v;
             } else {
-                char *end;
-                errno = 0;
-                long n = strtol(v, &end, 10);
-                if (errno || *end || !*v || n < 0 || n > 4096)
+                int64_t n;
+                if (!cli_int_arg(v, 0, 4096, &n))
                     return cli_usage("sweep", "--threads '%s': expected an integer >= 0 (0 = the runs' train.threads)", v);
                 o.threads = (int)n;
             }
@@ -52,6 +50,7 @@ int cmd_sweep(int argc, char **argv, st_dist *dist) {
         if (a[0] == '-' && a[1]) return cli_usage("sweep", "unknown option '%s'", a);
         if (file) return cli_usage("sweep", "unexpected argument '%s' (one SWEEP.json)", a);
         file = a;
+        if (cli_path_arg("sweep", "SWEEP.json", file)) return ST_ERR_CONFIG;
     }
     if (!file) return cli_usage("sweep", "missing SWEEP.json");
     st_error e = {0};

@@ -56,9 +56,11 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         } else if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
             if (i + 1 >= argc) return cli_usage("train", "%s needs a directory", a);
             out = argv[++i];
+            if (cli_path_arg("train", a, out)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--resume")) {
             if (i + 1 >= argc) return cli_usage("train", "--resume needs a run directory");
             resume = argv[++i];
+            if (cli_path_arg("train", a, resume)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--force")) {
             opts.force = 1;
         } else if (!strcmp(a, "--zero")) {
@@ -66,15 +68,16 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             opts.quiet = 1;
         } else if (!strcmp(a, "--stop-after")) {
-            char *end = NULL;
-            long long v = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || !end || *end || v < 1) return cli_usage("train", "--stop-after needs a step number >= 1");
+            int64_t v;
+            if (i + 1 >= argc || !cli_int_arg(argv[i + 1], 1, INT64_MAX, &v))
+                return cli_usage("train", "--stop-after needs a step number >= 1");
             opts.stop_after = v;
             i++;
-        } else if (a[0] == '-' && a[1]) {
+        } else if (a[0] == '-') {
             return cli_usage("train", "unknown option '%s'", a);
         } else if (!config) {
             config = a;
+            if (cli_path_arg("train", "CONFIG", config)) return ST_ERR_CONFIG;
         } else {
             return cli_usage("train", "unexpected argument '%s'", a);
         }
@@ -86,9 +89,9 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
 
     st_error e = {0};
     st_run_config cfg;
-    char dir[4200];
+    char dir[ST_PATH_BUF];
     if (resume) {
-        char path[4300];
+        char path[ST_PATH_BUF];
         snprintf(dir, sizeof dir, "%s", resume);
         snprintf(path, sizeof path, "%s/config.json", resume);
         opts.resume = 1;

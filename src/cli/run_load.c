@@ -8,7 +8,7 @@
 
 int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_state *ts,
                      char *tok_path, size_t n, st_error *e) {
-    char ckpt[4200];
+    char ckpt[ST_PATH_BUF];
     int rc = st_checkpoint_resolve(src, ckpt, sizeof ckpt, e);
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, ts, e);
     if (!rc) rc = st_checkpoint_load_model(ckpt, m, cfg, e);
@@ -19,7 +19,7 @@ int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_
 
 void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n) {
     /* RUN_DIR/checkpoints/X.ckpt -> RUN_DIR (a loose checkpoint file has no tokenizer) */
-    char d[4200];
+    char d[ST_PATH_BUF];
     snprintf(d, sizeof d, "%s", ckpt);
     for (int k = 0; k < 2; k++) {
         char *slash = strrchr(d, '/');

@@ -36,23 +36,23 @@ int st_params_add(st_params *p, const char *name, int ndim, const int64_t *shape
 
 int st_params_finalize(st_params *p, st_error *e) {
     size_t bytes = (p->n ? p->n : 16) * sizeof(float);
-    p->data = st_aligned_alloc(bytes, e);
-    p->grad = p->data ? st_aligned_alloc(bytes, e) : NULL;
-    p->m = p->grad ? st_aligned_alloc(bytes, e) : NULL;
-    p->v = p->m ? st_aligned_alloc(bytes, e) : NULL;
-    p->tensors = p->v ? calloc((size_t)(p->count ? p->count : 1), sizeof(st_tensor)) : NULL;
-    if (!p->tensors) {
-        if (e && !e->code) st_fail(e, ST_ERR_MEMORY, "cannot allocate %zu parameter bytes", 4 * bytes);
+    const int train = !p->weights_only;   /* inference holds the weights only */
+    int ok = (p->data = st_aligned_alloc(bytes, e)) != NULL;
+    if (ok && train) ok = (p->grad = st_aligned_alloc(bytes, e)) && (p->m = st_aligned_alloc(bytes, e)) &&
+                          (p->v = st_aligned_alloc(bytes, e));
+    if (ok) ok = (p->tensors = calloc((size_t)(p->count ? p->count : 1), sizeof(st_tensor))) != NULL;
+    if (!ok) {
+        if (e && !e->code) st_fail(e, ST_ERR_MEMORY, "cannot allocate %zu parameter bytes", (train ? 4 : 1) * bytes);
         return ST_ERR_MEMORY;
     }
-    memset(p->data, 0, bytes); memset(p->grad, 0, bytes);
-    memset(p->m, 0, bytes); memset(p->v, 0, bytes);
+    memset(p->data, 0, bytes);
+    if (train) { memset(p->grad, 0, bytes); memset(p->m, 0, bytes); memset(p->v, 0, bytes); }
     for (int i = 0; i < p->count; i++) {
         st_tensor *t = &p->tensors[i];
         st_set_shape(t, p->info[i].ndim, p->info[i].shape);
         t->data = p->data + p->info[i].offset;
-        t->grad = p->grad + p->info[i].offset;
-        t->requires_grad = 1;
+        t->grad = train ? p->grad + p->info[i].offset : NULL;
+        t->requires_grad = train;
         t->name = p->info[i].name;
     }
     p->finalized = 1;
@@ -90,6 +90,7 @@ void st_params_zero_grad(st_params *p) {
     const size_t slice = (size_t)1 << 20, n = p->n;
     const int64_t ns = (int64_t)((n + slice - 1) / slice);
     float *g = p->grad;
+    if (!g) return;   /* weights_only: nothing to zero */
     #pragma omp parallel for schedule(static) if (ns > 1)
     for (int64_t s = 0; s < ns; s++) {
         size_t off = (size_t)s * slice;

@@ -127,28 +127,18 @@ static const char *key_mismatch(const header *h, const sd_cache_key *k, uint32_t
 
 /* ---- writing ---- */
 
-/* temp file next to path; header and payload written by the caller; then fsync + rename */
-static FILE *open_temp(const char *path, char *tmp, size_t cap, st_error *e) {
-    snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) st_fail(e, ST_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    return f;
-}
-
-static int commit_temp(FILE *f, const char *tmp, const char *path, const header *h, const void *pre, size_t npre,
-                       st_error *e) {
+/* The file goes through st_atomic_open (temp file beside path); this writes the header and
+ * the block table `pre` over the placeholder at the start, then commits (fsync + rename). */
+static int commit_temp(st_atomic_file *a, const header *h, const void *pre, size_t npre, st_error *e) {
     unsigned char hb[HDR];
     header_pack(h, hb);
-    int ok = fseek(f, 0, SEEK_SET) == 0 && fwrite(hb, 1, HDR, f) == HDR && (npre == 0 || fwrite(pre, 1, npre, f) == npre) &&
-             fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int err = errno;
-    if (fclose(f) != 0 && ok) { ok = 0; err = errno; }
-    if (ok && rename(tmp, path) != 0) { ok = 0; err = errno; }
-    if (!ok) {
-        unlink(tmp);
-        return st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    FILE *f = a->f;
+    if (fseek(f, 0, SEEK_SET) != 0 || fwrite(hb, 1, HDR, f) != HDR || (npre && fwrite(pre, 1, npre, f) != npre)) {
+        int rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", a->path, strerror(errno));
+        st_atomic_abort(a);
+        return rc;
     }
-    return ST_OK;
+    return st_atomic_commit(a, e);
 }
 
 static uint32_t planes_for(int32_t vocab) {
@@ -192,12 +182,12 @@ int sd_cache_write_tokens(const char *path, const sd_cache_key *key, const int32
     unsigned char **pb = calloc((size_t)R, sizeof *pb), **zb = calloc((size_t)R, sizeof *zb);
     size_t *zn = calloc((size_t)R, sizeof *zn);
     int rc = ST_OK, fail = 0;
-    char tmp[1200];
+    st_atomic_file out = {0};
     FILE *f = NULL;
     if (!table || !pb || !zb || !zn) { rc = st_fail(e, ST_ERR_MEMORY, "out of memory"); goto out; }
     for (int k = 0; k < R; k++)
         if (!(pb[k] = malloc(pcap)) || !(zb[k] = malloc(zcap))) { rc = st_fail(e, ST_ERR_MEMORY, "out of memory"); goto out; }
-    if (!(f = open_temp(path, tmp, sizeof tmp, e))) { rc = e ? e->code : ST_ERR_IO; goto out; }
+    if (!(f = st_atomic_open(&out, path, e))) { rc = e ? e->code : ST_ERR_IO; goto out; }
     unsigned char zero[HDR] = {0};
     if (fwrite(zero, 1, HDR, f) != HDR || (nblk && fwrite(table, 1, (size_t)nblk * 8, f) != (size_t)nblk * 8)) fail = 1;
     uint64_t total = (uint64_t)nblk * 8;
@@ -219,15 +209,15 @@ int sd_cache_write_tokens(const char *path, const sd_cache_key *key, const int32
             total += zn[k];
         }
     }
-    if (rc == ST_OK && fail) rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == ST_OK && fail) rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
     if (rc == ST_OK) {
         h.zsize = total;
         h.crc = st_crc32(0, table, (size_t)nblk * 8);
-        rc = commit_temp(f, tmp, path, &h, table, (size_t)nblk * 8, e);
+        rc = commit_temp(&out, &h, table, (size_t)nblk * 8, e);
         f = NULL;
     }
 out:
-    if (f) { fclose(f); unlink(tmp); }
+    if (f) st_atomic_abort(&out);
     for (int k = 0; pb && k < R; k++) free(pb[k]);
     for (int k = 0; zb && k < R; k++) free(zb[k]);
     free(pb);
@@ -248,21 +238,20 @@ int sd_cache_write_tokenizer(const char *path, const sd_cache_key *key, const st
     h.crc = st_crc32(0, txt, (size_t)h.count);
     uLongf zn = compressBound((uLong)h.count);
     unsigned char *z = malloc(zn);
-    char tmp[1200];
+    st_atomic_file out;
     FILE *f = NULL;
     int rc = ST_OK;
     if (!z) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");
     else if (compress2(z, &zn, (const Bytef *)txt, (uLong)h.count, 6) != Z_OK) rc = st_fail(e, ST_ERR_IO, "%s: zlib failed", path);
-    else if (!(f = open_temp(path, tmp, sizeof tmp, e))) rc = e ? e->code : ST_ERR_IO;
+    else if (!(f = st_atomic_open(&out, path, e))) rc = e ? e->code : ST_ERR_IO;
     else {
         unsigned char zero[HDR] = {0};
         if (fwrite(zero, 1, HDR, f) != HDR || fwrite(z, 1, zn, f) != zn) {
-            rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-            fclose(f);
-            unlink(tmp);
+            rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+            st_atomic_abort(&out);
         } else {
             h.zsize = zn;
-            rc = commit_temp(f, tmp, path, &h, NULL, 0, e);
+            rc = commit_temp(&out, &h, NULL, 0, e);
         }
     }
     free(z);

@@ -104,12 +104,8 @@ int64_t sd_lines_before(const char *path, int64_t off);
 typedef struct sd_identity { uint64_t size; int64_t mtime_ns; uint64_t sample; } sd_identity;
 int sd_identity_of(const char *path, sd_identity *id, st_error *e);
 
-/* Write buf to path atomically: temp file in the same directory, fsync, rename. */
-int sd_write_atomic(const char *path, const void *buf, size_t n, st_error *e);
 /* Read a whole (small) file; *n gets its size. NUL-terminated for convenience. */
 char *sd_read_file(const char *path, int64_t *n, int64_t max_bytes, st_error *e);
-/* mkdir -p; 0 ok. */
-int sd_mkdirs(const char *dir);
 /* 1 if dir exists (or can be created) and a file can be created in it. */
 int sd_dir_writable(const char *dir);
 

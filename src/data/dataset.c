@@ -27,7 +27,7 @@
 
 static const char *split_name[3] = {"train", "valid", "test"};
 
-typedef struct split_src { char path[1100]; int64_t begin, end; sd_identity id; } split_src;
+typedef struct split_src { char path[ST_PATH_BUF]; int64_t begin, end; sd_identity id; } split_src;
 
 /* ---- sources ---- */
 
@@ -116,8 +116,8 @@ static int resolve_cache_dir(const st_data_config *c, const char *cfg_file, cons
         snprintf(out, cap, "%s", c->cache_dir);
         return ST_OK;
     }
-    char cand[1300];
-    snprintf(cand, sizeof cand, "%s/.stretch-cache", data_dir);
+    char cand[ST_PATH_BUF];
+    snprintf(cand, sizeof cand, "%.*s/.stretch-cache", ST_PATH_MAX, data_dir);   /* data_dir <= ST_PATH_MAX */
     /* A data directory without any write bit (a shared, read-only copy) is left alone even
      * when the permission check would let us in (root): only use it when it is meant to
      * be written, or when its cache directory already exists. */
@@ -208,10 +208,10 @@ static int load_corpus(const st_data_config *c, const char *cfg_file, st_dataset
     int rc = wiki ? resolve_wikitext(c->path, src, e) : resolve_text(c, src, e);
     if (rc) return rc;
 
-    char data_dir[1100], cdir[1300], stem[300], spec[16];
+    char data_dir[ST_PATH_BUF], cdir[ST_PATH_BUF], stem[300], spec[16];
     snprintf(data_dir, sizeof data_dir, "%s", c->path);
     if (!wiki) {
-        char tmp[1100];
+        char tmp[ST_PATH_BUF];
         snprintf(tmp, sizeof tmp, "%s", c->path);
         snprintf(data_dir, sizeof data_dir, "%s", dirname(tmp));
     }

@@ -1,6 +1,6 @@
 /* fileio.c - the file plumbing of the data module: a block-streaming reader that never
  * holds a whole corpus (WikiText-103 is 540 MB), the identity of a source file for cache
- * keys, atomic writes (temp + fsync + rename), small-file reads, directory helpers, and
+ * keys, small-file reads, the writable-directory probe, and
  * the growable token vector. */
 #define _GNU_SOURCE
 #include "data/data_internal.h"
@@ -156,39 +156,6 @@ int sd_identity_of(const char *path, sd_identity *id, st_error *e) {
     return ST_OK;
 }
 
-int sd_write_atomic(const char *path, const void *data, size_t n, st_error *e) {
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%llx", path, (long)getpid(),
-             (unsigned long long)(st_hash64((uint64_t)(st_time() * 1e9), (uint64_t)(uintptr_t)data) & 0xffffff));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    const char *p = data;
-    size_t left = n;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int err = errno;
-            close(fd);
-            unlink(tmp);
-            return st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, w < 0 ? strerror(err) : "no progress");
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        int err = errno;
-        unlink(tmp);
-        return st_fail(e, ST_ERR_IO, "%s: fsync/close failed: %s", path, strerror(err));
-    }
-    if (rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        return st_fail(e, ST_ERR_IO, "%s: rename from %s failed: %s", path, tmp, strerror(err));
-    }
-    return ST_OK;
-}
-
 char *sd_read_file(const char *path, int64_t *n, int64_t max_bytes, st_error *e) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) { st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
@@ -224,24 +191,10 @@ char *sd_read_file(const char *path, int64_t *n, int64_t max_bytes, st_error *e)
     return buf;
 }
 
-int sd_mkdirs(const char *dir) {
-    char p[1100];
-    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
-        *s = '/';
-    }
-    if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-}
-
 int sd_dir_writable(const char *dir) {
-    if (sd_mkdirs(dir) != 0) return 0;
+    if (st_mkdirs(dir, NULL) != ST_OK) return 0;
     /* access(W_OK) is not enough on read-only mounts with permissive modes: try it. */
-    char probe[1200];
+    char probe[ST_PATH_BUF];
     snprintf(probe, sizeof probe, "%s/.probe.%ld", dir, (long)getpid());
     int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return 0;

@@ -254,7 +254,7 @@ fail:
 int st_tokenizer_save(const st_tokenizer *t, const char *path, st_error *e) {
     char *txt = sd_tok_to_json(t, e);
     if (!txt) return e ? e->code : ST_ERR_MEMORY;
-    int rc = sd_write_atomic(path, txt, strlen(txt), e);
+    int rc = st_write_file_atomic(path, txt, strlen(txt), e);
     free(txt);
     return rc;
 }

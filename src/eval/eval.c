@@ -252,6 +252,9 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
 
     if (opts->reset_peak_rss) reset_peak_rss();
     double t0 = st_time(), last_log = t0;
+    /* progress: the live line on a terminal, else a log line every progress_every s */
+    st_live live;
+    st_live_init(&live, opts->progress_every <= 0);
     for (int64_t i = 0, k = 0; i < nw && !rc; k++) {
         int64_t nb = batch_at(win, nw, i, B, L);
         if (k % ranks == rank) rc = eval_batch(&s, win + i, nb, win[i].len, e);
@@ -266,11 +269,18 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
             st_arena_reset(&s.arena);
             release_heap();
         }
-        double now = st_time();
-        if (!rc && opts->progress_every > 0 && now - last_log >= opts->progress_every) {
+        double now = st_time(), rate = (double)res->tokens / (now - t0);
+        if (!rc && live.on) {
+            char bar[21], r[32], eta[32];
+            st_fmt_bar(bar, 20, i, nw);
+            st_fmt_rate(r, sizeof r, rate);
+            st_fmt_duration(eta, sizeof eta, (now - t0) / (double)i * (double)(nw - i));
+            st_live_show(&live, 0, "eval L=%lld: window %lld/%lld [%s] %s tok/s ETA %s", (long long)L, (long long)i,
+                         (long long)nw, bar, r, eta);
+        } else if (!rc && opts->progress_every > 0 && now - last_log >= opts->progress_every) {
             last_log = now;
             st_log(ST_LOG_INFO, "eval L=%lld: %lld/%lld windows, %.0f tok/s", (long long)L, (long long)i,
-                   (long long)nw, (double)res->tokens / (now - t0));
+                   (long long)nw, rate);
         }
     }
     if (ranks > 1) {
@@ -282,6 +292,7 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
     }
     free(s.scored);
     free(scored_at);
+    st_live_clear(&live);
     res->seconds = st_time() - t0;
     res->arena_bytes = have_arena ? s.arena.high_water : 0;
     if (have_ctx) st_ctx_free(&s.ctx);

@@ -157,16 +157,9 @@ char *st_eval_report_json(const st_eval_report *rep) {
 int st_eval_report_save(const st_eval_report *rep, const char *path, st_error *e) {
     char *s = st_eval_report_json(rep);
     if (!s) return st_fail(e, ST_ERR_MEMORY, "%s: cannot build the JSON report", path);
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = ST_OK;
-    if (!f) rc = st_fail(e, ST_ERR_IO, "%s: cannot write", tmp);
-    else {
-        int bad = fputs(s, f) < 0 || fputc('\n', f) == EOF;
-        bad |= fclose(f) != 0;
-        if (bad || rename(tmp, path) != 0) { remove(tmp); rc = st_fail(e, ST_ERR_IO, "%s: cannot write", path); }
-    }
+    size_t n = strlen(s);
+    s[n] = '\n';   /* cJSON_Print leaves the NUL's byte; the file ends with a newline */
+    int rc = st_write_file_atomic(path, s, n + 1, e);
     free(s);
     return rc;
 }

@@ -254,7 +254,7 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     /* base: a path relative to the sweep file (falling back to the current directory), or
      * an inline config object */
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
-    char base_path[2048] = "";
+    char base_path[ST_PATH_BUF] = "";
     char *base_text = NULL;
     if (!base) return st_fail(e, ST_ERR_CONFIG, "%s: base: missing (a config path or an inline config object)", file);
     if (cJSON_IsString(base)) {

@@ -11,7 +11,7 @@ typedef enum { PT_PENDING = 0, PT_DONE, PT_SKIPPED, PT_INCOMPLETE, PT_FAILED } s
 typedef struct sweep_point {
     char name[256];             /* run dir name, from the override values */
     char group[256];            /* the name without the train.seed part (seed means) */
-    char dir[2048];             /* OUT/name */
+    char dir[ST_PATH_MAX + 258];       /* OUT/name */
     char **sets;                /* "section.key=<json>" assignments, variant then grid */
     int n_sets;
     cJSON *overrides;           /* {"model.pos": "alibi", ...} in the same order */
@@ -20,14 +20,14 @@ typedef struct sweep_point {
     /* outcome */
     int state;                  /* sweep_point_state */
     int status;                 /* st_status of a failure */
-    char error[1024];
+    char error[ST_PATH_BUF + 1024];
     cJSON *record;              /* {"train": {...}, "report": {...}} (done / skipped) */
 } sweep_point;
 
 typedef struct sweep {
-    char file[1024];            /* the sweep file, as given */
-    char base_desc[1100];       /* base path, or "<file>:base" for an inline config */
-    char out[1024];
+    char file[ST_PATH_MAX + 1];        /* the sweep file, as given */
+    char base_desc[ST_PATH_BUF + 16];       /* base path, or "<file>:base" for an inline config */
+    char out[ST_PATH_MAX + 1];
     cJSON *root;
     st_eval_plan plan;          /* the "eval" section; -1 fields: each run's config */
     char plan_sig[512];         /* canonical text of the plan (marker comparison) */
@@ -58,8 +58,6 @@ int sweep_write_results(const sweep *s, st_error *e);
 
 /* sweep_io.c */
 char *sweep_read_text(const char *path, size_t *len, st_error *e);
-int sweep_write_text(const char *path, const char *text, st_error *e);   /* atomic */
-int sweep_mkdirs(const char *path, st_error *e);
 int sweep_exists(const char *path);
 int sweep_is_dir(const char *path);
 

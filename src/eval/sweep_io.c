@@ -1,5 +1,5 @@
-/* sweep_io.c - the few file operations a sweep needs: read a text file, write one
- * atomically (temp file + rename), mkdir -p, existence tests. */
+/* sweep_io.c - the few file operations a sweep needs: read a text file,
+ * existence tests (writing goes through st_write_file_atomic, mkdir -p through st_mkdirs). */
 #include "sweep_internal.h"
 
 #include <errno.h>
@@ -31,38 +31,6 @@ char *sweep_read_text(const char *path, size_t *len, st_error *e) {
     buf[n] = 0;
     if (len) *len = n;
     return buf;
-}
-
-int sweep_write_text(const char *path, const char *text, st_error *e) {
-    char tmp[2200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    int bad = fputs(text, f) < 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
-    }
-    return ST_OK;
-}
-
-int sweep_mkdirs(const char *path, st_error *e) {
-    char buf[2048];
-    if (strlen(path) >= sizeof buf) return st_fail(e, ST_ERR_IO, "%s: path too long", path);
-    strcpy(buf, path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return st_fail(e, ST_ERR_IO, "%s: cannot create directory: %s", buf, strerror(errno));
-            if (!sweep_is_dir(buf)) return st_fail(e, ST_ERR_IO, "%s: exists and is not a directory", buf);
-            *p = c;
-            if (c == 0) break;
-        }
-    }
-    return ST_OK;
 }
 
 int sweep_exists(const char *path) {

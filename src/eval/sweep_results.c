@@ -81,9 +81,7 @@ static void num_text(double x, const char *fmt, char *out, size_t n) {
     else snprintf(out, n, "%s", "");
 }
 
-static int write_csv(const sweep *s, const char *path, st_error *e) {
-    FILE *f = fopen(path, "w");
-    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+static void write_csv(const sweep *s, FILE *f) {
     fputs("run,state,", f);
     for (int k = 0; k < s->n_keys; k++) csv_field(f, s->keys[k], 0);
     fputs("pos,train_seq_len,seed,step,val_loss,unit,split,mode,length,stride,tokens,loss,ppl,bpb,seconds,"
@@ -115,8 +113,6 @@ static int write_csv(const sweep *s, const char *path, st_error *e) {
             r = r ? r->next : NULL;
         } while (r);
     }
-    if (fclose(f) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
-    return ST_OK;
 }
 
 static int write_json(const sweep *s, const char *path, const double *lens, int nl, st_error *e) {
@@ -164,7 +160,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     if (!text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path);
-    int rc = sweep_write_text(path, text, e);
+    int rc = st_write_file_atomic(path, text, strlen(text), e);
     free(text);
     return rc;
 }
@@ -183,9 +179,7 @@ static void group_key(const sweep_point *pt, char *out, size_t n) {
     snprintf(out, n, "%s", pt->group);
 }
 
-static int write_md(const sweep *s, const char *path, const double *lens, int nl, st_error *e) {
-    FILE *f = fopen(path, "w");
-    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
     const cJSON *first = NULL;
     for (int i = 0; i < s->n_points && !first; i++) first = get(s->points[i].record, "report");
     const char *unit = first ? str(get(first, "data"), "unit") : "";
@@ -261,25 +255,23 @@ static int write_md(const sweep *s, const char *path, const double *lens, int nl
             fputc('\n', f);
         }
     }
-    if (fclose(f) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
-    return ST_OK;
 }
 
 int sweep_write_results(const sweep *s, st_error *e) {
     double lens[1024];
     int nl = collect_lengths(s, lens, 1024);
-    char path[1200], tmp[1300];
+    char path[ST_PATH_BUF];
     int rc;
     snprintf(path, sizeof path, "%s/results.json", s->out);
     if ((rc = write_json(s, path, lens, nl, e))) return rc;
-    /* csv and md through a temp file + rename, like the json */
+    /* csv and md through the atomic writer, like the json */
+    st_atomic_file a;
     snprintf(path, sizeof path, "%s/results.csv", s->out);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if ((rc = write_csv(s, tmp, e))) return rc;
-    if (rename(tmp, path) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
+    if (!st_atomic_open(&a, path, e)) return e ? e->code : ST_ERR_IO;
+    write_csv(s, a.f);
+    if ((rc = st_atomic_commit(&a, e))) return rc;
     snprintf(path, sizeof path, "%s/results.md", s->out);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if ((rc = write_md(s, tmp, lens, nl, e))) return rc;
-    if (rename(tmp, path) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot write", path);
-    return ST_OK;
+    if (!st_atomic_open(&a, path, e)) return e ? e->code : ST_ERR_IO;
+    write_md(s, a.f, lens, nl);
+    return st_atomic_commit(&a, e);
 }

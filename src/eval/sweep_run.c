@@ -27,13 +27,13 @@ static void path_join(char *out, size_t n, const char *dir, const char *name) {
  * diff has the reason). A semantic comparison, so a key added to the schema since the run
  * (saved configs lack it and load with its default) does not make an old run "different". */
 static int same_config(const sweep_point *pt, char *diff, size_t n) {
-    char path[2200];
+    char path[ST_PATH_BUF];
     path_join(path, sizeof path, pt->dir, "config.json");
     st_run_config *saved = malloc(sizeof *saved), *mine = malloc(sizeof *mine);
     int same = -1;
     st_error le = {0};
     if (!saved || !mine) snprintf(diff, n, "out of memory");
-    else if (st_run_config_load(path, NULL, 0, saved, &le)) snprintf(diff, n, "%s", le.msg);
+    else if (st_run_config_load(path, NULL, 0, saved, &le)) snprintf(diff, n, "%.900s", le.msg);   /* a summary line */
     else {
         *mine = pt->cfg;
         if (mine->model.vocab_size == 0) mine->model.vocab_size = saved->model.vocab_size;
@@ -68,7 +68,7 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
  * canonical JSON, the same values key by key). Returns the parsed marker (caller owns) or
  * NULL. */
 static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_differs) {
-    char path[2200];
+    char path[ST_PATH_BUF];
     path_join(path, sizeof path, pt->dir, "sweep_done.json");
     *plan_differs = 0;
     if (!sweep_exists(path)) return NULL;
@@ -104,7 +104,7 @@ static cJSON *train_summary(const st_train_state *st, const st_run_config *cfg) 
 /* Train (fresh or resumed) until train.steps. Returns ST_OK when training is complete,
  * with *incomplete set when it stopped early on train.max_seconds. */
 static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opts, int *incomplete, st_error *e) {
-    char latest[2200], ckpt[2200], cfgp[2200];
+    char latest[ST_PATH_BUF], ckpt[ST_PATH_BUF], cfgp[ST_PATH_BUF];
     path_join(latest, sizeof latest, pt->dir, "checkpoints/latest");
     path_join(cfgp, sizeof cfgp, pt->dir, "config.json");
     *incomplete = 0;
@@ -164,13 +164,13 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     if (rc) { st_eval_report_free(rep); free(rep); return rc; }
     st_eval_report_print(rep, stdout);
     fflush(stdout);
-    char path[2400], name[128];
+    char path[ST_PATH_BUF], name[128];
     snprintf(name, sizeof name, "eval_%s_%s.json", st_eval_split_name(rep->split), st_eval_mode_name(rep->mode));
     path_join(path, sizeof path, pt->dir, name);
     rc = st_eval_report_save(rep, path, e);
     char *rj = rc ? NULL : st_eval_report_json(rep);
     st_train_state st;
-    char ckpt[2200];
+    char ckpt[ST_PATH_BUF];
     if (!rc) rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e);
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e);
     if (!rc) {
@@ -182,7 +182,7 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
         char *text = cJSON_Print(m);
         path_join(path, sizeof path, pt->dir, "sweep_done.json");
-        rc = text ? sweep_write_text(path, text, e) : st_fail(e, ST_ERR_MEMORY, "out of memory");
+        rc = text ? st_write_file_atomic(path, text, strlen(text), e) : st_fail(e, ST_ERR_MEMORY, "out of memory");
         free(text);
         if (!rc) { cJSON_Delete(pt->record); pt->record = m; }
         else cJSON_Delete(m);
@@ -240,7 +240,7 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
     if (!s) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     st_dist *dist = opts ? opts->dist : NULL;
     int rc = sweep_load(s, file, opts, e);
-    if (!rc && !(opts && opts->dry_run)) rc = sweep_mkdirs(s->out, e);
+    if (!rc && !(opts && opts->dry_run)) rc = st_mkdirs(s->out, e);
     rc = st_dist_agree(dist, rc, e);   /* every rank read the same file: fail together */
     if (rc) { sweep_free(s); free(s); return rc; }
     st_log(ST_LOG_INFO, "sweep %s: %d runs in %s", file, s->n_points, s->out);
@@ -254,6 +254,8 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
         free(s);
         return ST_OK;
     }
+    /* evaluation progress: the live line on a terminal (training has its own) */
+    if (!(opts && opts->quiet)) s->plan.opts.progress_every = 30.0;
     int sched_rc = sweep_schedule(s, opts, e);
     if (st_dist_rank(dist) > 0) {   /* rank 0 writes the tables */
         sweep_free(s);

@@ -32,8 +32,9 @@ size_t st_model_num_params(const st_model *m) {
 
 static double inv_softplus(double y) { return y > 30 ? y : log(expm1(y)); }
 
-/* Declare the parameter table (names, shapes, init rules) without allocating the blocks. */
-static int model_declare(st_model *m, const st_model_config *cfg, st_error *e) {
+/* Declare the parameter table (names, shapes, init rules) without allocating the blocks.
+ * weights_only: the block will hold the weights alone (inference), 4 bytes a parameter. */
+static int model_declare(st_model *m, const st_model_config *cfg, int weights_only, st_error *e) {
     memset(m, 0, sizeof *m);
     int rc = st_model_config_validate(cfg, NULL, e);
     if (rc) return rc;
@@ -48,13 +49,15 @@ static int model_declare(st_model *m, const st_model_config *cfg, st_error *e) {
      * the two AdamW moments are 4 floats per parameter. */
     double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
     if (c->pos == ST_POS_LEARNED) nparam += (double)c->max_len * C;
-    double need = nparam * 16.0, have = (double)st_mem_total();
+    double need = nparam * (weights_only ? 4.0 : 16.0), have = (double)st_mem_total();
     if (have > 0 && need > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "model: %.0f parameters (model.vocab_size %d, model.d_model %d, "
-                       "model.n_layers %d) need %.2f GiB (weights, grads, AdamW m and v); this machine has %.2f GiB",
-                       nparam, c->vocab_size, c->d_model, c->n_layers, need / 1073741824.0, have / 1073741824.0);
+                       "model.n_layers %d) need %.2f GiB (%s); this machine has %.2f GiB",
+                       nparam, c->vocab_size, c->d_model, c->n_layers, need / 1073741824.0,
+                       weights_only ? "weights" : "weights, grads, AdamW m and v", have / 1073741824.0);
 
     st_params_init(&m->params);
+    m->params.weights_only = weights_only;
     m->p_tok_emb = add_param(m, "tok_emb.weight", 2, V, C, 1, ST_INIT_NORMAL, std);
     m->params.info[m->p_tok_emb].is_embedding = 1;
     m->p_pos_emb = m->p_t5 = m->p_lm_head = -1;
@@ -102,19 +105,26 @@ static int model_declare(st_model *m, const st_model_config *cfg, st_error *e) {
 size_t st_model_param_floats(const st_model_config *cfg, st_error *e) {
     st_model m;
     size_t n = 0;
-    if (model_declare(&m, cfg, e) == ST_OK) n = m.params.n;
+    if (model_declare(&m, cfg, 1, e) == ST_OK) n = m.params.n;
     st_model_free(&m);
     return n;
 }
 
 int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e) {
-    int rc = model_declare(m, cfg, e);
+    int rc = model_declare(m, cfg, 0, e);
     if (!rc) rc = st_params_finalize(&m->params, e);
     if (rc) { st_model_free(m); return rc; }
     st_rng rng;
     st_rng_seed(&rng, seed);
     st_params_init_values(&m->params, &rng);
     return ST_OK;
+}
+
+int st_model_init_weights(st_model *m, const st_model_config *cfg, st_error *e) {
+    int rc = model_declare(m, cfg, 1, e);
+    if (!rc) rc = st_params_finalize(&m->params, e);
+    if (rc) st_model_free(m);
+    return rc;
 }
 
 void st_model_free(st_model *m) {
@@ -304,7 +314,7 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
         if (per_tok < 0) per_tok = 0;
         double est = (double)B * (double)T * per_tok + attn * (double)B * (double)T * (double)T;
         if (mem && est > (double)limit) {
-            st_fail(e, ST_ERR_MEMORY, "a %s step of batch %lld x length %lld tokens needs about %.2f GiB of "
+            st_fail(e, ST_ERR_MEMORY, "a %s step of train.batch_size %lld x train.seq_len %lld tokens needs about %.2f GiB of "
                     "activations%s; this machine has %.2f GiB (lower train.batch_size or train.seq_len)",
                     grad ? "training" : "forward", (long long)B, (long long)T, est / 1073741824.0,
                     grad ? " (incl. the attention probabilities kept for backward)" : "", (double)mem / 1073741824.0);

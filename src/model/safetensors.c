@@ -42,10 +42,9 @@ int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) 
     if (!json) return st_fail(e, ST_ERR_MEMORY, "%s: cannot build the safetensors header", path);
     size_t jl = strlen(json), padded = (jl + 7) & ~(size_t)7;
 
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) { free(json); return st_fail(e, ST_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno)); }
+    st_atomic_file out;
+    FILE *f = st_atomic_open(&out, path, e);
+    if (!f) { free(json); return e ? e->code : ST_ERR_IO; }
     unsigned char n8[8];
     for (int i = 0; i < 8; i++) n8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     int ok = fwrite(n8, 1, 8, f) == 8 && fwrite(json, 1, jl, f) == jl;
@@ -53,13 +52,41 @@ int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) 
     free(json);
     for (int i = 0; i < p->count && ok; i++)
         ok = fwrite(p->data + p->info[i].offset, sizeof(float), p->info[i].numel, f) == p->info[i].numel;
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        return st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    if (!ok) {
+        int rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        st_atomic_abort(&out);
+        return rc;
     }
+    return st_atomic_commit(&out, e);
+}
+
+/* One tensor's bytes [b0, b1) in the data buffer. */
+typedef struct st_span { uint64_t b0, b1; int idx; } st_span;
+
+static int span_cmp(const void *a, const void *b) {
+    const st_span *x = a, *y = b;
+    return (x->b0 > y->b0) - (x->b0 < y->b0);
+}
+
+/* The format requires the tensors to tile the data buffer: no byte shared by two tensors
+ * (an overlap would make writing one change the other) and none that belongs to no
+ * tensor (a hole hides data a reader silently ignores). spans sorted by b0. */
+static int check_tiling(const st_span *s, int n, uint64_t data_len, const st_params *p, const char *path, st_error *e) {
+    uint64_t end = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = p->info[s[i].idx].name, *prev = i ? p->info[s[i - 1].idx].name : NULL;
+        if (s[i].b0 < end)
+            return st_fail(e, ST_ERR_CHECKPOINT, "%s: tensors '%s' and '%s' overlap (data_offsets [%llu, %llu) and "
+                           "[%llu, %llu))", path, prev, name, (unsigned long long)s[i - 1].b0,
+                           (unsigned long long)s[i - 1].b1, (unsigned long long)s[i].b0, (unsigned long long)s[i].b1);
+        if (s[i].b0 > end)
+            return st_fail(e, ST_ERR_CHECKPOINT, "%s: bytes [%llu, %llu) of the data %s belong to no tensor", path,
+                           (unsigned long long)end, (unsigned long long)s[i].b0, prev ? "between tensors" : "before tensor");
+        end = s[i].b1;
+    }
+    if (end != data_len)
+        return st_fail(e, ST_ERR_CHECKPOINT, "%s: bytes [%llu, %llu) after the last tensor ('%s') belong to no tensor",
+                       path, (unsigned long long)end, (unsigned long long)data_len, n ? p->info[s[n - 1].idx].name : "-");
     return ST_OK;
 }
 
@@ -79,9 +106,11 @@ int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {
     char *json = NULL;
     cJSON *hdr = NULL;
     unsigned char *seen = calloc((size_t)p->count + 1, 1);
+    st_span *spans = calloc((size_t)p->count + 1, sizeof *spans);
+    int n_spans = 0;
     const off_t fsize = sb.st_size;
     unsigned char n8[8];
-    if (!seen) { rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); goto done; }
+    if (!seen || !spans) { rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); goto done; }
     if (fsize < 8 || fread(n8, 1, 8, f) != 8) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: not a safetensors file (too short)", path); goto done; }
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (uint64_t)n8[i] << (8 * i);
@@ -132,10 +161,14 @@ int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {
             rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: %s: truncated data", path, t->string); goto done;
         }
         seen[idx] = 1;
+        spans[n_spans++] = (st_span){(uint64_t)b0, (uint64_t)b1, idx};
     }
     for (int i = 0; i < p->count; i++)
         if (!seen[i]) { rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: tensor '%s' is missing", path, p->info[i].name); goto done; }
+    qsort(spans, (size_t)n_spans, sizeof *spans, span_cmp);
+    rc = check_tiling(spans, n_spans, data_len, p, path, e);
 done:
+    free(spans);
     cJSON_Delete(hdr);
     free(json);
     free(seen);

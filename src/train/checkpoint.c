@@ -112,14 +112,14 @@ int st_checkpoint_save(const char *path, const st_run_config *cfg, const st_para
     size_t jlen = strlen(json);
     zwriter *w = calloc(1, sizeof *w);
     if (!w) { free(json); return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); }
-    char tmp[4200];
-    w->f = st_tmp_open(path, tmp, sizeof tmp, e);
-    if (!w->f) { free(json); free(w); return ST_ERR_IO; }
+    st_atomic_file out;
+    w->f = st_atomic_open(&out, path, e);
+    if (!w->f) { free(json); free(w); return e ? e->code : ST_ERR_IO; }
     /* Huffman coding only: float mantissas do not repeat, so LZ matching costs time for
      * little gain; entropy-coding the exponent bytes keeps most of the saving at ~2x the
      * speed of level 1. */
     if (deflateInit2(&w->z, 1, Z_DEFLATED, 15, 8, Z_HUFFMAN_ONLY) != Z_OK) {
-        fclose(w->f); unlink(tmp); free(json); free(w);
+        st_atomic_abort(&out); free(json); free(w);
         return st_fail(e, ST_ERR_MEMORY, "%s: zlib init failed", path);
     }
     unsigned char hdr[HEADER_BYTES] = {0};
@@ -166,15 +166,13 @@ int st_checkpoint_save(const char *path, const st_run_config *cfg, const st_para
     if (!w->failed && (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(hdr, 1, HEADER_BYTES, w->f) != HEADER_BYTES))
         w->failed = 1;
     if (w->failed) {
-        int err = errno;
-        fclose(w->f);
-        unlink(tmp);
+        int rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        st_atomic_abort(&out);
         free(w);
-        return st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(err));
+        return rc;
     }
-    FILE *f = w->f;
     free(w);
-    return st_tmp_commit(f, tmp, path, e);
+    return st_atomic_commit(&out, e);
 }
 
 /* ------------------------------------------------------------- reading ---- */
@@ -295,7 +293,7 @@ static int zr_open(zreader *r, const char *path, st_error *e) {
     if ((rc = zr_read(r, json, jlen, e))) goto fail;
     json[jlen] = 0;
     if (fnv1a(json, jlen) != get_u64(hdr + 40)) { rc = corrupt(r, e, "config hash mismatch"); goto fail; }
-    char label[4200];
+    char label[ST_PATH_BUF + 32];
     snprintf(label, sizeof label, "%s (embedded config)", path);
     if ((rc = st_run_config_parse(json, jlen, label, NULL, 0, &r->cfg, e))) {
         if (e) e->code = rc = ST_ERR_CHECKPOINT;
@@ -400,7 +398,7 @@ int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_e
         snprintf(out, n, "%s", path_or_run_dir);
         return ST_OK;
     }
-    char latest[4200];
+    char latest[ST_PATH_BUF];
     st_rundir_path(path_or_run_dir, "latest", latest, sizeof latest);
     size_t len = 0;
     st_error tmp = {0};
@@ -418,7 +416,7 @@ int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_e
 }
 
 int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_config *cfg, st_error *e) {
-    char path[4200];
+    char path[ST_PATH_BUF];
     int rc = st_checkpoint_resolve(path_or_run_dir, path, sizeof path, e);
     if (rc) return rc;
     zreader r;
@@ -435,7 +433,8 @@ int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_co
     else if (want != r.n_floats)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: its model config implies %zu parameter floats but it stores %llu",
                      r.path, want, (unsigned long long)r.n_floats);
-    if (!rc) rc = st_model_init(m, &r.cfg.model, r.cfg.train.seed, e);
+    /* eval, generate and export only read the weights: no grads, no AdamW moments */
+    if (!rc) rc = st_model_init_weights(m, &r.cfg.model, e);
     if (!rc) rc = check_table(&r, &m->params, e);
     if (!rc) rc = read_blocks(&r, &m->params, 0, e);
     if (!rc && cfg) *cfg = r.cfg;

@@ -83,24 +83,33 @@ static int type_error(st_error *e, const char *loc, const char *want, const cJSO
     return st_fail(e, ST_ERR_CONFIG, "%s: expected %s, got %s", loc, want, got);
 }
 
-/* shortest text that reads back as the same double */
+/* Shortest text that reads back as the same double; integers up to 1e9 in full, larger
+ * magnitudes as "1e12" / "1.23e29" (a count of digits is unreadable), 2^53 by name. */
 static void num(char *buf, size_t n, double d) {
-    if (d == floor(d) && fabs(d) < 1e16) { snprintf(buf, n, "%.0f", d); return; }
+    if (d == 9007199254740992.0) { snprintf(buf, n, "2^53"); return; }
+    if (d == floor(d) && fabs(d) <= 1e9) { snprintf(buf, n, "%.0f", d); return; }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, n, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d) return;
+        if (strtod(buf, NULL) == d) break;
+    }
+    char *x = strchr(buf, 'e');   /* "1e+12" -> "1e12", "1e-05" -> "1e-5" */
+    if (x) {
+        char *digits = x + 1 + (x[1] == '+' || x[1] == '-'), *from = digits;
+        while (*from == '0' && from[1]) from++;
+        if (x[1] == '+') digits--;
+        memmove(digits, from, strlen(from) + 1);
     }
 }
 
+/* Always the whole range, upper bound included: "must be in [1, 1e12], got 1.23e29". */
 static int range_error(st_error *e, const char *loc, const st_ckey *k, double x) {
     char lo[32], hi[32], got[32];
     num(lo, sizeof lo, k->min);
     num(hi, sizeof hi, k->max);
     num(got, sizeof got, x);
-    if (k->max >= 1e12 && k->max != 9007199254740992.0)   /* "no upper limit" (seeds have 2^53) */
-        return st_fail(e, ST_ERR_CONFIG, "%s: must be %s %s, got %s", loc, k->xmin ? ">" : ">=", lo, got);
     return st_fail(e, ST_ERR_CONFIG, "%s: must be in %c%s, %s], got %s", loc, k->xmin ? '(' : '[', lo, hi, got);
 }
+
 
 static int in_range(const st_ckey *k, double x) {
     if (!isfinite(x) || x > k->max) return 0;
@@ -180,11 +189,14 @@ static int apply_value(st_run_config *c, const st_ckey *k, const cJSON *v, const
             return st_fail(e, ST_ERR_CONFIG, "%s: expected 3 integers (train, valid, test), got %d", loc, n);
         if (n > (int)k->size)
             return st_fail(e, ST_ERR_CONFIG, "%s: at most %zu entries, got %d", loc, k->size, n);
+        /* [] would read as "unset" (count 0) and silently become the defaults */
+        if (n == 0)
+            return st_fail(e, ST_ERR_CONFIG, "%s: expected at least one entry, got [] (leave the key out for the defaults)", loc);
         int64_t *dst = field(c, k);
         int i = 0;
         const cJSON *it;
         cJSON_ArrayForEach(it, v) {
-            char eloc[1200];
+            char eloc[ST_PATH_BUF + 512];
             snprintf(eloc, sizeof eloc, "%s[%d]", loc, i);
             if ((rc = get_integer(it, k, eloc, &d, e))) return rc;
             dst[i++] = (int64_t)d;
@@ -200,7 +212,7 @@ static int apply_value(st_run_config *c, const st_ckey *k, const cJSON *v, const
         int mask = 0, i = 0;
         const cJSON *it;
         cJSON_ArrayForEach(it, v) {
-            char eloc[1200];
+            char eloc[ST_PATH_BUF + 512];
             snprintf(eloc, sizeof eloc, "%s[%d]", loc, i++);
             if (!cJSON_IsString(it)) {
                 char one[300];
@@ -261,7 +273,7 @@ static int unknown_key(const char *file, const char *path, st_error *e) {
         int d = edit_distance(leaf, kl);
         if (d < best_d) { best_d = d; best = kp; }
     }
-    char loc[1200];
+    char loc[ST_PATH_BUF + 512];
     where(loc, sizeof loc, file, path);
     if (best && best_d <= 2 + (int)strlen(leaf) / 4)
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown key (did you mean \"%s\"?)", loc, best);
@@ -275,7 +287,7 @@ static int walk(st_run_config *c, const cJSON *obj, const char *prefix, const ch
         char path[512];
         if (prefix[0]) snprintf(path, sizeof path, "%s.%s", prefix, it->string);
         else snprintf(path, sizeof path, "%s", it->string);
-        char loc[1200];
+        char loc[ST_PATH_BUF + 512];
         where(loc, sizeof loc, file, path);
         for (const cJSON *prev = obj->child; prev != it; prev = prev->next)
             if (strcmp(prev->string, it->string) == 0)
@@ -317,7 +329,7 @@ int st_run_config_set(st_run_config *c, const char *assignment, st_error *e) {
         v = cJSON_CreateString(text);
     }
     if (!v) return st_fail(e, ST_ERR_MEMORY, "--set %s: out of memory", path);
-    char loc[1200];
+    char loc[ST_PATH_BUF + 512];
     where(loc, sizeof loc, NULL, path);
     int rc = apply_value(c, k, v, loc, e);
     cJSON_Delete(v);
@@ -389,7 +401,7 @@ int st_run_config_load(const char *path, const char *const *sets, int n_sets,
 /* Expand "$STRETCH_DATA_DIR" / "${STRETCH_DATA_DIR}" and make the path absolute, then
  * drop "." and resolve ".." lexically. */
 int st_resolve_path(const char *in, char *out, size_t n) {
-    char tmp[4096];
+    char tmp[ST_PATH_BUF];
     const char *rest = NULL;
     if (strncmp(in, "${STRETCH_DATA_DIR}", 19) == 0) rest = in + 19;
     else if (strncmp(in, "$STRETCH_DATA_DIR", 17) == 0 && (in[17] == 0 || in[17] == '/')) rest = in + 17;
@@ -400,7 +412,7 @@ int st_resolve_path(const char *in, char *out, size_t n) {
     } else {
         snprintf(tmp, sizeof tmp, "%s", in);
     }
-    char full[8192];
+    char full[ST_PATH_BUF + 4097];   /* cwd + "/" + the path */
     if (tmp[0] != '/') {
         char cwd[4096];
         if (!getcwd(cwd, sizeof cwd)) return ST_ERR_IO;
@@ -439,16 +451,17 @@ int st_resolve_path(const char *in, char *out, size_t n) {
 
 static int resolve_field(char *field_buf, size_t size, const char *file, const char *key, st_error *e) {
     if (!field_buf[0]) return ST_OK;
-    char tmp[4096];
-    if (st_resolve_path(field_buf, tmp, sizeof tmp) || strlen(tmp) >= size)
-        return st_fail(e, ST_ERR_CONFIG, "%s: %s: path too long after expansion: %s", file, key, field_buf);
+    char tmp[ST_PATH_BUF];
+    if (st_resolve_path(field_buf, tmp, sizeof tmp) || strlen(tmp) >= size || strlen(tmp) > ST_PATH_MAX)
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s: path longer than %d bytes after expansion: %.200s...", file, key,
+                       ST_PATH_MAX, field_buf);
     snprintf(field_buf, size, "%s", tmp);
     return ST_OK;
 }
 
 /* Every key's range, read back from the struct (configs built in code get the same checks). */
 static int check_ranges(const st_run_config *c, const char *file, st_error *e) {
-    char loc[1200], allowed[256];
+    char loc[ST_PATH_BUF + 512], allowed[256];
     for (int i = 0; i < st_config_nkeys; i++) {
         const st_ckey *k = &st_config_keys[i];
         const void *f = (const char *)c + k->off;
@@ -484,7 +497,7 @@ static int check_ranges(const st_run_config *c, const char *file, st_error *e) {
             for (int j = 0; j < cnt; j++) {
                 double v = (double)((const int64_t *)f)[j];
                 if (!in_range(k, v)) {
-                    char eloc[1300];
+                    char eloc[ST_PATH_BUF + 512 + 16];
                     snprintf(eloc, sizeof eloc, "%s[%d]", loc, j);
                     return range_error(e, eloc, k, v);
                 }
@@ -533,10 +546,11 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
                        file, t->seq_len, c->model.max_len);
     if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
-    if (t->sched.kind == ST_SCHED_COSINE && t->sched.warmup > t->steps)
+    if (t->sched.kind == ST_SCHED_COSINE && t->steps > 0 && t->sched.warmup > t->steps)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: %lld exceeds train.steps (%lld)",
                        file, (long long)t->sched.warmup, (long long)t->steps);
-    if (c->eval.mode == ST_EVAL_SLIDING && c->eval.stride > 0) {
+    /* in either mode: a nonoverlapping config may be evaluated with --mode sliding */
+    if (c->eval.stride > 0) {
         for (int i = 0; i < c->eval.n_lengths; i++)
             if (c->eval.stride > c->eval.lengths[i])
                 return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: %lld exceeds eval.lengths[%d] = %lld",

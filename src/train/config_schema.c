@@ -1,7 +1,11 @@
 /* config_schema.c - every key of a run config: JSON path, type, struct field, range and
  * allowed names. One table drives parsing, --set, saving, diffs and range checks, so a
  * key added here is handled everywhere (and must be documented in configs/README.md).
- * Cross-key rules (n_heads | d_model, ...) live in config.c and the modules' validators. */
+ * This table is the only place a key's type and range are defined: configs/README.md's
+ * tables are checked against it (test_config), and the modules' validators
+ * (st_model_config_validate, st_data_config_validate) keep only rules that relate keys
+ * (n_heads | d_model, ...) and guards against sizes a direct library caller could pass
+ * that would crash. */
 #include "config_schema.h"
 #include "st_matmul.h"
 
@@ -64,7 +68,7 @@ static const st_cenum en_mode = NAMES(mode_names);
 const st_ckey st_config_keys[] = {
     OBJ("model"),
     INT("model.vocab_size", model.vocab_size, 0, 1 << 24),
-    INT("model.n_layers", model.n_layers, 1, 1024),
+    INT("model.n_layers", model.n_layers, 1, 256),
     INT("model.d_model", model.d_model, 1, 1 << 16),
     INT("model.n_heads", model.n_heads, 1, 256),
     INT("model.d_ff", model.d_ff, 0, 1 << 20),
@@ -77,43 +81,43 @@ const st_ckey st_config_keys[] = {
     ENUM("model.gelu", model.gelu_exact, en_gelu),
     FLT("model.ln_eps", model.ln_eps, 0, 1, 1),
     FLT("model.init_std", model.init_std, 0, 10, 1),
-    FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 1000, 1),
+    FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 64, 1),
     OBJ("model.rf"),
     ENUM("model.rf.kind", model.rf_kind, en_rf_kind),
     ENUM("model.rf.scope", model.rf_scope, en_rf_scope),
     ENUM("model.rf.param", model.rf_param, en_rf_param),
-    FLT("model.rf.rho", model.rf_rho, 0, 1e9, 1),
+    FLT("model.rf.rho", model.rf_rho, 0, 1e7, 1),
     FLT("model.rope_base", model.rope_base, 1, 1e12, 1),
-    INT("model.t5_buckets", model.t5_buckets, 2, 1 << 16),
+    INT("model.t5_buckets", model.t5_buckets, 2, 4096),
     INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24),
 
     OBJ("data"),
     STR("data.source", data.source, &en_source),
     PATH("data.path", data.path),
     STR("data.tokenizer", data.tokenizer, &en_tokenizer),
-    INT("data.bpe_vocab", data.bpe_vocab, 0, 1 << 24),
+    INT("data.bpe_vocab", data.bpe_vocab, 257, 262144),
     PATH("data.cache_dir", data.cache_dir),
-    FLT("data.valid_frac", data.valid_frac, 0, 0.5, 0),
-    FLT("data.test_frac", data.test_frac, 0, 0.5, 0),
+    FLT("data.valid_frac", data.valid_frac, 0, 0.5, 1),
+    FLT("data.test_frac", data.test_frac, 0, 0.5, 1),
     OBJ("data.synthetic"),
     U64("data.synthetic.seed", data.syn_seed),
-    INT("data.synthetic.vocab", data.syn_vocab, 2, 1 << 24),
-    INT("data.synthetic.order", data.syn_order, 1, 64),
+    INT("data.synthetic.vocab", data.syn_vocab, 2, 65536),
+    INT("data.synthetic.order", data.syn_order, 1, 20),
     INT("data.synthetic.branch", data.syn_branch, 1, 1 << 24),
-    { "data.synthetic.tokens", CK_I64_3, OFF(data.syn_tokens), 3, 0, 1, 1e12, 0, NULL },
+    { "data.synthetic.tokens", CK_I64_3, OFF(data.syn_tokens), 3, 0, 1, 2147483648.0, 0, NULL },
     STR("data.synthetic.mode", data.syn_mode, &en_syn_mode),
     OBJ("data.synthetic.copy"),
     INT("data.synthetic.copy.len", data.copy_len, 1, 1 << 20),
     INT("data.synthetic.copy.min_dist", data.copy_min_dist, 2, 1 << 20),
     INT("data.synthetic.copy.max_dist", data.copy_max_dist, 2, 1 << 20),
     DBL("data.synthetic.copy.decay", data.copy_decay, 0, 100),
-    DBL("data.synthetic.copy.rate", data.copy_rate, 0, 1),
+    { "data.synthetic.copy.rate", CK_DOUBLE, OFF(data.copy_rate), 0, 0, 0, 1, 1, NULL },   /* (0, 1] */
 
     OBJ("train"),
     U64("train.seed", train.seed),
     INT("train.batch_size", train.batch_size, 1, 1 << 20),
     INT("train.seq_len", train.seq_len, 1, 1 << 24),
-    I64("train.steps", train.steps, 1, BIG),
+    I64("train.steps", train.steps, 0, BIG),
     INT("train.grad_accum", train.grad_accum, 1, 1 << 16),
     OBJ("train.optimizer"),
     ENUM("train.optimizer.name", train.optim.name, en_optim),

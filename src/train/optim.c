@@ -16,20 +16,30 @@
 
 static int starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
-int st_param_decays(const st_param_info *in, int no_decay) {
-    if (!in->decay) return 0;
+/* The no_decay group a parameter belongs to (0: none). */
+static int decay_group(const st_param_info *in) {
     const char *last = strrchr(in->name, '.');
-    if ((no_decay & ST_NODECAY_BIAS) && in->ndim == 1 && last && strcmp(last, ".bias") == 0) return 0;
-    if ((no_decay & ST_NODECAY_NORM) && last && strcmp(last, ".weight") == 0) {
+    if (in->ndim == 1 && last && strcmp(last, ".bias") == 0) return ST_NODECAY_BIAS;
+    if (last && strcmp(last, ".weight") == 0) {
         /* the component before ".weight": "blocks.0.ln1" -> "ln1", "ln_f" -> "ln_f" */
         const char *comp = last;
         while (comp > in->name && comp[-1] != '.') comp--;
-        if (starts_with(comp, "ln")) return 0;
+        if (starts_with(comp, "ln")) return ST_NODECAY_NORM;
     }
-    if ((no_decay & ST_NODECAY_EMBEDDING) &&
-        (in->is_embedding || starts_with(in->name, "tok_emb") || starts_with(in->name, "pos_emb")))
-        return 0;
-    return 1;
+    if (in->is_embedding || starts_with(in->name, "tok_emb") || starts_with(in->name, "pos_emb"))
+        return ST_NODECAY_EMBEDDING;
+    return 0;
+}
+
+/* For a member of a no_decay group the option decides, in both directions, whatever
+ * the model declared (the model marks biases and norms non-decaying by default, and
+ * that default must not outvote a user who removed "bias" from the list). The model's
+ * flag decides only for parameters outside the groups (matrices; position-method
+ * parameters such as rf_theta, kerple or the T5 table, which never decay). */
+int st_param_decays(const st_param_info *in, int no_decay) {
+    int group = decay_group(in);
+    if (group) return !(no_decay & group);
+    return in->decay != 0;
 }
 
 int st_optim_init(st_optim *o, const st_optim_config *cfg, const st_params *p, st_error *e) {

@@ -1,6 +1,7 @@
 /* progress.c - what a training run tells the user and the run directory.
  *
- * Terminal (stderr is a tty): one line rewritten with \r at most 10 times a second:
+ * Terminal (stderr is a tty): the live line (st_live, src/core/live.c), at most 10
+ * redraws a second:
  *   step 120/2000 [####......] loss 3.2101 lr 3.0e-04 41.2k tok/s ETA 1m23s
  * Otherwise (logs, CI): a plain line every log_every steps. Either way, every
  * log_every-th step and every validation appends one JSON object to metrics.jsonl:
@@ -16,18 +17,17 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
-#include <unistd.h>
 
 int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
                      int64_t total_steps, double elapsed0, int quiet, st_error *e) {
     memset(pg, 0, sizeof *pg);
     if (run_dir) {   /* NULL: no metrics file (the ranks > 0 of a data-parallel run) */
-        char path[4200];
+        char path[ST_PATH_BUF];
         snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
         pg->metrics = fopen(path, "a");
         if (!pg->metrics) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
-    pg->tty = isatty(STDERR_FILENO);
+    st_live_init(&pg->live, quiet);
     pg->quiet = quiet;
     pg->first_step = first_step;
     pg->total_steps = total_steps;
@@ -38,26 +38,7 @@ int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
 
 double st_progress_elapsed(const st_progress *pg) { return pg->elapsed0 + (st_time() - pg->t_start); }
 
-static void fmt_duration(char *buf, size_t n, double s) {
-    if (!isfinite(s) || s < 0) { snprintf(buf, n, "?"); return; }
-    long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
-    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-    else snprintf(buf, n, "%lds", t);
-}
-
-static void fmt_rate(char *buf, size_t n, double r) {
-    if (r >= 1e6) snprintf(buf, n, "%.2fM", r / 1e6);
-    else if (r >= 1e3) snprintf(buf, n, "%.1fk", r / 1e3);
-    else snprintf(buf, n, "%.0f", r);
-}
-
-static void clear_bar(st_progress *pg) {
-    if (pg->bar_shown) {
-        fputs("\r\033[K", stderr);
-        pg->bar_shown = 0;
-    }
-}
+static void clear_bar(st_progress *pg) { st_live_clear(&pg->live); }
 
 /* JSON has no NaN / Infinity: non-finite values (skipped steps) are written as null. */
 static const char *jnum(char *buf, size_t n, double x, int prec) {
@@ -83,19 +64,13 @@ void st_progress_step(st_progress *pg, int64_t step, double loss, double lr, dou
     }
     if (pg->quiet) return;
     char rate[32], etas[32];
-    fmt_rate(rate, sizeof rate, tokens_per_s);
-    fmt_duration(etas, sizeof etas, eta);
-    if (pg->tty) {
-        if (now - pg->t_last_draw < 0.1 && step != pg->total_steps) return;
-        pg->t_last_draw = now;
+    st_fmt_rate(rate, sizeof rate, tokens_per_s);
+    st_fmt_duration(etas, sizeof etas, eta);
+    if (pg->live.on) {
         char bar[21];
-        int fill = pg->total_steps > 0 ? (int)(20 * step / pg->total_steps) : 0;
-        for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
-        bar[20] = 0;
-        fprintf(stderr, "\r\033[Kstep %lld/%lld [%s] loss %.4f lr %.2e %s tok/s ETA %s",
-                (long long)step, (long long)pg->total_steps, bar, loss, lr, rate, etas);
-        fflush(stderr);
-        pg->bar_shown = 1;
+        st_fmt_bar(bar, 20, step, pg->total_steps);
+        st_live_show(&pg->live, step == pg->total_steps, "step %lld/%lld [%s] loss %.4f lr %.2e %s tok/s ETA %s",
+                     (long long)step, (long long)pg->total_steps, bar, loss, lr, rate, etas);
     } else if (log_now) {
         st_log(ST_LOG_INFO, "step %lld/%lld | loss %.4f | ppl %.2f | lr %.3e | grad norm %.3f | %s tok/s | ETA %s",
                (long long)step, (long long)pg->total_steps, loss, exp(loss), lr, gnorm, rate, etas);

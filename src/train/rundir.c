@@ -47,7 +47,7 @@ static int count_entries(const char *dir, char *first, size_t n) {
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         if (!strcmp(de->d_name, "checkpoints")) {
-            char sub[4200];
+            char sub[ST_PATH_BUF];
             snprintf(sub, sizeof sub, "%s/checkpoints", dir);
             if (count_entries(sub, NULL, 0) == 0) continue;
         }
@@ -59,13 +59,13 @@ static int count_entries(const char *dir, char *first, size_t n) {
 }
 
 static int remove_run(const char *dir, st_error *e) {
-    char path[4600];
+    char path[ST_PATH_BUF + 256];   /* checkpoints/ + a directory entry name */
     for (int i = 0; run_files[i]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, run_files[i]);
         if (unlink(path) != 0 && errno != ENOENT)
             return st_fail(e, ST_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
     }
-    char cdir[4200];
+    char cdir[ST_PATH_BUF];
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     DIR *d = opendir(cdir);
     if (d) {
@@ -84,7 +84,13 @@ static int remove_run(const char *dir, st_error *e) {
     return ST_OK;
 }
 
-int st_rundir_prepare(const char *dir, int force, st_error *e) {
+/* How many entries dir holds (0 when it does not exist); refuses an occupied dir unless
+ * force. Touches nothing. */
+static int inspect(const char *dir, int force, int *entries, st_error *e) {
+    /* "" would make every derived path absolute ("/config.json"): never a run directory */
+    int prc = st_path_check(dir, "run directory (--out)", e);
+    if (prc) return prc;
+    *entries = 0;
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) return st_fail(e, ST_ERR_IO, "%s: exists and is not a directory", dir);
@@ -92,7 +98,7 @@ int st_rundir_prepare(const char *dir, int force, st_error *e) {
         int n = count_entries(dir, first, sizeof first);
         if (n < 0) return st_fail(e, ST_ERR_IO, "%s: cannot read directory: %s", dir, strerror(errno));
         if (n > 0 && !force) {
-            char cfg[4200];
+            char cfg[ST_PATH_BUF];
             snprintf(cfg, sizeof cfg, "%s/config.json", dir);
             if (access(cfg, F_OK) == 0)
                 return st_fail(e, ST_ERR_IO, "%s: already holds a run; continue it with --resume %s, "
@@ -100,12 +106,21 @@ int st_rundir_prepare(const char *dir, int force, st_error *e) {
             return st_fail(e, ST_ERR_IO, "%s: directory is not empty (holds '%s'); use --force to train "
                            "there anyway or choose another --out", dir, first);
         }
-        if (n > 0) {
-            int rc = remove_run(dir, e);
-            if (rc) return rc;
-        }
+        *entries = n;
     }
-    char cdir[4200];
+    return ST_OK;
+}
+
+int st_rundir_check(const char *dir, int force, st_error *e) {
+    int n;
+    return inspect(dir, force, &n, e);
+}
+
+int st_rundir_prepare(const char *dir, int force, st_error *e) {
+    int n, rc = inspect(dir, force, &n, e);
+    if (rc) return rc;
+    if (n > 0 && (rc = remove_run(dir, e))) return rc;
+    char cdir[ST_PATH_BUF];
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     return st_mkdirs(cdir, e);
 }
@@ -117,7 +132,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* Delete step checkpoints beyond the newest `keep`. */
 static void prune(const char *dir, int keep) {
-    char cdir[4200], path[4400];
+    char cdir[ST_PATH_BUF], path[ST_PATH_BUF + 32];   /* + step_NNNNNNNN.ckpt */
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     DIR *d = opendir(cdir);
     if (!d) return;
@@ -154,22 +169,13 @@ int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_para
 }
 
 int st_rundir_link_best(const char *dir, const char *step_path, st_error *e) {
-    char best[4200], tmp[4300];
+    char best[ST_PATH_BUF];
     st_rundir_path(dir, "best.ckpt", best, sizeof best);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", best, (long)getpid());
-    unlink(tmp);
-    if (link(step_path, tmp) != 0)
-        return st_fail(e, ST_ERR_IO, "%s: cannot link to %s: %s", tmp, step_path, strerror(errno));
-    if (rename(tmp, best) != 0) {
-        int err = errno;
-        unlink(tmp);
-        return st_fail(e, ST_ERR_IO, "%s: cannot rename into place: %s", best, strerror(err));
-    }
-    return ST_OK;
+    return st_link_atomic(step_path, best, e);
 }
 
 void st_rundir_clean_temps(const char *dir) {
-    char cdir[4200], path[4600];
+    char cdir[ST_PATH_BUF], path[ST_PATH_BUF + 256];   /* + a directory entry name */
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     DIR *d = opendir(cdir);
     if (!d) return;
@@ -181,7 +187,8 @@ void st_rundir_clean_temps(const char *dir) {
         char *end;
         errno = 0;
         long pid = strtol(t + 5, &end, 10);
-        if (*end || errno || pid <= 0 || pid == (long)getpid()) continue;
+        /* NAME.tmp.PID.NONCE (st_atomic_open) or NAME.tmp.PID (hard link of best.ckpt) */
+        if ((*end && *end != '.') || errno || pid <= 0 || pid == (long)getpid()) continue;
         /* a live PID (possibly reused by another process) or one we may not signal: keep */
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         snprintf(path, sizeof path, "%s/%s", cdir, de->d_name);
@@ -192,7 +199,7 @@ void st_rundir_clean_temps(const char *dir) {
 }
 
 int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e) {
-    char path[4200];
+    char path[ST_PATH_BUF];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     if (access(path, F_OK) != 0) return ST_OK;
     size_t len = 0;

@@ -13,21 +13,16 @@ struct st_ckey;
 void st_config_value_str(const struct st_ckey *k, const st_run_config *c, char *buf, size_t n);
 
 /* ---- fileio.c ---- */
-/* Write `n` bytes to path atomically: PATH.tmp.PID in the same directory, fsync, rename,
- * fsync the directory. */
-int st_write_file_atomic(const char *path, const void *data, size_t n, st_error *e);
-/* A temp file next to path ("PATH.tmp.PID", name written to tmp) and its commit: flush,
- * fsync, close, rename over path, fsync the directory (the temp file is removed on error). */
-FILE *st_tmp_open(const char *path, char *tmp, size_t n, st_error *e);
-int st_tmp_commit(FILE *f, const char *tmp, const char *path, st_error *e);
 /* Read a whole file (NUL-terminated, *len excludes the NUL). malloc'd; NULL with e set. */
 char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e);
-/* mkdir -p */
-int st_mkdirs(const char *path, st_error *e);
 
 /* ---- rundir.c: the run directory ---- */
 /* A fresh run: create RUN_DIR (and checkpoints/); refuse (ST_ERR_IO) when it holds files
- * unless force, in which case the previous run's files are removed. */
+ * unless force, in which case the previous run's files are removed (config.json,
+ * metrics.jsonl, tokenizer.json, checkpoints/step_*.ckpt, best.ckpt, latest, temp files;
+ * anything else stays). st_rundir_check is the same test without touching anything: the
+ * trainer calls it first and st_rundir_prepare only once the new run is ready. */
+int st_rundir_check(const char *dir, int force, st_error *e);
 int st_rundir_prepare(const char *dir, int force, st_error *e);
 /* Write checkpoints/step_NNNNNNNN.ckpt, update `latest`, delete step files beyond keep. */
 int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_params *p,
@@ -46,12 +41,10 @@ int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e);
 /* ---- progress.c: terminal progress and metrics.jsonl ---- */
 typedef struct st_progress {
     FILE *metrics;          /* RUN_DIR/metrics.jsonl (append) */
-    int tty;                /* stderr is a terminal: one line rewritten with \r */
+    st_live live;           /* the terminal's live line (off when not a TTY or quiet) */
     int quiet;
-    int bar_shown;          /* a \r line is on screen */
     int64_t total_steps, first_step;
     double t_start;         /* st_time() at the start of this session */
-    double t_last_draw;
     double elapsed0;        /* training seconds of earlier sessions */
 } st_progress;
 

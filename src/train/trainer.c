@@ -61,7 +61,7 @@ typedef struct trainer {
     st_train_state st;
     st_progress pg;
     int have_ds, have_model, have_opt, have_arena, have_ctx, have_pg;
-    char last_ckpt[4200];
+    char last_ckpt[ST_PATH_BUF];
 } trainer;
 
 static void trainer_free(trainer *t) {
@@ -122,7 +122,7 @@ static int save_checkpoint(trainer *t, const char *name, st_error *e) {
                        "(last good checkpoint: %s)", (long long)t->st.step, t->last_ckpt[0] ? t->last_ckpt : "none");
     t->st.elapsed = st_progress_elapsed(&t->pg);
     if (name) {
-        char path[4200];
+        char path[ST_PATH_BUF];
         st_rundir_path(t->dir, name, path, sizeof path);
         return st_checkpoint_save(path, &t->cfg, &t->model.params, &t->st, e);
     }
@@ -229,7 +229,7 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
 /* Rank 0: the run directory (fresh: prepared; resume: its config and checkpoint checked).
  * The other ranks take their own config if they have one (compared with rank 0's later). */
 static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, size_t ckpt_n, st_error *e) {
-    char path[4200];
+    char path[ST_PATH_BUF];
     int rc;
     const int resume = t->opts.resume;
     st_run_config ck_cfg;
@@ -255,7 +255,9 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
     } else {
         if (!cfg_in) return st_fail(e, ST_ERR_CONFIG, "st_train: no config");
         t->cfg = *cfg_in;
-        if ((rc = st_rundir_prepare(t->dir, t->opts.force, e))) return rc;
+        /* refuse an occupied dir now; with --force the old run is replaced only at the end
+         * of setup, once data, model and memory have all been checked */
+        if ((rc = st_rundir_check(t->dir, t->opts.force, e))) return rc;
     }
     return ST_OK;
 }
@@ -279,12 +281,17 @@ static int setup_model(trainer *t, st_error *e) {
     else if (c->model.vocab_size != t->ds.vocab_size)
         return st_fail(e, ST_ERR_CONFIG, "%s: model.vocab_size: %d does not match the dataset's vocabulary (%d); "
                        "omit it to use the dataset's", c->file, c->model.vocab_size, t->ds.vocab_size);
+    /* A window is seq_len + 1 consecutive tokens (inputs and their next-token targets) and
+     * starts anywhere in [0, n - seq_len); seq_len + 2 tokens give at least two starts. */
     if (t->ds.n[ST_SPLIT_TRAIN] < (int64_t)tc->seq_len + 2)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d needs more than the %lld tokens of the train split",
-                       c->file, tc->seq_len, (long long)t->ds.n[ST_SPLIT_TRAIN]);
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: the train split needs at least train.seq_len + 2 = %lld "
+                       "tokens (a window is train.seq_len + 1 tokens, and at least two window positions), but has "
+                       "%lld; lower train.seq_len or use more data", c->file, (long long)tc->seq_len + 2,
+                       (long long)t->ds.n[ST_SPLIT_TRAIN]);
     if (tc->eval_batches > 0 && t->ds.n[ST_SPLIT_VALID] < (int64_t)tc->seq_len + 2)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.eval_batches: the valid split (%lld tokens) is shorter than "
-                       "train.seq_len + 2; set train.eval_batches to 0", c->file, (long long)t->ds.n[ST_SPLIT_VALID]);
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.eval_batches: the valid split needs at least train.seq_len + 2 = "
+                       "%lld tokens for validation windows, but has %lld; set train.eval_batches to 0 or lower "
+                       "train.seq_len", c->file, (long long)tc->seq_len + 2, (long long)t->ds.n[ST_SPLIT_VALID]);
     if (!t->opts.quiet)
         st_log(ST_LOG_INFO, "data: %lld / %lld / %lld tokens (train/valid/test), vocabulary %d",
                (long long)t->ds.n[0], (long long)t->ds.n[1], (long long)t->ds.n[2], t->ds.vocab_size);
@@ -301,18 +308,19 @@ static int setup_model(trainer *t, st_error *e) {
 static int setup_buffers(trainer *t, st_error *e) {
     st_run_config *c = &t->cfg;
     st_train_config *tc = &c->train;
-    char path[4200];
+    char path[ST_PATH_BUF];
     int rc;
     st_loader_init(&t->loader, t->ds.tokens[ST_SPLIT_TRAIN], t->ds.n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
     t->loader.draws = t->st.loader_draws;
 
+    /* the step estimate refuses a batch that cannot fit before anything batch-sized exists */
+    size_t step_bytes = st_model_step_bytes(&t->model, tc->batch_size, tc->seq_len, 1, e);
+    if (!step_bytes) return e && e->code ? e->code : st_fail(e, ST_ERR_MEMORY, "cannot size the training step");
     size_t bt = (size_t)tc->batch_size * (size_t)tc->seq_len;
     t->x = st_malloc(bt * sizeof(int32_t), e);
     t->y = t->x ? st_malloc(bt * sizeof(int32_t), e) : NULL;
     t->val_losses = t->y ? st_calloc((size_t)tc->eval_batches + 1, sizeof *t->val_losses, e) : NULL;
     if (!t->val_losses) return ST_ERR_MEMORY;
-    size_t step_bytes = st_model_step_bytes(&t->model, tc->batch_size, tc->seq_len, 1, e);
-    if (!step_bytes) return e && e->code ? e->code : st_fail(e, ST_ERR_MEMORY, "cannot size the training step");
     size_t cap = step_bytes + step_bytes / 16 + ((size_t)1 << 20);
     size_t limit = cap * 4, mem = st_mem_total();
     if (mem && limit > mem / 10 * 9) limit = mem / 10 * 9;
@@ -336,6 +344,8 @@ static int setup_buffers(trainer *t, st_error *e) {
                (long long)tc->batch_size * tc->grad_accum * t->ranks);
 
     if (t->rank == 0) {
+        /* Only now does --force remove the previous run (st_rundir_prepare). */
+        if (!t->opts.resume && (rc = st_rundir_prepare(t->dir, t->opts.force, e))) return rc;
         join(path, sizeof path, t->dir, "config.json");
         if ((rc = st_run_config_save(c, path, e))) return rc;
         if (!t->opts.resume && t->ds.tok) {
@@ -349,7 +359,7 @@ static int setup_buffers(trainer *t, st_error *e) {
 /* Config, run dir, dataset, model, optimizer state, arena. Each phase ends with the ranks
  * agreeing on its status, so a failure on any rank stops all of them here. */
 static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
-    char ckpt[4200] = "";
+    char ckpt[ST_PATH_BUF] = "";
     int rc = t->rank == 0 ? setup_rundir(t, cfg_in, ckpt, sizeof ckpt, e) : ST_OK;
     if (t->rank > 0) {
         if (cfg_in) t->cfg = *cfg_in;
@@ -435,6 +445,21 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
     return ST_OK;
 }
 
+/* train.steps 0: the initial weights (seeded init or train.init_from) as checkpoint
+ * step 0, with the validation loss when eval_batches > 0: a baseline to evaluate or
+ * export like any other checkpoint. */
+static int save_initial(trainer *t, st_error *e) {
+    int rc;
+    if (t->cfg.train.eval_batches > 0) {
+        double val;
+        if ((rc = validate(t, &val, e))) return rc;
+        t->st.last_val = val;
+        if (isfinite(val)) { t->st.best_val = val; t->st.best_step = 0; }
+        st_progress_val(&t->pg, 0, val, 0, &t->model);
+    }
+    return save_checkpoint(t, NULL, e);
+}
+
 int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts *opts,
              st_train_result *res, st_error *e) {
     st_train_result dummy;
@@ -458,7 +483,7 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
         res->n_params = st_model_num_params(&t->model);
         res->arena_bytes = t->arena.capacity;
         res->step = t->st.step;
-        if (t->st.step >= t->cfg.train.steps && !t->opts.quiet)
+        if (t->opts.resume && t->st.step >= t->cfg.train.steps && !t->opts.quiet)
             st_log(ST_LOG_INFO, "%s: already trained for %lld steps (train.steps); nothing to do", run_dir,
                    (long long)t->st.step);
         /* rank 0 alone writes metrics.jsonl */
@@ -476,7 +501,7 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
         g_stop_signal = 0;
         sigaction(SIGINT, &sa, &old_int);
         sigaction(SIGTERM, &sa, &old_term);
-        rc = loop(t, res, e);
+        rc = t->cfg.train.steps == 0 && !t->opts.resume ? save_initial(t, e) : loop(t, res, e);
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
         g_stop_signal = 0;

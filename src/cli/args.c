@@ -1,0 +1,69 @@
+/* args.c - the value parsers every subcommand uses for its flags, so that a flag value is
+ * either exactly what the user meant or an exit-2 error naming the flag: whole-string
+ * numbers only (no "12abc", no silent saturation, no "-1" wrapping to 2^64-1, no "inf" or
+ * "nan"), comma lists without empty items, and paths that are neither empty (`--out
+ * "$UNSET"` must not mean the filesystem root) nor longer than stretch can extend. */
+#include "cli/cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_int_arg(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    if (!s || !*s || isspace((unsigned char)*s)) return 0;
+    if (lo >= 0 && *s == '-') return 0;   /* strtoll would accept it; strtoull would wrap it */
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+int cli_u64_arg(const char *s, uint64_t *out) {
+    if (!s || !*s) return 0;
+    for (const char *p = s; *p; p++)
+        if (!isdigit((unsigned char)*p)) return 0;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+int cli_num_arg(const char *s, double lo, double hi, double *out) {
+    if (!s || !*s || isspace((unsigned char)*s)) return 0;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v) || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap) {
+    int n = 0;
+    const char *p = s;
+    if (!s || !*s) return 0;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char item[32];
+        if (len == 0 || len >= sizeof item || n == cap) return 0;   /* "16,,32", ",16", "16," */
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (!cli_int_arg(item, lo, hi, &out[n])) return 0;
+        n++;
+        if (!comma) return n;
+        p = comma + 1;
+    }
+}
+
+int cli_path_arg(const char *cmd, const char *flag, const char *v) {
+    st_error e = {0};
+    if (st_path_check(v, flag, &e)) return cli_usage(cmd, "%s", e.msg);
+    return ST_OK;
+}

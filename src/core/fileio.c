@@ -1,0 +1,158 @@
+/* fileio.c - the one way stretch replaces a file, mkdir -p, and the path-length rule.
+ *
+ * Atomic replacement: the content goes to PATH.tmp.PID.NONCE in the same directory (so
+ * rename() stays on one file system), the file is flushed and fsync'ed, renamed over PATH,
+ * and the directory is fsync'ed so the rename itself survives a power loss. A crash at any
+ * point leaves the old file or the new one, never a torn one; a leftover temp file is
+ * recognised by its ".tmp.PID" infix (st_rundir_clean_temps removes those of dead PIDs).
+ * The nonce keeps two writers of one path inside one process (sweep runs side by side)
+ * from sharing a temp file. */
+#define _GNU_SOURCE
+#include "st_common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int st_path_check(const char *path, const char *what, st_error *e) {
+    if (!path || !*path) return st_fail(e, ST_ERR_CONFIG, "%s: empty path", what);
+    size_t n = strlen(path);
+    if (n > ST_PATH_MAX)
+        return st_fail(e, ST_ERR_CONFIG, "%s: path is %zu bytes long; stretch accepts paths of up to %d bytes "
+                       "(it appends file names to them): %.200s...", what, n, ST_PATH_MAX, path);
+    return ST_OK;
+}
+
+int st_mkdirs(const char *path, st_error *e) {
+    int rc = st_path_check(path, "directory", e);
+    if (rc) return rc;
+    char *buf = strdup(path);
+    if (!buf) return st_fail(e, ST_ERR_MEMORY, "out of memory");
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == 0) {
+            char saved = *p;
+            *p = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+                rc = st_fail(e, ST_ERR_IO, "%s: cannot create directory: %s", buf, strerror(errno));
+                break;
+            }
+            *p = saved;
+            if (!saved) break;
+        }
+    }
+    free(buf);
+    struct stat st;
+    if (!rc && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
+        rc = st_fail(e, ST_ERR_IO, "%s: not a directory", path);
+    return rc;
+}
+
+/* fsync of the directory holding path: makes the rename durable. */
+static void fsync_dir_of(const char *path) {
+    char *dir = strdup(path);
+    if (!dir) return;
+    char *slash = strrchr(dir, '/');
+    const char *d = dir;
+    if (slash == dir) dir[1] = 0;
+    else if (slash) *slash = 0;
+    else d = ".";
+    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);   /* some file systems refuse fsync on directories: not an error */
+        close(fd);
+    }
+    free(dir);
+}
+
+FILE *st_atomic_open(st_atomic_file *a, const char *path, st_error *e) {
+    memset(a, 0, sizeof *a);
+    if (st_path_check(path, "output file", e)) return NULL;
+    size_t n = strlen(path) + 64;
+    a->path = strdup(path);
+    a->tmp = malloc(n);
+    if (!a->path || !a->tmp) {
+        st_atomic_abort(a);
+        st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path);
+        return NULL;
+    }
+    for (int attempt = 0; attempt < 16; attempt++) {
+        uint64_t nonce = st_hash64((uint64_t)(st_time() * 1e9), (uint64_t)(uintptr_t)a + (uint64_t)attempt);
+        snprintf(a->tmp, n, "%s.tmp.%ld.%06llx", path, (long)getpid(), (unsigned long long)(nonce & 0xffffff));
+        int fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST) continue;
+        if (fd < 0) break;
+        a->f = fdopen(fd, "wb");
+        if (!a->f) { close(fd); unlink(a->tmp); break; }
+        return a->f;
+    }
+    st_fail(e, ST_ERR_IO, "%s: cannot create: %s", a->tmp, strerror(errno));
+    st_atomic_abort(a);
+    return NULL;
+}
+
+void st_atomic_abort(st_atomic_file *a) {
+    if (a->f) { fclose(a->f); a->f = NULL; }
+    if (a->tmp && a->path) unlink(a->tmp);
+    free(a->tmp);
+    free(a->path);
+    a->tmp = a->path = NULL;
+}
+
+int st_atomic_commit(st_atomic_file *a, st_error *e) {
+    ST_ASSERT(a->f && a->tmp && a->path);
+    int bad = ferror(a->f) || fflush(a->f) != 0 || fsync(fileno(a->f)) != 0;
+    int err = errno;
+    if (fclose(a->f) != 0 && !bad) { bad = 1; err = errno; }
+    a->f = NULL;
+    if (bad) {
+        int rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", a->path, strerror(err ? err : EIO));
+        st_atomic_abort(a);
+        return rc;
+    }
+    if (rename(a->tmp, a->path) != 0) {
+        int rc = st_fail(e, ST_ERR_IO, "%s: cannot rename %s into place: %s", a->path, a->tmp, strerror(errno));
+        st_atomic_abort(a);
+        return rc;
+    }
+    fsync_dir_of(a->path);
+    free(a->tmp);
+    free(a->path);
+    a->tmp = a->path = NULL;
+    return ST_OK;
+}
+
+int st_link_atomic(const char *existing, const char *path, st_error *e) {
+    int rc = st_path_check(path, "output file", e);
+    if (rc) return rc;
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path);
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    unlink(tmp);
+    if (link(existing, tmp) != 0)
+        rc = st_fail(e, ST_ERR_IO, "%s: cannot link to %s: %s", tmp, existing, strerror(errno));
+    else if (rename(tmp, path) != 0) {
+        rc = st_fail(e, ST_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
+        unlink(tmp);
+    } else
+        fsync_dir_of(path);
+    free(tmp);
+    return rc;
+}
+
+int st_write_file_atomic(const char *path, const void *data, size_t n, st_error *e) {
+    st_atomic_file a;
+    st_error local = {0};
+    if (!e) e = &local;
+    if (!st_atomic_open(&a, path, e)) return e->code;
+    if (n && fwrite(data, 1, n, a.f) != n) {
+        int rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        st_atomic_abort(&a);
+        return rc;
+    }
+    return st_atomic_commit(&a, e);
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# cli_hygiene.sh - source-tree rules that a reader could break without any other test
+# noticing (issue 14):
+#   * one atomic file writer: no file outside src/core/fileio.c calls rename() or fsync()
+#     or builds its own "PATH.tmp" name (item 5);
+#   * no fixed small path buffers: path-sized buffers use ST_PATH_BUF (item 6);
+#   * a test whose inputs are missing reports skipped (exit 77, ctest's SKIP_RETURN_CODE),
+#     and CI's check fails when a test was skipped although the inputs are present (item 11).
+. "$(dirname "$0")/lib_cli.sh" hygiene
+
+hits=$(grep -rnE '\b(rename|fsync|fdatasync)\(' "$SRC/src" --include='*.c' | grep -v '^[^:]*src/core/fileio.c:' || true)
+[ -z "$hits" ] && ok || bad "rename/fsync outside src/core/fileio.c (use st_atomic_open / st_write_file_atomic): $hits"
+hits=$(grep -rnE '"%s\.tmp' "$SRC/src" --include='*.c' | grep -v '^[^:]*src/core/fileio.c:' || true)
+[ -z "$hits" ] && ok || bad "hand-made temp file names outside src/core/fileio.c: $hits"
+# char path[1024], dir[2048], tmp[1200], ... : a path buffer whose size is not ST_PATH_BUF
+hits=$(grep -rnE 'char +[a-z_]*(path|dir|tmp|file|cand|best|latest|ckpt|cfgp|source|checkpoint|out|init_from)[a-z_]*(\[[0-9]+\])?\[[0-9]{4,}\]' \
+       "$SRC/src" "$SRC/include" --include='*.[ch]' || true)
+[ -z "$hits" ] && ok || bad "fixed-size path buffers (use ST_PATH_BUF): $hits"
+
+# item 11: missing data -> exit 77 (C harness and shell tests), never 0
+TESTS_DIR=$(dirname "$BIN")/tests
+if [ -x "$TESTS_DIR/test_data_wikitext" ]; then
+    STRETCH_DATA_DIR="$T/no-data" "$TESTS_DIR/test_data_wikitext" >skip.txt 2>&1
+    rc=$?; [ "$rc" = 77 ] && ok || bad "test_data_wikitext without data: exit $rc, expected 77 (skipped)"
+else
+    bad "$TESTS_DIR/test_data_wikitext not built"
+fi
+STRETCH_DATA_DIR="$T/no-data" bash "$SRC/tests/cli_data.sh" >skip.txt 2>&1
+rc=$?; [ "$rc" = 77 ] && ok || bad "cli_data.sh without data: exit $rc, expected 77 (skipped)"
+grep -q "SKIP_RETURN_CODE 77" "$SRC/tests/CMakeLists.txt" && ok || bad "tests/CMakeLists.txt does not give SKIP_RETURN_CODE 77"
+# the CI check: a skip with every input present fails, with an input missing it passes
+printf '%s\n' ' 7/30 Test  #7: test_data_wikitext ...............***Skipped   0.01 sec' >fake_ctest.log
+mkdir -p data/wikitext-2 data/tinyshakespeare && : >data/wikitext-2/train.txt && : >data/tinyshakespeare/input.txt
+if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
+    STRETCH_DATA_DIR="$T/data" bash "$SRC/scripts/check_skips.sh" fake_ctest.log >/dev/null 2>&1 \
+        && bad "check_skips passed a skip although data and PyTorch are present" || ok
+else
+    skip "check_skips with all inputs present: PyTorch missing"
+fi
+STRETCH_DATA_DIR="$T/no-data" bash "$SRC/scripts/check_skips.sh" fake_ctest.log >/dev/null 2>&1 \
+    && ok || bad "check_skips failed a skip whose data is missing"
+
+finish cli_hygiene
