@@ -102,7 +102,7 @@ static void test_kernel(void) {
                     for (int64_t h = 0; h < H; h++)
                         memcpy(qt->data + h * Tq * D, q + (h * T + T - Tq) * D, sizeof(float) * (size_t)(Tq * D));
                     st_tensor *o = st_attention_cached(ctx, qt, kc, vc, rows * D, T, with_bias ? tab : NULL,
-                                                       lens[li], W, 0.0f);
+                                                       lens[li], NULL, 0, W, 0.0f);
                     double err = 0;
                     for (int64_t h = 0; h < H; h++) {
                         double x = rel_err(o->data + h * Tq * D, ref + (h * T + T - Tq) * D, Tq * D);

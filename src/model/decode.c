@@ -125,7 +125,7 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
             memcpy(vl + (h * rows + len0) * D, v->data + h * n * D, (size_t)(n * D) * sizeof(float));
         }
         const float *tab = c->bias ? c->bias + (size_t)(l * H * c->window) : NULL;
-        st_tensor *a = st_attention_cached(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, c->window, 0.0f);
+        st_tensor *a = st_attention_cached(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, NULL, 0, c->window, 0.0f);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {
