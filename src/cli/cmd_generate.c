@@ -111,7 +111,8 @@ int cmd_generate(int argc, char **argv) {
     char tok_path[4200];
     if (cli_load_trained(src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
     const int V = m.cfg.vocab_size;
-    if (m.cfg.pos == ST_POS_LEARNED && context > m.cfg.max_len) context = m.cfg.max_len;
+    const int64_t max_len = st_pos_max_len(&m.cfg);
+    if (max_len > 0 && context > max_len) context = max_len;
 
     struct stat sb;
     /* the run's tokenizer must be the one the checkpoint was trained with (same hash and

@@ -1,26 +1,10 @@
-/* config.c - model hyper-parameters: defaults, names of the position methods, and range
- * checks whose messages name the config file and the key ("FILE: model.n_heads: ..."). */
-#include "st_model.h"
+/* config.c - model hyper-parameters: defaults and range checks whose messages name the
+ * config file and the key ("FILE: model.n_heads: ..."); a position method's own
+ * cross-key rules are its validate() (src/model/pos/). */
+#include "pos/pos.h"
 
 #include <string.h>
 #include <math.h>
-
-static const char *pos_names[ST_POS_COUNT] = {
-    "none", "alibi", "alibi_rf", "sinusoidal", "learned", "rope", "t5", "kerple"};
-static const char *rf_names[ST_RF_COUNT] = {"exp", "gaussian", "reciprocal"};
-
-const char *st_pos_name(int pos) { return pos >= 0 && pos < ST_POS_COUNT ? pos_names[pos] : "?"; }
-const char *st_rf_name(int kind) { return kind >= 0 && kind < ST_RF_COUNT ? rf_names[kind] : "?"; }
-
-int st_pos_from_name(const char *name) {
-    for (int i = 0; i < ST_POS_COUNT; i++) if (strcmp(name, pos_names[i]) == 0) return i;
-    return -1;
-}
-
-int st_rf_from_name(const char *name) {
-    for (int i = 0; i < ST_RF_COUNT; i++) if (strcmp(name, rf_names[i]) == 0) return i;
-    return -1;
-}
 
 void st_model_config_default(st_model_config *c) {
     memset(c, 0, sizeof *c);
@@ -72,11 +56,8 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
     if (c->rf_scope < ST_RF_FIXED || c->rf_scope > ST_RF_PER_HEAD) BAD("%s: model.rf.scope: unknown scope %d", f, c->rf_scope);
     if (c->rf_param != ST_RF_SOFTPLUS && c->rf_param != ST_RF_LOG) BAD("%s: model.rf.param: unknown parameterisation %d", f, c->rf_param);
     if (!(c->rf_rho > 0.0f && c->rf_rho < 1e7f)) BAD("%s: model.rf.rho: must be in (0, 1e7), got %g", f, c->rf_rho);
-    if (c->pos == ST_POS_ROPE && (c->d_model / c->n_heads) % 2 != 0)
-        BAD("%s: model.pos: rope needs an even head size (d_model/n_heads = %d)", f, c->d_model / c->n_heads);
     if (!(c->rope_base > 1.0f)) BAD("%s: model.rope_base: must be > 1, got %g", f, c->rope_base);
     if (c->t5_buckets < 2 || c->t5_buckets > 4096) BAD("%s: model.t5_buckets: must be in [2, 4096], got %d", f, c->t5_buckets);
-    if (c->t5_max_distance <= c->t5_buckets / 2)
-        BAD("%s: model.t5_max_distance: must exceed t5_buckets/2 = %d, got %d", f, c->t5_buckets / 2, c->t5_max_distance);
-    return ST_OK;
+    const st_pos_method *pm = st_pos_method_of(c->pos);
+    return pm->validate ? pm->validate(c, f, e) : ST_OK;
 }

@@ -12,15 +12,13 @@
 
 #include "st_model.h"
 
-/* 1 for the methods that add a distance bias to the scores (alibi, alibi_rf, t5, kerple). */
-int st_pos_has_bias(int pos);
-/* x (B,T,C) = tok_emb[ids] (+ sinusoidal or learned positions pos0..pos0+T-1), then
+/* x (B,T,C) = tok_emb[ids] (+ the method's positions pos0..pos0+T-1), then
  * embedding dropout. NULL on arena failure, or with *e set for learned positions past
  * the table. */
 st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
                           int64_t pos0, uint64_t seed, st_error *e);
-/* Block l's queries, keys and values (B,H,T,D) of x, rotated at positions pos0.. for
- * RoPE. 0 on failure. */
+/* Block l's queries, keys and values (B,H,T,D) of x, transformed by the position method
+ * at positions pos0.. (RoPE rotates them). 0 on failure. */
 int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
                  st_tensor **q, st_tensor **k, st_tensor **v);
 /* Block l's position-bias provider (arena-owned: the backward reads it), NULL in *bias

@@ -527,9 +527,10 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
         c->eval.n_lengths = 4;
     }
     /* cross-key rules */
-    if (c->model.pos == ST_POS_LEARNED && t->seq_len > c->model.max_len)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds model.max_len (%d) of the learned position table",
-                       file, t->seq_len, c->model.max_len);
+    const int64_t max_len = st_pos_max_len(&c->model);
+    if (max_len > 0 && t->seq_len > max_len)
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds model.max_len (%lld) of the %s position table",
+                       file, t->seq_len, (long long)max_len, st_pos_name(c->model.pos));
     if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
     if (t->sched.kind == ST_SCHED_COSINE && t->sched.warmup > t->steps)
