@@ -23,7 +23,7 @@ extern "C" {
  * Adding a method = one line here + its file (+ its tests and docs). */
 #define ST_POS_METHODS(X) \
     X(NONE, none) X(ALIBI, alibi) X(ALIBI_RF, alibi_rf) X(SINUSOIDAL, sinusoidal) \
-    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple)
+    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) X(SANDWICH, sandwich)
 
 typedef enum st_pos_kind {
 #define ST_POS_ENUM_(ID, name) ST_POS_##ID,
@@ -35,6 +35,7 @@ typedef enum st_pos_kind {
 /* Most parameter tensors a method declares at model level, and per layer. */
 #define ST_POS_MAX_PARAMS 8
 
+typedef enum st_kerple_kind { ST_KERPLE_LOG = 0, ST_KERPLE_POWER } st_kerple_kind;
 typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;
 typedef enum st_rf_scope { ST_RF_FIXED = 0, ST_RF_PER_LAYER, ST_RF_PER_HEAD } st_rf_scope;
 /* How a learnable rho is parameterised: rho = softplus(theta) moves additively, by about
@@ -68,6 +69,8 @@ typedef struct st_model_config {
     /* t5 */
     int t5_buckets;         /* 32 */
     int t5_max_distance;    /* 128 */
+    /* kerple */
+    int kerple_kind;        /* st_kerple_kind: log (default) or power */
 } st_model_config;
 
 /* Defaults for every field (vocab_size must still be set). */

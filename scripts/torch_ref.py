@@ -81,9 +81,23 @@ def bias_for(cfg, p, layer, T, H):
         b = t5_bucket(j - i, cfg["t5_buckets"], cfg["t5_max_distance"])
         return w[:, b]
     if pos == "kerple":
+        if cfg.get("kerple", {}).get("kind", "log") == "power":
+            k = p[f"blocks.{layer}.attn.kerple_power"]        # [2, H]
+            r1, r2 = F.softplus(k[0]), 2 * torch.sigmoid(k[1])
+            # d^r2 with 0^r2 = 0; the where keeps log(0) out of the r2 gradient
+            dpos = torch.where(d > 0, d, torch.ones_like(d))
+            pw = torch.where(d > 0, dpos[None] ** r2[:, None, None], torch.zeros(1))
+            return -r1[:, None, None] * pw
         k = p[f"blocks.{layer}.attn.kerple"]                  # [2, H]
         r1, r2 = F.softplus(k[0]), F.softplus(k[1])
         return -r1[:, None, None] * torch.log1p(r2[:, None, None] * d)
+    if pos == "sandwich":
+        Dp = cfg["d_model"] // H                              # D' = head size (NeMo)
+        k = torch.arange(1, Dp // 2 + 1).double()
+        inv = 1.0 / (10000.0 ** (2 * k / Dp))
+        s = torch.cos(d[:, :, None] * inv).sum(-1) - Dp / 2   # [T, T], 0 at d = 0
+        hs = torch.arange(1, H + 1).double()
+        return s[None] / (8 * hs[:, None, None] / H)
     return None
 
 

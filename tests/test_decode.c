@@ -131,6 +131,7 @@ static int decode_model(st_model *m, const struct variant *v, int n_layers, uint
     c.d_ff = 24;
     c.max_len = 64;
     c.init_std = 0.3f;
+    if (v->tweak) v->tweak(&c);
     make_model_cfg(m, &c, seed);
     rand_ids(ids, n, c.vocab_size, seed + 7);
     return c.vocab_size;

@@ -12,6 +12,7 @@
 static const st_cname rf_scope_names[] = {
     {"fixed", ST_RF_FIXED}, {"layer", ST_RF_PER_LAYER}, {"head", ST_RF_PER_HEAD}};
 static const st_cname rf_param_names[] = {{"softplus", ST_RF_SOFTPLUS}, {"log", ST_RF_LOG}};
+static const st_cname kerple_kind_names[] = {{"log", ST_KERPLE_LOG}, {"power", ST_KERPLE_POWER}};
 static const st_cname gelu_names[] = {{"tanh", 0}, {"erf", 1}};
 static const st_cname source_names[] = {{"synthetic", 0}, {"wikitext", 1}, {"text", 2}};
 static const st_cname tokenizer_names[] = {{"auto", 0}, {"word", 1}, {"byte", 2}, {"bpe", 3}, {"synthetic", 4}};
@@ -29,6 +30,7 @@ static const st_cenum en_pos = { NULL, 0, st_pos_from_name, st_pos_name, ST_POS_
 static const st_cenum en_rf_kind = { NULL, 0, st_rf_from_name, st_rf_name, ST_RF_COUNT };
 static const st_cenum en_rf_scope = NAMES(rf_scope_names);
 static const st_cenum en_rf_param = NAMES(rf_param_names);
+static const st_cenum en_kerple_kind = NAMES(kerple_kind_names);
 static const st_cenum en_gelu = NAMES(gelu_names);
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
@@ -82,6 +84,9 @@ const st_ckey st_config_keys[] = {
     FLT("model.rope_base", model.rope_base, 1, 1e12, 1),
     INT("model.t5_buckets", model.t5_buckets, 2, 1 << 16),
     INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24),
+    /* kerple */
+    OBJ("model.kerple"),
+    ENUM("model.kerple.kind", model.kerple_kind, en_kerple_kind),
 
     OBJ("data"),
     STR("data.source", data.source, &en_source),
