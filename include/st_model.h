@@ -23,7 +23,7 @@ extern "C" {
  * Adding a method = one line here + its file (+ its tests and docs). */
 #define ST_POS_METHODS(X) \
     X(NONE, none) X(ALIBI, alibi) X(ALIBI_RF, alibi_rf) X(SINUSOIDAL, sinusoidal) \
-    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) X(SANDWICH, sandwich)
+    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) X(SANDWICH, sandwich) X(FIRE, fire)
 
 typedef enum st_pos_kind {
 #define ST_POS_ENUM_(ID, name) ST_POS_##ID,
@@ -32,6 +32,8 @@ typedef enum st_pos_kind {
     ST_POS_COUNT
 } st_pos_kind;
 
+/* Widest FIRE MLP (model.fire.hidden). */
+#define ST_FIRE_MAX_HIDDEN 1024
 /* Most parameter tensors a method declares at model level, and per layer. */
 #define ST_POS_MAX_PARAMS 8
 
@@ -71,6 +73,10 @@ typedef struct st_model_config {
     int t5_max_distance;    /* 128 */
     /* kerple */
     int kerple_kind;        /* st_kerple_kind: log (default) or power */
+    /* fire */
+    int fire_hidden;        /* 32: MLP width, at most ST_FIRE_MAX_HIDDEN */
+    float fire_c;           /* 0.1: initial c of psi(x) = log(c x + 1) */
+    float fire_threshold;   /* 512: initial threshold L of psi(max(L, i)) */
 } st_model_config;
 
 /* Defaults for every field (vocab_size must still be set). */

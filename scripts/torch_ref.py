@@ -91,6 +91,15 @@ def bias_for(cfg, p, layer, T, H):
         k = p[f"blocks.{layer}.attn.kerple"]                  # [2, H]
         r1, r2 = F.softplus(k[0]), F.softplus(k[1])
         return -r1[:, None, None] * torch.log1p(r2[:, None, None] * d)
+    if pos == "fire":
+        pre = f"blocks.{layer}.attn.fire."
+        c = torch.exp(p[pre + "log_c"])                       # [1]
+        thr = torch.exp(p[pre + "log_thr"])                   # [1]
+        psi = lambda z: torch.log(c * z + 1)
+        ii = torch.arange(T).double()[:, None]
+        x = psi(d) / psi(torch.maximum(ii, thr))              # [T, T] in [0, 1]
+        u = torch.relu(x[..., None] * p[pre + "w1"][:, 0] + p[pre + "b1"])   # [T, T, K]
+        return (u @ p[pre + "w2"].T).permute(2, 0, 1)         # [H, T, T]
     if pos == "sandwich":
         Dp = cfg["d_model"] // H                              # D' = head size (NeMo)
         k = torch.arange(1, Dp // 2 + 1).double()

@@ -32,6 +32,8 @@ static inline void rand_ids(int32_t *ids, int64_t n, int V, uint64_t seed) {
 struct variant { int pos, rf_kind, rf_scope; const char *name; int rf_param; void (*tweak)(st_model_config *c); };
 
 static inline void kerple_power(st_model_config *c) { c->kerple_kind = ST_KERPLE_POWER; }
+/* FIRE's threshold inside the test sequences: rows on both sides of max(L, i) */
+static inline void fire_small(st_model_config *c) { c->fire_threshold = 2.5f; c->fire_hidden = 8; }
 static const struct variant variants[] = {
     {ST_POS_NONE, 0, 0, "none", 0, NULL},
     {ST_POS_ALIBI, 0, 0, "alibi", 0, NULL},
@@ -48,6 +50,7 @@ static const struct variant variants[] = {
     {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, "alibi_rf exp head log-rho", ST_RF_LOG, NULL},
     {ST_POS_SANDWICH, 0, 0, "sandwich", 0, NULL},
     {ST_POS_KERPLE, 0, 0, "kerple power", 0, kerple_power},
+    {ST_POS_FIRE, 0, 0, "fire", 0, fire_small},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

@@ -58,6 +58,8 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
 struct variant { int pos, rf_kind, rf_scope, heads, gelu_exact, tie, rf_param; void (*tweak)(st_model_config *c); };
 
 static void kerple_power(st_model_config *c) { c->kerple_kind = ST_KERPLE_POWER; }
+/* FIRE's threshold inside the sequence (T = 11): rows on both sides of max(L, i) */
+static void fire_small(st_model_config *c) { c->fire_threshold = 4.5f; c->fire_hidden = 8; }
 
 int main(void) {
     if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
@@ -83,6 +85,7 @@ int main(void) {
         {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, NULL},
         {ST_POS_SANDWICH, 0, 0, 4, 0, 1, 0, NULL},
         {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, kerple_power},
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small},
     };
     st_arena ar;
     st_ctx ctx;

@@ -27,6 +27,9 @@ void st_model_config_default(st_model_config *c) {
     c->rope_base = 10000.0f;
     c->t5_buckets = 32;
     c->t5_max_distance = 128;
+    c->fire_hidden = 32;        /* Li et al. 2023: MLP 1 -> 32 -> H, c = 0.1, L = 512 */
+    c->fire_c = 0.1f;
+    c->fire_threshold = 512.0f;
 }
 
 #define BAD(...) return st_fail(e, ST_ERR_CONFIG, __VA_ARGS__)

@@ -87,6 +87,11 @@ const st_ckey st_config_keys[] = {
     /* kerple */
     OBJ("model.kerple"),
     ENUM("model.kerple.kind", model.kerple_kind, en_kerple_kind),
+    /* fire */
+    OBJ("model.fire"),
+    INT("model.fire.hidden", model.fire_hidden, 1, ST_FIRE_MAX_HIDDEN),
+    FLT("model.fire.c", model.fire_c, 0, 1e6, 1),
+    FLT("model.fire.threshold", model.fire_threshold, 0, 1e9, 1),
 
     OBJ("data"),
     STR("data.source", data.source, &en_source),
