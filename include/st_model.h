@@ -37,6 +37,10 @@ typedef enum st_pos_kind {
 /* Most parameter tensors a method declares at model level, and per layer. */
 #define ST_POS_MAX_PARAMS 8
 
+/* Log-n attention scaling, orthogonal to the position method (src/model/attn_scale.c). */
+typedef enum st_attn_scale_kind {
+    ST_ATTN_SCALE_NONE = 0, ST_ATTN_SCALE_LOGN, ST_ATTN_SCALE_LEARNED, ST_ATTN_SCALE_COUNT
+} st_attn_scale_kind;
 typedef enum st_kerple_kind { ST_KERPLE_LOG = 0, ST_KERPLE_POWER } st_kerple_kind;
 typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;
 typedef enum st_rf_scope { ST_RF_FIXED = 0, ST_RF_PER_LAYER, ST_RF_PER_HEAD } st_rf_scope;
@@ -60,6 +64,9 @@ typedef struct st_model_config {
     int gelu_exact;         /* 0: tanh approximation (default), 1: erf */
     float ln_eps;           /* 1e-5 */
     float init_std;         /* 0.02; residual output projections get std/sqrt(2*n_layers) */
+    int attn_scale;         /* st_attn_scale_kind: none (default), logn, learned_logn */
+    int attn_scale_len;     /* logn: the training length L (queries seeing n > L keys get
+                             * log_L n); 0 in a run config = train.seq_len */
     /* alibi / alibi_rf */
     float alibi_max_bias;   /* 8: slopes 2^(-max_bias*h/n) for n a power of two */
     int rf_kind;            /* st_rf_kind */
@@ -88,7 +95,11 @@ int st_pos_from_name(const char *name);       /* -1 if unknown */
 /* The method's variant, for labels and reports ("exp" of alibi_rf, with *key "rf_kind"),
  * or NULL (key NULL) when the method has none. */
 const char *st_pos_variant(const st_model_config *c, const char **key);
-/* "name" or "name-variant" ("alibi_rf-exp"): the label of sweeps and plots. */
+/* "none", "logn" or "learned_logn", and back (-1 if unknown). */
+const char *st_attn_scale_name(int kind);
+int st_attn_scale_from_name(const char *name);
+/* "name", "name-variant" ("alibi_rf-exp"), then "+logn" / "+learned_logn" with
+ * model.attn_scale: the label of sweeps and plots. */
 void st_pos_label(const st_model_config *c, char *buf, size_t n);
 /* Report key of method pos's variant ("rf_kind") or NULL. */
 const char *st_pos_variant_key(int pos);
@@ -139,6 +150,7 @@ typedef struct st_model {
         int ln1_w, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_w, ln2_b;
         int fc1_w, fc1_b, fc2_w, fc2_b;
         int pos[ST_POS_MAX_PARAMS];
+        int logn_scale;     /* attn_scale learned_logn: s (H), else -1 */
     } *blocks;
 } st_model;
 

@@ -46,6 +46,9 @@ int st_split_qkv(st_ctx *ctx, st_tensor *qkv, int H, st_tensor **q, st_tensor **
 /* Rotary position embedding (rotate-half convention, as GPT-NeoX / HF LLaMA) applied to
  * x (B,H,T,D) at absolute positions pos0..pos0+T-1; frequencies base^(-2i/D). */
 st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0);
+/* y[b,h,t,:] = x[b,h,t,:] * s_h * f_t for x (B,H,T,D), s (H) or NULL (s_h = 1), f (T)
+ * constants (copied): a per-(head, time) multiplier, e.g. log-n scaling of the queries. */
+st_tensor *st_head_scale(st_ctx *ctx, st_tensor *x, st_tensor *s, const float *f);
 /* Sum / mean of all elements -> scalar (shape (1)). */
 st_tensor *st_sum(st_ctx *ctx, st_tensor *x);
 st_tensor *st_mean(st_ctx *ctx, st_tensor *x);

@@ -144,6 +144,14 @@ def forward(cfg, p, ids, targets):
         q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
         if cfg["pos"] == "rope":
             q, k = rope(q, cfg["rope_base"]), rope(k, cfg["rope_base"])
+        # log-n scaling of the queries: n = i + 1 keys seen (causal)
+        n = torch.arange(1, T + 1).double()
+        if cfg.get("attn_scale", "none") == "logn":
+            L_ = float(cfg["attn_scale_len"])
+            q = q * torch.clamp(torch.log(n) / math.log(L_), min=1.0)[:, None]
+        elif cfg.get("attn_scale", "none") == "learned_logn":
+            sh = p[pre + "attn.logn_scale"]                   # [H]
+            q = q * (sh[:, None, None] * torch.log(n)[:, None])
         s = q @ k.transpose(-1, -2) / math.sqrt(D)
         bias = bias_for(cfg, p, l, T, H)
         if bias is not None:

@@ -34,6 +34,9 @@ struct variant { int pos, rf_kind, rf_scope; const char *name; int rf_param; voi
 static inline void kerple_power(st_model_config *c) { c->kerple_kind = ST_KERPLE_POWER; }
 /* FIRE's threshold inside the test sequences: rows on both sides of max(L, i) */
 static inline void fire_small(st_model_config *c) { c->fire_threshold = 2.5f; c->fire_hidden = 8; }
+/* log-n attention scaling: past a training length of 3, and learned per head */
+static inline void logn3(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 3; }
+static inline void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
 static const struct variant variants[] = {
     {ST_POS_NONE, 0, 0, "none", 0, NULL},
     {ST_POS_ALIBI, 0, 0, "alibi", 0, NULL},
@@ -51,6 +54,8 @@ static const struct variant variants[] = {
     {ST_POS_SANDWICH, 0, 0, "sandwich", 0, NULL},
     {ST_POS_KERPLE, 0, 0, "kerple power", 0, kerple_power},
     {ST_POS_FIRE, 0, 0, "fire", 0, fire_small},
+    {ST_POS_ALIBI, 0, 0, "alibi + logn", 0, logn3},
+    {ST_POS_ROPE, 0, 0, "rope + learned_logn", 0, learned_logn},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

@@ -21,11 +21,14 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
     fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"d_model\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
                " \"rf\": {\"kind\": \"%s\", \"scope\": \"%s\", \"rho\": %.9g, \"param\": \"%s\"}, \"t5_buckets\": %d,"
                " \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g, \"gelu\": \"%s\","
-               " \"kerple\": {\"kind\": \"%s\"}, \"tie_embeddings\": %s}}\n",
+               " \"kerple\": {\"kind\": \"%s\"}, \"attn_scale\": \"%s\", \"attn_scale_len\": %d,"
+               " \"tie_embeddings\": %s}}\n",
             c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
             c->gelu_exact ? "erf" : "tanh", c->kerple_kind == ST_KERPLE_POWER ? "power" : "log",
+            c->attn_scale == ST_ATTN_SCALE_LOGN ? "logn" : c->attn_scale == ST_ATTN_SCALE_LEARNED ? "learned_logn" : "none",
+            c->attn_scale_len,
             c->tie_embeddings ? "true" : "false");
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -60,6 +63,9 @@ struct variant { int pos, rf_kind, rf_scope, heads, gelu_exact, tie, rf_param; v
 static void kerple_power(st_model_config *c) { c->kerple_kind = ST_KERPLE_POWER; }
 /* FIRE's threshold inside the sequence (T = 11): rows on both sides of max(L, i) */
 static void fire_small(st_model_config *c) { c->fire_threshold = 4.5f; c->fire_hidden = 8; }
+/* log-n scaling past a training length of 4 (T = 11), and learned per head */
+static void logn4(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 4; }
+static void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
 
 int main(void) {
     if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
@@ -86,6 +92,8 @@ int main(void) {
         {ST_POS_SANDWICH, 0, 0, 4, 0, 1, 0, NULL},
         {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, kerple_power},
         {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, logn4},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, learned_logn},
     };
     st_arena ar;
     st_ctx ctx;

@@ -31,8 +31,8 @@ static const char *str(const cJSON *o, const char *k) {
 static void pos_label(const cJSON *report, char *out, size_t n) {
     const cJSON *m = get(report, "model");
     const char *key = st_pos_variant_key(st_pos_from_name(str(m, "pos")));
-    const char *v = key ? str(m, key) : "";
-    snprintf(out, n, "%s%s%s", str(m, "pos"), v[0] ? "-" : "", v);
+    const char *v = key ? str(m, key) : "", *sc = str(m, "attn_scale");
+    snprintf(out, n, "%s%s%s%s%s", str(m, "pos"), v[0] ? "-" : "", v, sc[0] ? "+" : "", sc);
 }
 
 /* Sorted union of the evaluated lengths. */

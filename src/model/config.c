@@ -61,6 +61,10 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
     if (!(c->rf_rho > 0.0f && c->rf_rho < 1e7f)) BAD("%s: model.rf.rho: must be in (0, 1e7), got %g", f, c->rf_rho);
     if (!(c->rope_base > 1.0f)) BAD("%s: model.rope_base: must be > 1, got %g", f, c->rope_base);
     if (c->t5_buckets < 2 || c->t5_buckets > 4096) BAD("%s: model.t5_buckets: must be in [2, 4096], got %d", f, c->t5_buckets);
+    if (c->attn_scale < ST_ATTN_SCALE_NONE || c->attn_scale >= ST_ATTN_SCALE_COUNT)
+        BAD("%s: model.attn_scale: unknown scaling %d", f, c->attn_scale);
+    if (c->attn_scale == ST_ATTN_SCALE_LOGN && c->attn_scale_len < 2)
+        BAD("%s: model.attn_scale_len: logn needs the training length (>= 2), got %d", f, c->attn_scale_len);
     const st_pos_method *pm = st_pos_method_of(c->pos);
     return pm->validate ? pm->validate(c, f, e) : ST_OK;
 }

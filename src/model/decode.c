@@ -120,7 +120,7 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
         st_tensor *q = NULL, *k = NULL, *v = NULL;
-        if (!st_block_qkv(m, ctx, l, x, p0, &q, &k, &v)) return NULL;
+        if (!st_block_qkv(m, ctx, l, x, p0, c->slides ? c->window : 0, &q, &k, &v)) return NULL;
         float *kl = c->k + (size_t)(l * H * rows * D), *vl = c->v + (size_t)(l * H * rows * D);
         for (int64_t h = 0; h < H; h++) {   /* k, v (1,H,n,D) -> rows len0.. of (l, h) */
             memcpy(kl + (h * rows + len0) * D, k->data + h * n * D, (size_t)(n * D) * sizeof(float));

@@ -107,6 +107,10 @@ static int model_declare(st_model *m, const st_model_config *cfg, st_error *e) {
         P(out_b, "attn.out.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
         m->n_pos_block = declare_pos(m, pm, l, b->pos);
         if (m->n_pos_block < 0) return st_fail(e, ST_ERR_MEMORY, "model: cannot declare the parameters");
+        const char *sname;
+        float s0;
+        b->logn_scale = -1;
+        if (st_attn_scale_param(c, &sname, &s0)) P(logn_scale, sname, 1, c->n_heads, 1, 0, ST_INIT_CONST, s0);
         P(ln2_w, "ln2.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
         P(ln2_b, "ln2.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
         P(fc1_w, "ffn.fc1.weight", 2, F, C, 1, ST_INIT_NORMAL, std);
@@ -155,7 +159,7 @@ st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t 
     return st_dropout(ctx, x, c->dropout_emb, st_hash64(seed, 0));
 }
 
-int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
+int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window,
                  st_tensor **q, st_tensor **k, st_tensor **v) {
     const st_model_config *c = &m->cfg;
     const struct st_block_params *b = &m->blocks[l];
@@ -165,6 +169,7 @@ int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
     if (!qkv || !st_split_qkv(ctx, qkv, c->n_heads, q, k, v)) return 0;
     const st_pos_method *pm = st_pos_method_of(c->pos);
     if (pm->qk && !pm->qk(m, ctx, l, q, k, pos0)) return 0;
+    *q = st_attn_scale_q(m, ctx, l, *q, pos0, window);
     return *q && *k && *v;
 }
 
@@ -231,7 +236,7 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         uint64_t ls = st_hash64(seed, 1 + (uint64_t)l);
         st_tensor *q = NULL, *k = NULL, *v = NULL;
         st_attn_bias *bias = NULL;
-        if (!st_block_qkv(m, ctx, l, x, 0, &q, &k, &v) || !st_block_bias(m, ctx, l, &bias)) return NULL;
+        if (!st_block_qkv(m, ctx, l, x, 0, 0, &q, &k, &v) || !st_block_bias(m, ctx, l, &bias)) return NULL;
         st_tensor *a = st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, ls), mark);
     }

@@ -526,6 +526,8 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
         for (int i = 0; i < 4; i++) c->eval.lengths[i] = (int64_t)t->seq_len << i;
         c->eval.n_lengths = 4;
     }
+    if (c->model.attn_scale == ST_ATTN_SCALE_LOGN && c->model.attn_scale_len == 0)
+        c->model.attn_scale_len = t->seq_len;   /* logn: L = the training length */
     /* cross-key rules */
     const int64_t max_len = st_pos_max_len(&c->model);
     if (max_len > 0 && t->seq_len > max_len)

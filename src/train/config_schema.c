@@ -31,6 +31,7 @@ static const st_cenum en_rf_kind = { NULL, 0, st_rf_from_name, st_rf_name, ST_RF
 static const st_cenum en_rf_scope = NAMES(rf_scope_names);
 static const st_cenum en_rf_param = NAMES(rf_param_names);
 static const st_cenum en_kerple_kind = NAMES(kerple_kind_names);
+static const st_cenum en_attn_scale = { NULL, 0, st_attn_scale_from_name, st_attn_scale_name, ST_ATTN_SCALE_COUNT };
 static const st_cenum en_gelu = NAMES(gelu_names);
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
@@ -75,6 +76,8 @@ const st_ckey st_config_keys[] = {
     ENUM("model.gelu", model.gelu_exact, en_gelu),
     FLT("model.ln_eps", model.ln_eps, 0, 1, 1),
     FLT("model.init_std", model.init_std, 0, 10, 1),
+    ENUM("model.attn_scale", model.attn_scale, en_attn_scale),
+    INT("model.attn_scale_len", model.attn_scale_len, 0, 1 << 24),
     FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 1000, 1),
     OBJ("model.rf"),
     ENUM("model.rf.kind", model.rf_kind, en_rf_kind),

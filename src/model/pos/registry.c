@@ -34,7 +34,8 @@ const char *st_pos_variant(const st_model_config *c, const char **key) {
 
 void st_pos_label(const st_model_config *c, char *buf, size_t n) {
     const char *key, *v = st_pos_variant(c, &key);
-    snprintf(buf, n, "%s%s%s", st_pos_name(c->pos), v ? "-" : "", v ? v : "");
+    snprintf(buf, n, "%s%s%s%s%s", st_pos_name(c->pos), v ? "-" : "", v ? v : "",
+             c->attn_scale ? "+" : "", c->attn_scale ? st_attn_scale_name(c->attn_scale) : "");
 }
 
 int64_t st_pos_max_len(const st_model_config *c) {
