@@ -1,12 +1,14 @@
 /* st_model.h - the causal language model and its position methods.
  *
- *   ids (B,T) -> tok_emb (+ sinusoidal | learned positions) -> dropout
+ *   ids (B,T) -> tok_emb (+ the method's positions: sinusoidal | learned) -> dropout
  *             -> n_layers x [ x += drop(attn(LN1(x))) ; x += drop(ffn(LN2(x))) ]
  *             -> LN_f -> logits = x @ W_head^T  (W_head = tok_emb.weight when tied)
  *
  * Position methods (docs/position-methods.md has the exact math):
  *   none, alibi, alibi_rf (receptive field: exp | gaussian | reciprocal, rho fixed or
- *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple. */
+ *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple (log | power),
+ *   sandwich, fire; each a table of functions in src/model/pos/<name>.c, listed by
+ *   ST_POS_METHODS below. model.attn_scale (none | logn | learned_logn) combines with any. */
 #ifndef ST_MODEL_H
 #define ST_MODEL_H
 
@@ -190,14 +192,15 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
  *
  * window: the most keys a query sees (generate's --context). Once more tokens than that
  * have been decoded:
- *   - relative methods (none, alibi, alibi_rf, t5, kerple) and rope (keys are cached
+ *   - relative methods (none, alibi, alibi_rf, t5, kerple, sandwich) and rope (keys are cached
  *     already rotated at their absolute position; q.k depends only on the distance) drop
  *     the oldest keys: a query sees the last `window` keys of every layer (sliding-window
  *     attention). With one layer that equals the full forward over the last `window`
  *     tokens; with more it does not, because a cached key at layer >= 1 was computed
  *     while its own earlier tokens were still visible (the receptive field reaches back
  *     n_layers * (window - 1) tokens).
- *   - absolute methods (sinusoidal, learned) cannot slide: every position of the window
+ *   - absolute methods (sinusoidal, learned, and fire, whose bias depends on the absolute
+ *     query position) cannot slide: every position of the window
  *     changes. st_model_decode refuses (ST_ERR_CONFIG); the caller resets the cache and
  *     prefills the last `window` tokens again (st_kv_cache_slides tells which applies).
  * Layout: k, v (n_layers, n_heads, rows, head_dim); a sliding cache keeps `rows` =
