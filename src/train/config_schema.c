@@ -76,15 +76,20 @@ const st_ckey st_config_keys[] = {
     ENUM("model.gelu", model.gelu_exact, en_gelu),
     FLT("model.ln_eps", model.ln_eps, 0, 1, 1),
     FLT("model.init_std", model.init_std, 0, 10, 1),
+    /* log-n attention scaling (any method; src/model/attn_scale.c) */
     ENUM("model.attn_scale", model.attn_scale, en_attn_scale),
     INT("model.attn_scale_len", model.attn_scale_len, 0, 1 << 24),
+    /* position methods' keys, grouped per method (src/model/pos/<method>.c reads them);
+     * alibi, alibi_rf */
     FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 1000, 1),
     OBJ("model.rf"),
     ENUM("model.rf.kind", model.rf_kind, en_rf_kind),
     ENUM("model.rf.scope", model.rf_scope, en_rf_scope),
     ENUM("model.rf.param", model.rf_param, en_rf_param),
     FLT("model.rf.rho", model.rf_rho, 0, 1e9, 1),
+    /* rope */
     FLT("model.rope_base", model.rope_base, 1, 1e12, 1),
+    /* t5 */
     INT("model.t5_buckets", model.t5_buckets, 2, 1 << 16),
     INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24),
     /* kerple */
