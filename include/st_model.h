@@ -1,12 +1,14 @@
 /* st_model.h - the causal language model and its position methods.
  *
- *   ids (B,T) -> tok_emb (+ sinusoidal | learned positions) -> dropout
+ *   ids (B,T) -> tok_emb (+ the method's positions: sinusoidal | learned) -> dropout
  *             -> n_layers x [ x += drop(attn(LN1(x))) ; x += drop(ffn(LN2(x))) ]
  *             -> LN_f -> logits = x @ W_head^T  (W_head = tok_emb.weight when tied)
  *
  * Position methods (docs/position-methods.md has the exact math):
  *   none, alibi, alibi_rf (receptive field: exp | gaussian | reciprocal, rho fixed or
- *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple. */
+ *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple (log | power),
+ *   sandwich, fire; each a table of functions in src/model/pos/<name>.c, listed by
+ *   ST_POS_METHODS below. model.attn_scale (none | logn | learned_logn) combines with any. */
 #ifndef ST_MODEL_H
 #define ST_MODEL_H
 
@@ -17,11 +19,31 @@
 extern "C" {
 #endif
 
+/* The position methods: one line each, X(ENUM_SUFFIX, name). This list is the registry:
+ * src/model/pos/registry.c builds its table of methods from it, and each method lives in
+ * src/model/pos/<name>.c as `const st_pos_method st_pos_<name>` (src/model/pos/pos.h).
+ * Adding a method = one line here + its file (+ its tests and docs). */
+#define ST_POS_METHODS(X) \
+    X(NONE, none) X(ALIBI, alibi) X(ALIBI_RF, alibi_rf) X(SINUSOIDAL, sinusoidal) \
+    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) X(SANDWICH, sandwich) X(FIRE, fire)
+
 typedef enum st_pos_kind {
-    ST_POS_NONE = 0, ST_POS_ALIBI, ST_POS_ALIBI_RF, ST_POS_SINUSOIDAL, ST_POS_LEARNED,
-    ST_POS_ROPE, ST_POS_T5, ST_POS_KERPLE, ST_POS_COUNT
+#define ST_POS_ENUM_(ID, name) ST_POS_##ID,
+    ST_POS_METHODS(ST_POS_ENUM_)
+#undef ST_POS_ENUM_
+    ST_POS_COUNT
 } st_pos_kind;
 
+/* Widest FIRE MLP (model.fire.hidden). */
+#define ST_FIRE_MAX_HIDDEN 1024
+/* Most parameter tensors a method declares at model level, and per layer. */
+#define ST_POS_MAX_PARAMS 8
+
+/* Log-n attention scaling, orthogonal to the position method (src/model/attn_scale.c). */
+typedef enum st_attn_scale_kind {
+    ST_ATTN_SCALE_NONE = 0, ST_ATTN_SCALE_LOGN, ST_ATTN_SCALE_LEARNED, ST_ATTN_SCALE_COUNT
+} st_attn_scale_kind;
+typedef enum st_kerple_kind { ST_KERPLE_LOG = 0, ST_KERPLE_POWER } st_kerple_kind;
 typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;
 typedef enum st_rf_scope { ST_RF_FIXED = 0, ST_RF_PER_LAYER, ST_RF_PER_HEAD } st_rf_scope;
 /* How a learnable rho is parameterised: rho = softplus(theta) moves additively, by about
@@ -44,6 +66,9 @@ typedef struct st_model_config {
     int gelu_exact;         /* 0: tanh approximation (default), 1: erf */
     float ln_eps;           /* 1e-5 */
     float init_std;         /* 0.02; residual output projections get std/sqrt(2*n_layers) */
+    int attn_scale;         /* st_attn_scale_kind: none (default), logn, learned_logn */
+    int attn_scale_len;     /* logn: the training length L (queries seeing n > L keys get
+                             * log_L n); 0 in a run config = train.seq_len */
     /* alibi / alibi_rf */
     float alibi_max_bias;   /* 8: slopes 2^(-max_bias*h/n) for n a power of two */
     int rf_kind;            /* st_rf_kind */
@@ -55,6 +80,12 @@ typedef struct st_model_config {
     /* t5 */
     int t5_buckets;         /* 32 */
     int t5_max_distance;    /* 128 */
+    /* kerple */
+    int kerple_kind;        /* st_kerple_kind: log (default) or power */
+    /* fire */
+    int fire_hidden;        /* 32: MLP width, at most ST_FIRE_MAX_HIDDEN */
+    float fire_c;           /* 0.1: initial c of psi(x) = log(c x + 1) */
+    float fire_threshold;   /* 512: initial threshold L of psi(max(L, i)) */
 } st_model_config;
 
 /* Defaults for every field (vocab_size must still be set). */
@@ -63,6 +94,23 @@ void st_model_config_default(st_model_config *c);
 int st_model_config_validate(const st_model_config *c, const char *file, st_error *e);
 const char *st_pos_name(int pos);
 int st_pos_from_name(const char *name);       /* -1 if unknown */
+/* The method's variant, for labels and reports ("exp" of alibi_rf, with *key "rf_kind"),
+ * or NULL (key NULL) when the method has none. */
+const char *st_pos_variant(const st_model_config *c, const char **key);
+/* "none", "logn" or "learned_logn", and back (-1 if unknown). */
+const char *st_attn_scale_name(int kind);
+int st_attn_scale_from_name(const char *name);
+/* "name", "name-variant" ("alibi_rf-exp"), then "+logn" / "+learned_logn" with
+ * model.attn_scale: the label of sweeps and plots. */
+void st_pos_label(const st_model_config *c, char *buf, size_t n);
+/* Report key of method pos's variant ("rf_kind") or NULL. */
+const char *st_pos_variant_key(int pos);
+/* Longest sequence (positions 0..n-1) the method can represent, 0 = any length (learned
+ * positions: model.max_len). */
+int64_t st_pos_max_len(const st_model_config *c);
+/* Set the method's keys to a variant in which every parameter it can have is learned
+ * (selfcheck, tests). */
+void st_pos_exercise(st_model_config *c);
 const char *st_rf_name(int kind);
 int st_rf_from_name(const char *name);
 
@@ -71,18 +119,22 @@ int st_rf_from_name(const char *name);
  * c = 2^floor(log2 n) followed by slopes 0, 2, 4, ... of the 2c set, first n - c of them. */
 void st_alibi_slopes(int n_heads, float max_bias, float *out);
 
-/* Position-bias providers (src/model/position.c) usable on their own, e.g. by the
- * attention tests. kind: ST_POS_ALIBI, ST_POS_ALIBI_RF, ST_POS_T5, ST_POS_KERPLE.
+/* Position-bias providers (src/model/pos/<method>.c) usable on their own, e.g. by the
+ * attention tests. For the methods with a bias (alibi, alibi_rf, t5, kerple, ...).
  * `params`/`grads` point at this layer's bias parameters (rf_theta, t5 table, kerple
- * r1/r2 raw values) or NULL for parameter-free methods. bidirectional: bias depends on
- * |i - j| (ALiBi) or on signed buckets (T5). */
+ * r1/r2 raw values; p[k]/g[k] for a method with several tensors) or NULL for
+ * parameter-free methods. bidirectional: bias depends on |i - j| (ALiBi) or on signed
+ * buckets (T5). */
 typedef struct st_pos_bias {
     st_attn_bias iface;     /* pass &pb->iface to st_attention */
     int kind, n_heads, bidirectional;
     const st_model_config *cfg;
-    float slopes[256];
-    const float *params;    /* layer's parameters (see docs) or NULL */
-    float *grads;           /* same layout, accumulated */
+    float slopes[256];      /* per-head constants the method precomputes (ALiBi slopes) */
+    const float *params;    /* = p[0]: layer's parameters (see docs) or NULL */
+    float *grads;           /* = g[0]: same layout, accumulated; NULL: no gradient */
+    const float *p[ST_POS_MAX_PARAMS];   /* the method's tensors: model-level ones first,
+                                          * then the layer's, in declaration order */
+    float *g[ST_POS_MAX_PARAMS];
 } st_pos_bias;
 void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirectional,
                       const float *params, float *grads);
@@ -91,13 +143,16 @@ typedef struct st_model {
     st_model_config cfg;
     st_params params;
     /* parameter indices (-1 when absent) */
-    int p_tok_emb, p_pos_emb, p_ln_f_w, p_ln_f_b, p_lm_head;
-    int p_t5;               /* shared T5 bucket table [H, buckets] ("t5.rel_bias") */
+    int p_tok_emb, p_ln_f_w, p_ln_f_b, p_lm_head;
+    /* the position method's tensors, in its declaration order: model level (pos_emb,
+     * t5.rel_bias) and per block (attn.rf_theta, attn.kerple, ...) */
+    int n_pos, p_pos[ST_POS_MAX_PARAMS];
+    int n_pos_block;
     struct st_block_params {
         int ln1_w, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_w, ln2_b;
         int fc1_w, fc1_b, fc2_w, fc2_b;
-        int rf_theta;       /* [H] or [1] */
-        int kerple;         /* [2, H]: raw r1, r2 (softplus applied) */
+        int pos[ST_POS_MAX_PARAMS];
+        int logn_scale;     /* attn_scale learned_logn: s (H), else -1 */
     } *blocks;
 } st_model;
 
@@ -113,8 +168,8 @@ void st_model_free(st_model *m);
 size_t st_model_param_floats(const st_model_config *cfg, st_error *e);
 size_t st_model_num_params(const st_model *m);
 /* The current receptive field rho of each head of `layer` (rho[n_heads]; a per-layer rho is
- * repeated) when the model learns it (alibi_rf, scope layer or head). Returns 1, or 0 when
- * there is no learnable rho (rho untouched). */
+ * repeated) when the model's position method learns one (alibi_rf, scope layer or head).
+ * Returns 1, or 0 when there is no learnable rho (rho untouched). */
 int st_model_rf_rho(const st_model *m, int layer, float *rho);
 
 /* Forward to the final hidden states (B,T,C) after LN_f. ids: int32 (B*T), in [0, V).
@@ -141,14 +196,15 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
  *
  * window: the most keys a query sees (generate's --context). Once more tokens than that
  * have been decoded:
- *   - relative methods (none, alibi, alibi_rf, t5, kerple) and rope (keys are cached
+ *   - relative methods (none, alibi, alibi_rf, t5, kerple, sandwich) and rope (keys are cached
  *     already rotated at their absolute position; q.k depends only on the distance) drop
  *     the oldest keys: a query sees the last `window` keys of every layer (sliding-window
  *     attention). With one layer that equals the full forward over the last `window`
  *     tokens; with more it does not, because a cached key at layer >= 1 was computed
  *     while its own earlier tokens were still visible (the receptive field reaches back
  *     n_layers * (window - 1) tokens).
- *   - absolute methods (sinusoidal, learned) cannot slide: every position of the window
+ *   - absolute methods (sinusoidal, learned, and fire, whose bias depends on the absolute
+ *     query position) cannot slide: every position of the window
  *     changes. st_model_decode refuses (ST_ERR_CONFIG); the caller resets the cache and
  *     prefills the last `window` tokens again (st_kv_cache_slides tells which applies).
  * Layout: k, v (n_layers, n_heads, rows, head_dim); a sliding cache keeps `rows` =
@@ -168,7 +224,7 @@ typedef struct st_kv_cache {
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for
- * absolute positions (sinusoidal, learned). */
+ * absolute positions (sinusoidal, learned): the method's table says which. */
 int st_kv_cache_slides(int pos);
 /* Allocate for model m. Fails with ST_ERR_CONFIG for window < 1 or learned positions
  * with window > model.max_len, ST_ERR_MEMORY when it would not fit. */

@@ -46,6 +46,9 @@ int st_split_qkv(st_ctx *ctx, st_tensor *qkv, int H, st_tensor **q, st_tensor **
 /* Rotary position embedding (rotate-half convention, as GPT-NeoX / HF LLaMA) applied to
  * x (B,H,T,D) at absolute positions pos0..pos0+T-1; frequencies base^(-2i/D). */
 st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0);
+/* y[b,h,t,:] = x[b,h,t,:] * s_h * f_t for x (B,H,T,D), s (H) or NULL (s_h = 1), f (T)
+ * constants (copied): a per-(head, time) multiplier, e.g. log-n scaling of the queries. */
+st_tensor *st_head_scale(st_ctx *ctx, st_tensor *x, st_tensor *s, const float *f);
 /* Sum / mean of all elements -> scalar (shape (1)). */
 st_tensor *st_sum(st_ctx *ctx, st_tensor *x);
 st_tensor *st_mean(st_ctx *ctx, st_tensor *x);
@@ -63,24 +66,56 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
                                    const int32_t *targets, int32_t ignore_index, float *tok_loss);
 
 /* ------------------------------------------------------------ attention ---- */
-/* Additive position bias that depends only on the head and the signed distance
- * d = i - j (query i, key j). ALiBi, ALiBi with a receptive field, T5 buckets and KERPLE
- * all have this form, so the kernel never materialises a TxT bias: it asks for the
+/* Additive position bias added to the attention scores, in one of two forms.
+ *
+ * Distance form (fill != NULL): the bias depends only on the head and the signed distance
+ * d = i - j (query i, key j). ALiBi, ALiBi with a receptive field, T5 buckets, KERPLE and
+ * Sandwich have this form, so the kernel never materialises a TxT bias: it asks for the
  * per-head table over the distances it needs and adds it on the fly.
  *   fill(self, h, d0, n, out): out[k] = bias(h, d0 + k) for k in [0, n).
  *   grad(self, h, d0, n, g): accumulate parameter gradients given g[k] = sum of
  *       dL/dscore over all (b, i, j) of head h with i - j = d0 + k. NULL if the bias has
  *       no parameters. Called from one thread at a time.
  * For causal attention d >= 0 only; for bidirectional attention d ranges over
- * [-(T-1), T-1]. */
+ * [-(T-1), T-1].
+ *
+ * General form (fill == NULL, fill_block != NULL): the bias depends on the absolute
+ * positions (i, j) of query and key, e.g. FIRE's f(psi(i-j) / psi(max(L, i))).
+ *   fill_block(self, h, i0, ni, j0, nj, out, ld): out[r*ld + c] = bias(h, i0 + r, j0 + c)
+ *       for r < ni, c < nj. Called concurrently from several threads (must only read
+ *       its state); entries with j > i of a causal call are never read.
+ *   grad_block(self, h, i0, ni, j0, nj, g, ld): accumulate parameter gradients given
+ *       g[r*ld + c] = sum over the batch of dL/dscore(h, i0 + r, j0 + c) (0 where the key
+ *       is masked). NULL if the bias has no parameters. Called from one thread at a time.
+ * Self-attention (st_attention) uses positions i, j = 0..T-1; the KV cache passes the
+ * absolute positions of the decoded tokens. The grad-mode kernel materialises the bias
+ * (H,T,T) once per call (the probabilities it keeps are B times larger); the streamed
+ * kernel asks for (query block, key block) tiles, so memory stays O(T).
+ *
+ * Content-dependent logits (CoPE: positions from gates sigmoid(q_i.k_j)) fit neither form:
+ * they need q and k inside the kernel. Their place is marked "CoPE hook" in
+ * src/ops/attention.c (forward_block: the raw rows scale*q_i.k_j for j <= i are in P
+ * before the softmax; backward_pair: the row of dS is complete before dQ/dK) and in
+ * src/ops/attention_stream.c (stream_block). A multiplier on q.k per (head, query), as
+ * log-n scaling, is not a bias: it equals scaling q_i, which the model does before the
+ * kernel (model.attn_scale). */
 typedef struct st_attn_bias {
     void (*fill)(const struct st_attn_bias *self, int h, int64_t d0, int64_t n, float *out);
     void (*grad)(const struct st_attn_bias *self, int h, int64_t d0, int64_t n, const float *g);
     void *state;
+    void (*fill_block)(const struct st_attn_bias *self, int h, int64_t i0, int64_t ni, int64_t j0,
+                       int64_t nj, float *out, int64_t ld);
+    void (*grad_block)(const struct st_attn_bias *self, int h, int64_t i0, int64_t ni, int64_t j0,
+                       int64_t nj, const float *g, int64_t ld);
 } st_attn_bias;
+/* 1 when the bias has learnable parameters (a grad or grad_block function). */
+static inline int st_attn_bias_learnable(const st_attn_bias *b) {
+    return b && (b->fill ? b->grad != NULL : b->grad_block != NULL);
+}
 
 /* Fused multi-head attention: q,k,v (B,H,T,D) -> (B,H,T,D).
- *   score(i,j) = scale * q_i.k_j + bias(h, i - j)    (bias may be NULL)
+ *   score(i,j) = scale * q_i.k_j + bias(h, i - j)    (distance form; bias may be NULL)
+ *              = scale * q_i.k_j + bias(h, i, j)     (general form, positions 0..T-1)
  *   causal: keys j <= i only; p = softmax over keys (then dropout p_drop in training);
  *   out_i = sum_j p(i,j) v_j.
  * scale <= 0 means 1/sqrt(D). Grad mode keeps the probabilities for backward; inference
@@ -96,12 +131,14 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
  *   k, v: pair (b,h) holds keys 0..Tk-1 as rows of D floats from k + (b*H+h)*kv_stride;
  *   causal: key j <= p, and j > p - window when window > 0 (0: every cached key);
  *   bias_tab: NULL, or (H, bias_len) from st_attention_bias_table, with bias_len at least
- *     min(window, Tk) (window > 0) or Tk (window = 0) so that every distance is covered.
+ *     min(window, Tk) (window > 0) or Tk (window = 0) so that every distance is covered;
+ *   gbias: NULL, or a general-form bias (bias_tab must then be NULL), evaluated at the
+ *     absolute positions kpos0 + j of key row j and kpos0 + Tk - Tq + r of query r.
  * Returns (B,H,Tq,D) from ctx's arena; equal to rows Tk-Tq.. of st_attention over the
  * whole sequence (with the same bias) up to float rounding. */
 st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
-                               int64_t window, float scale);
+                               const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale);
 /* tab (H, n): each head's causal bias over distances 0..n-1 in reversed order,
  * tab[h*n + m] = bias(h, n-1-m), the layout st_attention_cached reads. */
 void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, float *tab);

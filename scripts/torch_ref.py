@@ -81,9 +81,32 @@ def bias_for(cfg, p, layer, T, H):
         b = t5_bucket(j - i, cfg["t5_buckets"], cfg["t5_max_distance"])
         return w[:, b]
     if pos == "kerple":
+        if cfg.get("kerple", {}).get("kind", "log") == "power":
+            k = p[f"blocks.{layer}.attn.kerple_power"]        # [2, H]
+            r1, r2 = F.softplus(k[0]), 2 * torch.sigmoid(k[1])
+            # d^r2 with 0^r2 = 0; the where keeps log(0) out of the r2 gradient
+            dpos = torch.where(d > 0, d, torch.ones_like(d))
+            pw = torch.where(d > 0, dpos[None] ** r2[:, None, None], torch.zeros(1))
+            return -r1[:, None, None] * pw
         k = p[f"blocks.{layer}.attn.kerple"]                  # [2, H]
         r1, r2 = F.softplus(k[0]), F.softplus(k[1])
         return -r1[:, None, None] * torch.log1p(r2[:, None, None] * d)
+    if pos == "fire":
+        pre = f"blocks.{layer}.attn.fire."
+        c = torch.exp(p[pre + "log_c"])                       # [1]
+        thr = torch.exp(p[pre + "log_thr"])                   # [1]
+        psi = lambda z: torch.log(c * z + 1)
+        ii = torch.arange(T).double()[:, None]
+        x = psi(d) / psi(torch.maximum(ii, thr))              # [T, T] in [0, 1]
+        u = torch.relu(x[..., None] * p[pre + "w1"][:, 0] + p[pre + "b1"])   # [T, T, K]
+        return (u @ p[pre + "w2"].T).permute(2, 0, 1)         # [H, T, T]
+    if pos == "sandwich":
+        Dp = cfg["d_model"] // H                              # D' = head size (NeMo)
+        k = torch.arange(1, Dp // 2 + 1).double()
+        inv = 1.0 / (10000.0 ** (2 * k / Dp))
+        s = torch.cos(d[:, :, None] * inv).sum(-1) - Dp / 2   # [T, T], 0 at d = 0
+        hs = torch.arange(1, H + 1).double()
+        return s[None] / (8 * hs[:, None, None] / H)
     return None
 
 
@@ -121,6 +144,14 @@ def forward(cfg, p, ids, targets):
         q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
         if cfg["pos"] == "rope":
             q, k = rope(q, cfg["rope_base"]), rope(k, cfg["rope_base"])
+        # log-n scaling of the queries: n = i + 1 keys seen (causal)
+        n = torch.arange(1, T + 1).double()
+        if cfg.get("attn_scale", "none") == "logn":
+            L_ = float(cfg["attn_scale_len"])
+            q = q * torch.clamp(torch.log(n) / math.log(L_), min=1.0)[:, None]
+        elif cfg.get("attn_scale", "none") == "learned_logn":
+            sh = p[pre + "attn.logn_scale"]                   # [H]
+            q = q * (sh[:, None, None] * torch.log(n)[:, None])
         s = q @ k.transpose(-1, -2) / math.sqrt(D)
         bias = bias_for(cfg, p, l, T, H)
         if bias is not None:

@@ -4,7 +4,8 @@
 # several position methods: the same text for a fixed seed while the sequence fits in
 # --context; past it, the same text where the cache is exact (one-layer relative / rope
 # models; sinusoidal and learned, which re-prefill the window); a deeper relative model
-# slides its cache and still prints text of the asked length from the prompt on.
+# slides its cache and still prints text of the asked length from the prompt on. fire (its
+# bias depends on the absolute query position) re-prefills like the absolute methods.
 # init_std 0.3 and 20 steps: a sharp, barely trained model, so an error in the attention
 # or the positions changes the sampled bytes (at 0.02 the logits are near-uniform).
 . "$(dirname "$0")/lib_cli.sh" cli_generate
@@ -16,7 +17,7 @@ cat > cfg.json <<'EOF2'
  "train": {"seed": 3, "batch_size": 4, "seq_len": 32, "steps": 20, "eval_every": 20, "eval_batches": 1,
            "log_every": 20, "schedule": {"warmup": 2}}}
 EOF2
-runs="alibi rope t5 sinusoidal learned alibi1 rope1"
+runs="alibi rope t5 sinusoidal learned alibi1 rope1 sandwich fire"
 for r in $runs; do
     pos=${r%1}; layers=2; [ "$r" != "$pos" ] && layers=1
     expect_rc 0 "train $r" "$BIN" train cfg.json --out "$r" --quiet --set model.pos="$pos" --set model.n_layers=$layers
@@ -37,7 +38,7 @@ for r in $runs; do
 done
 same_text "alibi greedy" alibi --prompt "the lazy dog" --tokens 30 --temperature 0
 # past the window (--context 12, 50 tokens): exact for one layer and for absolute positions
-for r in alibi1 rope1 sinusoidal learned; do
+for r in alibi1 rope1 sinusoidal learned fire; do
     same_text "$r past the window" "$r" --prompt "the quick brown fox" --tokens 50 --context 12 --seed 9
 done
 # a prompt longer than the window: both start from its last --context tokens

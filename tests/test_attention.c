@@ -6,11 +6,9 @@
  *     sizes that do not divide T, for a fixed ALiBi-like and a table bias;
  *   - dropout forward against a naive double loop using the documented mask formula;
  *   - causality, fully masked rows, inference memory (no backward state, no (T,T) buffer),
- *     long-range numerics (T = 16384, ALiBi biases of -65536), determinism of gradients. */
-#include "harness.h"
-
-#include <stdlib.h>
-#include <string.h>
+ *     long-range numerics (T = 16384, ALiBi biases of -65536), determinism of gradients.
+ * The general (i, j) bias form is tested in test_attention_general.c. */
+#include "test_attention_util.h"
 
 /* ---------------------------------------------------------- bias providers ---- */
 /* (a) ALiBi-like fixed slopes: bias(h, d) = -m_h |d|; window > 0 sets distances beyond it
@@ -33,7 +31,7 @@ static void alibi_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, f
 }
 
 static st_attn_bias make_alibi(alibi_bias *a) {
-    st_attn_bias b = {alibi_fill, NULL, a};
+    st_attn_bias b = {.fill = alibi_fill, .state = a};
     return b;
 }
 
@@ -57,7 +55,7 @@ static void table_grad(const st_attn_bias *self, int h, int64_t d0, int64_t n, c
 }
 
 static st_attn_bias make_table(table_bias *t) {
-    st_attn_bias b = {table_fill, table_grad, t};
+    st_attn_bias b = {.fill = table_fill, .grad = table_grad, .state = t};
     return b;
 }
 
@@ -66,81 +64,8 @@ static void neginf_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, 
     for (int64_t k = 0; k < n; k++) out[k] = -INFINITY;
 }
 
-/* --------------------------------------------------------------- helpers ---- */
-/* q, k, v (B,H,T,D) and a bias table (H, 2T-1) as parameters (leaves with gradients). */
-typedef struct qkv {
-    st_params p;
-    st_tensor *q, *k, *v, *w;
-    int64_t B, H, T, D;
-} qkv;
-
-static void qkv_init(qkv *s, int64_t B, int64_t H, int64_t T, int64_t D, uint64_t seed, float wstd) {
-    st_error e = {0};
-    int64_t shp[4] = {B, H, T, D}, wshp[2] = {H, 2 * T - 1};
-    st_params_init(&s->p);
-    st_params_add(&s->p, "q", 4, shp, 0, ST_INIT_NORMAL, 1.0f);
-    st_params_add(&s->p, "k", 4, shp, 0, ST_INIT_NORMAL, 1.0f);
-    st_params_add(&s->p, "v", 4, shp, 0, ST_INIT_NORMAL, 1.0f);
-    st_params_add(&s->p, "bias_table", 2, wshp, 0, ST_INIT_NORMAL, wstd);
-    ST_ASSERT(st_params_finalize(&s->p, &e) == ST_OK);
-    st_rng rng;
-    st_rng_seed(&rng, seed);
-    st_params_init_values(&s->p, &rng);
-    s->q = st_param(&s->p, 0); s->k = st_param(&s->p, 1);
-    s->v = st_param(&s->p, 2); s->w = st_param(&s->p, 3);
-    s->B = B; s->H = H; s->T = T; s->D = D;
-}
-
-typedef struct env { st_arena arena; st_ctx ctx; } env;
-
-static void env_init(env *v) {
-    st_error e = {0};
-    ST_ASSERT(st_arena_init(&v->arena, 1 << 20, (size_t)4 << 30, &e) == ST_OK);
-    ST_ASSERT(st_ctx_init(&v->ctx, &v->arena, 256, &e) == ST_OK);
-}
-
-static void env_free(env *v) { st_ctx_free(&v->ctx); st_arena_free(&v->arena); }
-
-/* loss = sum_i r_i x_i as a tape op, so st_backward seeds out.grad = r */
-typedef struct { const float *r; int64_t n; } wsum_saved;
-
-static void wsum_backward(st_ctx *ctx, st_node *nd) {
-    const wsum_saved *s = nd->saved;
-    float *gx = st_grad(ctx, nd->in[0]);
-    for (int64_t i = 0; i < s->n; i++) gx[i] += nd->out->grad[0] * s->r[i];
-}
-
-static st_tensor *wsum(st_ctx *ctx, st_tensor *x, const float *r) {
-    if (!x) return NULL;
-    int64_t one = 1, n = st_numel(x);
-    st_tensor *out = st_new(ctx, 1, &one);
-    double acc = 0;
-    for (int64_t i = 0; i < n; i++) acc += (double)r[i] * x->data[i];
-    out->data[0] = (float)acc;
-    wsum_saved *s = st_ctx_alloc(ctx, sizeof *s, 1);
-    s->r = r; s->n = n;
-    st_record(ctx, "wsum", wsum_backward, out, x, NULL, NULL, NULL, s);
-    return out;
-}
-
-static int all_finite(const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) if (!isfinite(x[i])) return 0;
-    return 1;
-}
-
-/* ------------------------------------------------------------- gradcheck ---- */
-typedef struct gc_case {
-    qkv *s;
-    const st_attn_bias *bias;
-    int causal;
-    float scale, p;
-} gc_case;
-
-static st_tensor *gc_build(st_ctx *ctx, void *user) {
-    gc_case *c = user;
-    return st_attention(ctx, c->s->q, c->s->k, c->s->v, c->bias, c->causal, c->scale, c->p, 77);
-}
-
+/* (d) general form, learnable: bias(h, i, j) = w[h, i, j], w (H, T, T) a parameter
+ * (a table over positions, not distances); grad_block adds into w's gradient. */
 static void test_gradcheck(void) {
     qkv s;
     qkv_init(&s, 2, 2, 7, 4, 1, 0.7f);
@@ -340,7 +265,7 @@ static void test_fully_masked(void) {
     const int64_t B = 1, H = 2, T = 9, D = 4, n = B * H * T * D;
     qkv s;
     qkv_init(&s, B, H, T, D, 3, 1.0f);
-    st_attn_bias bn = {neginf_fill, NULL, NULL};
+    st_attn_bias bn = {.fill = neginf_fill};
     env E;
     env_init(&E);
     float *r = malloc((size_t)n * sizeof(float)), *str = malloc((size_t)n * sizeof(float));

@@ -102,7 +102,7 @@ static void test_kernel(void) {
                     for (int64_t h = 0; h < H; h++)
                         memcpy(qt->data + h * Tq * D, q + (h * T + T - Tq) * D, sizeof(float) * (size_t)(Tq * D));
                     st_tensor *o = st_attention_cached(ctx, qt, kc, vc, rows * D, T, with_bias ? tab : NULL,
-                                                       lens[li], W, 0.0f);
+                                                       lens[li], NULL, 0, W, 0.0f);
                     double err = 0;
                     for (int64_t h = 0; h < H; h++) {
                         double x = rel_err(o->data + h * Tq * D, ref + (h * T + T - Tq) * D, Tq * D);
@@ -131,6 +131,7 @@ static int decode_model(st_model *m, const struct variant *v, int n_layers, uint
     c.d_ff = 24;
     c.max_len = 64;
     c.init_std = 0.3f;
+    if (v->tweak) v->tweak(&c);
     make_model_cfg(m, &c, seed);
     rand_ids(ids, n, c.vocab_size, seed + 7);
     return c.vocab_size;
@@ -144,7 +145,7 @@ static st_tensor *banded_logits(st_model *m, st_ctx *ctx, const int32_t *ids, in
     for (int l = 0; l < m->cfg.n_layers && x; l++) {
         st_tensor *q, *k, *v;
         st_attn_bias *inner;
-        if (!st_block_qkv(m, ctx, l, x, 0, &q, &k, &v) || !st_block_bias(m, ctx, l, &inner)) return NULL;
+        if (!st_block_qkv(m, ctx, l, x, 0, W, &q, &k, &v) || !st_block_bias(m, ctx, l, &inner)) return NULL;
         band_bias *bb = st_ctx_alloc(ctx, sizeof *bb, 0);
         band_init(bb, inner, W);
         x = st_block_out(m, ctx, l, x, st_attention(ctx, q, k, v, &bb->iface, 1, 0.0f, 0.0f, 0), 0);

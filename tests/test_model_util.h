@@ -28,21 +28,34 @@ static inline void rand_ids(int32_t *ids, int64_t n, int V, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)st_rng_below(&r, (uint64_t)V);
 }
 
-struct variant { int pos, rf_kind, rf_scope; const char *name; int rf_param; };
+/* tweak: sets the method's other keys (NULL: defaults) */
+struct variant { int pos, rf_kind, rf_scope; const char *name; int rf_param; void (*tweak)(st_model_config *c); };
+
+static inline void kerple_power(st_model_config *c) { c->kerple_kind = ST_KERPLE_POWER; }
+/* FIRE's threshold inside the test sequences: rows on both sides of max(L, i) */
+static inline void fire_small(st_model_config *c) { c->fire_threshold = 2.5f; c->fire_hidden = 8; }
+/* log-n attention scaling: past a training length of 3, and learned per head */
+static inline void logn3(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 3; }
+static inline void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
 static const struct variant variants[] = {
-    {ST_POS_NONE, 0, 0, "none", 0},
-    {ST_POS_ALIBI, 0, 0, "alibi", 0},
-    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, "alibi_rf exp fixed", 0},
-    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, "alibi_rf exp layer", 0},
-    {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, "alibi_rf gaussian head", 0},
-    {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, "alibi_rf reciprocal head", 0},
-    {ST_POS_SINUSOIDAL, 0, 0, "sinusoidal", 0},
-    {ST_POS_LEARNED, 0, 0, "learned", 0},
-    {ST_POS_ROPE, 0, 0, "rope", 0},
-    {ST_POS_T5, 0, 0, "t5", 0},
-    {ST_POS_KERPLE, 0, 0, "kerple", 0},
+    {ST_POS_NONE, 0, 0, "none", 0, NULL},
+    {ST_POS_ALIBI, 0, 0, "alibi", 0, NULL},
+    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, "alibi_rf exp fixed", 0, NULL},
+    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, "alibi_rf exp layer", 0, NULL},
+    {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, "alibi_rf gaussian head", 0, NULL},
+    {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, "alibi_rf reciprocal head", 0, NULL},
+    {ST_POS_SINUSOIDAL, 0, 0, "sinusoidal", 0, NULL},
+    {ST_POS_LEARNED, 0, 0, "learned", 0, NULL},
+    {ST_POS_ROPE, 0, 0, "rope", 0, NULL},
+    {ST_POS_T5, 0, 0, "t5", 0, NULL},
+    {ST_POS_KERPLE, 0, 0, "kerple", 0, NULL},
     /* appended, so indices above stay put */
-    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, "alibi_rf exp head log-rho", ST_RF_LOG},
+    {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, "alibi_rf exp head log-rho", ST_RF_LOG, NULL},
+    {ST_POS_SANDWICH, 0, 0, "sandwich", 0, NULL},
+    {ST_POS_KERPLE, 0, 0, "kerple power", 0, kerple_power},
+    {ST_POS_FIRE, 0, 0, "fire", 0, fire_small},
+    {ST_POS_ALIBI, 0, 0, "alibi + logn", 0, logn3},
+    {ST_POS_ROPE, 0, 0, "rope + learned_logn", 0, learned_logn},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -69,6 +82,7 @@ static inline void make_model(st_model *m, const struct variant *v, uint64_t see
     c.rf_kind = v->rf_kind;
     c.rf_scope = v->rf_scope;
     c.rf_param = v->rf_param;
+    if (v->tweak) v->tweak(&c);
     make_model_cfg(m, &c, seed);
 }
 

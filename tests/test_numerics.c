@@ -197,7 +197,8 @@ static void test_bias_far(void) {
     struct { int pos, rf; const char *name; } kinds[] = {
         {ST_POS_ALIBI, 0, "alibi"}, {ST_POS_ALIBI_RF, ST_RF_EXP, "alibi_rf exp"},
         {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, "alibi_rf gaussian"}, {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, "alibi_rf reciprocal"},
-        {ST_POS_KERPLE, 0, "kerple"}, {ST_POS_T5, 0, "t5"}};
+        {ST_POS_KERPLE, 0, "kerple"}, {ST_POS_T5, 0, "t5"}, {ST_POS_SANDWICH, 0, "sandwich"},
+        {ST_POS_KERPLE, ST_KERPLE_POWER, "kerple power"}};
     float params[2 * 256];
     for (int i = 0; i < 2 * 256; i++) params[i] = 0.5f - 0.01f * (float)(i % 50);
     for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
@@ -209,6 +210,7 @@ static void test_bias_far(void) {
             c.d_model = 8 * heads;
             c.pos = kinds[ki].pos;
             c.rf_kind = kinds[ki].rf;
+            c.kerple_kind = kinds[ki].pos == ST_POS_KERPLE ? kinds[ki].rf : 0;   /* rf: the kerple kind there */
             c.rf_rho = 3.0f;
             st_pos_bias pb;
             st_pos_bias_init(&pb, &c, 0, params, NULL);

@@ -1,4 +1,4 @@
-/* test_ops_shape.c - dropout, split/merge heads, split_qkv, rope, sum, mean: forward
+/* test_ops_shape.c - dropout, split/merge heads, split_qkv, rope, head_scale, sum, mean: forward
  * values against reference loops, finite-difference gradient checks, dropout's mask
  * (hash reference, keep rate, identical with 1 and 2 threads, identity when off), the
  * one-node-three-outputs split_qkv fed through q, k or v alone, and accumulation.
@@ -151,6 +151,40 @@ static void test_rope(void) {
     st_params_free(&L.p);
 }
 
+/* ---------------------------------------------------------- head_scale ---- */
+/* f_t = 0.5 + 0.3 t (a stand-in for log-n factors), s (H) learnable or absent */
+static const float hs_f[5] = {0.5f, 0.8f, 1.1f, 1.4f, 1.7f};
+static st_tensor *build_head_scale(st_ctx *ctx, void *u) { args *a = u; return st_head_scale(ctx, a->a, a->b, hs_f); }
+
+static void test_head_scale(void) {
+    const int64_t B = 2, H = 3, T = 5, D = 4;
+    const int64_t spec[2][5] = {{4, B, H, T, D}, {1, H}};
+    leaves L;
+    leaves_init(&L, 19, 2, spec, 1.0f);
+    st_tensor *x = L.t[0], *s = L.t[1];
+    const int64_t n = B * H * T * D;
+    double *ref = malloc((size_t)n * sizeof(double));
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t c = 0; c < D; c++) {
+                    const int64_t o = ((b * H + h) * T + t) * D + c;
+                    ref[o] = (double)x->data[o] * (double)s->data[h] * (double)hs_f[t];
+                }
+    env e;
+    st_ctx *ctx = env_open(&e, 1, 0);
+    st_tensor *y = st_head_scale(ctx, x, s, hs_f);
+    close_ref("head_scale forward", y->data, ref, n, 1e-6, 1e-6);
+    env_close(&e);
+    args a = {.a = x, .b = s};
+    gradcheck("head_scale x and s", build_head_scale, &a, L.t, 2, 0, GC_EPS, GC_ATOL, GC_RTOL, 0);
+    check_accumulates("head_scale", build_head_scale, &a, L.t, 2, 0);
+    args a0 = {.a = x, .b = NULL};
+    gradcheck("head_scale x (s = 1)", build_head_scale, &a0, L.t, 1, 0, GC_EPS, GC_ATOL, GC_RTOL, 0);
+    free(ref);
+    st_params_free(&L.p);
+}
+
 /* ----------------------------------------------------------- sum / mean ---- */
 static st_tensor *build_sum(st_ctx *ctx, void *u) { args *a = u; return a->i0 ? st_mean(ctx, a->a) : st_sum(ctx, a->a); }
 
@@ -212,6 +246,7 @@ int main(void) {
     test_dropout();
     test_heads();
     test_rope();
+    test_head_scale();
     test_reduce();
     test_accumulation();
     return test_finish("test_ops_shape");

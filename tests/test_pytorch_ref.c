@@ -18,14 +18,18 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     if (!f) return 0;
-    fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
+    fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"d_model\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
                " \"rf\": {\"kind\": \"%s\", \"scope\": \"%s\", \"rho\": %.9g, \"param\": \"%s\"}, \"t5_buckets\": %d,"
                " \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g, \"gelu\": \"%s\","
+               " \"kerple\": {\"kind\": \"%s\"}, \"attn_scale\": \"%s\", \"attn_scale_len\": %d,"
                " \"tie_embeddings\": %s}}\n",
-            c->n_layers, c->n_heads, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
+            c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
-            c->gelu_exact ? "erf" : "tanh", c->tie_embeddings ? "true" : "false");
+            c->gelu_exact ? "erf" : "tanh", c->kerple_kind == ST_KERPLE_POWER ? "power" : "log",
+            c->attn_scale == ST_ATTN_SCALE_LOGN ? "logn" : c->attn_scale == ST_ATTN_SCALE_LEARNED ? "learned_logn" : "none",
+            c->attn_scale_len,
+            c->tie_embeddings ? "true" : "false");
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -53,7 +57,15 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
     return 1;
 }
 
-struct variant { int pos, rf_kind, rf_scope, heads, gelu_exact, tie, rf_param; };
+/* tweak: sets the method's other keys (NULL: defaults) */
+struct variant { int pos, rf_kind, rf_scope, heads, gelu_exact, tie, rf_param; void (*tweak)(st_model_config *c); };
+
+static void kerple_power(st_model_config *c) { c->kerple_kind = ST_KERPLE_POWER; }
+/* FIRE's threshold inside the sequence (T = 11): rows on both sides of max(L, i) */
+static void fire_small(st_model_config *c) { c->fire_threshold = 4.5f; c->fire_hidden = 8; }
+/* log-n scaling past a training length of 4 (T = 11), and learned per head */
+static void logn4(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 4; }
+static void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
 
 int main(void) {
     if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
@@ -64,19 +76,24 @@ int main(void) {
     char script[1024];
     snprintf(script, sizeof script, "%s/scripts/torch_ref.py", src ? src : "..");
     const struct variant vs[] = {
-        {ST_POS_NONE, 0, 0, 4, 0, 1, 0},
-        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0},
-        {ST_POS_ALIBI, 0, 0, 6, 1, 0, 0},       /* non-power-of-two slopes, erf GELU, untied head */
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, 4, 0, 1, 0},
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, 4, 0, 1, 0},
-        {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, 4, 0, 1, 0},
-        {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, 4, 0, 1, 0},
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, 4, 0, 1, ST_RF_LOG},
-        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0},
-        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0},
-        {ST_POS_T5, 0, 0, 4, 0, 1, 0},
-        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0},
+        {ST_POS_NONE, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_ALIBI, 0, 0, 6, 1, 0, 0, NULL},       /* non-power-of-two slopes, erf GELU, untied head */
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, 4, 0, 1, 0, NULL},
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, 4, 0, 1, 0, NULL},
+        {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL},
+        {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL},
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, 4, 0, 1, ST_RF_LOG, NULL},
+        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_T5, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_SANDWICH, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, kerple_power},
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, logn4},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, learned_logn},
     };
     st_arena ar;
     st_ctx ctx;
@@ -90,6 +107,7 @@ int main(void) {
         c.d_ff = 40; c.pos = vs[vi].pos; c.max_len = 32; c.rf_kind = vs[vi].rf_kind;
         c.rf_scope = vs[vi].rf_scope; c.rf_param = vs[vi].rf_param; c.rf_rho = 3.0f; c.t5_buckets = 8; c.t5_max_distance = 16;
         c.gelu_exact = vs[vi].gelu_exact; c.tie_embeddings = vs[vi].tie;
+        if (vs[vi].tweak) vs[vi].tweak(&c);
         st_model m;
         CHECK(st_model_init(&m, &c, 11 + vi, &e) == ST_OK);
         st_rng r; st_rng_seed(&r, 99 + vi);

@@ -107,7 +107,7 @@ int cmd_bench(int argc, char **argv) {
             return cli_usage("bench", "unknown option '%s'", a);
         }
     }
-    if (c.model.pos == ST_POS_LEARNED) {
+    if (st_pos_max_len(&c.model) > 0) {   /* a position table: as long as the longest run */
         int64_t mx = c.T;
         for (int i = 0; i < c.n_eval; i++) if (c.eval_lengths[i] > mx) mx = c.eval_lengths[i];
         c.model.max_len = (int)mx;

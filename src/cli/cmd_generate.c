@@ -7,12 +7,13 @@
  * the cached keys and values: O(context) work per token instead of a forward over the
  * whole context. The logits equal those of --no-cache (up to float rounding) while the
  * sequence fits in --context. Past it:
- *   - none, alibi, alibi_rf, t5, kerple, rope: the oldest cached keys are dropped, every
+ *   - methods whose cache slides (st_kv_cache_slides: none, alibi, alibi_rf, t5, kerple,
+ *     sandwich, rope): the oldest cached keys are dropped, every
  *     layer attends to its last --context keys (sliding-window attention). That equals
  *     --no-cache for one-layer models; with more layers it differs slightly, because a
  *     cached key of layer >= 1 was computed while tokens now outside the window were
  *     still visible (--no-cache recomputes the window from scratch for every token).
- *   - sinusoidal, learned: every position of the window moves when it slides, so each
+ *   - sinusoidal, learned, fire: every position of the window moves when it slides, so each
  *     token re-prefills the last --context tokens, exactly as --no-cache (no speed-up
  *     there).
  * --no-cache: every token reruns the forward over the last --context tokens (inference
@@ -100,7 +101,8 @@ int cmd_generate(int argc, char **argv) {
     char tok_path[ST_PATH_BUF];
     if (cli_load_trained(src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
     const int V = m.cfg.vocab_size;
-    if (m.cfg.pos == ST_POS_LEARNED && context > m.cfg.max_len) context = m.cfg.max_len;
+    const int64_t max_len = st_pos_max_len(&m.cfg);
+    if (max_len > 0 && context > max_len) context = max_len;
 
     struct stat sb;
     /* the run's tokenizer must be the one the checkpoint was trained with (same hash and

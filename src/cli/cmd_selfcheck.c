@@ -61,7 +61,7 @@ int cmd_selfcheck(int argc, char **argv) {
         st_model_config c;
         st_model_config_default(&c);
         c.vocab_size = 50; c.n_layers = 2; c.d_model = 32; c.n_heads = 4; c.pos = pos; c.max_len = 64;
-        if (pos == ST_POS_ALIBI_RF) c.rf_scope = ST_RF_PER_HEAD;
+        st_pos_exercise(&c);   /* every parameter the method can have is learned */
         st_model m;
         if (st_model_init(&m, &c, 1, &e)) { st_ctx_free(&ctx); st_arena_free(&ar); return cli_report(&e); }
         st_ctx_begin(&ctx, 1, 0);

@@ -105,7 +105,9 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON_AddNumberToObject(o, "step", (double)rep->step);
     cJSON *mo = cJSON_AddObjectToObject(o, "model");
     cJSON_AddStringToObject(mo, "pos", st_pos_name(c->model.pos));
-    if (c->model.pos == ST_POS_ALIBI_RF) cJSON_AddStringToObject(mo, "rf_kind", st_rf_name(c->model.rf_kind));
+    const char *vkey, *variant = st_pos_variant(&c->model, &vkey);
+    if (variant) cJSON_AddStringToObject(mo, vkey, variant);
+    if (c->model.attn_scale) cJSON_AddStringToObject(mo, "attn_scale", st_attn_scale_name(c->model.attn_scale));
     cJSON_AddNumberToObject(mo, "n_layers", c->model.n_layers);
     cJSON_AddNumberToObject(mo, "d_model", c->model.d_model);
     cJSON_AddNumberToObject(mo, "n_heads", c->model.n_heads);

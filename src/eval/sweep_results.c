@@ -26,11 +26,13 @@ static const char *str(const cJSON *o, const char *k) {
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* Position-method label: "alibi", "alibi_rf-exp", ... */
+/* Position-method label: "alibi", "alibi_rf-exp", ...: the method's variant is under the
+ * key the registry names for it (st_pos_variant_key). */
 static void pos_label(const cJSON *report, char *out, size_t n) {
     const cJSON *m = get(report, "model");
-    const char *rf = str(m, "rf_kind");
-    snprintf(out, n, "%s%s%s", str(m, "pos"), rf[0] ? "-" : "", rf);
+    const char *key = st_pos_variant_key(st_pos_from_name(str(m, "pos")));
+    const char *v = key ? str(m, key) : "", *sc = str(m, "attn_scale");
+    snprintf(out, n, "%s%s%s%s%s", str(m, "pos"), v[0] ? "-" : "", v, sc[0] ? "+" : "", sc);
 }
 
 /* Sorted union of the evaluated lengths. */
@@ -137,10 +139,10 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         if (pt->error[0]) cJSON_AddStringToObject(r, "error", pt->error);
         cJSON_AddItemToObject(r, "overrides", cJSON_Duplicate(pt->overrides, 1));
         cJSON_AddStringToObject(r, "pos", st_pos_name(pt->cfg.model.pos));
-        if (pt->cfg.model.pos == ST_POS_ALIBI_RF) cJSON_AddStringToObject(r, "rf_kind", st_rf_name(pt->cfg.model.rf_kind));
+        const char *vkey, *variant = st_pos_variant(&pt->cfg.model, &vkey);
+        if (variant) cJSON_AddStringToObject(r, vkey, variant);
         if (rep) pos_label(rep, buf, sizeof buf);
-        else snprintf(buf, sizeof buf, "%s%s%s", st_pos_name(pt->cfg.model.pos), pt->cfg.model.pos == ST_POS_ALIBI_RF ? "-" : "",
-                      pt->cfg.model.pos == ST_POS_ALIBI_RF ? st_rf_name(pt->cfg.model.rf_kind) : "");
+        else st_pos_label(&pt->cfg.model, buf, sizeof buf);
         cJSON_AddStringToObject(r, "label", buf);
         cJSON_AddNumberToObject(r, "seq_len", pt->cfg.train.seq_len);
         cJSON_AddNumberToObject(r, "seed", (double)pt->cfg.train.seed);

@@ -1,28 +1,12 @@
 /* config.c - model hyper-parameters: defaults, names of the position methods, and the
  * rules that relate model keys, with messages naming the file and the key
  * ("FILE: model.n_heads: ..."). Each key's own range is in the config schema
- * (src/train/config_schema.c), checked before this runs. */
-#include "st_model.h"
+ * (src/train/config_schema.c), checked before this runs; a position method's own
+ * cross-key rules are its validate() (src/model/pos/). */
+#include "pos/pos.h"
 
 #include <string.h>
 #include <math.h>
-
-static const char *pos_names[ST_POS_COUNT] = {
-    "none", "alibi", "alibi_rf", "sinusoidal", "learned", "rope", "t5", "kerple"};
-static const char *rf_names[ST_RF_COUNT] = {"exp", "gaussian", "reciprocal"};
-
-const char *st_pos_name(int pos) { return pos >= 0 && pos < ST_POS_COUNT ? pos_names[pos] : "?"; }
-const char *st_rf_name(int kind) { return kind >= 0 && kind < ST_RF_COUNT ? rf_names[kind] : "?"; }
-
-int st_pos_from_name(const char *name) {
-    for (int i = 0; i < ST_POS_COUNT; i++) if (strcmp(name, pos_names[i]) == 0) return i;
-    return -1;
-}
-
-int st_rf_from_name(const char *name) {
-    for (int i = 0; i < ST_RF_COUNT; i++) if (strcmp(name, rf_names[i]) == 0) return i;
-    return -1;
-}
 
 void st_model_config_default(st_model_config *c) {
     memset(c, 0, sizeof *c);
@@ -45,6 +29,9 @@ void st_model_config_default(st_model_config *c) {
     c->rope_base = 10000.0f;
     c->t5_buckets = 32;
     c->t5_max_distance = 128;
+    c->fire_hidden = 32;        /* Li et al. 2023: MLP 1 -> 32 -> H, c = 0.1, L = 512 */
+    c->fire_c = 0.1f;
+    c->fire_threshold = 512.0f;
 }
 
 #define BAD(...) return st_fail(e, ST_ERR_CONFIG, __VA_ARGS__)
@@ -65,10 +52,10 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
     if (c->vocab_size == 1) BAD("%s: model.vocab_size: 0 (the dataset's) or >= 2, got 1", f);
     if (c->d_model % c->n_heads != 0)
         BAD("%s: model.n_heads: must divide model.d_model (%d %% %d != 0)", f, c->d_model, c->n_heads);
-    if (c->pos == ST_POS_ROPE && (c->d_model / c->n_heads) % 2 != 0)
-        BAD("%s: model.pos: rope needs an even head size (d_model/n_heads = %d)", f, c->d_model / c->n_heads);
-    if (!(c->rope_base > 1.0f)) BAD("%s: model.rope_base: must be > 1, got %g", f, c->rope_base);
-    if (c->t5_max_distance <= c->t5_buckets / 2)
-        BAD("%s: model.t5_max_distance: must exceed t5_buckets/2 = %d, got %d", f, c->t5_buckets / 2, c->t5_max_distance);
-    return ST_OK;
+    if (c->attn_scale < ST_ATTN_SCALE_NONE || c->attn_scale >= ST_ATTN_SCALE_COUNT)
+        BAD("%s: model.attn_scale: unknown scaling %d", f, c->attn_scale);
+    if (c->attn_scale == ST_ATTN_SCALE_LOGN && c->attn_scale_len < 2)
+        BAD("%s: model.attn_scale_len: logn needs the training length (>= 2), got %d", f, c->attn_scale_len);
+    const st_pos_method *pm = st_pos_method_of(c->pos);
+    return pm->validate ? pm->validate(c, f, e) : ST_OK;
 }

@@ -10,32 +10,32 @@
  *                x = block_out(x, a)                        (same ops as the full forward)
  *   logits = LN_f(x[n-1]) W_head^T                                     (V)
  * so a token costs one token's dense work plus O(window) attention, against a forward
- * over the whole window without the cache. The bias tables (alibi, alibi_rf, t5, kerple)
- * depend only on the distance, so each layer's is filled once per reset over distances
- * 0..window-1. RoPE keys are cached already rotated at their absolute position: q_p.k_j
+ * over the whole window without the cache. A distance-form bias (alibi, alibi_rf, t5,
+ * kerple, ...) depends only on the distance, so each layer's table is filled once per
+ * reset over distances 0..window-1; a general (i, j) bias (fire) is evaluated per chunk
+ * at the absolute positions of the cached keys. RoPE keys are cached already rotated at their absolute position: q_p.k_j
  * is a function of p - j alone, so keys stay valid however far the sequence goes.
  *
  * Past the window (relative methods and rope only; see st_kv_cache in st_model.h) a
  * query at position p sees keys p-window+1..p. The rows are kept contiguous by an
  * amortised shift: the cache has `window + slack` rows and, when a chunk does not fit,
  * moves the last window-1 keys (all a new query can still see) to the front. */
-#include "model_internal.h"
+#include "pos/pos.h"
 
 #include "st_matmul.h"
 
 #include <stdio.h>
 #include <string.h>
 
-int st_kv_cache_slides(int pos) { return pos != ST_POS_SINUSOIDAL && pos != ST_POS_LEARNED; }
-
 int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error *e) {
     memset(c, 0, sizeof *c);
     const st_model_config *cfg = &m->cfg;
     if (window < 1) return st_fail(e, ST_ERR_CONFIG, "kv cache: window of %lld tokens: must be >= 1", (long long)window);
-    if (cfg->pos == ST_POS_LEARNED && window > cfg->max_len)
-        return st_fail(e, ST_ERR_CONFIG, "model.max_len: learned positions have a table of %d rows, "
-                       "a window of %lld tokens is longer (learned positions cannot extrapolate)",
-                       cfg->max_len, (long long)window);
+    const int64_t max_len = st_pos_max_len(cfg);
+    if (max_len > 0 && window > max_len)
+        return st_fail(e, ST_ERR_CONFIG, "model.max_len: %s positions have a table of %lld rows, "
+                       "a window of %lld tokens is longer (%s positions cannot extrapolate)",
+                       st_pos_name(cfg->pos), (long long)max_len, (long long)window, st_pos_name(cfg->pos));
     const int64_t L = cfg->n_layers, H = cfg->n_heads, D = cfg->d_model / cfg->n_heads;
     c->n_layers = (int)L;
     c->n_heads = (int)H;
@@ -47,7 +47,9 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     c->window = window;
     c->rows = window + slack;
     const double kv = (double)L * (double)H * (double)c->rows * (double)D * sizeof(float);
-    const double tab = st_pos_has_bias(cfg->pos) ? (double)L * (double)H * (double)window * sizeof(float) : 0.0;
+    /* a distance bias is tabulated once per reset; a general one is evaluated per chunk */
+    const int tables = st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE;
+    const double tab = tables ? (double)L * (double)H * (double)window * sizeof(float) : 0.0;
     const double have = (double)st_mem_total();
     if (have > 0 && 2.0 * kv + tab > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "kv cache: a window of %lld tokens (model.n_layers %d, model.d_model %d) "
@@ -119,14 +121,19 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
         st_tensor *q = NULL, *k = NULL, *v = NULL;
-        if (!st_block_qkv(m, ctx, l, x, p0, &q, &k, &v)) return NULL;
+        if (!st_block_qkv(m, ctx, l, x, p0, c->slides ? c->window : 0, &q, &k, &v)) return NULL;
         float *kl = c->k + (size_t)(l * H * rows * D), *vl = c->v + (size_t)(l * H * rows * D);
         for (int64_t h = 0; h < H; h++) {   /* k, v (1,H,n,D) -> rows len0.. of (l, h) */
             memcpy(kl + (h * rows + len0) * D, k->data + h * n * D, (size_t)(n * D) * sizeof(float));
             memcpy(vl + (h * rows + len0) * D, v->data + h * n * D, (size_t)(n * D) * sizeof(float));
         }
         const float *tab = c->bias ? c->bias + (size_t)(l * H * c->window) : NULL;
-        st_tensor *a = st_attention_cached(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, c->window, 0.0f);
+        st_attn_bias *gb = NULL;   /* general (i, j) bias: cache row 0 is position p0 - len0 */
+        if (!tab && st_pos_method_of(m->cfg.pos)->bias_form == ST_POS_BIAS_GENERAL &&
+            !st_block_bias(m, ctx, l, &gb))
+            return NULL;
+        st_tensor *a = st_attention_cached(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, gb, p0 - len0,
+                                           c->window, 0.0f);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {
@@ -144,7 +151,8 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
     if (ctx->grad || ctx->train)
         return st_fail(e, ST_ERR_GENERIC, "decode: the context must be in inference mode (st_ctx_begin(ctx, 0, 0))");
     if (c->n_layers != cfg->n_layers || c->n_heads != cfg->n_heads || c->head_dim * c->n_heads != cfg->d_model ||
-        c->slides != st_kv_cache_slides(cfg->pos) || (st_pos_has_bias(cfg->pos) && !c->bias))
+        c->slides != st_kv_cache_slides(cfg->pos) ||
+        (st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE && !c->bias))
         return st_fail(e, ST_ERR_CONFIG, "decode: the kv cache was made for another model");
     if (!c->slides && c->n_seen + n_new > c->window)
         return st_fail(e, ST_ERR_CONFIG, "decode: model.pos %s: absolute positions cannot slide; %lld decoded + %lld new "

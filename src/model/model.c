@@ -10,8 +10,10 @@
  * residual output projections (attn.out, ffn.fc2) N(0, init_std / sqrt(2 n_layers)) so
  * the residual stream's variance does not grow with depth; biases 0; LN weight 1.
  * The forward's pieces (embedding, a block's q/k/v, bias and rest) are declared in
- * model_internal.h and shared with incremental decoding (decode.c). */
-#include "model_internal.h"
+ * model_internal.h and shared with incremental decoding (decode.c). The position method
+ * enters only through its table (src/model/pos/pos.h): its parameters, embedding, q/k
+ * transform and bias. */
+#include "pos/pos.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +32,35 @@ size_t st_model_num_params(const st_model *m) {
     return n;
 }
 
-static double inv_softplus(double y) { return y > 30 ? y : log(expm1(y)); }
+/* Declare the position method's tensors of `layer` (-1: model level; else named
+ * "blocks.<l>.<name>") and keep their indices in idx; returns the count, or -1 on failure. */
+static int declare_pos(st_model *m, const st_pos_method *pm, int layer, int *idx) {
+    st_pos_decl d[ST_POS_MAX_PARAMS];
+    const int n = pm->params ? pm->params(&m->cfg, layer, d) : 0;
+    ST_ASSERT(n >= 0 && n <= ST_POS_MAX_PARAMS);
+    char nm[96];
+    for (int k = 0; k < n; k++) {
+        if (layer < 0) snprintf(nm, sizeof nm, "%s", d[k].name);
+        else snprintf(nm, sizeof nm, "blocks.%d.%s", layer, d[k].name);
+        idx[k] = add_param(m, nm, d[k].ndim, d[k].d0, d[k].d1, d[k].decay, d[k].init, d[k].value);
+        if (idx[k] < 0) return -1;
+        m->params.info[idx[k]].is_embedding = d[k].is_embedding;
+    }
+    return n;
+}
+
+/* Floats of the position method's tensors (model level + every layer; a method declares
+ * the same tensors in every layer). */
+static double pos_param_count(const st_model_config *c, const st_pos_method *pm) {
+    st_pos_decl d[ST_POS_MAX_PARAMS];
+    double n = 0;
+    for (int layer = -1; pm->params && layer <= 0; layer++) {
+        const int k = pm->params(c, layer, d);
+        for (int i = 0; i < k; i++)
+            n += (layer < 0 ? 1.0 : (double)c->n_layers) * (double)d[i].d0 * (double)(d[i].ndim > 1 ? d[i].d1 : 1);
+    }
+    return n;
+}
 
 /* Declare the parameter table (names, shapes, init rules) without allocating the blocks.
  * weights_only: the block will hold the weights alone (inference), 4 bytes a parameter. */
@@ -42,13 +72,14 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     m->cfg = *cfg;
     st_model_config *c = &m->cfg;
     if (c->d_ff == 0) c->d_ff = 4 * c->d_model;
-    const int64_t V = c->vocab_size, C = c->d_model, F = c->d_ff, H = c->n_heads, L = c->n_layers;
+    const int64_t V = c->vocab_size, C = c->d_model, F = c->d_ff, L = c->n_layers;
     const float std = c->init_std, rstd = c->init_std / sqrtf(2.0f * (float)L);
 
     /* Refuse sizes that cannot fit before allocating anything: parameters, grads and
      * the two AdamW moments are 4 floats per parameter. */
-    double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
-    if (c->pos == ST_POS_LEARNED) nparam += (double)c->max_len * C;
+    const st_pos_method *pm = st_pos_method_of(c->pos);
+    double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * (12.0 * C * C + 13.0 * C) + 2.0 * C +
+                    pos_param_count(c, pm);
     double need = nparam * (weights_only ? 4.0 : 16.0), have = (double)st_mem_total();
     if (have > 0 && need > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "model: %.0f parameters (model.vocab_size %d, model.d_model %d, "
@@ -60,12 +91,9 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     m->params.weights_only = weights_only;
     m->p_tok_emb = add_param(m, "tok_emb.weight", 2, V, C, 1, ST_INIT_NORMAL, std);
     m->params.info[m->p_tok_emb].is_embedding = 1;
-    m->p_pos_emb = m->p_t5 = m->p_lm_head = -1;
-    if (c->pos == ST_POS_LEARNED) {
-        m->p_pos_emb = add_param(m, "pos_emb.weight", 2, c->max_len, C, 1, ST_INIT_NORMAL, std);
-        m->params.info[m->p_pos_emb].is_embedding = 1;
-    }
-    if (c->pos == ST_POS_T5) m->p_t5 = add_param(m, "t5.rel_bias", 2, H, c->t5_buckets, 0, ST_INIT_ZERO, 0);
+    m->p_lm_head = -1;
+    m->n_pos = declare_pos(m, pm, -1, m->p_pos);
+    if (m->n_pos < 0) return st_fail(e, ST_ERR_MEMORY, "model: cannot declare the parameters");
     m->blocks = st_calloc((size_t)L, sizeof *m->blocks, e);
     if (!m->blocks) return ST_ERR_MEMORY;
     char nm[96];
@@ -80,14 +108,12 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
         P(qkv_b, "attn.qkv.bias", 1, 3 * C, 1, 0, ST_INIT_ZERO, 0);
         P(out_w, "attn.out.weight", 2, C, C, 1, ST_INIT_NORMAL, rstd);
         P(out_b, "attn.out.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
-        b->rf_theta = b->kerple = -1;
-        if (c->pos == ST_POS_ALIBI_RF && c->rf_scope != ST_RF_FIXED) {
-            int64_t n = c->rf_scope == ST_RF_PER_HEAD ? H : 1;
-            double theta0 = c->rf_param == ST_RF_LOG ? log(c->rf_rho) : inv_softplus(c->rf_rho);
-            P(rf_theta, "attn.rf_theta", 1, n, 1, 0, ST_INIT_CONST, (float)theta0);
-        }
-        if (c->pos == ST_POS_KERPLE)   /* r1 = r2 = 1 at init: softplus(0.5413) = 1 */
-            P(kerple, "attn.kerple", 2, 2, H, 0, ST_INIT_CONST, (float)inv_softplus(1.0));
+        m->n_pos_block = declare_pos(m, pm, l, b->pos);
+        if (m->n_pos_block < 0) return st_fail(e, ST_ERR_MEMORY, "model: cannot declare the parameters");
+        const char *sname;
+        float s0;
+        b->logn_scale = -1;
+        if (st_attn_scale_param(c, &sname, &s0)) P(logn_scale, sname, 1, c->n_heads, 1, 0, ST_INIT_CONST, s0);
         P(ln2_w, "ln2.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
         P(ln2_b, "ln2.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
         P(fc1_w, "ffn.fc1.weight", 2, F, C, 1, ST_INIT_NORMAL, std);
@@ -133,51 +159,17 @@ void st_model_free(st_model *m) {
     m->blocks = NULL;
 }
 
-/* Position signal added to the embeddings at positions pos0..pos0+T-1: sinusoidal
- * (constant) or learned (gathered). */
-static st_tensor *add_positions(st_model *m, st_ctx *ctx, st_tensor *x, int64_t B, int64_t T,
-                                int64_t pos0, st_error *e) {
-    const st_model_config *c = &m->cfg;
-    const int64_t C = c->d_model;
-    if (c->pos == ST_POS_LEARNED) {
-        if (pos0 + T > c->max_len) {
-            st_fail(e, ST_ERR_CONFIG, "model.max_len: learned positions have a table of %d rows, "
-                    "a sequence of %lld tokens is longer (learned positions cannot extrapolate)",
-                    c->max_len, (long long)(pos0 + T));
-            return NULL;
-        }
-        int32_t *pos = st_ctx_alloc(ctx, (size_t)(B * T) * sizeof(int32_t), 0);
-        if (!pos) return NULL;
-        for (int64_t i = 0; i < B * T; i++) pos[i] = (int32_t)(pos0 + i % T);
-        return st_add(ctx, x, st_embedding(ctx, pos, B, T, st_param(&m->params, m->p_pos_emb)));
-    }
-    /* sinusoidal (Vaswani et al.): pe[t, 2i] = sin(t w_i), pe[t, 2i+1] = cos(t w_i),
-     * w_i = 10000^(-2i/C); computed in double, any length */
-    int64_t shape[3] = {B, T, C};
-    st_tensor *pe = st_new(ctx, 3, shape);
-    if (!pe) return NULL;
-    for (int64_t t = 0; t < T; t++) {
-        float *row = pe->data + t * C;
-        const double pt = (double)(pos0 + t);
-        for (int64_t i = 0; i < C; i++) {
-            double w = pow(10000.0, -(double)(i & ~(int64_t)1) / (double)C);
-            row[i] = (float)((i & 1) ? cos(pt * w) : sin(pt * w));
-        }
-    }
-    for (int64_t b = 1; b < B; b++) memcpy(pe->data + b * T * C, pe->data, (size_t)(T * C) * sizeof(float));
-    return st_add(ctx, x, pe);
-}
-
 st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
                           int64_t pos0, uint64_t seed, st_error *e) {
     const st_model_config *c = &m->cfg;
+    const st_pos_method *pm = st_pos_method_of(c->pos);
     st_tensor *x = st_embedding(ctx, ids, B, T, st_param(&m->params, m->p_tok_emb));
-    if (c->pos == ST_POS_SINUSOIDAL || c->pos == ST_POS_LEARNED) x = add_positions(m, ctx, x, B, T, pos0, e);
+    if (pm->embed) x = pm->embed(m, ctx, x, pos0, e);
     if (!x) return NULL;
     return st_dropout(ctx, x, c->dropout_emb, st_hash64(seed, 0));
 }
 
-int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
+int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window,
                  st_tensor **q, st_tensor **k, st_tensor **v) {
     const st_model_config *c = &m->cfg;
     const struct st_block_params *b = &m->blocks[l];
@@ -185,25 +177,34 @@ int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
     st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln1_w), st_param(p, b->ln1_b), c->ln_eps);
     st_tensor *qkv = st_linear(ctx, h, st_param(p, b->qkv_w), st_param(p, b->qkv_b));
     if (!qkv || !st_split_qkv(ctx, qkv, c->n_heads, q, k, v)) return 0;
-    if (c->pos == ST_POS_ROPE) {
-        *q = st_rope(ctx, *q, c->rope_base, pos0);
-        *k = st_rope(ctx, *k, c->rope_base, pos0);
-    }
+    const st_pos_method *pm = st_pos_method_of(c->pos);
+    if (pm->qk && !pm->qk(m, ctx, l, q, k, pos0)) return 0;
+    *q = st_attn_scale_q(m, ctx, l, *q, pos0, window);
     return *q && *k && *v;
 }
 
 int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
     const st_model_config *c = &m->cfg;
+    const st_pos_method *pm = st_pos_method_of(c->pos);
     *bias = NULL;
-    if (!st_pos_has_bias(c->pos)) return 1;
+    if (!pm->bias_init) return 1;
     /* the provider must outlive the step (backward reads it): arena-owned */
     st_pos_bias *pb = st_ctx_alloc(ctx, sizeof *pb, 0);
     if (!pb) return 0;
-    const struct st_block_params *b = &m->blocks[l];
-    int pidx = c->pos == ST_POS_T5 ? m->p_t5 : c->pos == ST_POS_KERPLE ? b->kerple : b->rf_theta;
-    const float *pd = pidx >= 0 ? st_param(&m->params, pidx)->data : NULL;
-    float *pg = pidx >= 0 ? st_param(&m->params, pidx)->grad : NULL;
-    st_pos_bias_init(pb, c, 0, pd, ctx->grad ? pg : NULL);
+    memset(pb, 0, sizeof *pb);
+    pb->kind = c->pos;
+    pb->n_heads = c->n_heads;
+    pb->cfg = c;
+    ST_ASSERT(c->n_heads <= 256 && m->n_pos + m->n_pos_block <= ST_POS_MAX_PARAMS);
+    /* the method's tensors: model level first, then this layer's */
+    for (int k = 0; k < m->n_pos + m->n_pos_block; k++) {
+        st_tensor *t = k < m->n_pos ? st_pos_tensor(m, -1, k) : st_pos_tensor(m, l, k - m->n_pos);
+        pb->p[k] = t->data;
+        pb->g[k] = ctx->grad ? t->grad : NULL;
+    }
+    pb->params = pb->p[0];
+    pb->grads = pb->g[0];
+    pm->bias_init(pb);
     *bias = &pb->iface;
     return 1;
 }
@@ -245,7 +246,7 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         uint64_t ls = st_hash64(seed, 1 + (uint64_t)l);
         st_tensor *q = NULL, *k = NULL, *v = NULL;
         st_attn_bias *bias = NULL;
-        if (!st_block_qkv(m, ctx, l, x, 0, &q, &k, &v) || !st_block_bias(m, ctx, l, &bias)) return NULL;
+        if (!st_block_qkv(m, ctx, l, x, 0, 0, &q, &k, &v) || !st_block_bias(m, ctx, l, &bias)) return NULL;
         st_tensor *a = st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, ls), mark);
     }
@@ -294,9 +295,10 @@ static size_t measure_step(st_model *m, int64_t B, int64_t T, int grad, size_t l
 
 /* Refuse before allocating: every activation is linear in B*T except what attention keeps
  * for backward, P (B,H,T,T) floats per layer plus a (B,H,T,T) byte mask with attention
- * dropout (src/ops/attention.c). A short proxy step (B=1, t <= 64) gives the bytes per
- * token once its own t^2 part is removed, and
- *     estimate = B*T*per_token + grad * L*H*B*T^2*(4 + mask).
+ * dropout (src/ops/attention.c), and with a general (i, j) bias (fire) its (H,T,T) table
+ * per layer plus one (H,T,T) gradient. A short proxy step (B=1, t <= 64) gives the bytes
+ * per token once its own t^2 part is removed, and
+ *     estimate = B*T*per_token + grad * (L*H*B*T^2*(4 + mask) + general * (L+1)*H*T^2*4).
  * A step estimated above 90% of physical memory is refused with that figure; the real
  * measurement then runs in an arena capped at the same limit, so even a wrong estimate
  * ends in an arena overflow (ST_ERR_MEMORY), never in the OOM killer. */
@@ -310,9 +312,11 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
         if (!proxy) return 0;
         const st_model_config *c = &m->cfg;
         double attn = grad ? (double)c->n_layers * c->n_heads * (4.0 + (c->dropout_attn > 0.0f)) : 0.0;
-        double per_tok = ((double)proxy - attn * (double)t * (double)t) / (double)t;
+        const int general = st_pos_method_of(c->pos)->bias_form == ST_POS_BIAS_GENERAL;
+        double gen = grad && general ? (double)(c->n_layers + 1) * c->n_heads * 4.0 : 0.0;
+        double per_tok = ((double)proxy - (attn + gen) * (double)t * (double)t) / (double)t;
         if (per_tok < 0) per_tok = 0;
-        double est = (double)B * (double)T * per_tok + attn * (double)B * (double)T * (double)T;
+        double est = (double)B * (double)T * per_tok + (attn * (double)B + gen) * (double)T * (double)T;
         if (mem && est > (double)limit) {
             st_fail(e, ST_ERR_MEMORY, "a %s step of train.batch_size %lld x train.seq_len %lld tokens needs about %.2f GiB of "
                     "activations%s; this machine has %.2f GiB (lower train.batch_size or train.seq_len)",

@@ -12,17 +12,23 @@
 
 #include "st_model.h"
 
-/* 1 for the methods that add a distance bias to the scores (alibi, alibi_rf, t5, kerple). */
-int st_pos_has_bias(int pos);
-/* x (B,T,C) = tok_emb[ids] (+ sinusoidal or learned positions pos0..pos0+T-1), then
+/* x (B,T,C) = tok_emb[ids] (+ the method's positions pos0..pos0+T-1), then
  * embedding dropout. NULL on arena failure, or with *e set for learned positions past
  * the table. */
 st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
                           int64_t pos0, uint64_t seed, st_error *e);
-/* Block l's queries, keys and values (B,H,T,D) of x, rotated at positions pos0.. for
- * RoPE. 0 on failure. */
-int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
+/* Block l's queries, keys and values (B,H,T,D) of x, transformed by the position method
+ * at positions pos0.. (RoPE rotates them), queries log-n scaled (model.attn_scale; window:
+ * the most keys a query sees, 0 = all before it). 0 on failure. */
+int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window,
                  st_tensor **q, st_tensor **k, st_tensor **v);
+/* Log-n attention scaling of block l's queries q (B,H,T,D) at positions pos0.. (src/model/
+ * attn_scale.c): q_t * f(n_t), n_t = keys the query sees = min(pos0 + t + 1, window)
+ * (window 0: no window). q unchanged for model.attn_scale none. */
+st_tensor *st_attn_scale_q(st_model *m, st_ctx *ctx, int l, st_tensor *q, int64_t pos0, int64_t window);
+/* The tensor model.attn_scale declares per block (learned_logn: "attn.logn_scale" (H),
+ * init 0.43); 0 when none. */
+int st_attn_scale_param(const st_model_config *c, const char **name, float *init);
 /* Block l's position-bias provider (arena-owned: the backward reads it), NULL in *bias
  * for methods without one. 0 on arena failure. */
 int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias);

@@ -15,12 +15,16 @@
  *   dS = P * (dP - rowsum(dP * P)) = P' * dP' - P * c,  c_i = sum_j P'_ij dP'_ij
  *   dQ += scale dS K,  dK += scale dS^T Q
  *   dbias(h, d) = sum over (b, i, j) with i - j = d of dS_ij   (the bias is unscaled)
+ *   general form: dbias(h, i, j) = sum over b of dS_ij, handed to grad_block as (H,T,T)
  * Every product is one cblas_sgemm per block of ST_ATTN_QBLOCK query rows; for causal
  * attention a block [i0, i1) only touches keys [0, i1), which skips the upper triangle
  * except inside the diagonal block (masked to 0 there).
  *
  * Memory (grad mode): P (B,H,T,T) floats and, with dropout, a (B,H,T,T) byte mask are
- * kept for backward; that is the price of a fast backward at training lengths. */
+ * kept for backward; that is the price of a fast backward at training lengths. A general
+ * (i, j) bias adds its (H,T,T) table, and with learnable parameters an (H,T,T) gradient
+ * during backward; the backward then runs one task per head (batch rows in order inside
+ * it) so the per-head gradient is summed without races or thread-count dependence. */
 #include "attention_internal.h"
 
 #include <cblas.h>
@@ -32,8 +36,9 @@ typedef struct attn_saved {
     float *P;            /* (B,H,T,T) probabilities before dropout; causal: row i holds
                           * keys j < end of its query block, zero for j > i */
     uint8_t *drop;       /* (B,H,T,T) 1 = dropped (same extent as P); NULL: no dropout */
-    st_attn_bias bias;   /* copy of the provider; used only when bias.grad != NULL */
+    st_attn_bias bias;   /* copy of the provider; used only when it is learnable */
     int has_bias_grad;
+    const float *gtab;   /* general bias (H,T,T); NULL: distance form or none */
     int64_t B, H, T, D;
     int causal;
     float scale, keep;   /* keep = 1/(1-p) */
@@ -57,6 +62,7 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
     const int64_t T = pb->T, D = pb->D, rb = i1 - i0;
     const float *Q = pb->q + bh * T * D, *K = pb->k + bh * T * D, *V = pb->v + bh * T * D;
     const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * st_attn_bias_len(T, pb->causal) : NULL;
+    const float *gtab = pb->gtab ? pb->gtab + (size_t)(bh % pb->H) * (size_t)(T * T) : NULL;
     const float keep = st_attn_keep_scale(pb->p_drop);
     const int64_t kend = pb->causal ? i1 : T;
     float *Pb = P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);   /* (rb, kend), ld T */
@@ -70,7 +76,11 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
         if (rtab) {
             const float *br = st_attn_bias_row(rtab, T, i);
             for (int64_t j = 0; j < jn; j++) p[j] += br[j];
+        } else if (gtab) {
+            const float *br = gtab + i * T;   /* br[j] = bias(h, i, j) */
+            for (int64_t j = 0; j < jn; j++) p[j] += br[j];
         }
+        /* CoPE hook: content-dependent terms (from the raw q_i.k_j of this row) go here. */
         softmax_row(p, jn);
         for (int64_t j = jn; j < kend; j++) p[j] = 0.0f;   /* future keys in the diagonal block */
         if (drop) {
@@ -91,13 +101,14 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
 }
 
 /* Backward of pair bh. dq/dk/dv: (T,D) gradient rows of this pair or NULL when that input
- * needs none; gacc: (n) reversed-distance bias-gradient accumulator of this pair or NULL.
+ * needs none; gacc: (n) reversed-distance bias-gradient accumulator of this pair or NULL;
+ * gfull: (T,T) general-bias gradient of this pair's head (summed over b) or NULL.
  * scratch: dP' (QBLOCK, T) then, with dropout, P' (QBLOCK, T). */
 static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const float *K,
                           const float *V, const float *dO, float *dq, float *dk, float *dv,
-                          float *gacc, float *scratch) {
+                          float *gacc, float *gfull, float *scratch) {
     const int64_t T = s->T, D = s->D;
-    const int need_ds = dq || dk || gacc;
+    const int need_ds = dq || dk || gacc || gfull;
     float *g = scratch;                                   /* dP' then dS, (rb, kend) */
     float *pd = scratch + (size_t)ST_ATTN_QBLOCK * (size_t)T;  /* P', (rb, kend) */
     for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
@@ -139,7 +150,12 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
             if (gacc) {
                 float *ga = gacc + (T - 1 - i);   /* ga[j] accumulates distance i - j */
                 for (int64_t j = 0; j < jn; j++) ga[j] += gr[j];
+            } else if (gfull) {
+                float *gf = gfull + i * T;
+                for (int64_t j = 0; j < jn; j++) gf[j] += gr[j];
             }
+            /* CoPE hook: the row's dS is complete here; gradients of content-dependent
+             * terms flow back into q_i and k_j from it. */
         }
         /* dQ[i0:i1] += scale dS (rb, kend) K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
         if (dq)
@@ -164,8 +180,13 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
 
     /* per-pair bias-gradient partials, summed over b in a fixed order afterwards, so the
      * result does not depend on the thread count */
-    float *gacc = NULL;
-    if (s->has_bias_grad) {
+    const int general = s->has_bias_grad && s->gtab;
+    float *gacc = NULL, *gfull = NULL;
+    if (general) {
+        gfull = st_ctx_alloc(ctx, (size_t)H * (size_t)(T * T) * sizeof(float), 1);
+        if (!gfull) return;
+        memset(gfull, 0, (size_t)H * (size_t)(T * T) * sizeof(float));
+    } else if (s->has_bias_grad) {
         gacc = st_ctx_alloc(ctx, (size_t)(BH * n + n) * sizeof(float), 1);
         if (!gacc) return;
         memset(gacc, 0, (size_t)(BH * n) * sizeof(float));
@@ -178,13 +199,20 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
     /* One task per (b,h): the pair's dK and dV rows are summed over all its query blocks,
      * so a pair is never split between threads. OpenBLAS (OpenMP build) runs each sgemm
      * single-threaded inside the region. Pairs are handed out dynamically: equal work, but
-     * a thread that loses its core to another process does not hold up the rest. */
+     * a thread that loses its core to another process does not hold up the rest.
+     * A learnable general bias: one task per head, its batch rows in order, so gfull of
+     * the head is summed over b by one thread in a fixed order. */
+    const int64_t ntask = general ? H : BH;
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < BH; bh++) {
-        const size_t o = (size_t)(bh * T * D);
-        backward_pair(s, bh, q->data + o, k->data + o, v->data + o, dO + o,
-                      dq ? dq + o : NULL, dk ? dk + o : NULL, dv ? dv + o : NULL,
-                      gacc ? gacc + bh * n : NULL, scratch + (size_t)omp_get_thread_num() * per);
+    for (int64_t t = 0; t < ntask; t++) {
+        for (int64_t b = 0; b < (general ? B : 1); b++) {
+            const int64_t bh = general ? b * H + t : t;
+            const size_t o = (size_t)(bh * T * D);
+            backward_pair(s, bh, q->data + o, k->data + o, v->data + o, dO + o,
+                          dq ? dq + o : NULL, dk ? dk + o : NULL, dv ? dv + o : NULL,
+                          gacc ? gacc + bh * n : NULL, gfull ? gfull + (size_t)t * (size_t)(T * T) : NULL,
+                          scratch + (size_t)omp_get_thread_num() * per);
+        }
     }
 
     if (gacc) {
@@ -198,6 +226,27 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
             }
             s->bias.grad(&s->bias, (int)h, st_attn_bias_d0(T, s->causal), n, gd);
         }
+    }
+    if (gfull)   /* causal: keys j < end of the query block only (the rest is 0) */
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
+                const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T;
+                s->bias.grad_block(&s->bias, (int)h, i0, i1 - i0, 0, s->causal ? i1 : T,
+                                   gfull + (size_t)h * (size_t)(T * T) + (size_t)(i0 * T), T);
+            }
+}
+
+/* General bias materialised for the grad-mode kernels: gtab (H,T,T), row i of head h
+ * holds bias(h, i, j) for the keys j a row of its query block reads (causal: j < i1).
+ * Tasks (h, query block) in parallel: fill_block only reads its state. */
+static void fill_general(const st_attn_bias *bias, int64_t H, int64_t T, int causal, float *gtab) {
+    const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t t = 0; t < H * nq; t++) {
+        const int64_t h = t / nq, i0 = (t % nq) * ST_ATTN_QBLOCK;
+        const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T;
+        bias->fill_block(bias, (int)h, i0, i1 - i0, 0, causal ? i1 : T,
+                         gtab + (size_t)h * (size_t)(T * T) + (size_t)(i0 * T), T);
     }
 }
 
@@ -218,8 +267,10 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
     if (B * H * T * D == 0) return out;
 
     const int64_t n = st_attn_bias_len(T, causal);
+    const int general = bias && !bias->fill;
+    ST_ASSERT(!bias || bias->fill || bias->fill_block);
     float *rtab = NULL;
-    if (bias) {
+    if (bias && !general) {
         rtab = st_ctx_alloc(ctx, (size_t)(H * n) * sizeof(float), 0);
         if (!rtab) return NULL;
         st_attn_bias_tables(bias, H, T, causal, rtab);
@@ -228,14 +279,15 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                                       scale, ctx->train ? p_drop : 0.0f, seed);
     const int nth = omp_get_max_threads();
     /* A learnable bias needs the backward even when q, k, v do not. */
-    const int record = st_needs_grad(ctx, q, k, v, NULL) || (ctx->grad && bias && bias->grad);
+    const int record = st_needs_grad(ctx, q, k, v, NULL) || (ctx->grad && st_attn_bias_learnable(bias));
 
     if (!record) {
         /* inference: streamed online softmax, O(block) scratch per thread, nothing kept */
         const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
-        const size_t per = st_attn_stream_scratch_floats(D, kb);
+        const size_t per = st_attn_stream_scratch_floats(D, kb, general);
         float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
         if (!scratch) return NULL;
+        pb.gbias = general ? bias : NULL;
         st_attn_stream_run(&pb, kb, scratch, nth);
         return out;
     }
@@ -253,7 +305,13 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
         pd = st_ctx_alloc(ctx, (size_t)nth * (size_t)ST_ATTN_QBLOCK * (size_t)T * sizeof(float), 0);
         if (!s->drop || !pd) return NULL;
     }
-    if (bias && bias->grad) { s->bias = *bias; s->has_bias_grad = 1; }
+    if (general) {
+        float *gtab = st_ctx_alloc(ctx, (size_t)H * (size_t)(T * T) * sizeof(float), 1);
+        if (!gtab) return NULL;
+        fill_general(bias, H, T, causal, gtab);
+        pb.gtab = s->gtab = gtab;
+    }
+    if (st_attn_bias_learnable(bias)) { s->bias = *bias; s->has_bias_grad = 1; }
     s->B = B; s->H = H; s->T = T; s->D = D;
     s->causal = causal;
     s->scale = pb.scale;

@@ -10,8 +10,9 @@
  * which is row p of causal self-attention over the cached sequence (restricted to the
  * last `window` keys): decoding token by token gives the logits of the full forward.
  *
- * The bias comes as precomputed reversed tables (st_attention_bias_table): a cache that
- * outlives many calls fills them once instead of once per token and layer.
+ * A distance bias comes as precomputed reversed tables (st_attention_bias_table): a cache
+ * that outlives many calls fills them once instead of once per token and layer. A general
+ * (i, j) bias is evaluated tile by tile at the absolute positions kpos0 + j.
  * Inference only: nothing is recorded for backward (cached keys are plain floats). */
 #include "attention_internal.h"
 
@@ -24,25 +25,27 @@ void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, flo
 
 st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
-                               int64_t window, float scale) {
+                               const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale) {
     if (!q || ctx->failed) return NULL;
     ST_ASSERT(q->ndim == 4 && st_is_contiguous(q) && !ctx->grad);
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
     ST_ASSERT(Tq <= Tk && kv_stride >= Tk * D && window >= 0);
     /* every distance a query can see must be in the table: p - j < window, or p - j < Tk */
     ST_ASSERT(!bias_tab || bias_len >= (window > 0 && window < Tk ? window : Tk));
+    ST_ASSERT(!gbias || (!bias_tab && !gbias->fill && gbias->fill_block));
     st_tensor *out = st_new4(ctx, B, H, Tq, D);
     if (!out) return NULL;
     if (B * H * Tq * D == 0) return out;
     const int64_t kb = ST_ATTN_KBLOCK < Tk ? ST_ATTN_KBLOCK : Tk;
     const int nth = omp_get_max_threads();
-    const size_t per = st_attn_stream_scratch_floats(D, kb);
+    const size_t per = st_attn_stream_scratch_floats(D, kb, gbias != NULL);
     float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
     if (!scratch) return NULL;
     st_attn_problem pb = {
         .q = q->data, .k = k, .v = v, .out = out->data, .B = B, .H = H, .T = Tq, .D = D,
         .Tk = Tk, .kv_stride = kv_stride, .koff = Tk - Tq, .window = window,
         .rtab = bias_tab, .rtab_len = bias_len, .rtab_top = bias_len - 1, .causal = 1,
+        .gbias = gbias, .gtab = NULL, .kpos = kpos0,
         .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D), .p_drop = 0.0f, .seed = 0,
     };
     /* tasks are (b,h,query block): one new token still spreads its H heads over threads */

@@ -37,7 +37,10 @@ typedef struct st_attn_problem {
     int64_t kv_stride;        /* floats from one pair's keys to the next's */
     int64_t koff;             /* key position of query row 0 */
     int64_t window;           /* > 0: row i also sees no key j <= i + koff - window */
-    const float *rtab;        /* (H, rtab_len) reversed bias tables, NULL: no bias */
+    const float *rtab;        /* (H, rtab_len) reversed bias tables, NULL: no distance bias */
+    const st_attn_bias *gbias;/* general-form bias (streamed kernel: tiles), NULL: none */
+    const float *gtab;        /* grad-mode kernels: gbias materialised (H,T,T), NULL: none */
+    int64_t kpos;             /* absolute position of key row 0 (gbias only) */
     int64_t rtab_len;         /* floats per head in rtab */
     int64_t rtab_top;         /* rtab[h*rtab_len + m] = bias(h, rtab_top - m) */
     int causal;
@@ -133,8 +136,9 @@ static inline float st_attn_dot(const float *a, const float *b, int64_t n) {
     return r;
 }
 
-/* Floats of per-thread scratch the streamed kernel needs for a key block of kblock. */
-size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock);
+/* Floats of per-thread scratch the streamed kernel needs for a key block of kblock;
+ * general: the problem has a general-form bias (one more (QBLOCK, kblock) tile). */
+size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general);
 /* Streamed forward over all (b, h, query block) tasks with `nthreads` OpenMP threads;
  * scratch holds nthreads * st_attn_stream_scratch_floats(D, kblock) floats. */
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads);

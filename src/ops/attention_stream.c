@@ -5,7 +5,8 @@
  * Not here: the grad-mode kernels and backward (attention.c).
  *
  * The same kernel serves new queries against a KV cache (attention_cached.c): there
- * query row i sits at key position p = i + koff and the bias is bias(h, p - j).
+ * query row i sits at key position p = i + koff and the bias is bias(h, p - j) (general
+ * form: bias(h, kpos + p, kpos + j) at absolute positions).
  *
  * Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022), per query row i, over key
  * blocks J in order, with s_j = scale q_i.k_j + bias(h, i - j):
@@ -36,11 +37,13 @@ void st_attn_bias_tables(const st_attn_bias *bias, int64_t H, int64_t T, int cau
     }
 }
 
-size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock) {
+size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general) {
     /* scores (QBLOCK, kblock) + accumulator (QBLOCK, D) + running max and sum (QBLOCK each),
-     * each rounded up to 16 floats so every part stays 64-byte aligned */
+     * each rounded up to 16 floats so every part stays 64-byte aligned; a general bias
+     * adds its (QBLOCK, kblock) tile at the end */
     size_t s = (size_t)ST_ATTN_SQBLOCK * (size_t)kblock, a = (size_t)ST_ATTN_SQBLOCK * (size_t)D;
-    return ((s + 15) & ~(size_t)15) + ((a + 15) & ~(size_t)15) + 2 * ST_ATTN_SQBLOCK;
+    return ((s + 15) & ~(size_t)15) + ((a + 15) & ~(size_t)15) + 2 * ST_ATTN_SQBLOCK +
+           (general ? (s + 15) & ~(size_t)15 : 0);
 }
 
 /* One (b,h) pair, query rows [i0, i1): out rows written, nothing else. Row i sits at key
@@ -57,6 +60,8 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
     float *acc = S + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15); /* (rb, D) */
     float *m = acc + (((size_t)ST_ATTN_SQBLOCK * (size_t)D + 15) & ~(size_t)15);      /* (rb) */
     float *l = m + ST_ATTN_SQBLOCK;                                       /* (rb) */
+    float *G = l + ST_ATTN_SQBLOCK;                         /* (rb, nb) general-bias tile */
+    const int h = (int)(bh % pb->H);
     for (int64_t r = 0; r < rb; r++) { m[r] = -INFINITY; l[r] = 0.0f; }
     memset(acc, 0, (size_t)(rb * D) * sizeof(float));
 
@@ -69,6 +74,10 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
         /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
                     pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, S, (int)nb);
+        /* general bias: G[r][c] = bias(h, kpos + koff + i0 + r, kpos + j0 + c) */
+        if (pb->gbias)
+            pb->gbias->fill_block(pb->gbias, h, pb->kpos + koff + i0, rb, pb->kpos + j0, nb, G, nb);
+        /* CoPE hook: a content-dependent term would be added to S here, row by row. */
         for (int64_t r = 0; r < rb; r++) {
             const int64_t i = i0 + r, p = i + koff;
             float *s = S + r * nb;
@@ -81,6 +90,9 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
             if (rtab) {
                 const float *br = rtab + (pb->rtab_top - p + lo);   /* br[j] = bias(p - lo - j) */
                 for (int64_t j = 0; j < cnt; j++) sv[j] += br[j];
+            } else if (pb->gbias) {
+                const float *gr = G + r * nb + a;
+                for (int64_t j = 0; j < cnt; j++) sv[j] += gr[j];
             }
             const float bm = st_attn_max(sv, cnt);
             const float mn = m[r] > bm ? m[r] : bm;
@@ -117,7 +129,7 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads) {
     const int64_t nq = (pb->T + ST_ATTN_SQBLOCK - 1) / ST_ATTN_SQBLOCK;
     const int64_t ntask = pb->B * pb->H * nq;
-    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock);
+    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL);
     /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every
      * thread. Causal blocks differ in cost (block q sees q+1 key ranges), so tasks go out
      * dearest first (the last query block of every pair, then the one before, ...) to
@@ -142,8 +154,9 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
     if (kblock <= 0) kblock = ST_ATTN_KBLOCK;
     if (kblock > T) kblock = T;
     const int nth = omp_get_max_threads();
-    const size_t tab = bias ? (size_t)(H * st_attn_bias_len(T, causal)) : 0;
-    const size_t per = st_attn_stream_scratch_floats(D, kblock);
+    const int general = bias && !bias->fill;
+    const size_t tab = bias && !general ? (size_t)(H * st_attn_bias_len(T, causal)) : 0;
+    const size_t per = st_attn_stream_scratch_floats(D, kblock, general);
     /* This entry has no context (tests, benchmarks): its O(H*T + threads*block) scratch is
      * malloc'd. st_attention's inference path takes the same scratch from the arena. */
     float *mem = st_aligned_alloc((tab + (size_t)nth * per) * sizeof(float), NULL);
@@ -153,9 +166,10 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
         for (int64_t x = 0; x < B * H * T * D; x++) out[x] = NAN;
         return;
     }
-    float *rtab = bias ? mem : NULL;
-    if (bias) st_attn_bias_tables(bias, H, T, causal, rtab);
+    float *rtab = tab ? mem : NULL;
+    if (rtab) st_attn_bias_tables(bias, H, T, causal, rtab);
     st_attn_problem pb = st_attn_self(q, k, v, out, B, H, T, D, rtab, causal, scale, 0.0f, 0);
+    pb.gbias = general ? bias : NULL;
     st_attn_stream_run(&pb, kblock, mem + tab, nth);
     st_aligned_free(mem);
 }
@@ -168,22 +182,24 @@ void st_attention_reference(const float *q, const float *k, const float *v, floa
     if (B * H * T == 0) return;
     const double sc = scale > 0.0f ? (double)scale : 1.0 / sqrt((double)D);
     const int64_t n = st_attn_bias_len(T, causal), d0 = st_attn_bias_d0(T, causal);
+    const int general = bias && !bias->fill;
     float *tab = malloc((size_t)n * sizeof(float));
     double *s = malloc((size_t)T * sizeof(double));
     double *o = malloc((size_t)D * sizeof(double));
     ST_ASSERT(tab && s && o);   /* test-only entry: a few KiB */
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++) {
-            if (bias) bias->fill(bias, (int)h, d0, n, tab);   /* tab[k] = bias(h, d0 + k) */
+            if (bias && !general) bias->fill(bias, (int)h, d0, n, tab);   /* tab[k] = bias(h, d0 + k) */
             const int64_t base = (b * H + h) * T * D;
             for (int64_t i = 0; i < T; i++) {
                 const int64_t jn = causal ? i + 1 : T;
+                if (general) bias->fill_block(bias, (int)h, i, 1, 0, jn, tab, jn);   /* tab[j] = bias(h, i, j) */
                 double mx = -INFINITY;
                 for (int64_t j = 0; j < jn; j++) {
                     double dot = 0;
                     for (int64_t c = 0; c < D; c++)
                         dot += (double)q[base + i * D + c] * (double)k[base + j * D + c];
-                    s[j] = sc * dot + (bias ? (double)tab[i - j - d0] : 0.0);
+                    s[j] = sc * dot + (!bias ? 0.0 : general ? (double)tab[j] : (double)tab[i - j - d0]);
                     if (s[j] > mx) mx = s[j];
                 }
                 double z = 0;

@@ -540,10 +540,13 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
         for (int i = 0; i < 4; i++) c->eval.lengths[i] = (int64_t)t->seq_len << i;
         c->eval.n_lengths = 4;
     }
+    if (c->model.attn_scale == ST_ATTN_SCALE_LOGN && c->model.attn_scale_len == 0)
+        c->model.attn_scale_len = t->seq_len;   /* logn: L = the training length */
     /* cross-key rules */
-    if (c->model.pos == ST_POS_LEARNED && t->seq_len > c->model.max_len)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds model.max_len (%d) of the learned position table",
-                       file, t->seq_len, c->model.max_len);
+    const int64_t max_len = st_pos_max_len(&c->model);
+    if (max_len > 0 && t->seq_len > max_len)
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds model.max_len (%lld) of the %s position table",
+                       file, t->seq_len, (long long)max_len, st_pos_name(c->model.pos));
     if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
     if (t->sched.kind == ST_SCHED_COSINE && t->steps > 0 && t->sched.warmup > t->steps)

@@ -17,6 +17,7 @@
 static const st_cname rf_scope_names[] = {
     {"fixed", ST_RF_FIXED}, {"layer", ST_RF_PER_LAYER}, {"head", ST_RF_PER_HEAD}};
 static const st_cname rf_param_names[] = {{"softplus", ST_RF_SOFTPLUS}, {"log", ST_RF_LOG}};
+static const st_cname kerple_kind_names[] = {{"log", ST_KERPLE_LOG}, {"power", ST_KERPLE_POWER}};
 static const st_cname gelu_names[] = {{"tanh", 0}, {"erf", 1}};
 static const st_cname source_names[] = {{"synthetic", 0}, {"wikitext", 1}, {"text", 2}};
 static const st_cname tokenizer_names[] = {{"auto", 0}, {"word", 1}, {"byte", 2}, {"bpe", 3}, {"synthetic", 4}};
@@ -36,6 +37,8 @@ static const st_cenum en_precision = { NULL, 0, st_precision_from_name, st_preci
 static const st_cenum en_rf_kind = { NULL, 0, st_rf_from_name, st_rf_name, ST_RF_COUNT };
 static const st_cenum en_rf_scope = NAMES(rf_scope_names);
 static const st_cenum en_rf_param = NAMES(rf_param_names);
+static const st_cenum en_kerple_kind = NAMES(kerple_kind_names);
+static const st_cenum en_attn_scale = { NULL, 0, st_attn_scale_from_name, st_attn_scale_name, ST_ATTN_SCALE_COUNT };
 static const st_cenum en_gelu = NAMES(gelu_names);
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
@@ -81,15 +84,30 @@ const st_ckey st_config_keys[] = {
     ENUM("model.gelu", model.gelu_exact, en_gelu),
     FLT("model.ln_eps", model.ln_eps, 0, 1, 1),
     FLT("model.init_std", model.init_std, 0, 10, 1),
+    /* log-n attention scaling (any method; src/model/attn_scale.c) */
+    ENUM("model.attn_scale", model.attn_scale, en_attn_scale),
+    INT("model.attn_scale_len", model.attn_scale_len, 0, 1 << 24),
+    /* position methods' keys, grouped per method (src/model/pos/<method>.c reads them);
+     * alibi, alibi_rf */
     FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 64, 1),
     OBJ("model.rf"),
     ENUM("model.rf.kind", model.rf_kind, en_rf_kind),
     ENUM("model.rf.scope", model.rf_scope, en_rf_scope),
     ENUM("model.rf.param", model.rf_param, en_rf_param),
     FLT("model.rf.rho", model.rf_rho, 0, 1e7, 1),
+    /* rope */
     FLT("model.rope_base", model.rope_base, 1, 1e12, 1),
+    /* t5 */
     INT("model.t5_buckets", model.t5_buckets, 2, 4096),
     INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24),
+    /* kerple */
+    OBJ("model.kerple"),
+    ENUM("model.kerple.kind", model.kerple_kind, en_kerple_kind),
+    /* fire */
+    OBJ("model.fire"),
+    INT("model.fire.hidden", model.fire_hidden, 1, ST_FIRE_MAX_HIDDEN),
+    FLT("model.fire.c", model.fire_c, 0, 1e6, 1),
+    FLT("model.fire.threshold", model.fire_threshold, 0, 1e9, 1),
 
     OBJ("data"),
     STR("data.source", data.source, &en_source),

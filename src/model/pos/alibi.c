@@ -1,4 +1,5 @@
-/* alibi.c - the one ALiBi slope formula (Press et al. 2021, official get_slopes).
+/* alibi.c - ALiBi (Press et al. 2021): bias(h, d) = -m_h |d|, and the one slope formula
+ * (official get_slopes), shared with alibi_rf.
  *
  * n a power of two: geometric sequence m_h = 2^(-max_bias * h / n), h = 1..n
  *   (max_bias = 8: n=8 gives 1/2, 1/4, ..., 1/256).
@@ -6,7 +7,7 @@
  *   elements 0, 2, 4, ... of the 2c set, first n - c of them. Those are exactly the slopes
  *   the 2c set interleaves between the c-set values (n=12: 2^-1..2^-8, then 2^-0.5,
  *   2^-1.5, 2^-2.5, 2^-3.5). The closed form 2^(-8h/n) for every n is NOT this rule. */
-#include "st_model.h"
+#include "pos.h"
 
 #include <math.h>
 
@@ -25,3 +26,27 @@ void st_alibi_slopes(int n_heads, float max_bias, float *out) {
     for (int k = 0; k < n_heads - c; k++)
         out[c + k] = (float)exp2(-(double)max_bias * (2 * k + 1) / (2.0 * c));
 }
+
+/* relative form in fp32: -m * |d| is exact for |d| < 2^24 / m-ulp and stays finite at any
+ * length (no growth with absolute position) */
+static void alibi_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, float *out) {
+    const st_pos_bias *pb = self->state;
+    const float m = pb->slopes[h];
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t d = d0 + k;
+        out[k] = -m * (float)(d < 0 ? -d : d);
+    }
+}
+
+static void alibi_bias_init(st_pos_bias *pb) {
+    st_alibi_slopes(pb->n_heads, pb->cfg->alibi_max_bias, pb->slopes);
+    pb->iface.fill = alibi_fill;
+    pb->iface.state = pb;
+}
+
+const st_pos_method st_pos_alibi = {
+    .name = "alibi",
+    .bias_form = ST_POS_BIAS_DISTANCE,
+    .slides = 1,
+    .bias_init = alibi_bias_init,
+};

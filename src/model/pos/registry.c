@@ -1,0 +1,73 @@
+/* registry.c - the table of position methods (built from ST_POS_METHODS in
+ * include/st_model.h) and the public functions that reach a method through it: names,
+ * variants, length limits, bias providers, the KV cache's sliding rule, learned rho. */
+#include "pos.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const st_pos_method *const methods[ST_POS_COUNT] = {
+#define ST_POS_ENTRY_(ID, name) [ST_POS_##ID] = &st_pos_##name,
+    ST_POS_METHODS(ST_POS_ENTRY_)
+#undef ST_POS_ENTRY_
+};
+
+const st_pos_method *st_pos_method_of(int pos) {
+    ST_ASSERT(pos >= 0 && pos < ST_POS_COUNT);
+    return methods[pos];
+}
+
+const char *st_pos_name(int pos) { return pos >= 0 && pos < ST_POS_COUNT ? methods[pos]->name : "?"; }
+
+int st_pos_from_name(const char *name) {
+    for (int i = 0; i < ST_POS_COUNT; i++) if (strcmp(name, methods[i]->name) == 0) return i;
+    return -1;
+}
+
+const char *st_pos_variant_key(int pos) { return pos >= 0 && pos < ST_POS_COUNT ? methods[pos]->variant_key : NULL; }
+
+const char *st_pos_variant(const st_model_config *c, const char **key) {
+    const st_pos_method *pm = st_pos_method_of(c->pos);
+    *key = pm->variant ? pm->variant_key : NULL;
+    return pm->variant ? pm->variant(c) : NULL;
+}
+
+void st_pos_label(const st_model_config *c, char *buf, size_t n) {
+    const char *key, *v = st_pos_variant(c, &key);
+    snprintf(buf, n, "%s%s%s%s%s", st_pos_name(c->pos), v ? "-" : "", v ? v : "",
+             c->attn_scale ? "+" : "", c->attn_scale ? st_attn_scale_name(c->attn_scale) : "");
+}
+
+int64_t st_pos_max_len(const st_model_config *c) {
+    const st_pos_method *pm = st_pos_method_of(c->pos);
+    return pm->max_len ? pm->max_len(c) : 0;
+}
+
+void st_pos_exercise(st_model_config *c) {
+    const st_pos_method *pm = st_pos_method_of(c->pos);
+    if (pm->exercise) pm->exercise(c);
+}
+
+int st_kv_cache_slides(int pos) { return st_pos_method_of(pos)->slides; }
+
+
+int st_model_rf_rho(const st_model *m, int layer, float *rho) {
+    const st_pos_method *pm = st_pos_method_of(m->cfg.pos);
+    if (!pm->rho || layer < 0 || layer >= m->cfg.n_layers) return 0;
+    return pm->rho(m, layer, rho);
+}
+
+void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirectional,
+                      const float *params, float *grads) {
+    memset(pb, 0, sizeof *pb);
+    pb->kind = cfg->pos;
+    pb->n_heads = cfg->n_heads;
+    pb->bidirectional = bidirectional;
+    pb->cfg = cfg;
+    pb->params = pb->p[0] = params;
+    pb->grads = pb->g[0] = grads;
+    ST_ASSERT(cfg->n_heads <= 256);
+    const st_pos_method *pm = st_pos_method_of(cfg->pos);
+    ST_ASSERT(pm->bias_init);
+    pm->bias_init(pb);
+}

@@ -1,0 +1,27 @@
+/* rope.c - rotary position embedding (Su et al. 2021) on a block's queries and keys at
+ * their absolute positions (st_rope: rotate-half convention, base model.rope_base).
+ * q_i.k_j then depends on i - j only, so cached keys (rotated once at their position)
+ * stay valid and the cache slides. Needs an even head size. */
+#include "pos.h"
+
+static int rope_validate(const st_model_config *c, const char *f, st_error *e) {
+    if ((c->d_model / c->n_heads) % 2 != 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: model.pos: rope needs an even head size (d_model/n_heads = %d)",
+                       f, c->d_model / c->n_heads);
+    return ST_OK;
+}
+
+static int rope_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor **k, int64_t pos0) {
+    (void)layer;
+    *q = st_rope(ctx, *q, m->cfg.rope_base, pos0);
+    *k = st_rope(ctx, *k, m->cfg.rope_base, pos0);
+    return *q && *k;
+}
+
+const st_pos_method st_pos_rope = {
+    .name = "rope",
+    .bias_form = ST_POS_BIAS_NONE,
+    .slides = 1,
+    .validate = rope_validate,
+    .qk = rope_qk,
+};

@@ -1,0 +1,87 @@
+/* test_attention_util.h - helpers shared by tests/test_attention*.c: q, k, v (and a
+ * distance table) as differentiable leaves, a context on its own arena, a weighted-sum
+ * loss op and the gradcheck case for st_attention. Everything is static (each test is its
+ * own executable). */
+#ifndef ST_TEST_ATTENTION_UTIL_H
+#define ST_TEST_ATTENTION_UTIL_H
+
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* q, k, v (B,H,T,D) and a bias table (H, 2T-1) as parameters (leaves with gradients). */
+typedef struct qkv {
+    st_params p;
+    st_tensor *q, *k, *v, *w;
+    int64_t B, H, T, D;
+} qkv;
+
+static void qkv_init(qkv *s, int64_t B, int64_t H, int64_t T, int64_t D, uint64_t seed, float wstd) {
+    st_error e = {0};
+    int64_t shp[4] = {B, H, T, D}, wshp[2] = {H, 2 * T - 1};
+    st_params_init(&s->p);
+    st_params_add(&s->p, "q", 4, shp, 0, ST_INIT_NORMAL, 1.0f);
+    st_params_add(&s->p, "k", 4, shp, 0, ST_INIT_NORMAL, 1.0f);
+    st_params_add(&s->p, "v", 4, shp, 0, ST_INIT_NORMAL, 1.0f);
+    st_params_add(&s->p, "bias_table", 2, wshp, 0, ST_INIT_NORMAL, wstd);
+    ST_ASSERT(st_params_finalize(&s->p, &e) == ST_OK);
+    st_rng rng;
+    st_rng_seed(&rng, seed);
+    st_params_init_values(&s->p, &rng);
+    s->q = st_param(&s->p, 0); s->k = st_param(&s->p, 1);
+    s->v = st_param(&s->p, 2); s->w = st_param(&s->p, 3);
+    s->B = B; s->H = H; s->T = T; s->D = D;
+}
+
+typedef struct env { st_arena arena; st_ctx ctx; } env;
+
+static void env_init(env *v) {
+    st_error e = {0};
+    ST_ASSERT(st_arena_init(&v->arena, 1 << 20, (size_t)4 << 30, &e) == ST_OK);
+    ST_ASSERT(st_ctx_init(&v->ctx, &v->arena, 256, &e) == ST_OK);
+}
+
+static void env_free(env *v) { st_ctx_free(&v->ctx); st_arena_free(&v->arena); }
+
+/* loss = sum_i r_i x_i as a tape op, so st_backward seeds out.grad = r */
+typedef struct { const float *r; int64_t n; } wsum_saved;
+
+static void wsum_backward(st_ctx *ctx, st_node *nd) {
+    const wsum_saved *s = nd->saved;
+    float *gx = st_grad(ctx, nd->in[0]);
+    for (int64_t i = 0; i < s->n; i++) gx[i] += nd->out->grad[0] * s->r[i];
+}
+
+static st_tensor *wsum(st_ctx *ctx, st_tensor *x, const float *r) {
+    if (!x) return NULL;
+    int64_t one = 1, n = st_numel(x);
+    st_tensor *out = st_new(ctx, 1, &one);
+    double acc = 0;
+    for (int64_t i = 0; i < n; i++) acc += (double)r[i] * x->data[i];
+    out->data[0] = (float)acc;
+    wsum_saved *s = st_ctx_alloc(ctx, sizeof *s, 1);
+    s->r = r; s->n = n;
+    st_record(ctx, "wsum", wsum_backward, out, x, NULL, NULL, NULL, s);
+    return out;
+}
+
+static int all_finite(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------- gradcheck ---- */
+typedef struct gc_case {
+    qkv *s;
+    const st_attn_bias *bias;
+    int causal;
+    float scale, p;
+} gc_case;
+
+static st_tensor *gc_build(st_ctx *ctx, void *user) {
+    gc_case *c = user;
+    return st_attention(ctx, c->s->q, c->s->k, c->s->v, c->bias, c->causal, c->scale, c->p, 77);
+}
+
+#endif
