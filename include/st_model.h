@@ -6,7 +6,7 @@
  *
  * Position methods (docs/position-methods.md has the exact math):
  *   none, alibi, alibi_rf (receptive field: exp | gaussian | reciprocal, rho fixed or
- *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple. */
+ *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple, xpos. */
 #ifndef ST_MODEL_H
 #define ST_MODEL_H
 
@@ -23,7 +23,8 @@ extern "C" {
  * Adding a method = one line here + its file (+ its tests and docs). */
 #define ST_POS_METHODS(X) \
     X(NONE, none) X(ALIBI, alibi) X(ALIBI_RF, alibi_rf) X(SINUSOIDAL, sinusoidal) \
-    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple)
+    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) \
+    X(XPOS, xpos)
 
 typedef enum st_pos_kind {
 #define ST_POS_ENUM_(ID, name) ST_POS_##ID,
@@ -68,6 +69,8 @@ typedef struct st_model_config {
     /* t5 */
     int t5_buckets;         /* 32 */
     int t5_max_distance;    /* 128 */
+    /* xpos */
+    float xpos_gamma;       /* 512: scale zeta^(position / gamma) */
 } st_model_config;
 
 /* Defaults for every field (vocab_size must still be set). */
@@ -193,6 +196,8 @@ typedef struct st_kv_cache {
     float *bias;            /* (L, H, window) reversed bias tables (st_attention_bias_table),
                              * filled at the first decode after a reset; NULL: no bias */
     int bias_ready;
+    int64_t pos_ref;        /* the position method's reference position of the cached keys
+                             * (xpos: the centre of their scale); see its cache_keys */
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for

@@ -46,6 +46,11 @@ int st_split_qkv(st_ctx *ctx, st_tensor *qkv, int H, st_tensor **q, st_tensor **
 /* Rotary position embedding (rotate-half convention, as GPT-NeoX / HF LLaMA) applied to
  * x (B,H,T,D) at absolute positions pos0..pos0+T-1; frequencies base^(-2i/D). */
 st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0);
+/* xPos scale (Sun et al. 2022) on x (B,H,T,D), rotate-half pairing as st_rope: channels k
+ * and k + D/2 at position t = pos0 + row times zeta_k^(sign (t - centre) / gamma),
+ * zeta_k = (2k/D + 0.4)/1.4. Queries take sign +1, keys -1, so q'.k' depends on i - j
+ * only; centre keeps both factors in float range at long positions (src/ops/xpos.c). */
+st_tensor *st_xpos_scale(st_ctx *ctx, st_tensor *x, float gamma, int64_t pos0, int64_t centre, int sign);
 /* Sum / mean of all elements -> scalar (shape (1)). */
 st_tensor *st_sum(st_ctx *ctx, st_tensor *x);
 st_tensor *st_mean(st_ctx *ctx, st_tensor *x);

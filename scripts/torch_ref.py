@@ -97,6 +97,16 @@ def rope(x, base):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
+def xpos_scale(x, gamma, sign):
+    """xPos (Sun et al. 2022): pair k of the rotate-half layout (channels k, k + D/2) times
+    zeta_k^(sign * t / gamma), zeta_k = (2k/D + 0.4) / 1.4, at positions t = 0..T-1
+    (float64: no centre needed at test lengths)."""
+    B, H, T, D = x.shape
+    zeta = (2 * torch.arange(D // 2).double() / D + 0.4) / 1.4
+    s = zeta[None, :] ** (sign * torch.arange(T).double()[:, None] / gamma)
+    return x * torch.cat([s, s], dim=-1)
+
+
 def forward(cfg, p, ids, targets):
     B, T = ids.shape
     V, C = p["tok_emb.weight"].shape
@@ -119,8 +129,11 @@ def forward(cfg, p, ids, targets):
         qkv = h @ p[pre + "attn.qkv.weight"].T + p[pre + "attn.qkv.bias"]
         q, k, v = qkv.split(C, dim=-1)
         q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
-        if cfg["pos"] == "rope":
+        if cfg["pos"] in ("rope", "xpos"):
             q, k = rope(q, cfg["rope_base"]), rope(k, cfg["rope_base"])
+        if cfg["pos"] == "xpos":
+            g = cfg["xpos"]["gamma"]
+            q, k = xpos_scale(q, g, 1.0), xpos_scale(k, g, -1.0)
         s = q @ k.transpose(-1, -2) / math.sqrt(D)
         bias = bias_for(cfg, p, l, T, H)
         if bias is not None:

@@ -284,8 +284,8 @@ int main(void) {
     /* position methods with their own paths through the model (sinusoidal adds positions
      * from 0 in every window; rope rotates from 0) keep the per-target reference */
     st_set_threads(1);
-    static const int more[] = {ST_POS_SINUSOIDAL, ST_POS_ROPE, ST_POS_T5};
-    for (int i = 0; i < 3; i++) {
+    static const int more[] = {ST_POS_SINUSOIDAL, ST_POS_ROPE, ST_POS_T5, ST_POS_XPOS};
+    for (int i = 0; i < (int)(sizeof more / sizeof more[0]); i++) {
         st_model mm;
         if (make_model(&mm, more[i], 1, 16, 2)) { CHECK(0); continue; }
         int32_t *tok = random_stream(60, 21);

@@ -21,6 +21,9 @@ static inline void base_cfg(st_model_config *c, int pos) {
     c->rf_rho = 3.0f;
     c->t5_buckets = 8;
     c->t5_max_distance = 16;
+    /* xpos: a short scale length, so short test sequences see a strong decay and the KV
+     * cache re-centres its keys every 2 * gamma = 8 tokens */
+    c->xpos_gamma = 4.0f;
 }
 
 static inline void rand_ids(int32_t *ids, int64_t n, int V, uint64_t seed) {
@@ -43,6 +46,7 @@ static const struct variant variants[] = {
     {ST_POS_KERPLE, 0, 0, "kerple", 0},
     /* appended, so indices above stay put */
     {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, "alibi_rf exp head log-rho", ST_RF_LOG},
+    {ST_POS_XPOS, 0, 0, "xpos", 0},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

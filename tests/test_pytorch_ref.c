@@ -21,11 +21,11 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
     fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
                " \"rf\": {\"kind\": \"%s\", \"scope\": \"%s\", \"rho\": %.9g, \"param\": \"%s\"}, \"t5_buckets\": %d,"
                " \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g, \"gelu\": \"%s\","
-               " \"tie_embeddings\": %s}}\n",
+               " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}}}\n",
             c->n_layers, c->n_heads, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
-            c->gelu_exact ? "erf" : "tanh", c->tie_embeddings ? "true" : "false");
+            c->gelu_exact ? "erf" : "tanh", c->tie_embeddings ? "true" : "false", c->xpos_gamma);
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -77,6 +77,7 @@ int main(void) {
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0},
         {ST_POS_T5, 0, 0, 4, 0, 1, 0},
         {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0},
+        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0},
     };
     st_arena ar;
     st_ctx ctx;
@@ -90,6 +91,7 @@ int main(void) {
         c.d_ff = 40; c.pos = vs[vi].pos; c.max_len = 32; c.rf_kind = vs[vi].rf_kind;
         c.rf_scope = vs[vi].rf_scope; c.rf_param = vs[vi].rf_param; c.rf_rho = 3.0f; c.t5_buckets = 8; c.t5_max_distance = 16;
         c.gelu_exact = vs[vi].gelu_exact; c.tie_embeddings = vs[vi].tie;
+        c.xpos_gamma = 4.0f;   /* xpos: a visible decay over 11 tokens */
         st_model m;
         CHECK(st_model_init(&m, &c, 11 + vi, &e) == ST_OK);
         st_rng r; st_rng_seed(&r, 99 + vi);

@@ -69,6 +69,7 @@ void st_kv_cache_reset(st_kv_cache *c) {
     c->len = 0;
     c->n_seen = 0;
     c->bias_ready = 0;
+    c->pos_ref = 0;
 }
 
 void st_kv_cache_free(st_kv_cache *c) {
@@ -115,6 +116,8 @@ static int64_t make_room(st_kv_cache *c, int64_t n) {
 static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids,
                                int64_t n, st_error *e) {
     const int64_t H = c->n_heads, D = c->head_dim, rows = c->rows, len0 = c->len, p0 = c->n_seen;
+    const st_pos_method *pm = st_pos_method_of(m->cfg.pos);
+    if (pm->cache_keys) pm->cache_keys(m, c, p0, n);
     st_tensor *x = st_model_embed(m, ctx, ids, 1, n, p0, 0, e);
     for (int l = 0; l < c->n_layers && x; l++) {
         st_tensor *x_in = x;

@@ -82,6 +82,8 @@ const st_ckey st_config_keys[] = {
     FLT("model.rope_base", model.rope_base, 1, 1e12, 1),
     INT("model.t5_buckets", model.t5_buckets, 2, 1 << 16),
     INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24),
+    OBJ("model.xpos"),
+    FLT("model.xpos.gamma", model.xpos_gamma, 0, 1e9, 1),
 
     OBJ("data"),
     STR("data.source", data.source, &en_source),

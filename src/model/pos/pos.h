@@ -21,7 +21,10 @@
  *   max_len    longest sequence it can represent (0 = any)
  *   variant    its variant for labels and reports ("exp" of alibi_rf) under variant_key
  *   exercise   set its keys so every parameter it can have is learned (selfcheck, tests)
- *   rho        learned receptive field per head of a layer (trainer's validation log) */
+ *   rho        learned receptive field per head of a layer (trainer's validation log)
+ *   cache_keys KV cache: called before n new tokens at positions p0.. go through the
+ *              blocks, to bring the cached keys to the reference the new ones will have
+ *              (xpos re-centres their scale; c->pos_ref is the method's to keep) */
 #ifndef ST_POS_H
 #define ST_POS_H
 
@@ -60,6 +63,7 @@ typedef struct st_pos_method {
     int (*qk)(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor **k, int64_t pos0);
     void (*bias_init)(st_pos_bias *pb);
     int (*rho)(const st_model *m, int layer, float *rho);
+    void (*cache_keys)(const st_model *m, st_kv_cache *c, int64_t p0, int64_t n);
 } st_pos_method;
 
 /* The method of index pos (asserts 0 <= pos < ST_POS_COUNT). */
