@@ -6,7 +6,7 @@
  *
  * Position methods (docs/position-methods.md has the exact math):
  *   none, alibi, alibi_rf (receptive field: exp | gaussian | reciprocal, rho fixed or
- *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple, xpos. */
+ *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple, xpos, cope. */
 #ifndef ST_MODEL_H
 #define ST_MODEL_H
 
@@ -24,7 +24,8 @@ extern "C" {
 #define ST_POS_METHODS(X) \
     X(NONE, none) X(ALIBI, alibi) X(ALIBI_RF, alibi_rf) X(SINUSOIDAL, sinusoidal) \
     X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) \
-    X(XPOS, xpos)
+    X(XPOS, xpos) \
+    X(COPE, cope)
 
 typedef enum st_pos_kind {
 #define ST_POS_ENUM_(ID, name) ST_POS_##ID,
@@ -71,6 +72,8 @@ typedef struct st_model_config {
     int t5_max_distance;    /* 128 */
     /* xpos */
     float xpos_gamma;       /* 512: scale zeta^(position / gamma) */
+    /* cope */
+    int cope_npos;          /* 64: rows of the contextual position table (positions clamp) */
 } st_model_config;
 
 /* Defaults for every field (vocab_size must still be set). */
@@ -116,6 +119,7 @@ typedef struct st_pos_bias {
     const float *p[ST_POS_MAX_PARAMS];   /* the method's tensors: model-level ones first,
                                           * then the layer's, in declaration order */
     float *g[ST_POS_MAX_PARAMS];
+    st_attn_cope cope;      /* CoPE's embeddings (iface.cope points here) */
 } st_pos_bias;
 void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirectional,
                       const float *params, float *grads);

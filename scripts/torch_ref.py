@@ -107,6 +107,20 @@ def xpos_scale(x, gamma, sign):
     return x * torch.cat([s, s], dim=-1)
 
 
+def cope_term(q, s0, e, scale):
+    """CoPE (Golovneva et al. 2024), from the scores s0 = q.k/sqrt(D) (+ -inf above the
+    diagonal): gates sigmoid(s0), positions summed from each key to the query,
+    clamped at n_pos - 1, and q.e/sqrt(D) interpolated linearly between integer rows."""
+    npos = e.shape[0]
+    gates = torch.sigmoid(s0)                              # 0 where masked
+    pos = torch.flip(torch.cumsum(torch.flip(gates, [-1]), -1), [-1])
+    pos = torch.clamp(pos, max=npos - 1)
+    lo, hi = torch.floor(pos).long(), torch.ceil(pos).long()
+    z = (q @ e.T) * scale                                  # (B, H, T, n_pos)
+    w = pos - lo
+    return torch.gather(z, -1, hi) * w + torch.gather(z, -1, lo) * (1 - w)
+
+
 def forward(cfg, p, ids, targets):
     B, T = ids.shape
     V, C = p["tok_emb.weight"].shape
@@ -139,6 +153,8 @@ def forward(cfg, p, ids, targets):
         if bias is not None:
             s = s + bias[None]
         s = s.masked_fill(~mask, float("-inf"))
+        if cfg["pos"] == "cope":
+            s = s + cope_term(q, s, p[pre + "attn.cope_pos"], 1 / math.sqrt(D))
         a = torch.softmax(s, dim=-1) @ v
         a = a.transpose(1, 2).reshape(B, T, C)
         x = x + a @ p[pre + "attn.out.weight"].T + p[pre + "attn.out.bias"]

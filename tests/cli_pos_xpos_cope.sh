@@ -11,7 +11,7 @@
 #   - a sweep over both methods trains, evaluates and reports them.
 . "$(dirname "$0")/lib_cli.sh" cli_pos_xpos_cope
 
-METHODS="xpos"
+METHODS="xpos cope"
 for i in $(seq 1 300); do echo "the quick brown fox $i jumps over the lazy dog $((i * 7))"; done > corpus.txt
 cat > cfg.json <<'EOF2'
 {"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "xpos", "init_std": 0.3, "xpos": {"gamma": 16}},

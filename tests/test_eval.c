@@ -189,9 +189,9 @@ static void test_batching(st_model *m) {
 
 /* Memory is linear in L: the arena high water at 4L is about 4x that at L (a T x T score
  * buffer would make it ~16x). */
-static void test_memory_linear(void) {
+static void test_memory_linear(int pos) {
     st_model m;
-    if (make_model(&m, ST_POS_ALIBI, 2, 32, 4)) { CHECK(0); return; }
+    if (make_model(&m, pos, 2, 32, 4)) { CHECK(0); return; }
     const int64_t n = 4097;
     int32_t *tok = random_stream(n, 9);
     st_eval_opts o;
@@ -202,8 +202,8 @@ static void test_memory_linear(void) {
     CHECK(st_eval_run(&m, tok, n, 1024, 1024, &o, &a, &e) == ST_OK);
     CHECK(st_eval_run(&m, tok, n, 4096, 4096, &o, &b, &e) == ST_OK);
     double ratio = (double)b.arena_bytes / (double)a.arena_bytes;
-    CHECK_MSG(ratio > 3.0 && ratio < 5.0, "arena at L=4096 / L=1024 = %.2f (%zu / %zu bytes): not linear", ratio,
-              b.arena_bytes, a.arena_bytes);
+    CHECK_MSG(ratio > 3.0 && ratio < 5.0, "%s: arena at L=4096 / L=1024 = %.2f (%zu / %zu bytes): not linear",
+              st_pos_name(pos), ratio, b.arena_bytes, a.arena_bytes);
     CHECK(b.peak_rss > 0);
     st_eval_result_free(&a);
     st_eval_result_free(&b);
@@ -284,7 +284,7 @@ int main(void) {
     /* position methods with their own paths through the model (sinusoidal adds positions
      * from 0 in every window; rope rotates from 0) keep the per-target reference */
     st_set_threads(1);
-    static const int more[] = {ST_POS_SINUSOIDAL, ST_POS_ROPE, ST_POS_T5, ST_POS_XPOS};
+    static const int more[] = {ST_POS_SINUSOIDAL, ST_POS_ROPE, ST_POS_T5, ST_POS_XPOS, ST_POS_COPE};
     for (int i = 0; i < (int)(sizeof more / sizeof more[0]); i++) {
         st_model mm;
         if (make_model(&mm, more[i], 1, 16, 2)) { CHECK(0); continue; }
@@ -299,6 +299,7 @@ int main(void) {
         st_model_free(&mm);
     }
     st_set_threads(bi.omp_threads);
-    test_memory_linear();
+    test_memory_linear(ST_POS_ALIBI);
+    test_memory_linear(ST_POS_COPE);   /* CoPE's gates are summed per row in the streamed kernel */
     return test_finish("test_eval");
 }

@@ -24,6 +24,8 @@ static inline void base_cfg(st_model_config *c, int pos) {
     /* xpos: a short scale length, so short test sequences see a strong decay and the KV
      * cache re-centres its keys every 2 * gamma = 8 tokens */
     c->xpos_gamma = 4.0f;
+    /* cope: fewer rows than the test sequences, so positions clamp too */
+    c->cope_npos = 6;
 }
 
 static inline void rand_ids(int32_t *ids, int64_t n, int V, uint64_t seed) {
@@ -47,6 +49,7 @@ static const struct variant variants[] = {
     /* appended, so indices above stay put */
     {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, "alibi_rf exp head log-rho", ST_RF_LOG},
     {ST_POS_XPOS, 0, 0, "xpos", 0},
+    {ST_POS_COPE, 0, 0, "cope", 0},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

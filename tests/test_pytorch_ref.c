@@ -21,11 +21,12 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
     fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
                " \"rf\": {\"kind\": \"%s\", \"scope\": \"%s\", \"rho\": %.9g, \"param\": \"%s\"}, \"t5_buckets\": %d,"
                " \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g, \"gelu\": \"%s\","
-               " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}}}\n",
+               " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d}}}\n",
             c->n_layers, c->n_heads, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
-            c->gelu_exact ? "erf" : "tanh", c->tie_embeddings ? "true" : "false", c->xpos_gamma);
+            c->gelu_exact ? "erf" : "tanh", c->tie_embeddings ? "true" : "false", c->xpos_gamma,
+            c->cope_npos);
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -78,6 +79,8 @@ int main(void) {
         {ST_POS_T5, 0, 0, 4, 0, 1, 0},
         {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0},
         {ST_POS_XPOS, 0, 0, 4, 0, 1, 0},
+        {ST_POS_COPE, 0, 0, 4, 0, 1, 0},
+        {ST_POS_COPE, 0, 0, 6, 1, 0, 0},    /* positions clamp at n_pos - 1 = 3 */
     };
     st_arena ar;
     st_ctx ctx;
@@ -92,6 +95,7 @@ int main(void) {
         c.rf_scope = vs[vi].rf_scope; c.rf_param = vs[vi].rf_param; c.rf_rho = 3.0f; c.t5_buckets = 8; c.t5_max_distance = 16;
         c.gelu_exact = vs[vi].gelu_exact; c.tie_embeddings = vs[vi].tie;
         c.xpos_gamma = 4.0f;   /* xpos: a visible decay over 11 tokens */
+        c.cope_npos = vs[vi].heads == 6 ? 4 : 12;   /* cope: clamped, or room for every position */
         st_model m;
         CHECK(st_model_init(&m, &c, 11 + vi, &e) == ST_OK);
         st_rng r; st_rng_seed(&r, 99 + vi);

@@ -28,6 +28,7 @@ void st_model_config_default(st_model_config *c) {
     c->t5_buckets = 32;
     c->t5_max_distance = 128;
     c->xpos_gamma = 512.0f;
+    c->cope_npos = 64;
 }
 
 #define BAD(...) return st_fail(e, ST_ERR_CONFIG, __VA_ARGS__)

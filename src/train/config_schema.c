@@ -84,6 +84,8 @@ const st_ckey st_config_keys[] = {
     INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24),
     OBJ("model.xpos"),
     FLT("model.xpos.gamma", model.xpos_gamma, 0, 1e9, 1),
+    OBJ("model.cope"),
+    INT("model.cope.n_pos", model.cope_npos, 1, 1 << 20),
 
     OBJ("data"),
     STR("data.source", data.source, &en_source),

@@ -15,6 +15,8 @@
  *   bias_init  sets up a bias provider (st_pos_bias, per step, arena-owned: the per-step
  *              state of a method) in the distance form (fill/grad) or the general (i, j)
  *              form (fill_block/grad_block) of st_attn_bias; bias_form says which
+ *              (GENERAL also for a content term, st_attn_bias.cope: the KV cache then
+ *              asks for the provider per chunk instead of distance tables)
  *   slides     KV cache: 1 = drop the oldest keys past the window (q.k and bias depend on
  *              relative positions, or on absolute ones the cache tracks), 0 = absolute
  *              positions that cannot slide (the caller resets and prefills)
