@@ -92,6 +92,8 @@ const char *st_pos_variant_key(int pos);
 /* Longest sequence (positions 0..n-1) the method can represent, 0 = any length (learned
  * positions: model.max_len). */
 int64_t st_pos_max_len(const st_model_config *c);
+/* Why method pos has that limit, naming the config key that sets it ("model.max_len: ..."). */
+const char *st_pos_limit_why(int pos);
 /* Set the method's keys to a variant in which every parameter it can have is learned
  * (selfcheck, tests). */
 void st_pos_exercise(st_model_config *c);

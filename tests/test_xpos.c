@@ -6,8 +6,8 @@
  *   - RoPE + scale on q and k: q'_i.k'_j equals the double formula
  *     sum_pairs zeta_k^((i-j)/gamma) (rotated q_i . rotated k_j) for any centre, at
  *     positions near 20,000 where an uncentred scale (zeta_0^(i/gamma)) has underflowed;
- *   - the model refuses sequences past its representable length with the reason, and a
- *     forward at 20,000 tokens stays finite. */
+ *   - the model (KV cache, eval) refuses lengths past its representable one naming
+ *     model.xpos.gamma, and a forward at 20,000 tokens stays finite. */
 #include "test_ops_util.h"
 #include "test_model_util.h"
 
@@ -121,7 +121,15 @@ static void test_model_lengths(void) {
     for (int64_t i = 0; finite && i < T * c.vocab_size; i++) finite = isfinite(lg->data[i]);
     CHECK_MSG(finite, "xpos: logits at %lld tokens are finite", (long long)T);
     st_kv_cache kv;
-    CHECK(st_kv_cache_init(&kv, &m, lim + 1, &e) == ST_ERR_CONFIG && strstr(e.msg, "xpos"));
+    CHECK(st_kv_cache_init(&kv, &m, lim + 1, &e) == ST_ERR_CONFIG && strstr(e.msg, "model.xpos.gamma"));
+    /* eval past the limit: refused before any forward, naming the key */
+    int32_t *more = malloc((size_t)(lim + 2) * sizeof(int32_t));
+    rand_ids(more, lim + 2, c.vocab_size, 8);
+    st_eval_result er;
+    st_error_clear(&e);
+    CHECK(st_eval_run(&m, more, lim + 2, lim + 1, lim + 1, NULL, &er, &e) == ST_ERR_CONFIG &&
+          strstr(e.msg, "model.xpos.gamma") && strstr(e.msg, "xpos positions represent at most"));
+    free(more);
     st_ctx_free(&ctx);
     st_arena_free(&ar);
     free(ids);

@@ -32,9 +32,9 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     if (window < 1) return st_fail(e, ST_ERR_CONFIG, "kv cache: window of %lld tokens: must be >= 1", (long long)window);
     const int64_t max_len = st_pos_max_len(cfg);
     if (max_len > 0 && window > max_len)
-        return st_fail(e, ST_ERR_CONFIG, "model.max_len: %s positions have a table of %lld rows, "
-                       "a window of %lld tokens is longer (%s positions cannot extrapolate)",
-                       st_pos_name(cfg->pos), (long long)max_len, (long long)window, st_pos_name(cfg->pos));
+        return st_fail(e, ST_ERR_CONFIG, "kv cache: a window of %lld tokens is longer than the %lld tokens %s "
+                       "positions represent; %s", (long long)window, (long long)max_len, st_pos_name(cfg->pos),
+                       st_pos_limit_why(cfg->pos));
     const int64_t L = cfg->n_layers, H = cfg->n_heads, D = cfg->d_model / cfg->n_heads;
     c->n_layers = (int)L;
     c->n_heads = (int)H;

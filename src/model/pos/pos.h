@@ -20,7 +20,8 @@
  *   slides     KV cache: 1 = drop the oldest keys past the window (q.k and bias depend on
  *              relative positions, or on absolute ones the cache tracks), 0 = absolute
  *              positions that cannot slide (the caller resets and prefills)
- *   max_len    longest sequence it can represent (0 = any)
+ *   max_len    longest sequence it can represent (0 = any); limit_why: the key that sets
+ *              it and why, for the error messages ("model.max_len: ...")
  *   variant    its variant for labels and reports ("exp" of alibi_rf) under variant_key
  *   exercise   set its keys so every parameter it can have is learned (selfcheck, tests)
  *   rho        learned receptive field per head of a layer (trainer's validation log)
@@ -59,6 +60,7 @@ typedef struct st_pos_method {
     /* fills out[0..n) (n <= ST_POS_MAX_PARAMS) and returns n */
     int (*params)(const st_model_config *c, int layer, st_pos_decl *out);
     int64_t (*max_len)(const st_model_config *c);
+    const char *limit_why;
     /* x (B,T,C) -> x + positions; NULL with *e set when it cannot (past max_len) */
     st_tensor *(*embed)(st_model *m, st_ctx *ctx, st_tensor *x, int64_t pos0, st_error *e);
     /* *q, *k (B,H,T,D) replaced by their transforms; 0 on failure */

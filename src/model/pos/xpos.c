@@ -85,6 +85,8 @@ const st_pos_method st_pos_xpos = {
     .slides = 1,
     .validate = xpos_validate,
     .max_len = xpos_max_len,
+    .limit_why = "model.xpos.gamma: the scale zeta^(t/gamma) would leave float range beyond it "
+                 "(the limit grows with gamma; docs/position-methods.md)",
     .qk = xpos_qk,
     .cache_keys = xpos_cache_keys,
 };
