@@ -178,8 +178,10 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
  *
  * window: the most keys a query sees (generate's --context). Once more tokens than that
  * have been decoded:
- *   - relative methods (none, alibi, alibi_rf, t5, kerple) and rope (keys are cached
- *     already rotated at their absolute position; q.k depends only on the distance) drop
+ *   - relative methods (none, alibi, alibi_rf, t5, kerple, cope: a query counts its
+ *     contextual positions over the keys it sees) and rope and xpos (keys are cached
+ *     already rotated at their absolute position, xpos re-centres their scale; q.k depends
+ *     only on the distance) drop
  *     the oldest keys: a query sees the last `window` keys of every layer (sliding-window
  *     attention). With one layer that equals the full forward over the last `window`
  *     tokens; with more it does not, because a cached key at layer >= 1 was computed

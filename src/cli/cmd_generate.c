@@ -7,11 +7,12 @@
  * the cached keys and values: O(context) work per token instead of a forward over the
  * whole context. The logits equal those of --no-cache (up to float rounding) while the
  * sequence fits in --context. Past it:
- *   - none, alibi, alibi_rf, t5, kerple, rope: the oldest cached keys are dropped, every
- *     layer attends to its last --context keys (sliding-window attention). That equals
- *     --no-cache for one-layer models; with more layers it differs slightly, because a
- *     cached key of layer >= 1 was computed while tokens now outside the window were
- *     still visible (--no-cache recomputes the window from scratch for every token).
+ *   - none, alibi, alibi_rf, t5, kerple, cope, rope, xpos: the oldest cached keys are
+ *     dropped, every layer attends to its last --context keys (sliding-window
+ *     attention). That equals --no-cache for one-layer models; with more layers it
+ *     differs slightly, because a cached key of layer >= 1 was computed while tokens
+ *     now outside the window were still visible (--no-cache recomputes the window from
+ *     scratch for every token).
  *   - sinusoidal, learned: every position of the window moves when it slides, so each
  *     token re-prefills the last --context tokens, exactly as --no-cache (no speed-up
  *     there).

@@ -39,4 +39,5 @@ const st_pos_method st_pos_cope = {
     .validate = cope_validate,
     .params = cope_params,
     .bias_init = cope_bias_init,
+    .score_bytes = 4,   /* the gates (B,H,T,T) kept for backward */
 };

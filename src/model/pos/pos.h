@@ -61,6 +61,8 @@ typedef struct st_pos_method {
     int (*params)(const st_model_config *c, int layer, st_pos_decl *out);
     int64_t (*max_len)(const st_model_config *c);
     const char *limit_why;
+    int score_bytes;        /* bytes per attention score (B,H,T,T) its kernels keep for
+                             * backward besides the probabilities (cope: its gates) */
     /* x (B,T,C) -> x + positions; NULL with *e set when it cannot (past max_len) */
     st_tensor *(*embed)(st_model *m, st_ctx *ctx, st_tensor *x, int64_t pos0, st_error *e);
     /* *q, *k (B,H,T,D) replaced by their transforms; 0 on failure */
