@@ -7,7 +7,7 @@
  * Position methods (docs/position-methods.md has the exact math):
  *   none, alibi, alibi_rf (receptive field: exp | gaussian | reciprocal, rho fixed or
  *   learnable per layer / per head), sinusoidal, learned, rope, t5, kerple (log | power),
- *   sandwich, fire; each a table of functions in src/model/pos/<name>.c, listed by
+ *   sandwich, fire, xpos, cope; each a table of functions in src/model/pos/<name>.c, listed by
  *   ST_POS_METHODS below. model.attn_scale (none | logn | learned_logn) combines with any. */
 #ifndef ST_MODEL_H
 #define ST_MODEL_H
@@ -25,7 +25,9 @@ extern "C" {
  * Adding a method = one line here + its file (+ its tests and docs). */
 #define ST_POS_METHODS(X) \
     X(NONE, none) X(ALIBI, alibi) X(ALIBI_RF, alibi_rf) X(SINUSOIDAL, sinusoidal) \
-    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) X(SANDWICH, sandwich) X(FIRE, fire)
+    X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) X(SANDWICH, sandwich) X(FIRE, fire) \
+    X(XPOS, xpos) \
+    X(COPE, cope)
 
 typedef enum st_pos_kind {
 #define ST_POS_ENUM_(ID, name) ST_POS_##ID,
@@ -86,6 +88,10 @@ typedef struct st_model_config {
     int fire_hidden;        /* 32: MLP width, at most ST_FIRE_MAX_HIDDEN */
     float fire_c;           /* 0.1: initial c of psi(x) = log(c x + 1) */
     float fire_threshold;   /* 512: initial threshold L of psi(max(L, i)) */
+    /* xpos */
+    float xpos_gamma;       /* 512: scale zeta^(position / gamma) */
+    /* cope */
+    int cope_npos;          /* 64: rows of the contextual position table (positions clamp) */
 } st_model_config;
 
 /* Defaults for every field (vocab_size must still be set). */
@@ -108,6 +114,8 @@ const char *st_pos_variant_key(int pos);
 /* Longest sequence (positions 0..n-1) the method can represent, 0 = any length (learned
  * positions: model.max_len). */
 int64_t st_pos_max_len(const st_model_config *c);
+/* Why method pos has that limit, naming the config key that sets it ("model.max_len: ..."). */
+const char *st_pos_limit_why(int pos);
 /* Set the method's keys to a variant in which every parameter it can have is learned
  * (selfcheck, tests). */
 void st_pos_exercise(st_model_config *c);
@@ -135,6 +143,7 @@ typedef struct st_pos_bias {
     const float *p[ST_POS_MAX_PARAMS];   /* the method's tensors: model-level ones first,
                                           * then the layer's, in declaration order */
     float *g[ST_POS_MAX_PARAMS];
+    st_attn_cope cope;      /* CoPE's embeddings (iface.cope points here) */
 } st_pos_bias;
 void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirectional,
                       const float *params, float *grads);
@@ -196,8 +205,10 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
  *
  * window: the most keys a query sees (generate's --context). Once more tokens than that
  * have been decoded:
- *   - relative methods (none, alibi, alibi_rf, t5, kerple, sandwich) and rope (keys are cached
- *     already rotated at their absolute position; q.k depends only on the distance) drop
+ *   - relative methods (none, alibi, alibi_rf, t5, kerple, sandwich, cope: a query counts its
+ *     contextual positions over the keys it sees) and rope and xpos (keys are cached
+ *     already rotated at their absolute position, xpos re-centres their scale; q.k depends
+ *     only on the distance) drop
  *     the oldest keys: a query sees the last `window` keys of every layer (sliding-window
  *     attention). With one layer that equals the full forward over the last `window`
  *     tokens; with more it does not, because a cached key at layer >= 1 was computed
@@ -221,6 +232,8 @@ typedef struct st_kv_cache {
     float *bias;            /* (L, H, window) reversed bias tables (st_attention_bias_table),
                              * filled at the first decode after a reset; NULL: no bias */
     int bias_ready;
+    int64_t pos_ref;        /* the position method's reference position of the cached keys
+                             * (xpos: the centre of their scale); see its cache_keys */
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for

@@ -49,6 +49,11 @@ st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0);
 /* y[b,h,t,:] = x[b,h,t,:] * s_h * f_t for x (B,H,T,D), s (H) or NULL (s_h = 1), f (T)
  * constants (copied): a per-(head, time) multiplier, e.g. log-n scaling of the queries. */
 st_tensor *st_head_scale(st_ctx *ctx, st_tensor *x, st_tensor *s, const float *f);
+/* xPos scale (Sun et al. 2022) on x (B,H,T,D), rotate-half pairing as st_rope: channels k
+ * and k + D/2 at position t = pos0 + row times zeta_k^(sign (t - centre) / gamma),
+ * zeta_k = (2k/D + 0.4)/1.4. Queries take sign +1, keys -1, so q'.k' depends on i - j
+ * only; centre keeps both factors in float range at long positions (src/ops/xpos.c). */
+st_tensor *st_xpos_scale(st_ctx *ctx, st_tensor *x, float gamma, int64_t pos0, int64_t centre, int sign);
 /* Sum / mean of all elements -> scalar (shape (1)). */
 st_tensor *st_sum(st_ctx *ctx, st_tensor *x);
 st_tensor *st_mean(st_ctx *ctx, st_tensor *x);
@@ -92,13 +97,26 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
  * (H,T,T) once per call (the probabilities it keeps are B times larger); the streamed
  * kernel asks for (query block, key block) tiles, so memory stays O(T).
  *
- * Content-dependent logits (CoPE: positions from gates sigmoid(q_i.k_j)) fit neither form:
- * they need q and k inside the kernel. Their place is marked "CoPE hook" in
- * src/ops/attention.c (forward_block: the raw rows scale*q_i.k_j for j <= i are in P
- * before the softmax; backward_pair: the row of dS is complete before dQ/dK) and in
- * src/ops/attention_stream.c (stream_block). A multiplier on q.k per (head, query), as
+ * Content-dependent logits (CoPE, Golovneva et al. 2024) fit neither form: they need q and
+ * k inside the kernel. A provider with `cope` set (alone, fill and fill_block NULL, or with
+ * a bias) adds the contextual position term to the causal scores (src/ops/attention_cope.c):
+ *   s0_ij = scale q_i.k_j + bias_ij,   g_ij = sigmoid(s0_ij) (0 where masked)
+ *   P_ij = sum_{t=j..i} g_it,  p = min(P_ij, n_pos - 1),  z_i[m] = scale q_i.e_m
+ *   s_ij = s0_ij + (1 - w) z_i[floor p] + w z_i[floor p + 1],   w = p - floor p
+ * The grad-mode kernel keeps the gates (B,H,T,T) and z (B,H,T,n_pos) for the backward; the
+ * streamed kernel and the KV cache visit key blocks from the newest to the oldest and carry
+ * the running sum of the gates per query row, so memory stays linear in T.
+ * A multiplier on q.k per (head, query), as
  * log-n scaling, is not a bias: it equals scaling q_i, which the model does before the
  * kernel (model.attn_scale). */
+/* CoPE's contextual position embeddings: e (n_pos, D), shared by the heads of a layer;
+ * ge: its gradient (accumulated), NULL when none is wanted. */
+typedef struct st_attn_cope {
+    const float *e;
+    float *ge;
+    int64_t n_pos;
+} st_attn_cope;
+
 typedef struct st_attn_bias {
     void (*fill)(const struct st_attn_bias *self, int h, int64_t d0, int64_t n, float *out);
     void (*grad)(const struct st_attn_bias *self, int h, int64_t d0, int64_t n, const float *g);
@@ -107,10 +125,15 @@ typedef struct st_attn_bias {
                        int64_t nj, float *out, int64_t ld);
     void (*grad_block)(const struct st_attn_bias *self, int h, int64_t i0, int64_t ni, int64_t j0,
                        int64_t nj, const float *g, int64_t ld);
+    const st_attn_cope *cope;   /* CoPE term on top of the bias (causal only); NULL: none */
 } st_attn_bias;
-/* 1 when the bias has learnable parameters (a grad or grad_block function). */
-static inline int st_attn_bias_learnable(const st_attn_bias *b) {
+/* 1 when the bias itself (distance or general form, not CoPE) has learnable parameters. */
+static inline int st_attn_bias_has_grad(const st_attn_bias *b) {
     return b && (b->fill ? b->grad != NULL : b->grad_block != NULL);
+}
+/* 1 when the provider has learnable parameters (bias gradients or CoPE's embeddings). */
+static inline int st_attn_bias_learnable(const st_attn_bias *b) {
+    return st_attn_bias_has_grad(b) || (b && b->cope && b->cope->ge);
 }
 
 /* Fused multi-head attention: q,k,v (B,H,T,D) -> (B,H,T,D).

@@ -120,6 +120,30 @@ def rope(x, base):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
+def xpos_scale(x, gamma, sign):
+    """xPos (Sun et al. 2022): pair k of the rotate-half layout (channels k, k + D/2) times
+    zeta_k^(sign * t / gamma), zeta_k = (2k/D + 0.4) / 1.4, at positions t = 0..T-1
+    (float64: no centre needed at test lengths)."""
+    B, H, T, D = x.shape
+    zeta = (2 * torch.arange(D // 2).double() / D + 0.4) / 1.4
+    s = zeta[None, :] ** (sign * torch.arange(T).double()[:, None] / gamma)
+    return x * torch.cat([s, s], dim=-1)
+
+
+def cope_term(q, s0, e, scale):
+    """CoPE (Golovneva et al. 2024), from the scores s0 = q.k/sqrt(D) (+ -inf above the
+    diagonal): gates sigmoid(s0), positions summed from each key to the query,
+    clamped at n_pos - 1, and q.e/sqrt(D) interpolated linearly between integer rows."""
+    npos = e.shape[0]
+    gates = torch.sigmoid(s0)                              # 0 where masked
+    pos = torch.flip(torch.cumsum(torch.flip(gates, [-1]), -1), [-1])
+    pos = torch.clamp(pos, max=npos - 1)
+    lo, hi = torch.floor(pos).long(), torch.ceil(pos).long()
+    z = (q @ e.T) * scale                                  # (B, H, T, n_pos)
+    w = pos - lo
+    return torch.gather(z, -1, hi) * w + torch.gather(z, -1, lo) * (1 - w)
+
+
 def forward(cfg, p, ids, targets):
     B, T = ids.shape
     V, C = p["tok_emb.weight"].shape
@@ -142,8 +166,11 @@ def forward(cfg, p, ids, targets):
         qkv = h @ p[pre + "attn.qkv.weight"].T + p[pre + "attn.qkv.bias"]
         q, k, v = qkv.split(C, dim=-1)
         q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
-        if cfg["pos"] == "rope":
+        if cfg["pos"] in ("rope", "xpos"):
             q, k = rope(q, cfg["rope_base"]), rope(k, cfg["rope_base"])
+        if cfg["pos"] == "xpos":
+            g = cfg["xpos"]["gamma"]
+            q, k = xpos_scale(q, g, 1.0), xpos_scale(k, g, -1.0)
         # log-n scaling of the queries: n = i + 1 keys seen (causal)
         n = torch.arange(1, T + 1).double()
         if cfg.get("attn_scale", "none") == "logn":
@@ -157,6 +184,8 @@ def forward(cfg, p, ids, targets):
         if bias is not None:
             s = s + bias[None]
         s = s.masked_fill(~mask, float("-inf"))
+        if cfg["pos"] == "cope":
+            s = s + cope_term(q, s, p[pre + "attn.cope_pos"], 1 / math.sqrt(D))
         a = torch.softmax(s, dim=-1) @ v
         a = a.transpose(1, 2).reshape(B, T, C)
         x = x + a @ p[pre + "attn.out.weight"].T + p[pre + "attn.out.bias"]

@@ -162,7 +162,7 @@ cfg_case '{"train": {"optimizer": {"lr": -1}}}'    'train.optimizer.lr: must be 
 cfg_case '{"train": {"seed": -1}}'                 'train.seed: must be in [0,'
 cfg_case '{"eval": {"lengths": [0]}}'              'eval.lengths[0]: must be in [1,'
 cfg_case '{"data": {"synthetic": {"vocab": 1}}}'   'data.synthetic.vocab'
-cfg_case '{"model": {"pos": "learned", "max_len": 8}, "train": {"seq_len": 16}}' 'train.seq_len: 16 exceeds model.max_len (8)'
+cfg_case '{"model": {"pos": "learned", "max_len": 8}, "train": {"seq_len": 16}}' 'train.seq_len: 16 exceeds the 8 tokens learned positions represent; model.max_len'
 # --set assignments name "--set key"
 expect 2 "--set model.d_model: must be in [1, 65536], got -1" -- "$BIN" train "$CFG" --set model.d_model=-1 --out cfgout --quiet
 expect 2 '--set model.d_model: expected an integer, got "abc"' -- "$BIN" train "$CFG" --set model.d_model=abc --out cfgout --quiet

@@ -94,7 +94,7 @@ static const bad_case bad_cases[] = {
     {"{\"eval\": {\"mode\": \"overlapping\"}}", "cfg/x.json: eval.mode: unknown value"},
     /* cross-key rules */
     {"{\"model\": {\"d_model\": 32, \"n_heads\": 5}}", "cfg/x.json: model.n_heads: must divide model.d_model (32 % 5 != 0)"},
-    {"{\"model\": {\"pos\": \"learned\", \"max_len\": 64}, \"train\": {\"seq_len\": 128}}", "cfg/x.json: train.seq_len: 128 exceeds model.max_len"},
+    {"{\"model\": {\"pos\": \"learned\", \"max_len\": 64}, \"train\": {\"seq_len\": 128}}", "cfg/x.json: train.seq_len: 128 exceeds the 64 tokens learned positions represent; model.max_len"},
     {"{\"train\": {\"schedule\": {\"kind\": \"inv_sqrt\", \"warmup\": 0}}}", "cfg/x.json: train.schedule.warmup: must be >= 1"},
     {"{\"train\": {\"steps\": 10, \"schedule\": {\"warmup\": 20}}}", "cfg/x.json: train.schedule.warmup: 20 exceeds train.steps"},
     {"{\"eval\": {\"mode\": \"sliding\", \"stride\": 100, \"lengths\": [64]}}", "cfg/x.json: eval.stride: 100 exceeds eval.lengths[0]"},

@@ -38,7 +38,7 @@ typedef struct band_bias { st_attn_bias iface; const st_attn_bias *inner; int64_
 
 static void band_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, float *out) {
     const band_bias *b = self->state;
-    if (b->inner) b->inner->fill(b->inner, h, d0, n, out);
+    if (b->inner && b->inner->fill) b->inner->fill(b->inner, h, d0, n, out);
     else memset(out, 0, (size_t)n * sizeof(float));
     for (int64_t k = 0; k < n; k++)
         if (d0 + k >= b->window || d0 + k <= -b->window) out[k] = -INFINITY;
@@ -50,6 +50,7 @@ static void band_init(band_bias *b, const st_attn_bias *inner, int64_t window) {
     b->iface.state = b;
     b->inner = inner;
     b->window = window;
+    b->iface.cope = inner ? inner->cope : NULL;   /* CoPE: its gates see the band's -inf too */
 }
 
 typedef struct env { st_arena ar; st_ctx ctx; } env;

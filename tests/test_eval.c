@@ -191,8 +191,8 @@ static void test_batching(st_model *m) {
 
 /* Memory is linear in L: the arena high water at 4L is about 4x that at L (a T x T score
  * buffer would make it ~16x). */
-/* Memory of one window grows linearly with its length: alibi (distance tables) and fire
- * (general (i, j) bias, evaluated tile by tile). */
+/* Memory of one window grows linearly with its length: alibi (distance tables), fire
+ * (general (i, j) bias, evaluated tile by tile) and cope (gates summed per row). */
 static void test_memory_linear(int pos) {
     st_model m;
     if (make_model(&m, pos, 2, 32, 4)) { CHECK(0); return; }
@@ -289,7 +289,7 @@ int main(void) {
     /* position methods with their own paths through the model (sinusoidal adds positions
      * from 0 in every window; rope rotates from 0) keep the per-target reference */
     st_set_threads(1);
-    static const int more[] = {ST_POS_SINUSOIDAL, ST_POS_ROPE, ST_POS_T5, ST_POS_SANDWICH, ST_POS_FIRE};
+    static const int more[] = {ST_POS_SINUSOIDAL, ST_POS_ROPE, ST_POS_T5, ST_POS_SANDWICH, ST_POS_FIRE, ST_POS_XPOS, ST_POS_COPE};
     for (int i = 0; i < (int)(sizeof more / sizeof more[0]); i++) {
         st_model mm;
         if (make_model(&mm, more[i], 1, 16, 2)) { CHECK(0); continue; }
@@ -306,5 +306,6 @@ int main(void) {
     st_set_threads(bi.omp_threads);
     test_memory_linear(ST_POS_ALIBI);
     test_memory_linear(ST_POS_FIRE);
+    test_memory_linear(ST_POS_COPE);   /* CoPE's gates are summed per row in the streamed kernel */
     return test_finish("test_eval");
 }

@@ -21,6 +21,11 @@ static inline void base_cfg(st_model_config *c, int pos) {
     c->rf_rho = 3.0f;
     c->t5_buckets = 8;
     c->t5_max_distance = 16;
+    /* xpos: a short scale length, so short test sequences see a strong decay and the KV
+     * cache re-centres its keys every 2 * gamma = 8 tokens */
+    c->xpos_gamma = 4.0f;
+    /* cope: fewer rows than the test sequences, so positions clamp too */
+    c->cope_npos = 6;
 }
 
 static inline void rand_ids(int32_t *ids, int64_t n, int V, uint64_t seed) {
@@ -56,6 +61,8 @@ static const struct variant variants[] = {
     {ST_POS_FIRE, 0, 0, "fire", 0, fire_small},
     {ST_POS_ALIBI, 0, 0, "alibi + logn", 0, logn3},
     {ST_POS_ROPE, 0, 0, "rope + learned_logn", 0, learned_logn},
+    {ST_POS_XPOS, 0, 0, "xpos", 0, NULL},
+    {ST_POS_COPE, 0, 0, "cope", 0, NULL},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

@@ -22,14 +22,14 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
                " \"rf\": {\"kind\": \"%s\", \"scope\": \"%s\", \"rho\": %.9g, \"param\": \"%s\"}, \"t5_buckets\": %d,"
                " \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g, \"gelu\": \"%s\","
                " \"kerple\": {\"kind\": \"%s\"}, \"attn_scale\": \"%s\", \"attn_scale_len\": %d,"
-               " \"tie_embeddings\": %s}}\n",
+               " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d}}}\n",
             c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
             c->gelu_exact ? "erf" : "tanh", c->kerple_kind == ST_KERPLE_POWER ? "power" : "log",
             c->attn_scale == ST_ATTN_SCALE_LOGN ? "logn" : c->attn_scale == ST_ATTN_SCALE_LEARNED ? "learned_logn" : "none",
             c->attn_scale_len,
-            c->tie_embeddings ? "true" : "false");
+            c->tie_embeddings ? "true" : "false", c->xpos_gamma, c->cope_npos);
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -94,6 +94,9 @@ int main(void) {
         {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small},
         {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, logn4},
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, learned_logn},
+        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_COPE, 0, 0, 4, 0, 1, 0, NULL},
+        {ST_POS_COPE, 0, 0, 6, 1, 0, 0, NULL},    /* positions clamp at n_pos - 1 = 3 */
     };
     st_arena ar;
     st_ctx ctx;
@@ -107,6 +110,8 @@ int main(void) {
         c.d_ff = 40; c.pos = vs[vi].pos; c.max_len = 32; c.rf_kind = vs[vi].rf_kind;
         c.rf_scope = vs[vi].rf_scope; c.rf_param = vs[vi].rf_param; c.rf_rho = 3.0f; c.t5_buckets = 8; c.t5_max_distance = 16;
         c.gelu_exact = vs[vi].gelu_exact; c.tie_embeddings = vs[vi].tie;
+        c.xpos_gamma = 4.0f;   /* xpos: a visible decay over 11 tokens */
+        c.cope_npos = vs[vi].heads == 6 ? 4 : 12;   /* cope: clamped, or room for every position */
         if (vs[vi].tweak) vs[vi].tweak(&c);
         st_model m;
         CHECK(st_model_init(&m, &c, 11 + vi, &e) == ST_OK);

@@ -8,7 +8,7 @@
  * whole context. The logits equal those of --no-cache (up to float rounding) while the
  * sequence fits in --context. Past it:
  *   - methods whose cache slides (st_kv_cache_slides: none, alibi, alibi_rf, t5, kerple,
- *     sandwich, rope): the oldest cached keys are dropped, every
+ *     sandwich, cope, rope, xpos): the oldest cached keys are dropped, every
  *     layer attends to its last --context keys (sliding-window attention). That equals
  *     --no-cache for one-layer models; with more layers it differs slightly, because a
  *     cached key of layer >= 1 was computed while tokens now outside the window were

@@ -199,9 +199,8 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
     int64_t longest = L < n - 1 ? L : n - 1;
     const int64_t max_len = st_pos_max_len(&m->cfg);
     if (max_len > 0 && longest > max_len)
-        return st_fail(e, ST_ERR_CONFIG, "eval at length %lld: model.max_len is %lld; %s positions have no "
-                       "embedding beyond it (they cannot extrapolate)", (long long)L, (long long)max_len,
-                       st_pos_name(m->cfg.pos));
+        return st_fail(e, ST_ERR_CONFIG, "eval at length %lld: %s positions represent at most %lld tokens; %s",
+                       (long long)L, st_pos_name(m->cfg.pos), (long long)max_len, st_pos_limit_why(m->cfg.pos));
 
     int64_t nw = st_eval_windows(n, L, stride, NULL, 0);
     if (nw <= 0) return st_fail(e, ST_ERR_DATA, "eval: no evaluation window for %lld tokens", (long long)n);

@@ -32,6 +32,8 @@ void st_model_config_default(st_model_config *c) {
     c->fire_hidden = 32;        /* Li et al. 2023: MLP 1 -> 32 -> H, c = 0.1, L = 512 */
     c->fire_c = 0.1f;
     c->fire_threshold = 512.0f;
+    c->xpos_gamma = 512.0f;
+    c->cope_npos = 64;
 }
 
 #define BAD(...) return st_fail(e, ST_ERR_CONFIG, __VA_ARGS__)

@@ -33,9 +33,9 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     if (window < 1) return st_fail(e, ST_ERR_CONFIG, "kv cache: window of %lld tokens: must be >= 1", (long long)window);
     const int64_t max_len = st_pos_max_len(cfg);
     if (max_len > 0 && window > max_len)
-        return st_fail(e, ST_ERR_CONFIG, "model.max_len: %s positions have a table of %lld rows, "
-                       "a window of %lld tokens is longer (%s positions cannot extrapolate)",
-                       st_pos_name(cfg->pos), (long long)max_len, (long long)window, st_pos_name(cfg->pos));
+        return st_fail(e, ST_ERR_CONFIG, "kv cache: a window of %lld tokens is longer than the %lld tokens %s "
+                       "positions represent; %s", (long long)window, (long long)max_len, st_pos_name(cfg->pos),
+                       st_pos_limit_why(cfg->pos));
     const int64_t L = cfg->n_layers, H = cfg->n_heads, D = cfg->d_model / cfg->n_heads;
     c->n_layers = (int)L;
     c->n_heads = (int)H;
@@ -70,6 +70,7 @@ void st_kv_cache_reset(st_kv_cache *c) {
     c->len = 0;
     c->n_seen = 0;
     c->bias_ready = 0;
+    c->pos_ref = 0;
 }
 
 void st_kv_cache_free(st_kv_cache *c) {
@@ -116,6 +117,8 @@ static int64_t make_room(st_kv_cache *c, int64_t n) {
 static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids,
                                int64_t n, st_error *e) {
     const int64_t H = c->n_heads, D = c->head_dim, rows = c->rows, len0 = c->len, p0 = c->n_seen;
+    const st_pos_method *pm = st_pos_method_of(m->cfg.pos);
+    if (pm->cache_keys) pm->cache_keys(m, c, p0, n);
     st_tensor *x = st_model_embed(m, ctx, ids, 1, n, p0, 0, e);
     for (int l = 0; l < c->n_layers && x; l++) {
         st_tensor *x_in = x;

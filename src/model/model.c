@@ -295,10 +295,11 @@ static size_t measure_step(st_model *m, int64_t B, int64_t T, int grad, size_t l
 
 /* Refuse before allocating: every activation is linear in B*T except what attention keeps
  * for backward, P (B,H,T,T) floats per layer plus a (B,H,T,T) byte mask with attention
- * dropout (src/ops/attention.c), and with a general (i, j) bias (fire) its (H,T,T) table
- * per layer plus one (H,T,T) gradient. A short proxy step (B=1, t <= 64) gives the bytes
- * per token once its own t^2 part is removed, and
- *     estimate = B*T*per_token + grad * (L*H*B*T^2*(4 + mask) + general * (L+1)*H*T^2*4).
+ * dropout (src/ops/attention.c), the position method's score_bytes (CoPE's gates), and
+ * with a general (i, j) bias (fire) its (H,T,T) table per layer plus one (H,T,T)
+ * gradient. A short proxy step (B=1, t <= 64) gives the bytes per token once its own t^2
+ * part is removed, and
+ *     estimate = B*T*per_token + grad * (L*H*B*T^2*(4 + mask + score_bytes) + general * (L+1)*H*T^2*4).
  * A step estimated above 90% of physical memory is refused with that figure; the real
  * measurement then runs in an arena capped at the same limit, so even a wrong estimate
  * ends in an arena overflow (ST_ERR_MEMORY), never in the OOM killer. */
@@ -311,7 +312,8 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
         size_t proxy = measure_step(m, 1, t, grad, limit, e);
         if (!proxy) return 0;
         const st_model_config *c = &m->cfg;
-        double attn = grad ? (double)c->n_layers * c->n_heads * (4.0 + (c->dropout_attn > 0.0f)) : 0.0;
+        const double kept = 4.0 + (c->dropout_attn > 0.0f) + st_pos_method_of(c->pos)->score_bytes;
+        double attn = grad ? (double)c->n_layers * c->n_heads * kept : 0.0;
         const int general = st_pos_method_of(c->pos)->bias_form == ST_POS_BIAS_GENERAL;
         double gen = grad && general ? (double)(c->n_layers + 1) * c->n_heads * 4.0 : 0.0;
         double per_tok = ((double)proxy - (attn + gen) * (double)t * (double)t) / (double)t;

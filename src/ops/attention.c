@@ -16,6 +16,9 @@
  *   dQ += scale dS K,  dK += scale dS^T Q
  *   dbias(h, d) = sum over (b, i, j) with i - j = d of dS_ij   (the bias is unscaled)
  *   general form: dbias(h, i, j) = sum over b of dS_ij, handed to grad_block as (H,T,T)
+ * CoPE (attention_cope.c) adds its term to S after the bias (forward_block) and turns a
+ * row of dS into dS0 plus dZ before dQ/dK (backward_pair); it keeps the gates (B,H,T,T)
+ * and z (B,H,T,n_pos), and sums dE per (b,h) pair, then over the pairs in order.
  * Every product is one cblas_sgemm per block of ST_ATTN_QBLOCK query rows; for causal
  * attention a block [i0, i1) only touches keys [0, i1), which skips the upper triangle
  * except inside the diagonal block (masked to 0 there).
@@ -39,6 +42,9 @@ typedef struct attn_saved {
     st_attn_bias bias;   /* copy of the provider; used only when it is learnable */
     int has_bias_grad;
     const float *gtab;   /* general bias (H,T,T); NULL: distance form or none */
+    int has_cope;
+    st_attn_cope cope;   /* CoPE embeddings (has_cope) */
+    const float *cope_z, *cope_g;   /* z (B,H,T,n_pos) and gates (B,H,T,T) */
     int64_t B, H, T, D;
     int causal;
     float scale, keep;   /* keep = 1/(1-p) */
@@ -66,6 +72,9 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
     const float keep = st_attn_keep_scale(pb->p_drop);
     const int64_t kend = pb->causal ? i1 : T;
     float *Pb = P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);   /* (rb, kend), ld T */
+    const int64_t npos = pb->cope ? pb->cope->n_pos : 0;
+    float *Zb = pb->cope ? pb->cope_z + (size_t)(bh * T + i0) * (size_t)npos : NULL;   /* (rb, npos) */
+    if (Zb) st_cope_z(pb->cope, Q + i0 * D, rb, D, pb->scale, Zb);
 
     /* S (rb, kend) = scale Q[i0:i1] K[0:kend]^T */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D,
@@ -80,7 +89,11 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
             const float *br = gtab + i * T;   /* br[j] = bias(h, i, j) */
             for (int64_t j = 0; j < jn; j++) p[j] += br[j];
         }
-        /* CoPE hook: content-dependent terms (from the raw q_i.k_j of this row) go here. */
+        if (Zb) {   /* CoPE: gates of this row's scores, counted from the query backwards */
+            float csum = 0.0f;
+            st_cope_row_forward(Zb + r * npos, npos, p, jn, &csum,
+                                pb->cope_g + (size_t)bh * (size_t)(T * T) + (size_t)(i * T));
+        }
         softmax_row(p, jn);
         for (int64_t j = jn; j < kend; j++) p[j] = 0.0f;   /* future keys in the diagonal block */
         if (drop) {
@@ -102,15 +115,19 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
 
 /* Backward of pair bh. dq/dk/dv: (T,D) gradient rows of this pair or NULL when that input
  * needs none; gacc: (n) reversed-distance bias-gradient accumulator of this pair or NULL;
- * gfull: (T,T) general-bias gradient of this pair's head (summed over b) or NULL.
- * scratch: dP' (QBLOCK, T) then, with dropout, P' (QBLOCK, T). */
+ * gfull: (T,T) general-bias gradient of this pair's head (summed over b) or NULL;
+ * de: (n_pos, D) CoPE embedding-gradient partial of this pair or NULL.
+ * scratch: dP' (QBLOCK, T) then, with dropout, P' (QBLOCK, T); with CoPE then dZ
+ * (QBLOCK, n_pos) and one row (T). */
 static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const float *K,
                           const float *V, const float *dO, float *dq, float *dk, float *dv,
-                          float *gacc, float *gfull, float *scratch) {
-    const int64_t T = s->T, D = s->D;
-    const int need_ds = dq || dk || gacc || gfull;
+                          float *gacc, float *gfull, float *de, float *scratch) {
+    const int64_t T = s->T, D = s->D, npos = s->has_cope ? s->cope.n_pos : 0;
+    const int need_ds = dq || dk || gacc || gfull || s->has_cope;
     float *g = scratch;                                   /* dP' then dS, (rb, kend) */
     float *pd = scratch + (size_t)ST_ATTN_QBLOCK * (size_t)T;  /* P', (rb, kend) */
+    float *dZ = scratch + (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1);   /* (rb, npos) */
+    float *crow = dZ + (size_t)ST_ATTN_QBLOCK * (size_t)npos;                        /* (T) */
     for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
         const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T, rb = i1 - i0;
         const int64_t kend = s->causal ? i1 : T;
@@ -139,6 +156,7 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
         /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D, 1.0f,
                     dOb, (int)D, V, (int)D, 0.0f, g, (int)kend);
+        if (npos) memset(dZ, 0, (size_t)(rb * npos) * sizeof(float));
         for (int64_t r = 0; r < rb; r++) {
             const int64_t i = i0 + r, jn = s->causal ? i + 1 : T;
             const float *p = Pb + r * T, *x = pp + r * ldp;
@@ -147,6 +165,10 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
             /* dS = P' dP' - P c  (= P (dP - c) without dropout) */
             for (int64_t j = 0; j < jn; j++) gr[j] = x[j] * gr[j] - p[j] * c;
             for (int64_t j = jn; j < kend; j++) gr[j] = 0.0f;
+            if (npos)   /* CoPE: dS -> dS0 (softmax and gate paths), dZ of the row */
+                st_cope_row_backward(s->cope_z + (size_t)(bh * T + i) * (size_t)npos, npos,
+                                     s->cope_g + (size_t)bh * (size_t)(T * T) + (size_t)(i * T), jn, gr,
+                                     dZ + r * npos, crow);
             if (gacc) {
                 float *ga = gacc + (T - 1 - i);   /* ga[j] accumulates distance i - j */
                 for (int64_t j = 0; j < jn; j++) ga[j] += gr[j];
@@ -154,9 +176,8 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
                 float *gf = gfull + i * T;
                 for (int64_t j = 0; j < jn; j++) gf[j] += gr[j];
             }
-            /* CoPE hook: the row's dS is complete here; gradients of content-dependent
-             * terms flow back into q_i and k_j from it. */
         }
+        if (npos) st_cope_z_backward(&s->cope, dZ, Q + i0 * D, rb, D, s->scale, dq ? dq + i0 * D : NULL, de);
         /* dQ[i0:i1] += scale dS (rb, kend) K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
         if (dq)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, s->scale,
@@ -191,8 +212,17 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
         if (!gacc) return;
         memset(gacc, 0, (size_t)(BH * n) * sizeof(float));
     }
+    /* CoPE: dE partial per (b,h) pair, summed over the pairs in order afterwards */
+    const int64_t npos = s->has_cope ? s->cope.n_pos : 0;
+    float *de = NULL;
+    if (npos && s->cope.ge) {
+        de = st_ctx_alloc(ctx, (size_t)BH * (size_t)(npos * D) * sizeof(float), 1);
+        if (!de) return;
+        memset(de, 0, (size_t)BH * (size_t)(npos * D) * sizeof(float));
+    }
     const int nth = omp_get_max_threads();
-    const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1);
+    const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1) +
+                       (npos ? (size_t)ST_ATTN_QBLOCK * (size_t)npos + (size_t)T : 0);
     float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 1);
     if (!scratch) return;
 
@@ -211,6 +241,7 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
             backward_pair(s, bh, q->data + o, k->data + o, v->data + o, dO + o,
                           dq ? dq + o : NULL, dk ? dk + o : NULL, dv ? dv + o : NULL,
                           gacc ? gacc + bh * n : NULL, gfull ? gfull + (size_t)t * (size_t)(T * T) : NULL,
+                          de ? de + (size_t)bh * (size_t)(npos * D) : NULL,
                           scratch + (size_t)omp_get_thread_num() * per);
         }
     }
@@ -227,6 +258,9 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
             s->bias.grad(&s->bias, (int)h, st_attn_bias_d0(T, s->causal), n, gd);
         }
     }
+    if (de)
+        for (int64_t bh = 0; bh < BH; bh++)
+            for (int64_t x = 0; x < npos * D; x++) s->cope.ge[x] += de[(size_t)bh * (size_t)(npos * D) + (size_t)x];
     if (gfull)   /* causal: keys j < end of the query block only (the rest is 0) */
         for (int64_t h = 0; h < H; h++)
             for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
@@ -267,10 +301,12 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
     if (B * H * T * D == 0) return out;
 
     const int64_t n = st_attn_bias_len(T, causal);
-    const int general = bias && !bias->fill;
-    ST_ASSERT(!bias || bias->fill || bias->fill_block);
+    const int general = bias && !bias->fill && bias->fill_block;
+    const st_attn_cope *cope = bias ? bias->cope : NULL;
+    ST_ASSERT(!bias || bias->fill || bias->fill_block || cope);
+    ST_ASSERT(!cope || causal);   /* CoPE counts from the query back over the keys it sees */
     float *rtab = NULL;
-    if (bias && !general) {
+    if (bias && bias->fill) {
         rtab = st_ctx_alloc(ctx, (size_t)(H * n) * sizeof(float), 0);
         if (!rtab) return NULL;
         st_attn_bias_tables(bias, H, T, causal, rtab);
@@ -284,10 +320,11 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
     if (!record) {
         /* inference: streamed online softmax, O(block) scratch per thread, nothing kept */
         const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
-        const size_t per = st_attn_stream_scratch_floats(D, kb, general);
+        const size_t per = st_attn_stream_scratch_floats(D, kb, general, cope ? cope->n_pos : 0);
         float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
         if (!scratch) return NULL;
         pb.gbias = general ? bias : NULL;
+        pb.cope = cope;
         st_attn_stream_run(&pb, kb, scratch, nth);
         return out;
     }
@@ -311,7 +348,17 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
         fill_general(bias, H, T, causal, gtab);
         pb.gtab = s->gtab = gtab;
     }
-    if (st_attn_bias_learnable(bias)) { s->bias = *bias; s->has_bias_grad = 1; }
+    if (st_attn_bias_has_grad(bias)) { s->bias = *bias; s->has_bias_grad = 1; }
+    if (cope) {
+        pb.cope = cope;
+        pb.cope_z = st_ctx_alloc(ctx, (size_t)(B * H * T * cope->n_pos) * sizeof(float), 1);
+        pb.cope_g = st_ctx_alloc(ctx, tt * sizeof(float), 1);
+        if (!pb.cope_z || !pb.cope_g) return NULL;
+        s->has_cope = 1;
+        s->cope = *cope;
+        s->cope_z = pb.cope_z;
+        s->cope_g = pb.cope_g;
+    }
     s->B = B; s->H = H; s->T = T; s->D = D;
     s->causal = causal;
     s->scale = pb.scale;

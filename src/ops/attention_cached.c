@@ -32,20 +32,23 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
     ST_ASSERT(Tq <= Tk && kv_stride >= Tk * D && window >= 0);
     /* every distance a query can see must be in the table: p - j < window, or p - j < Tk */
     ST_ASSERT(!bias_tab || bias_len >= (window > 0 && window < Tk ? window : Tk));
-    ST_ASSERT(!gbias || (!bias_tab && !gbias->fill && gbias->fill_block));
+    /* gbias: a general-form bias and/or CoPE (no distance table with it) */
+    ST_ASSERT(!gbias || (!bias_tab && !gbias->fill && (gbias->fill_block || gbias->cope)));
     st_tensor *out = st_new4(ctx, B, H, Tq, D);
     if (!out) return NULL;
     if (B * H * Tq * D == 0) return out;
     const int64_t kb = ST_ATTN_KBLOCK < Tk ? ST_ATTN_KBLOCK : Tk;
     const int nth = omp_get_max_threads();
-    const size_t per = st_attn_stream_scratch_floats(D, kb, gbias != NULL);
+    const int general = gbias && gbias->fill_block;
+    const st_attn_cope *cope = gbias ? gbias->cope : NULL;
+    const size_t per = st_attn_stream_scratch_floats(D, kb, general, cope ? cope->n_pos : 0);
     float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
     if (!scratch) return NULL;
     st_attn_problem pb = {
         .q = q->data, .k = k, .v = v, .out = out->data, .B = B, .H = H, .T = Tq, .D = D,
         .Tk = Tk, .kv_stride = kv_stride, .koff = Tk - Tq, .window = window,
         .rtab = bias_tab, .rtab_len = bias_len, .rtab_top = bias_len - 1, .causal = 1,
-        .gbias = gbias, .gtab = NULL, .kpos = kpos0,
+        .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0,
         .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D), .p_drop = 0.0f, .seed = 0,
     };
     /* tasks are (b,h,query block): one new token still spreads its H heads over threads */

@@ -40,6 +40,9 @@ typedef struct st_attn_problem {
     const float *rtab;        /* (H, rtab_len) reversed bias tables, NULL: no distance bias */
     const st_attn_bias *gbias;/* general-form bias (streamed kernel: tiles), NULL: none */
     const float *gtab;        /* grad-mode kernels: gbias materialised (H,T,T), NULL: none */
+    const st_attn_cope *cope; /* CoPE term (attention_cope.c), NULL: none */
+    float *cope_z;            /* grad mode: z = scale Q E^T (B,H,T,n_pos), kept for backward */
+    float *cope_g;            /* grad mode: gates (B,H,T,T) in P's layout, kept for backward */
     int64_t kpos;             /* absolute position of key row 0 (gbias only) */
     int64_t rtab_len;         /* floats per head in rtab */
     int64_t rtab_top;         /* rtab[h*rtab_len + m] = bias(h, rtab_top - m) */
@@ -137,8 +140,26 @@ static inline float st_attn_dot(const float *a, const float *b, int64_t n) {
 }
 
 /* Floats of per-thread scratch the streamed kernel needs for a key block of kblock;
- * general: the problem has a general-form bias (one more (QBLOCK, kblock) tile). */
-size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general);
+ * general: the problem has a general-form bias (one more (QBLOCK, kblock) tile);
+ * cope_npos: CoPE's n_pos (z rows and running gate sums of a query block), 0: none. */
+size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general, int64_t cope_npos);
+
+/* ---- CoPE (attention_cope.c); notation of st_attn_bias in include/st_ops.h ---- */
+/* Z (rows, n_pos) = scale Q (rows, D) E^T: each query's term at the integer positions. */
+void st_cope_z(const st_attn_cope *cp, const float *Q, int64_t rows, int64_t D, float scale, float *Z);
+/* Keys s[0..n) of one query row, the newest last, hold s0 (scale q.k + bias; -inf where
+ * masked). From s[n-1] down to s[0]: *csum += sigmoid(s0_j) (the gate; the running sum of
+ * the keys newer than this segment comes in through *csum), then s_j += the interpolated
+ * z at p = min(*csum, n_pos - 1). gates: NULL or n floats receiving the gates. */
+void st_cope_row_forward(const float *z, int64_t npos, float *s, int64_t n, float *csum, float *gates);
+/* Backward of one row (all its keys, the newest last): ds (n) holds dL/ds on entry and
+ * dL/ds0 (both paths: the softmax logit and the gate) on return; dz (n_pos) accumulates
+ * dL/dz; tmp: n floats of scratch. */
+void st_cope_row_backward(const float *z, int64_t npos, const float *gates, int64_t n, float *ds, float *dz,
+                          float *tmp);
+/* dQ (rows, D) += scale dZ E;  dE (n_pos, D) += scale dZ^T Q. */
+void st_cope_z_backward(const st_attn_cope *cp, const float *dZ, const float *Q, int64_t rows, int64_t D,
+                        float scale, float *dq, float *de);
 /* Streamed forward over all (b, h, query block) tasks with `nthreads` OpenMP threads;
  * scratch holds nthreads * st_attn_stream_scratch_floats(D, kblock) floats. */
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads);

@@ -18,7 +18,10 @@
  * distance 65536 is -32768 for slope 0.5) only underflows to 0, never overflows. A row
  * whose keys are all at -inf so far has m' = -inf and is skipped (no exp(-inf + inf)).
  * Dropout (only when st_attention runs a training forward without grad) multiplies the
- * terms of acc by keep/(1-p) but not those of l: out_i = sum_j p_ij mask_ij v_j /(1-p). */
+ * terms of acc by keep/(1-p) but not those of l: out_i = sum_j p_ij mask_ij v_j /(1-p).
+ * With CoPE (attention_cope.c) the key blocks are visited from the newest to the oldest
+ * (the online softmax does not depend on the order) and each row carries the running sum
+ * of its gates from one block to the next: still one float per row, no (T,T) buffer. */
 #include "attention_internal.h"
 
 #include <cblas.h>
@@ -37,13 +40,15 @@ void st_attn_bias_tables(const st_attn_bias *bias, int64_t H, int64_t T, int cau
     }
 }
 
-size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general) {
+size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general, int64_t cope_npos) {
     /* scores (QBLOCK, kblock) + accumulator (QBLOCK, D) + running max and sum (QBLOCK each),
      * each rounded up to 16 floats so every part stays 64-byte aligned; a general bias
-     * adds its (QBLOCK, kblock) tile at the end */
+     * adds its (QBLOCK, kblock) tile at the end, CoPE its z rows (QBLOCK, n_pos) and
+     * running gate sums (QBLOCK) after that */
     size_t s = (size_t)ST_ATTN_SQBLOCK * (size_t)kblock, a = (size_t)ST_ATTN_SQBLOCK * (size_t)D;
     return ((s + 15) & ~(size_t)15) + ((a + 15) & ~(size_t)15) + 2 * ST_ATTN_SQBLOCK +
-           (general ? (s + 15) & ~(size_t)15 : 0);
+           (general ? (s + 15) & ~(size_t)15 : 0) +
+           (cope_npos > 0 ? (((size_t)ST_ATTN_SQBLOCK * (size_t)cope_npos + 15) & ~(size_t)15) + ST_ATTN_SQBLOCK : 0);
 }
 
 /* One (b,h) pair, query rows [i0, i1): out rows written, nothing else. Row i sits at key
@@ -61,6 +66,9 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
     float *m = acc + (((size_t)ST_ATTN_SQBLOCK * (size_t)D + 15) & ~(size_t)15);      /* (rb) */
     float *l = m + ST_ATTN_SQBLOCK;                                       /* (rb) */
     float *G = l + ST_ATTN_SQBLOCK;                         /* (rb, nb) general-bias tile */
+    const int64_t npos = pb->cope ? pb->cope->n_pos : 0;
+    float *Z = G + (pb->gbias ? ((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15 : 0); /* (rb, npos) */
+    float *csum = Z + (((size_t)ST_ATTN_SQBLOCK * (size_t)npos + 15) & ~(size_t)15);              /* (rb) */
     const int h = (int)(bh % pb->H);
     for (int64_t r = 0; r < rb; r++) { m[r] = -INFINITY; l[r] = 0.0f; }
     memset(acc, 0, (size_t)(rb * D) * sizeof(float));
@@ -69,7 +77,14 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
      * windowed, none before the first row's lower bound */
     const int64_t kend = pb->causal ? (i1 + koff < Tk ? i1 + koff : Tk) : Tk;
     const int64_t kbeg = W > 0 && i0 + koff - W + 1 > 0 ? i0 + koff - W + 1 : 0;
-    for (int64_t j0 = kbeg; j0 < kend; j0 += kblock) {
+    if (npos) {   /* CoPE: z rows of the block, no gate counted yet */
+        st_cope_z(pb->cope, Q + i0 * D, rb, D, pb->scale, Z);
+        for (int64_t r = 0; r < rb; r++) csum[r] = 0.0f;
+    }
+    /* key blocks in order, or from the newest to the oldest with CoPE */
+    const int64_t nkb = kend > kbeg ? (kend - kbeg + kblock - 1) / kblock : 0;
+    for (int64_t kb = 0; kb < nkb; kb++) {
+        const int64_t j0 = kbeg + (npos ? nkb - 1 - kb : kb) * kblock;
         const int64_t j1 = j0 + kblock < kend ? j0 + kblock : kend, nb = j1 - j0;
         /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
@@ -77,7 +92,6 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
         /* general bias: G[r][c] = bias(h, kpos + koff + i0 + r, kpos + j0 + c) */
         if (pb->gbias)
             pb->gbias->fill_block(pb->gbias, h, pb->kpos + koff + i0, rb, pb->kpos + j0, nb, G, nb);
-        /* CoPE hook: a content-dependent term would be added to S here, row by row. */
         for (int64_t r = 0; r < rb; r++) {
             const int64_t i = i0 + r, p = i + koff;
             float *s = S + r * nb;
@@ -94,6 +108,7 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
                 const float *gr = G + r * nb + a;
                 for (int64_t j = 0; j < cnt; j++) sv[j] += gr[j];
             }
+            if (npos) st_cope_row_forward(Z + r * npos, npos, sv, cnt, &csum[r], NULL);
             const float bm = st_attn_max(sv, cnt);
             const float mn = m[r] > bm ? m[r] : bm;
             if (mn == -INFINITY) {   /* every key so far masked: contributes nothing */
@@ -129,7 +144,8 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads) {
     const int64_t nq = (pb->T + ST_ATTN_SQBLOCK - 1) / ST_ATTN_SQBLOCK;
     const int64_t ntask = pb->B * pb->H * nq;
-    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL);
+    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL,
+                                                     pb->cope ? pb->cope->n_pos : 0);
     /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every
      * thread. Causal blocks differ in cost (block q sees q+1 key ranges), so tasks go out
      * dearest first (the last query block of every pair, then the one before, ...) to
@@ -154,9 +170,11 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
     if (kblock <= 0) kblock = ST_ATTN_KBLOCK;
     if (kblock > T) kblock = T;
     const int nth = omp_get_max_threads();
-    const int general = bias && !bias->fill;
-    const size_t tab = bias && !general ? (size_t)(H * st_attn_bias_len(T, causal)) : 0;
-    const size_t per = st_attn_stream_scratch_floats(D, kblock, general);
+    const int general = bias && !bias->fill && bias->fill_block;
+    const st_attn_cope *cope = bias ? bias->cope : NULL;
+    ST_ASSERT(!cope || causal);
+    const size_t tab = bias && bias->fill ? (size_t)(H * st_attn_bias_len(T, causal)) : 0;
+    const size_t per = st_attn_stream_scratch_floats(D, kblock, general, cope ? cope->n_pos : 0);
     /* This entry has no context (tests, benchmarks): its O(H*T + threads*block) scratch is
      * malloc'd. st_attention's inference path takes the same scratch from the arena. */
     float *mem = st_aligned_alloc((tab + (size_t)nth * per) * sizeof(float), NULL);
@@ -170,6 +188,7 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
     if (rtab) st_attn_bias_tables(bias, H, T, causal, rtab);
     st_attn_problem pb = st_attn_self(q, k, v, out, B, H, T, D, rtab, causal, scale, 0.0f, 0);
     pb.gbias = general ? bias : NULL;
+    pb.cope = cope;
     st_attn_stream_run(&pb, kblock, mem + tab, nth);
     st_aligned_free(mem);
 }
@@ -183,6 +202,8 @@ void st_attention_reference(const float *q, const float *k, const float *v, floa
     const double sc = scale > 0.0f ? (double)scale : 1.0 / sqrt((double)D);
     const int64_t n = st_attn_bias_len(T, causal), d0 = st_attn_bias_d0(T, causal);
     const int general = bias && !bias->fill;
+    /* CoPE has its own double references (tests/test_attention_cope.c, scripts/torch_ref.py) */
+    ST_ASSERT(!bias || (!bias->cope && (bias->fill || bias->fill_block)));
     float *tab = malloc((size_t)n * sizeof(float));
     double *s = malloc((size_t)T * sizeof(double));
     double *o = malloc((size_t)D * sizeof(double));

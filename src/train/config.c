@@ -545,8 +545,8 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
     /* cross-key rules */
     const int64_t max_len = st_pos_max_len(&c->model);
     if (max_len > 0 && t->seq_len > max_len)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds model.max_len (%lld) of the %s position table",
-                       file, t->seq_len, (long long)max_len, st_pos_name(c->model.pos));
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds the %lld tokens %s positions represent; %s",
+                       file, t->seq_len, (long long)max_len, st_pos_name(c->model.pos), st_pos_limit_why(c->model.pos));
     if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
     if (t->sched.kind == ST_SCHED_COSINE && t->steps > 0 && t->sched.warmup > t->steps)

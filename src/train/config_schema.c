@@ -108,6 +108,12 @@ const st_ckey st_config_keys[] = {
     INT("model.fire.hidden", model.fire_hidden, 1, ST_FIRE_MAX_HIDDEN),
     FLT("model.fire.c", model.fire_c, 0, 1e6, 1),
     FLT("model.fire.threshold", model.fire_threshold, 0, 1e9, 1),
+    /* xpos */
+    OBJ("model.xpos"),
+    FLT("model.xpos.gamma", model.xpos_gamma, 0, 1e9, 1),
+    /* cope */
+    OBJ("model.cope"),
+    INT("model.cope.n_pos", model.cope_npos, 1, 1 << 20),
 
     OBJ("data"),
     STR("data.source", data.source, &en_source),

@@ -34,5 +34,6 @@ const st_pos_method st_pos_learned = {
     .slides = 0,
     .params = learned_params,
     .max_len = learned_max_len,
+    .limit_why = "model.max_len: the learned table has no row beyond it (learned positions cannot extrapolate)",
     .embed = learned_embed,
 };

@@ -15,13 +15,19 @@
  *   bias_init  sets up a bias provider (st_pos_bias, per step, arena-owned: the per-step
  *              state of a method) in the distance form (fill/grad) or the general (i, j)
  *              form (fill_block/grad_block) of st_attn_bias; bias_form says which
+ *              (GENERAL also for a content term, st_attn_bias.cope: the KV cache then
+ *              asks for the provider per chunk instead of distance tables)
  *   slides     KV cache: 1 = drop the oldest keys past the window (q.k and bias depend on
  *              relative positions, or on absolute ones the cache tracks), 0 = absolute
  *              positions that cannot slide (the caller resets and prefills)
- *   max_len    longest sequence it can represent (0 = any)
+ *   max_len    longest sequence it can represent (0 = any); limit_why: the key that sets
+ *              it and why, for the error messages ("model.max_len: ...")
  *   variant    its variant for labels and reports ("exp" of alibi_rf) under variant_key
  *   exercise   set its keys so every parameter it can have is learned (selfcheck, tests)
- *   rho        learned receptive field per head of a layer (trainer's validation log) */
+ *   rho        learned receptive field per head of a layer (trainer's validation log)
+ *   cache_keys KV cache: called before n new tokens at positions p0.. go through the
+ *              blocks, to bring the cached keys to the reference the new ones will have
+ *              (xpos re-centres their scale; c->pos_ref is the method's to keep) */
 #ifndef ST_POS_H
 #define ST_POS_H
 
@@ -54,12 +60,16 @@ typedef struct st_pos_method {
     /* fills out[0..n) (n <= ST_POS_MAX_PARAMS) and returns n */
     int (*params)(const st_model_config *c, int layer, st_pos_decl *out);
     int64_t (*max_len)(const st_model_config *c);
+    const char *limit_why;
+    int score_bytes;        /* bytes per attention score (B,H,T,T) its kernels keep for
+                             * backward besides the probabilities (cope: its gates) */
     /* x (B,T,C) -> x + positions; NULL with *e set when it cannot (past max_len) */
     st_tensor *(*embed)(st_model *m, st_ctx *ctx, st_tensor *x, int64_t pos0, st_error *e);
     /* *q, *k (B,H,T,D) replaced by their transforms; 0 on failure */
     int (*qk)(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor **k, int64_t pos0);
     void (*bias_init)(st_pos_bias *pb);
     int (*rho)(const st_model *m, int layer, float *rho);
+    void (*cache_keys)(const st_model *m, st_kv_cache *c, int64_t p0, int64_t n);
 } st_pos_method;
 
 /* The method of index pos (asserts 0 <= pos < ST_POS_COUNT). */

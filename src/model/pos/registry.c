@@ -43,6 +43,11 @@ int64_t st_pos_max_len(const st_model_config *c) {
     return pm->max_len ? pm->max_len(c) : 0;
 }
 
+const char *st_pos_limit_why(int pos) {
+    const char *w = st_pos_method_of(pos)->limit_why;
+    return w ? w : "the method cannot represent longer sequences";
+}
+
 void st_pos_exercise(st_model_config *c) {
     const st_pos_method *pm = st_pos_method_of(c->pos);
     if (pm->exercise) pm->exercise(c);
