@@ -26,6 +26,14 @@ void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, flo
 st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale) {
+    return st_attention_cached_sinks(ctx, q, k, v, kv_stride, Tk, bias_tab, bias_len, gbias, kpos0, window, scale,
+                                     0, NULL);
+}
+
+st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
+                                     int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
+                                     const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale,
+                                     int64_t sinks, const float *sink_bias) {
     if (!q || ctx->failed) return NULL;
     ST_ASSERT(q->ndim == 4 && st_is_contiguous(q) && !ctx->grad);
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
@@ -33,6 +41,7 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
     /* every distance a query can see must be in the table: p - j < window, or p - j < Tk */
     ST_ASSERT(!bias_tab || bias_len >= (window > 0 && window < Tk ? window : Tk));
     ST_ASSERT(!gbias || (!bias_tab && !gbias->fill && gbias->fill_block));
+    ST_ASSERT(sinks >= 0 && (sinks == 0 || window > 0) && (!sinks || sink_bias || (!bias_tab && !gbias)));
     st_tensor *out = st_new4(ctx, B, H, Tq, D);
     if (!out) return NULL;
     if (B * H * Tq * D == 0) return out;
@@ -45,7 +54,7 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
         .q = q->data, .k = k, .v = v, .out = out->data, .B = B, .H = H, .T = Tq, .D = D,
         .Tk = Tk, .kv_stride = kv_stride, .koff = Tk - Tq, .window = window,
         .rtab = bias_tab, .rtab_len = bias_len, .rtab_top = bias_len - 1, .causal = 1,
-        .gbias = gbias, .gtab = NULL, .kpos = kpos0,
+        .gbias = gbias, .gtab = NULL, .kpos = kpos0, .sinks = sinks, .sink_bias = sink_bias,
         .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D), .p_drop = 0.0f, .seed = 0,
     };
     /* tasks are (b,h,query block): one new token still spreads its H heads over threads */

@@ -56,8 +56,8 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
     const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * pb->rtab_len : NULL;
     const int dropout = pb->p_drop > 0.0f;
     const float keep = st_attn_keep_scale(pb->p_drop);
-    float *S = scratch;                                                  /* (rb, nb) */
-    float *acc = S + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15); /* (rb, D) */
+    float *Sc = scratch;                                                 /* (rb, nb) */
+    float *acc = Sc + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15); /* (rb, D) */
     float *m = acc + (((size_t)ST_ATTN_SQBLOCK * (size_t)D + 15) & ~(size_t)15);      /* (rb) */
     float *l = m + ST_ATTN_SQBLOCK;                                       /* (rb) */
     float *G = l + ST_ATTN_SQBLOCK;                         /* (rb, nb) general-bias tile */
@@ -66,34 +66,56 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
     memset(acc, 0, (size_t)(rb * D) * sizeof(float));
 
     /* keys some row of the block sees: causal, none after the last row's position;
-     * windowed, none before the first row's lower bound */
+     * windowed, none before the first row's lower bound except the sinks [0, sinks),
+     * visited first (phase 0) */
     const int64_t kend = pb->causal ? (i1 + koff < Tk ? i1 + koff : Tk) : Tk;
     const int64_t kbeg = W > 0 && i0 + koff - W + 1 > 0 ? i0 + koff - W + 1 : 0;
-    for (int64_t j0 = kbeg; j0 < kend; j0 += kblock) {
-        const int64_t j1 = j0 + kblock < kend ? j0 + kblock : kend, nb = j1 - j0;
+    const int64_t S = W > 0 ? pb->sinks : 0;
+    const int64_t send = S < kbeg ? S : kbeg;
+    for (int phase = 0; phase < 2; phase++)
+    for (int64_t j0 = phase ? kbeg : 0, jend = phase ? kend : send; j0 < jend; j0 += kblock) {
+        const int64_t j1 = j0 + kblock < jend ? j0 + kblock : jend, nb = j1 - j0;
         /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
-                    pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, S, (int)nb);
+                    pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, Sc, (int)nb);
         /* general bias: G[r][c] = bias(h, kpos + koff + i0 + r, kpos + j0 + c) */
         if (pb->gbias)
             pb->gbias->fill_block(pb->gbias, h, pb->kpos + koff + i0, rb, pb->kpos + j0, nb, G, nb);
         /* CoPE hook: a content-dependent term would be added to S here, row by row. */
         for (int64_t r = 0; r < rb; r++) {
             const int64_t i = i0 + r, p = i + koff;
-            float *s = S + r * nb;
-            /* keys of this block row i sees: s[a, a + cnt) = keys [lo, hi) */
-            const int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
-            const int64_t lo = W > 0 && p - W + 1 > j0 ? p - W + 1 : j0;
-            int64_t a = lo - j0, cnt = hi - lo;
+            float *s = Sc + r * nb;
+            /* keys of this block row i sees: the window part s[a, a + cnt) = keys [lo, hi),
+             * and the sinks [j0, sh) below the window's lower bound lw; the gap between
+             * them is masked, so the row's span is [j0 or lo, hi) */
+            const int64_t lw = W > 0 ? p - W + 1 : 0;
+            int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
+            int64_t lo = lw > j0 ? lw : j0;
+            lo = lo < j1 ? lo : j1;
+            if (hi < lo) hi = lo;
+            int64_t sh = S < lw ? S : lw;
+            sh = sh < j1 ? sh : j1;
+            sh = sh < p + 1 ? sh : p + 1;
+            const int64_t span_lo = sh > j0 ? j0 : lo;
+            int64_t a = span_lo - j0, cnt = hi - span_lo;
             if (cnt <= 0) { a = 0; cnt = 0; }
             float *sv = s + a;
+            /* the row's bias over [b0, hi): the whole span, or only the window part when
+             * the sinks have their own (sink_bias: a cache whose rows are not positions) */
+            const int own = sh > j0 && pb->sink_bias;
+            const int64_t b0 = own ? lo : span_lo;
             if (rtab) {
-                const float *br = rtab + (pb->rtab_top - p + lo);   /* br[j] = bias(p - lo - j) */
-                for (int64_t j = 0; j < cnt; j++) sv[j] += br[j];
+                const float *br = rtab + (pb->rtab_top - p + b0);   /* br[j] = bias(p - b0 - j) */
+                for (int64_t j = 0; j < hi - b0; j++) s[b0 - j0 + j] += br[j];
             } else if (pb->gbias) {
-                const float *gr = G + r * nb + a;
-                for (int64_t j = 0; j < cnt; j++) sv[j] += gr[j];
+                const float *gr = G + r * nb;
+                for (int64_t j = b0 - j0; j < hi - j0; j++) s[j] += gr[j];
             }
+            if (own) {
+                const float *sb = pb->sink_bias + ((size_t)h * (size_t)T + (size_t)i) * (size_t)S;
+                for (int64_t j = j0; j < sh; j++) s[j - j0] += sb[j];
+            }
+            for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = -INFINITY;   /* the gap */
             const float bm = st_attn_max(sv, cnt);
             const float mn = m[r] > bm ? m[r] : bm;
             if (mn == -INFINITY) {   /* every key so far masked: contributes nothing */
@@ -104,6 +126,7 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
             const float sum = st_attn_exp_sum(sv, cnt, mn);
             for (int64_t j = 0; j < a; j++) s[j] = 0.0f;
             for (int64_t j = a + cnt; j < nb; j++) s[j] = 0.0f;
+            for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = 0.0f;   /* exp(-inf) is ~1e-38 here */
             l[r] = l[r] * alpha + sum;
             m[r] = mn;
             if (alpha != 1.0f) {
@@ -112,11 +135,11 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
             }
             if (dropout)   /* self-attention only (training forward without grad) */
                 for (int64_t j = 0; j < cnt; j++)
-                    sv[j] = st_attn_dropped(pb->seed, bh, T, i, lo + j, pb->p_drop) ? 0.0f : sv[j] * keep;
+                    sv[j] = st_attn_dropped(pb->seed, bh, T, i, span_lo + j, pb->p_drop) ? 0.0f : sv[j] * keep;
         }
         /* acc (rb, D) += S (rb, nb) V[j0:j1] (nb, D) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)nb,
-                    1.0f, S, (int)nb, V + j0 * D, (int)D, 1.0f, acc, (int)D);
+                    1.0f, Sc, (int)nb, V + j0 * D, (int)D, 1.0f, acc, (int)D);
     }
     float *O = pb->out + bh * T * D + i0 * D;
     for (int64_t r = 0; r < rb; r++) {

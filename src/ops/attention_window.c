@@ -1,0 +1,43 @@
+/* attention_window.c - causal self-attention restricted to attention sinks + a sliding
+ * window (inference-time transform, include/st_transform.h): query i sees keys
+ *   j in [0, sinks)  and  j in (i - window, i]
+ * with the position bias at the true distances i - j. The streamed kernel of
+ * attention_stream.c does the work (its window and sinks fields): memory stays O(T), and
+ * key blocks outside both ranges are never touched, so the cost per query is
+ * O(sinks + window) instead of O(i). Inference only. */
+#include "attention_internal.h"
+
+#include <omp.h>
+
+st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
+                               const st_attn_bias *bias, float scale, int64_t sinks, int64_t window) {
+    if (!q || !k || !v || ctx->failed) return NULL;
+    ST_ASSERT(q->ndim == 4 && st_same_shape(q, k) && st_same_shape(q, v) && !ctx->grad);
+    ST_ASSERT(sinks >= 0 && window >= 0);
+    q = st_contiguous(ctx, q);
+    k = st_contiguous(ctx, k);
+    v = st_contiguous(ctx, v);
+    if (!q || !k || !v) return NULL;
+    const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3];
+    st_tensor *out = st_new4(ctx, B, H, T, D);
+    if (!out) return NULL;
+    if (B * H * T * D == 0) return out;
+    const int general = bias && !bias->fill;
+    float *rtab = NULL;
+    if (bias && !general) {
+        rtab = st_ctx_alloc(ctx, (size_t)(H * st_attn_bias_len(T, 1)) * sizeof(float), 0);
+        if (!rtab) return NULL;
+        st_attn_bias_tables(bias, H, T, 1, rtab);
+    }
+    st_attn_problem pb = st_attn_self(q->data, k->data, v->data, out->data, B, H, T, D, rtab, 1, scale, 0.0f, 0);
+    pb.gbias = general ? bias : NULL;
+    pb.window = window < T ? window : 0;   /* a window covering every key is no window */
+    pb.sinks = pb.window > 0 ? sinks : 0;
+    const int nth = omp_get_max_threads();
+    const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
+    const size_t per = st_attn_stream_scratch_floats(D, kb, general);
+    float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
+    if (!scratch) return NULL;
+    st_attn_stream_run(&pb, kb, scratch, nth);
+    return out;
+}
