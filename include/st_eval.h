@@ -25,6 +25,7 @@
 #include "st_model.h"
 #include "st_data.h"
 #include "st_train.h"
+#include "st_transform.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -100,6 +101,10 @@ typedef struct st_eval_plan {
     int64_t stride;             /* sliding: scored tokens per window; 0 -> L/2; -1 -> cfg */
     int64_t max_tokens;         /* tokens of the split used (0 = all), -1 -> cfg */
     int buckets;                /* -1 -> cfg */
+    /* inference-time transform (st_transform.h); -1 -> cfg's eval.transform, ... */
+    int transform;
+    double transform_scale;
+    int64_t sinks, window;
     st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
 } st_eval_plan;
 
@@ -109,6 +114,7 @@ void st_eval_plan_default(st_eval_plan *p);
 typedef struct st_eval_row {
     int status;                 /* ST_OK or the error code */
     char error[1024];
+    double xf_scale;            /* the transform's scale s at this length (1: none) */
     st_eval_result r;
 } st_eval_row;
 
@@ -126,6 +132,7 @@ typedef struct st_eval_report {
     double entropy_rate;        /* synthetic corpus: ideal loss (nats/token), else 0 */
     int threads;
     int buckets, bucket_scale;
+    st_transform xf;            /* the inference-time transform applied (kind none, window 0: none) */
     int n;                      /* rows */
     st_eval_row rows[ST_EVAL_MAX_LENGTHS];
 } st_eval_report;

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "st_eval.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,12 @@ static const char *usage_text =
     "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..16384] [--split valid|test]\n"
     "        [--mode nonoverlapping|sliding] [--stride S] [--max-tokens N] [--batch-tokens N]\n"
     "        [--buckets N] [--bucket-scale linear|log2] [--json OUT.json] [--threads N] [--quiet]\n"
+    "        [--transform pi|ntk|dynamic_ntk|yarn|alibi_interp|none] [--scale S] [--sinks K --window W]\n"
     "  defaults come from the run's eval config section; --lengths A..B = powers of two from A to B;\n"
-    "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json)";
+    "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json;\n"
+    "  a transform adds its label, e.g. eval_valid_nonoverlapping_yarn.json);\n"
+    "  --transform: inference-time position transform (rope: pi, ntk, dynamic_ntk, yarn; alibi: alibi_interp),\n"
+    "  --scale S (default max(1, L / train.seq_len) per length), --sinks/--window: attention sinks + window";
 
 static int parse_i64(const char *s, int64_t *out) {
     if (!s || !*s) return 0;
@@ -80,7 +85,16 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
             if (dl == 11) strcpy(dir, "."); else dir[dl - 12] = 0;
         }
     }
-    snprintf(out, n, "%s/eval_%s_%s%s.json", dir, st_eval_split_name(rep->split), st_eval_mode_name(rep->mode), stem);
+    /* a transformed evaluation must not overwrite the plain one: its label joins the name */
+    char tag[160] = "";
+    if (st_transform_active(&rep->xf)) {
+        tag[0] = '_';
+        st_transform_label(&rep->xf, tag + 1, sizeof tag - 1);
+        for (char *p = tag + 1; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
+    }
+    snprintf(out, n, "%s/eval_%s_%s%s%s.json", dir, st_eval_split_name(rep->split), st_eval_mode_name(rep->mode), tag,
+             stem);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -129,6 +143,20 @@ int cmd_eval(int argc, char **argv) {
             if (!strcmp(v, "linear")) plan.opts.bucket_scale = ST_BUCKETS_LINEAR;
             else if (!strcmp(v, "log2")) plan.opts.bucket_scale = ST_BUCKETS_LOG2;
             else return cli_usage("eval", "--bucket-scale '%s': expected linear or log2", v);
+        } else if (!strcmp(a, "--transform")) {
+            if ((plan.transform = st_transform_from_name(v)) < 0)
+                return cli_usage("eval", "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn or alibi_interp", v);
+        } else if (!strcmp(a, "--scale")) {
+            char *end = NULL;
+            plan.transform_scale = strtod(v, &end);
+            if (!*v || *end || !(plan.transform_scale >= 1.0 && plan.transform_scale <= 1e6))
+                return cli_usage("eval", "--scale '%s': expected a number in [1, 1e6]", v);
+        } else if (!strcmp(a, "--sinks")) {
+            if (!parse_i64(v, &x) || x < 0 || x > 1 << 24) return cli_usage("eval", "--sinks '%s': expected an integer in [0, 16777216]", v);
+            plan.sinks = x;
+        } else if (!strcmp(a, "--window")) {
+            if (!parse_i64(v, &x) || x < 1 || x > 1 << 24) return cli_usage("eval", "--window '%s': expected an integer in [1, 16777216]", v);
+            plan.window = x;
         } else if (!strcmp(a, "--json")) {
             json = v;
         } else if (!strcmp(a, "--threads")) {

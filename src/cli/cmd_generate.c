@@ -16,9 +16,19 @@
  *     token re-prefills the last --context tokens, exactly as --no-cache (no speed-up
  *     there).
  * --no-cache: every token reruns the forward over the last --context tokens (inference
- * mode), the behaviour before the cache. */
+ * mode), the behaviour before the cache.
+ *
+ * Inference-time transforms (include/st_transform.h, docs/evaluation.md): --transform
+ * pi|ntk|dynamic_ntk|yarn (rope runs) or alibi_interp (alibi runs) with --scale S (default
+ * max(1, context / train.seq_len)); --sinks K --window W: every query sees the first K
+ * tokens and its last W (StreamingLLM). With a window, a sliding cache keeps exactly
+ * those K + W keys however long the text grows, and equals a full forward over the whole
+ * text with the same mask. dynamic_ntk re-prefills whenever its scale changes (each
+ * token between train.seq_len and --context), since the cached keys were rotated with
+ * the old one. */
 #include "cli/cli.h"
 #include "st_train.h"
+#include "st_transform.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -89,6 +99,7 @@ int cmd_generate(int argc, char **argv) {
     double temp = 0.8;
     int no_cache = 0;
     unsigned long long seed = 1;
+    st_transform xf = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *end = NULL;
@@ -99,6 +110,10 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--temperature") && i + 1 < argc) { temp = strtod(argv[++i], &end); if (*end || !(temp >= 0)) return cli_usage("generate", "--temperature: number >= 0 expected"); }
         else if (!strcmp(a, "--seed") && i + 1 < argc) { errno = 0; seed = strtoull(argv[++i], &end, 10); if (*end || errno) return cli_usage("generate", "--seed: integer expected"); }
         else if (!strcmp(a, "--no-cache")) no_cache = 1;
+        else if (!strcmp(a, "--transform") && i + 1 < argc) { if ((xf.kind = st_transform_from_name(argv[++i])) < 0) return cli_usage("generate", "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn or alibi_interp", argv[i]); }
+        else if (!strcmp(a, "--scale") && i + 1 < argc) { xf.scale = strtod(argv[++i], &end); if (!*argv[i] || *end || !(xf.scale >= 1.0 && xf.scale <= 1e6)) return cli_usage("generate", "--scale: number in [1, 1e6] expected"); }
+        else if (!strcmp(a, "--sinks") && i + 1 < argc) { long k; if (!parse_long(argv[++i], 0, 1L << 24, &k)) return cli_usage("generate", "--sinks: integer in [0, 16777216] expected"); xf.sinks = k; }
+        else if (!strcmp(a, "--window") && i + 1 < argc) { long w; if (!parse_long(argv[++i], 1, 1L << 24, &w)) return cli_usage("generate", "--window: integer in [1, 16777216] expected"); xf.window = w; }
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
         else if (!src) src = a;
         else return cli_usage("generate", "unexpected argument '%s'", a);
@@ -113,6 +128,16 @@ int cmd_generate(int argc, char **argv) {
     const int V = m.cfg.vocab_size;
     const int64_t max_len = st_pos_max_len(&m.cfg);
     if (max_len > 0 && context > max_len) context = max_len;
+    xf.train_len = cfg.train.seq_len;
+    xf.n = context;
+    if (st_transform_check(&xf, m.cfg.pos, "--transform", &e) ||
+        (xf.kind == ST_XF_DYNAMIC_NTK && xf.window > 0 &&
+         st_fail(&e, ST_ERR_CONFIG, "--transform dynamic_ntk with --window: the current length of a windowed cache "
+                 "is ambiguous; use ntk with --scale"))) {
+        st_model_free(&m);
+        return cli_report(&e);
+    }
+    m.xf = st_transform_active(&xf) ? &xf : NULL;
 
     struct stat sb;
     /* the run's tokenizer must be the one the checkpoint was trained with (same hash and
@@ -160,9 +185,12 @@ int cmd_generate(int argc, char **argv) {
         } else {
             /* first call, or an absolute-position window that would slide: (re)prefill the
              * last window of tokens; otherwise feed what is new (one token) */
-            if (fed == 0 || (!cache.slides && cache.n_seen + (n - fed) > cache.window)) {
+            if (fed == 0 || st_kv_cache_must_reset(&cache, &m, n - fed)) {
                 st_kv_cache_reset(&cache);
-                fed = n > cache.window ? n - cache.window : 0;
+                /* a window transform streams the whole prompt (its sinks are the text's first
+                 * tokens; the cache keeps sinks + window as it goes) */
+                const int stream_all = m.xf && m.xf->window > 0 && cache.slides;
+                fed = n > cache.window && !stream_all ? n - cache.window : 0;
             }
             rc = st_model_decode(&m, &cache, &ctx, ids + fed, n - fed, logits, &e);
             fed = n;

@@ -62,6 +62,16 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
     return ST_OK;
 }
 
+/* The eval plan's signature for this point: the sweep's plan plus the point's
+ * inference-time transform (eval.transform, ... set by a variant or the grid), so a changed
+ * transform evaluates again. Untransformed points keep the plain signature. */
+static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, size_t n) {
+    const st_eval_config *c = &pt->cfg.eval;
+    if (c->transform == 0 && c->window == 0) { snprintf(out, n, "%s", s->plan_sig); return; }
+    snprintf(out, n, "%s;transform=%d;scale=%.17g;sinks=%lld;window=%lld", s->plan_sig, c->transform,
+             c->transform_scale, (long long)c->sinks, (long long)c->window);
+}
+
 /* Marker of a finished point: matches when the eval plan does and the config is the
  * point's (same hash, or, for a marker written before a schema change altered the
  * canonical JSON, the same values key by key). Returns the parsed marker (caller owns) or
@@ -82,7 +92,9 @@ static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_diffe
         cJSON_Delete(m);
         return NULL;
     }
-    if (strcmp(p->valuestring, s->plan_sig) != 0) { *plan_differs = 1; cJSON_Delete(m); return NULL; }
+    char sig[sizeof s->plan_sig + 128];
+    point_plan_sig(s, pt, sig, sizeof sig);
+    if (strcmp(p->valuestring, sig) != 0) { *plan_differs = 1; cJSON_Delete(m); return NULL; }
     return m;
 }
 
@@ -176,7 +188,9 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "name", pt->name);
         cJSON_AddStringToObject(m, "config_hash", pt->config_hash);
-        cJSON_AddStringToObject(m, "eval_plan", s->plan_sig);
+        char sig[sizeof s->plan_sig + 128];
+        point_plan_sig(s, pt, sig, sizeof sig);
+        cJSON_AddStringToObject(m, "eval_plan", sig);
         cJSON_AddItemToObject(m, "train", train_summary(&st, &rep->cfg));
         cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
         char *text = cJSON_Print(m);

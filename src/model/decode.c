@@ -21,6 +21,7 @@
  * amortised shift: the cache has `window + slack` rows and, when a chunk does not fit,
  * moves the last window-1 keys (all a new query can still see) to the front. */
 #include "pos/pos.h"
+#include "st_transform.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -40,11 +41,18 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     c->n_heads = (int)H;
     c->head_dim = (int)D;
     c->slides = st_kv_cache_slides(cfg->pos);
+    /* attention sinks + window (st_transform.h): a sliding cache keeps the sinks and the
+     * transform's window; an absolute one keeps its window and masks inside it */
+    const st_transform *xf = m->xf;
+    if (xf && xf->window > 0) {
+        c->sinks = xf->sinks;
+        if (c->slides) window = xf->window;
+    }
     /* slack window/4: the shift copies at most 4 keys per token per (layer, head) on
      * average, for 25% more memory */
     const int64_t slack = !c->slides ? 0 : window / 4 > 16 ? window / 4 : 16;
     c->window = window;
-    c->rows = window + slack;
+    c->rows = c->sinks + window + slack;
     const double kv = (double)L * (double)H * (double)c->rows * (double)D * sizeof(float);
     /* a distance bias is tabulated once per reset; a general one is evaluated per chunk */
     const int tables = st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE;
@@ -66,9 +74,25 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
 }
 
 void st_kv_cache_reset(st_kv_cache *c) {
+    c->xf_scale = 0.0;
     c->len = 0;
     c->n_seen = 0;
     c->bias_ready = 0;
+}
+
+/* The current length a dynamic transform sees after n_new more tokens: the keys the last
+ * query attends to, at most the window. */
+static int64_t xf_cur_len(const st_kv_cache *c, int64_t n_new) {
+    const int64_t n = c->n_seen + n_new;
+    return n < c->window ? n : c->window;
+}
+
+int st_kv_cache_must_reset(const st_kv_cache *c, const st_model *m, int64_t n_new) {
+    if (!c->slides && c->n_seen + n_new > c->window) return 1;
+    if (!m->xf || c->len == 0) return 0;
+    st_transform xf = *m->xf;
+    xf.cur_len = xf_cur_len(c, n_new);
+    return st_transform_scale(&xf, 0) != c->xf_scale;
 }
 
 void st_kv_cache_free(st_kv_cache *c) {
@@ -95,19 +119,42 @@ static int fill_bias(st_model *m, st_kv_cache *c, st_ctx *ctx) {
  * n_seen - window + 1. Always >= 1. */
 static int64_t make_room(st_kv_cache *c, int64_t n) {
     if (c->len + n <= c->rows) return n;
-    const int64_t keep = c->len < c->window - 1 ? c->len : c->window - 1;
-    if (c->slides && keep < c->len) {
-        const int64_t D = c->head_dim, drop = c->len - keep;
+    /* keep the sink rows [0, S) and the last window-1 keys after them */
+    const int64_t S = c->sinks < c->len ? c->sinks : c->len;
+    const int64_t tail = c->len - S < c->window - 1 ? c->len - S : c->window - 1;
+    if (c->slides && S + tail < c->len) {
+        const int64_t D = c->head_dim, from = c->len - tail;
         const int64_t pairs = (int64_t)c->n_layers * c->n_heads;
         for (int64_t lh = 0; lh < pairs; lh++) {
             float *k = c->k + (size_t)(lh * c->rows * D), *v = c->v + (size_t)(lh * c->rows * D);
-            memmove(k, k + drop * D, (size_t)(keep * D) * sizeof(float));
-            memmove(v, v + drop * D, (size_t)(keep * D) * sizeof(float));
+            memmove(k + S * D, k + from * D, (size_t)(tail * D) * sizeof(float));
+            memmove(v + S * D, v + from * D, (size_t)(tail * D) * sizeof(float));
         }
-        c->len = keep;
+        c->len = S + tail;
     }
     const int64_t room = c->rows - c->len;
     return n < room ? n : room;
+}
+
+/* sb (H, n, S): the bias of the n new queries (positions p0..) on the sink keys at
+ * positions 0..S-1 (their cache rows are no positions once keys were dropped). */
+static float *sink_bias(st_model *m, st_ctx *ctx, int l, int64_t H, int64_t n, int64_t S, int64_t p0) {
+    st_attn_bias *b = NULL;
+    float *sb = st_ctx_alloc(ctx, (size_t)(H * n * S) * sizeof(float), 0);
+    float *tmp = st_ctx_alloc(ctx, (size_t)S * sizeof(float), 0);
+    if (!sb || !tmp || !st_block_bias(m, ctx, l, &b) || !b) return NULL;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t r = 0; r < n; r++) {
+            const int64_t P = p0 + r;
+            float *o = sb + (h * n + r) * S;
+            if (b->fill) {   /* tmp[k] = bias(P - S + 1 + k): sink j is k = S - 1 - j */
+                b->fill(b, (int)h, P - S + 1, S, tmp);
+                for (int64_t j = 0; j < S; j++) o[j] = j <= P ? tmp[S - 1 - j] : 0.0f;
+            } else {
+                b->fill_block(b, (int)h, P, 1, 0, S, o, S);
+            }
+        }
+    return sb;
 }
 
 /* n tokens (n <= rows - len) through every block, their keys and values appended;
@@ -131,8 +178,16 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         if (!tab && st_pos_method_of(m->cfg.pos)->bias_form == ST_POS_BIAS_GENERAL &&
             !st_block_bias(m, ctx, l, &gb))
             return NULL;
-        st_tensor *a = st_attention_cached(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, gb, p0 - len0,
-                                           c->window, 0.0f);
+        /* attention sinks + window of the transform: the window the kernel applies, and the
+         * sinks' own bias when the method has one */
+        const st_transform *xf = m->xf;
+        const int64_t kw = xf && xf->window > 0 && xf->window < c->window ? xf->window : c->window;
+        const float *sb = NULL;
+        if (c->sinks > 0 && st_pos_method_of(m->cfg.pos)->bias_form != ST_POS_BIAS_NONE &&
+            !(sb = sink_bias(m, ctx, l, H, n, c->sinks, p0)))
+            return NULL;
+        st_tensor *a = st_attention_cached_sinks(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, gb, p0 - len0,
+                                                 kw, 0.0f, c->sinks, sb);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {
@@ -157,6 +212,14 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
         return st_fail(e, ST_ERR_CONFIG, "decode: model.pos %s: absolute positions cannot slide; %lld decoded + %lld new "
                        "tokens pass the window of %lld (reset the cache and prefill the last window)",
                        st_pos_name(cfg->pos), (long long)c->n_seen, (long long)n_new, (long long)c->window);
+    if (st_kv_cache_must_reset(c, m, n_new))
+        return st_fail(e, ST_ERR_CONFIG, "decode: transform %s: the scale changes at %lld tokens; the cached keys were "
+                       "rotated with another (reset the cache and prefill)", st_transform_name(m->xf->kind),
+                       (long long)(c->n_seen + n_new));
+    if (m->xf) {   /* the current length a dynamic transform sees: the whole call's */
+        m->xf->cur_len = xf_cur_len(c, n_new);
+        c->xf_scale = st_transform_scale(m->xf, 0);
+    }
     for (int64_t i = 0; i < n_new; i++)
         if (ids[i] < 0 || ids[i] >= V)
             return st_fail(e, ST_ERR_DATA, "decode: token id %d at %lld is outside the vocabulary [0, %lld)",
@@ -188,6 +251,7 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
         rc = e && e->code ? e->code : st_ctx_check(ctx, e);
         if (!rc) rc = st_fail(e, ST_ERR_GENERIC, "decode: forward failed");
     }
+    if (m->xf) m->xf->cur_len = 0;
     st_arena_rewind(ctx->arena, start);
     return rc;
 }

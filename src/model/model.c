@@ -14,6 +14,7 @@
  * enters only through its table (src/model/pos/pos.h): its parameters, embedding, q/k
  * transform and bias. */
 #include "pos/pos.h"
+#include "st_transform.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -190,6 +191,7 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
     pb->params = pb->p[0];
     pb->grads = pb->g[0];
     pm->bias_init(pb);
+    st_transform_bias(m->xf, pb);   /* inference-time transform (alibi_interp), if any */
     *bias = &pb->iface;
     return 1;
 }
@@ -221,6 +223,7 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
                            uint64_t seed, st_error *e) {
     const st_model_config *c = &m->cfg;
     st_params *p = &m->params;
+    ST_ASSERT(!m->xf || !ctx->grad);   /* transforms are inference-time only */
     st_tensor *x = st_model_embed(m, ctx, ids, B, T, 0, seed, e);
     /* Inference mode keeps nothing for backward, so each block's intermediates are freed
      * once its output is copied back over x (st_block_keep): memory is one block's
@@ -232,7 +235,9 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         st_tensor *q = NULL, *k = NULL, *v = NULL;
         st_attn_bias *bias = NULL;
         if (!st_block_qkv(m, ctx, l, x, 0, &q, &k, &v) || !st_block_bias(m, ctx, l, &bias)) return NULL;
-        st_tensor *a = st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
+        st_tensor *a = m->xf && m->xf->window > 0
+                           ? st_attention_window(ctx, q, k, v, bias, 0.0f, m->xf->sinks, m->xf->window)
+                           : st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, ls), mark);
     }
     return st_layernorm(ctx, x, st_param(p, m->p_ln_f_w), st_param(p, m->p_ln_f_b), c->ln_eps);
