@@ -104,7 +104,7 @@ typedef struct st_eval_plan {
     /* inference-time transform (st_transform.h); -1 -> cfg's eval.transform, ... */
     int transform;
     double transform_scale;
-    int64_t sinks, window;
+    int64_t sinks, window, clip;
     st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
 } st_eval_plan;
 

@@ -202,6 +202,8 @@ typedef struct st_kv_cache {
      * cached keys were made with (dynamic_ntk changes it with the length) */
     int64_t sinks;
     double xf_scale;
+    float *k2;              /* rerope: the unrotated keys (L, H, rows, D); NULL otherwise */
+    int64_t clip;           /* rerope's w, 0: none */
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for

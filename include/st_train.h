@@ -89,6 +89,7 @@ typedef struct st_eval_config {
     double transform_scale; /* s, 0 = n / train.seq_len */
     int64_t sinks;          /* attention sinks (needs window) */
     int64_t window;         /* attention window, 0 = none */
+    int64_t clip;           /* rerope: clip window w, 0 = train.seq_len / 2 */
 } st_eval_config;
 
 typedef struct st_run_config {

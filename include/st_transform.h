@@ -15,6 +15,8 @@
  *                        g_i = clamp((r_i - alpha) / (beta - alpha), 0, 1), r_i = L theta_i / (2 pi),
  *                        alpha = 1, beta = 32; q and k scaled by 0.1 ln s + 1, so the logits
  *                        are scaled by 1/t = (0.1 ln s + 1)^2            (Peng et al. 2023)
+ *   rerope       rope    relative positions clipped at w: q_i.k_j sees position min(i - j, w)
+ *                        (ReRoPE, Su 2023; w = clip, default L / 2; no scale)
  *   alibi_interp alibi   m_h -> m_h / s                          (slope interpolation, m L / n)
  * s = the explicit scale when > 0, else max(1, n / L).
  *
@@ -34,7 +36,8 @@ extern "C" {
 /* The position transforms: one line each, X(ENUM_SUFFIX, name). src/model/transform.c
  * holds the table (the method each applies to and its hooks). */
 #define ST_XF_KINDS(X) \
-    X(NONE, none) X(PI, pi) X(NTK, ntk) X(DYNAMIC_NTK, dynamic_ntk) X(YARN, yarn) X(ALIBI_INTERP, alibi_interp)
+    X(NONE, none) X(PI, pi) X(NTK, ntk) X(DYNAMIC_NTK, dynamic_ntk) X(YARN, yarn) X(REROPE, rerope) \
+    X(ALIBI_INTERP, alibi_interp)
 
 typedef enum st_xf_kind {
 #define ST_XF_ENUM_(ID, name) ST_XF_##ID,
@@ -52,6 +55,7 @@ typedef struct st_transform {
     double scale;           /* s > 0 explicit; 0 = max(1, n / train_len) */
     int64_t sinks;          /* keys 0..sinks-1 always visible (needs window > 0) */
     int64_t window;         /* > 0: a query sees its last `window` keys (and the sinks) */
+    int64_t clip;           /* rerope: w, 0 = train_len / 2 */
     /* set by the caller before a forward */
     int64_t train_len;      /* L */
     int64_t n;              /* the evaluated length (eval) or the context (generate) */
@@ -74,6 +78,8 @@ double st_transform_scale(const st_transform *xf, int64_t len);
 /* "yarn", "pi s=4", "sinks=4 window=64", "ntk+sinks=4 window=64", "none". */
 void st_transform_label(const st_transform *xf, char *buf, size_t n);
 
+/* rerope's w (clip, or train_len / 2, at least 1); 0 for other kinds. */
+int64_t st_transform_clip(const st_transform *xf);
 /* RoPE frequencies for head size D and base under the transform (xf NULL or a non-rope
  * kind: the plain theta_i) at current length len: inv_freq[D/2] and the factor by which
  * q and k are scaled (1 except yarn). */

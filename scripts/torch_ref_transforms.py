@@ -81,10 +81,22 @@ def logits(cfg, xf, p, ids):
         h = F.layer_norm(x, (C,), p[pre + "ln1.weight"], p[pre + "ln1.bias"], eps)
         q, k, v = (h @ p[pre + "attn.qkv.weight"].T + p[pre + "attn.qkv.bias"]).split(C, dim=-1)
         q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
+        q_raw, k_raw = q, k
         if cfg["pos"] == "rope":
             theta, c = rope_freqs(xf, D, cfg["rope_base"], T)
             q, k = rotate(q, theta, c), rotate(k, theta, c)
         s = q @ k.transpose(-1, -2) / math.sqrt(D)
+        if xf["kind"] == "rerope":   # relative positions clipped at w (bojone/rerope)
+            w = xf["clip"]
+            theta, _ = rope_freqs(xf, D, cfg["rope_base"], T)
+            ang = w * theta                               # every query at position w, keys unrotated
+            cos, sin = torch.cos(ang), torch.sin(ang)
+            h2 = D // 2
+            q1, q2 = q_raw[..., :h2], q_raw[..., h2:]
+            qw = torch.cat([q1 * cos - q2 * sin, q2 * cos + q1 * sin], dim=-1)
+            s_far = qw @ k_raw.transpose(-1, -2) / math.sqrt(D)
+            dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
+            s = torch.where(dist < w, s, s_far)
         if cfg["pos"] == "alibi" and xf["kind"] == "alibi_interp":   # m -> m / s
             m = torch.tensor(torch_ref.alibi_slopes(H, cfg["alibi_max_bias"])) / scale_of(xf, T)
             d = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).double().clamp(min=0)

@@ -35,6 +35,10 @@ assert abs(r["results"][2]["loss"] - p["results"][2]["loss"]) > 1e-6
 EOF2
 expect_rc 0 "explicit scale" "$BIN" eval rope --lengths 64 --transform pi --scale 2 --json pi.json --quiet
 "$PY" -c "import json; r = json.load(open('pi.json')); assert r['transform']['scale'] == 2 and r['results'][0]['transform_scale'] == 2" && ok || bad "pi --scale 2 report"
+expect_rc 0 "rerope" "$BIN" eval rope --lengths 128 --transform rerope --clip 16 --json rr.json --quiet
+"$PY" -c "import json; r = json.load(open('rr.json')); assert r['transform']['clip'] == 16 and r['transform']['label'] == 'rerope w=16'" && ok || bad "rerope report"
+expect_rc 2 "clip without rerope" "$BIN" eval rope --lengths 64 --transform pi --clip 8 --quiet
+expect_err "rerope only"
 expect_rc 0 "sinks + window, sliding" "$BIN" eval alibi --lengths 64 --mode sliding --sinks 4 --window 16 --json sw.json --quiet
 "$PY" -c "import json; r = json.load(open('sw.json')); t = r['transform']; assert t['sinks'] == 4 and t['window'] == 16 and t['label'] == 'sinks=4 window=16' and r['mode'] == 'sliding'" && ok || bad "sinks/window report"
 
@@ -53,6 +57,8 @@ expect_err "eval.transform yarn: applies to model.pos \"rope\""
 
 same_text "rope yarn" rope --prompt "the quick" --tokens 40 --seed 7 --transform yarn --context 128
 same_text "rope dynamic_ntk past L" rope --prompt "the quick" --tokens 60 --seed 5 --transform dynamic_ntk --context 128
+same_text "rope rerope" rope --prompt "the quick" --tokens 60 --seed 4 --transform rerope --clip 8
+same_text "rope rerope + sinks + window" rope --prompt "the quick brown fox" --tokens 60 --seed 8 --transform rerope --clip 6 --sinks 2 --window 10
 same_text "alibi alibi_interp" alibi --prompt "the lazy" --tokens 40 --seed 3 --transform alibi_interp --context 128
 same_text "alibi sinks + window" alibi --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8
 same_text "rope sinks + window" rope --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8

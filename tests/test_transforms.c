@@ -1,7 +1,8 @@
 /* test_transforms.c - inference-time transforms (include/st_transform.h):
  *   - the sinks + window attention kernel against a double-precision masked reference
  *     (distance bias, general bias, no bias; sinks across key blocks);
- *   - every transform's model logits against a float64 PyTorch transcription
+ *   - every transform's model logits (PI, NTK, dynamic NTK, YaRN, ReRoPE, ALiBi interpolation,
+ *     sinks + window on every method) against a float64 PyTorch transcription
  *     (scripts/torch_ref_transforms.py), and that the transform changes them at all;
  *   - identities: PI / NTK / YaRN / alibi_interp at n = L and dynamic NTK below L equal
  *     the plain model; sinks + window with w >= n equals full attention;
@@ -124,31 +125,33 @@ static int full_logits(st_model *m, const int32_t *ids, int64_t T, float *out) {
     return 1;
 }
 
-typedef struct xcase { int pos, kind; double scale; int64_t sinks, window; } xcase;
+typedef struct xcase { int pos, kind; double scale; int64_t sinks, window, clip; } xcase;
 
 static const xcase cases[] = {
-    {ST_POS_ROPE, ST_XF_PI, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_YARN, 6.5, 0, 0},
-    {ST_POS_ROPE, ST_XF_PI, 2, 3, 9},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 2, 6},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6},
-    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6},
-    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5},
-    {ST_POS_T5, ST_XF_NONE, 0, 2, 7},
-    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5},
-    {ST_POS_SINUSOIDAL, ST_XF_NONE, 0, 2, 6},
-    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4},
+    {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 6.5, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_PI, 2, 3, 9, 0},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 2, 9, 6},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 2, 6, 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0},
+    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0},
+    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0},
+    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0},
+    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0},
+    {ST_POS_SINUSOIDAL, ST_XF_NONE, 0, 2, 6, 0},
+    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 enum { TL = 8, TN = 30 };   /* training length L, evaluated length n */
 
 static void set_xf(st_transform *xf, const xcase *c) {
     *xf = (st_transform){.kind = c->kind, .scale = c->scale, .sinks = c->sinks, .window = c->window,
-                         .train_len = TL, .n = TN};
+                         .clip = c->clip, .train_len = TL, .n = TN};
 }
 
 static void label(const xcase *c, char *buf, size_t n) {
@@ -170,11 +173,11 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
                " \"rf\": {\"kind\": \"%s\", \"scope\": \"fixed\", \"rho\": %.9g, \"param\": \"softplus\"},"
                " \"t5_buckets\": %d, \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g,"
                " \"gelu\": \"%s\", \"tie_embeddings\": %s},\n \"transform\": {\"kind\": \"%s\", \"scale\": %.17g,"
-               " \"sinks\": %lld, \"window\": %lld, \"train_len\": %lld, \"n\": %lld}}\n",
+               " \"sinks\": %lld, \"window\": %lld, \"clip\": %lld, \"train_len\": %lld, \"n\": %lld}}\n",
             c->n_layers, c->n_heads, st_pos_name(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind), c->rf_rho,
             c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps, c->gelu_exact ? "erf" : "tanh",
             c->tie_embeddings ? "true" : "false", st_transform_name(xf->kind), xf->scale, (long long)xf->sinks,
-            (long long)xf->window, (long long)xf->train_len, (long long)xf->n);
+            (long long)xf->window, (long long)st_transform_clip(xf), (long long)xf->train_len, (long long)xf->n);
     fclose(f);
     st_error e = {0};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -240,9 +243,10 @@ static void test_identities(const int32_t *ids) {
     const int V = 37;
     float *plain = malloc((size_t)(TN * V) * 4), *lg = malloc((size_t)(TN * V) * 4);
     const xcase same[] = {
-        {ST_POS_ROPE, ST_XF_PI, 0, 0, 0}, {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0}, {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0},
-        {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0}, {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0},
-        {ST_POS_ROPE, ST_XF_NONE, 0, 3, TL}, {ST_POS_ALIBI, ST_XF_NONE, 0, 2, TL + 5}, {ST_POS_T5, ST_XF_NONE, 0, 1, TL},
+        {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0},
+        {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0},
+        {ST_POS_ROPE, ST_XF_NONE, 0, 3, TL, 0}, {ST_POS_ALIBI, ST_XF_NONE, 0, 2, TL + 5, 0}, {ST_POS_T5, ST_XF_NONE, 0, 1, TL, 0},
+        {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, TL},   /* no distance reaches the clip */
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         st_model m;
@@ -257,7 +261,7 @@ static void test_identities(const int32_t *ids) {
         label(&same[i], what, sizeof what);
         /* PI and NTK at s = 1 compute the same frequencies; YaRN's mix (1-g) t/1 + g t may
          * differ in the last bit */
-        const double tol = same[i].kind == ST_XF_YARN ? 1e-5 : 0.0;
+        const double tol = same[i].kind == ST_XF_YARN ? 1e-5 : same[i].kind == ST_XF_REROPE ? 1e-6 : 0.0;
         CHECK_MSG(max_diff(plain, lg, TL * V) <= tol, "%s at n = L (= %d) equals the plain model (max diff %.3g)",
                   what, TL, max_diff(plain, lg, TL * V));
         st_model_free(&m);
@@ -355,6 +359,12 @@ static void test_errors(void) {
     CHECK(st_transform_check(&xf, ST_POS_ROPE, "--scale", &e) == ST_ERR_CONFIG);
     xf = (st_transform){.kind = ST_XF_DYNAMIC_NTK, .scale = 2};
     CHECK(st_transform_check(&xf, ST_POS_ROPE, "--scale", &e) == ST_ERR_CONFIG);
+    xf = (st_transform){.kind = ST_XF_PI, .clip = 4};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "--clip", &e) == ST_ERR_CONFIG);
+    xf = (st_transform){.kind = ST_XF_REROPE, .scale = 2};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "--scale", &e) == ST_ERR_CONFIG);
+    xf = (st_transform){.kind = ST_XF_REROPE, .train_len = 64};
+    CHECK(st_transform_clip(&xf) == 32);
     xf = (st_transform){.kind = ST_XF_YARN, .sinks = 4, .window = 16};
     CHECK(st_transform_check(&xf, ST_POS_ROPE, "--transform", &e) == ST_OK);
     CHECK(st_transform_from_name("yarn") == ST_XF_YARN && st_transform_from_name("bogus") == -1);

@@ -17,12 +17,14 @@ static const char *usage_text =
     "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..16384] [--split valid|test]\n"
     "        [--mode nonoverlapping|sliding] [--stride S] [--max-tokens N] [--batch-tokens N]\n"
     "        [--buckets N] [--bucket-scale linear|log2] [--json OUT.json] [--threads N] [--quiet]\n"
-    "        [--transform pi|ntk|dynamic_ntk|yarn|alibi_interp|none] [--scale S] [--sinks K --window W]\n"
+    "        [--transform pi|ntk|dynamic_ntk|yarn|rerope|alibi_interp|none] [--scale S] [--clip W]\n"
+    "        [--sinks K --window W]\n"
     "  defaults come from the run's eval config section; --lengths A..B = powers of two from A to B;\n"
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json;\n"
     "  a transform adds its label, e.g. eval_valid_nonoverlapping_yarn.json);\n"
-    "  --transform: inference-time position transform (rope: pi, ntk, dynamic_ntk, yarn; alibi: alibi_interp),\n"
-    "  --scale S (default max(1, L / train.seq_len) per length), --sinks/--window: attention sinks + window";
+    "  --transform: inference-time position transform (rope: pi, ntk, dynamic_ntk, yarn, rerope; alibi:\n"
+    "  alibi_interp), --scale S (default max(1, L / train.seq_len) per length), --clip W (rerope, default\n"
+    "  train.seq_len / 2), --sinks/--window: attention sinks + window";
 
 static int parse_i64(const char *s, int64_t *out) {
     if (!s || !*s) return 0;
@@ -145,7 +147,7 @@ int cmd_eval(int argc, char **argv) {
             else return cli_usage("eval", "--bucket-scale '%s': expected linear or log2", v);
         } else if (!strcmp(a, "--transform")) {
             if ((plan.transform = st_transform_from_name(v)) < 0)
-                return cli_usage("eval", "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn or alibi_interp", v);
+                return cli_usage("eval", "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn, rerope or alibi_interp", v);
         } else if (!strcmp(a, "--scale")) {
             char *end = NULL;
             plan.transform_scale = strtod(v, &end);
@@ -157,6 +159,9 @@ int cmd_eval(int argc, char **argv) {
         } else if (!strcmp(a, "--window")) {
             if (!parse_i64(v, &x) || x < 1 || x > 1 << 24) return cli_usage("eval", "--window '%s': expected an integer in [1, 16777216]", v);
             plan.window = x;
+        } else if (!strcmp(a, "--clip")) {
+            if (!parse_i64(v, &x) || x < 1 || x > 1 << 24) return cli_usage("eval", "--clip '%s': expected an integer in [1, 16777216]", v);
+            plan.clip = x;
         } else if (!strcmp(a, "--json")) {
             json = v;
         } else if (!strcmp(a, "--threads")) {

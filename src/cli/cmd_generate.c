@@ -19,8 +19,8 @@
  * mode), the behaviour before the cache.
  *
  * Inference-time transforms (include/st_transform.h, docs/evaluation.md): --transform
- * pi|ntk|dynamic_ntk|yarn (rope runs) or alibi_interp (alibi runs) with --scale S (default
- * max(1, context / train.seq_len)); --sinks K --window W: every query sees the first K
+ * pi|ntk|dynamic_ntk|yarn|rerope (rope runs) or alibi_interp (alibi runs) with --scale S
+ * (default max(1, context / train.seq_len)) or --clip W (rerope, default train.seq_len / 2); --sinks K --window W: every query sees the first K
  * tokens and its last W (StreamingLLM). With a window, a sliding cache keeps exactly
  * those K + W keys however long the text grows, and equals a full forward over the whole
  * text with the same mask. dynamic_ntk re-prefills whenever its scale changes (each
@@ -110,9 +110,10 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--temperature") && i + 1 < argc) { temp = strtod(argv[++i], &end); if (*end || !(temp >= 0)) return cli_usage("generate", "--temperature: number >= 0 expected"); }
         else if (!strcmp(a, "--seed") && i + 1 < argc) { errno = 0; seed = strtoull(argv[++i], &end, 10); if (*end || errno) return cli_usage("generate", "--seed: integer expected"); }
         else if (!strcmp(a, "--no-cache")) no_cache = 1;
-        else if (!strcmp(a, "--transform") && i + 1 < argc) { if ((xf.kind = st_transform_from_name(argv[++i])) < 0) return cli_usage("generate", "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn or alibi_interp", argv[i]); }
+        else if (!strcmp(a, "--transform") && i + 1 < argc) { if ((xf.kind = st_transform_from_name(argv[++i])) < 0) return cli_usage("generate", "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn, rerope or alibi_interp", argv[i]); }
         else if (!strcmp(a, "--scale") && i + 1 < argc) { xf.scale = strtod(argv[++i], &end); if (!*argv[i] || *end || !(xf.scale >= 1.0 && xf.scale <= 1e6)) return cli_usage("generate", "--scale: number in [1, 1e6] expected"); }
         else if (!strcmp(a, "--sinks") && i + 1 < argc) { long k; if (!parse_long(argv[++i], 0, 1L << 24, &k)) return cli_usage("generate", "--sinks: integer in [0, 16777216] expected"); xf.sinks = k; }
+        else if (!strcmp(a, "--clip") && i + 1 < argc) { long w; if (!parse_long(argv[++i], 1, 1L << 24, &w)) return cli_usage("generate", "--clip: integer in [1, 16777216] expected"); xf.clip = w; }
         else if (!strcmp(a, "--window") && i + 1 < argc) { long w; if (!parse_long(argv[++i], 1, 1L << 24, &w)) return cli_usage("generate", "--window: integer in [1, 16777216] expected"); xf.window = w; }
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
         else if (!src) src = a;

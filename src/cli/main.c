@@ -12,7 +12,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"train",     cmd_train,     "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR", 1},
     {"eval",      cmd_eval,      "eval RUN_DIR|CHECKPOINT --lengths 64,128,... [--split valid|test] [--mode nonoverlapping|sliding --stride S]", 1},
     {"sweep",     cmd_sweep,     "sweep SWEEP.json [--out DIR]: grid of runs, trained and evaluated, with tables", 1},
-    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache] [--transform NAME] [--scale S] [--sinks K --window W]", 0},
+    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache] [--transform NAME] [--scale S] [--clip W] [--sinks K --window W]", 0},
     {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR: model.safetensors + config.json + tokenizer", 0},
     {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] ...: step time split, tokens/s, MFU, eval memory", 1},
     {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe]: tokenize, cache, print statistics", 1},

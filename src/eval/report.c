@@ -141,6 +141,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
         else cJSON_AddStringToObject(xo, "scale", xf->kind == ST_XF_DYNAMIC_NTK ? "dynamic" : xf->kind ? "n/L" : "none");
         cJSON_AddNumberToObject(xo, "sinks", (double)xf->sinks);
         cJSON_AddNumberToObject(xo, "window", (double)xf->window);
+        if (st_transform_clip(xf) > 0) cJSON_AddNumberToObject(xo, "clip", (double)st_transform_clip(xf));
         cJSON_AddNumberToObject(xo, "train_len", (double)xf->train_len);
     }
     cJSON *rs = cJSON_AddArrayToObject(o, "results");

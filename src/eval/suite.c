@@ -16,7 +16,7 @@ void st_eval_plan_default(st_eval_plan *p) {
     p->buckets = -1;
     p->transform = -1;
     p->transform_scale = -1;
-    p->sinks = p->window = -1;
+    p->sinks = p->window = p->clip = -1;
     st_eval_opts_default(&p->opts);
 }
 
@@ -71,6 +71,7 @@ static int resolve_plan(st_eval_plan *p, const st_run_config *cfg, const char *s
     if (p->transform_scale < 0) p->transform_scale = c->transform_scale;
     if (p->sinks < 0) p->sinks = c->sinks;
     if (p->window < 0) p->window = c->window;
+    if (p->clip < 0) p->clip = c->clip;
     if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
         return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < p->n_lengths; i++)
@@ -130,9 +131,9 @@ int st_eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_re
     /* the transform: from the command line (plan) or the run's eval section */
     st_transform *xf = &rep->xf;
     *xf = (st_transform){.kind = plan.transform, .scale = plan.transform_scale, .sinks = plan.sinks,
-                         .window = plan.window, .train_len = rep->cfg.train.seq_len};
+                         .window = plan.window, .clip = plan.clip, .train_len = rep->cfg.train.seq_len};
     const int from_cli = plan_in->transform >= 0 || plan_in->transform_scale >= 0 || plan_in->sinks >= 0 ||
-                         plan_in->window >= 0;
+                         plan_in->window >= 0 || plan_in->clip >= 0;
     st_error xe = {0};
     rc = st_transform_check(xf, m.cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);
     if (rc) {

@@ -68,8 +68,8 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
 static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, size_t n) {
     const st_eval_config *c = &pt->cfg.eval;
     if (c->transform == 0 && c->window == 0) { snprintf(out, n, "%s", s->plan_sig); return; }
-    snprintf(out, n, "%s;transform=%d;scale=%.17g;sinks=%lld;window=%lld", s->plan_sig, c->transform,
-             c->transform_scale, (long long)c->sinks, (long long)c->window);
+    snprintf(out, n, "%s;transform=%d;scale=%.17g;sinks=%lld;window=%lld;clip=%lld", s->plan_sig, c->transform,
+             c->transform_scale, (long long)c->sinks, (long long)c->window, (long long)c->clip);
 }
 
 /* Marker of a finished point: matches when the eval plan does and the config is the

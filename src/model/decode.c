@@ -58,14 +58,21 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     const int tables = st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE;
     const double tab = tables ? (double)L * (double)H * (double)window * sizeof(float) : 0.0;
     const double have = (double)st_mem_total();
-    if (have > 0 && 2.0 * kv + tab > 0.9 * have)
+    const double nkv = xf && st_transform_clip(xf) > 0 ? 3.0 : 2.0;   /* rerope: unrotated keys too */
+    if (have > 0 && nkv * kv + tab > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "kv cache: a window of %lld tokens (model.n_layers %d, model.d_model %d) "
                        "needs %.2f GiB of keys and values; this machine has %.2f GiB",
-                       (long long)window, cfg->n_layers, cfg->d_model, (2.0 * kv + tab) / 1073741824.0, have / 1073741824.0);
+                       (long long)window, cfg->n_layers, cfg->d_model, (nkv * kv + tab) / 1073741824.0, have / 1073741824.0);
+    c->clip = st_transform_clip(xf);   /* rerope keeps the unrotated keys too */
+    if (c->clip > 0 && c->sinks > 0 && c->slides && c->clip > window)
+        return st_fail(e, ST_ERR_CONFIG, "kv cache: rerope's clip window %lld is longer than the attention window %lld: "
+                       "once keys are dropped the sinks' distances are no longer their rows' (use a clip <= window)",
+                       (long long)c->clip, (long long)window);
     c->k = st_aligned_alloc((size_t)kv, e);
     c->v = c->k ? st_aligned_alloc((size_t)kv, e) : NULL;
+    c->k2 = c->v && c->clip > 0 ? st_aligned_alloc((size_t)kv, e) : NULL;
     c->bias = c->v && tab > 0 ? st_aligned_alloc((size_t)tab, e) : NULL;
-    if (!c->v || (tab > 0 && !c->bias)) {
+    if (!c->v || (c->clip > 0 && !c->k2) || (tab > 0 && !c->bias)) {
         st_kv_cache_free(c);
         return ST_ERR_MEMORY;
     }
@@ -98,6 +105,7 @@ int st_kv_cache_must_reset(const st_kv_cache *c, const st_model *m, int64_t n_ne
 void st_kv_cache_free(st_kv_cache *c) {
     st_aligned_free(c->k);
     st_aligned_free(c->v);
+    st_aligned_free(c->k2);
     st_aligned_free(c->bias);
     memset(c, 0, sizeof *c);
 }
@@ -129,6 +137,10 @@ static int64_t make_room(st_kv_cache *c, int64_t n) {
             float *k = c->k + (size_t)(lh * c->rows * D), *v = c->v + (size_t)(lh * c->rows * D);
             memmove(k + S * D, k + from * D, (size_t)(tail * D) * sizeof(float));
             memmove(v + S * D, v + from * D, (size_t)(tail * D) * sizeof(float));
+            if (c->k2) {
+                float *k2 = c->k2 + (size_t)(lh * c->rows * D);
+                memmove(k2 + S * D, k2 + from * D, (size_t)(tail * D) * sizeof(float));
+            }
         }
         c->len = S + tail;
     }
@@ -166,12 +178,14 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
     for (int l = 0; l < c->n_layers && x; l++) {
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
-        st_tensor *q = NULL, *k = NULL, *v = NULL;
-        if (!st_block_qkv(m, ctx, l, x, p0, &q, &k, &v)) return NULL;
+        st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
+        if (!st_block_qkv2(m, ctx, l, x, p0, &q, &k, &v, c->k2 ? &q2 : NULL, c->k2 ? &k2 : NULL)) return NULL;
         float *kl = c->k + (size_t)(l * H * rows * D), *vl = c->v + (size_t)(l * H * rows * D);
+        float *k2l = c->k2 ? c->k2 + (size_t)(l * H * rows * D) : NULL;
         for (int64_t h = 0; h < H; h++) {   /* k, v (1,H,n,D) -> rows len0.. of (l, h) */
             memcpy(kl + (h * rows + len0) * D, k->data + h * n * D, (size_t)(n * D) * sizeof(float));
             memcpy(vl + (h * rows + len0) * D, v->data + h * n * D, (size_t)(n * D) * sizeof(float));
+            if (k2l) memcpy(k2l + (h * rows + len0) * D, k2->data + h * n * D, (size_t)(n * D) * sizeof(float));
         }
         const float *tab = c->bias ? c->bias + (size_t)(l * H * c->window) : NULL;
         st_attn_bias *gb = NULL;   /* general (i, j) bias: cache row 0 is position p0 - len0 */
@@ -187,7 +201,7 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
             !(sb = sink_bias(m, ctx, l, H, n, c->sinks, p0)))
             return NULL;
         st_tensor *a = st_attention_cached_sinks(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, gb, p0 - len0,
-                                                 kw, 0.0f, c->sinks, sb);
+                                                 kw, 0.0f, c->sinks, sb, q2, k2l, c->clip);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {

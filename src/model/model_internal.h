@@ -21,6 +21,11 @@ st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t 
  * at positions pos0.. (RoPE rotates them). 0 on failure. */
 int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0,
                  st_tensor **q, st_tensor **k, st_tensor **v);
+/* The same, with rerope's clipped-position pair (st_transform_clip(m->xf) > 0): q2 = q
+ * rotated at position w, k2 = the unrotated keys; NULL in *q2, *k2 otherwise. q2, k2
+ * NULL: not asked for. */
+int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, st_tensor **q, st_tensor **k,
+                  st_tensor **v, st_tensor **q2, st_tensor **k2);
 /* Block l's position-bias provider (arena-owned: the backward reads it), NULL in *bias
  * for methods without one. 0 on arena failure. */
 int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias);

@@ -2,7 +2,8 @@
  * has the math): per kind, the position method it applies to and its hooks. The model
  * reaches a transform only through the functions below: RoPE asks for its frequencies
  * (st_transform_rope_freqs), a bias provider is adjusted once it is set up
- * (st_transform_bias), attention applies sinks + window (model.c). */
+ * (st_transform_bias), attention applies sinks + window and rerope's clipped positions
+ * (model.c, decode.c: st_transform_clip). */
 #include "st_transform.h"
 #include "st_model.h"
 
@@ -14,6 +15,7 @@ typedef struct xf_entry {
     const char *name;
     const char *method;     /* model.pos it applies to (NULL: none) */
     int dynamic;            /* s from the current length instead of n */
+    int clips;              /* relative positions clipped at w (attention uses q2, k2) */
     /* RoPE: inv[i] = transformed theta_i (inv holds the plain theta_i on entry) */
     void (*freqs)(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale);
     /* bias provider: adjust the method's per-head constants */
@@ -60,6 +62,7 @@ static const xf_entry table[ST_XF_COUNT] = {
     [ST_XF_NTK] = {.name = "ntk", .method = "rope", .freqs = ntk_freqs},
     [ST_XF_DYNAMIC_NTK] = {.name = "dynamic_ntk", .method = "rope", .dynamic = 1, .freqs = ntk_freqs},
     [ST_XF_YARN] = {.name = "yarn", .method = "rope", .freqs = yarn_freqs},
+    [ST_XF_REROPE] = {.name = "rerope", .method = "rope", .clips = 1},
     [ST_XF_ALIBI_INTERP] = {.name = "alibi_interp", .method = "alibi", .bias = alibi_interp_bias},
 };
 
@@ -87,6 +90,10 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
         return st_fail(e, ST_ERR_CONFIG, "%s: scale %g: must be >= 1 (or 0 for n / L)", flag, xf->scale);
     if (xf->scale != 0.0 && xf->kind == ST_XF_NONE)
         return st_fail(e, ST_ERR_CONFIG, "%s: a scale needs a transform (pi, ntk, yarn, alibi_interp)", flag);
+    if (xf->scale != 0.0 && table[xf->kind].clips)
+        return st_fail(e, ST_ERR_CONFIG, "%s rerope: takes a clip window (--clip / eval.clip), not a scale", flag);
+    if (xf->clip < 0 || (xf->clip > 0 && !table[xf->kind].clips))
+        return st_fail(e, ST_ERR_CONFIG, "%s: a clip window applies to rerope only", flag);
     if (xf->scale != 0.0 && table[xf->kind].dynamic)
         return st_fail(e, ST_ERR_CONFIG, "%s dynamic_ntk: the scale is the current length / L; give no scale", flag);
     if (xf->sinks < 0 || xf->window < 0)
@@ -95,6 +102,12 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
         return st_fail(e, ST_ERR_CONFIG, "%s: %lld attention sinks need a window (keys besides the sinks)", flag,
                        (long long)xf->sinks);
     return ST_OK;
+}
+
+int64_t st_transform_clip(const st_transform *xf) {
+    if (!xf || !table[xf->kind].clips) return 0;
+    if (xf->clip > 0) return xf->clip;
+    return xf->train_len / 2 > 1 ? xf->train_len / 2 : 1;
 }
 
 double st_transform_scale(const st_transform *xf, int64_t len) {
@@ -111,6 +124,7 @@ void st_transform_label(const st_transform *xf, char *buf, size_t n) {
     if (xf && xf->kind != ST_XF_NONE) {
         o = snprintf(buf, n, "%s", table[xf->kind].name);
         if (xf->scale > 0 && o >= 0 && (size_t)o < n) o += snprintf(buf + o, n - (size_t)o, " s=%g", xf->scale);
+        if (xf->clip > 0 && o >= 0 && (size_t)o < n) o += snprintf(buf + o, n - (size_t)o, " w=%lld", (long long)xf->clip);
     }
     if (xf && xf->window > 0 && o >= 0 && (size_t)o < n)
         o += snprintf(buf + o, n - (size_t)o, "%ssinks=%lld window=%lld", o ? "+" : "", (long long)xf->sinks,

@@ -8,6 +8,11 @@
  * query row i sits at key position p = i + koff and the bias is bias(h, p - j) (general
  * form: bias(h, kpos + p, kpos + j) at absolute positions).
  *
+ * Clipped relative positions (ReRoPE, an inference-time transform): keys at distance
+ * p - j >= clip score scale q2_i.k2_j instead of scale q_i.k_j (q2 = q rotated at position
+ * clip, k2 = the unrotated keys, so q2.k2 sees relative position clip); that tile is one
+ * more sgemm per key block that holds such keys, into the general bias's scratch.
+ *
  * Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022), per query row i, over key
  * blocks J in order, with s_j = scale q_i.k_j + bias(h, i - j):
  *   m' = max(m, max_{j in J} s_j)          running max, starts at -inf
@@ -81,6 +86,13 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
         /* general bias: G[r][c] = bias(h, kpos + koff + i0 + r, kpos + j0 + c) */
         if (pb->gbias)
             pb->gbias->fill_block(pb->gbias, h, pb->kpos + koff + i0, rb, pb->kpos + j0, nb, G, nb);
+        /* clipped positions: G (rb, nb) = scale Q2 K2^T when a key of the block is at
+         * distance >= clip from the last row (the rows' clipped scores replace S below) */
+        const int clipped = pb->q2 && j0 <= i1 - 1 + koff - pb->clip;
+        if (clipped)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D, pb->scale,
+                        pb->q2 + bh * T * D + i0 * D, (int)D, pb->k2 + bh * pb->kv_stride + j0 * D, (int)D, 0.0f,
+                        G, (int)nb);
         /* CoPE hook: a content-dependent term would be added to S here, row by row. */
         for (int64_t r = 0; r < rb; r++) {
             const int64_t i = i0 + r, p = i + koff;
@@ -100,6 +112,9 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
             int64_t a = span_lo - j0, cnt = hi - span_lo;
             if (cnt <= 0) { a = 0; cnt = 0; }
             float *sv = s + a;
+            if (clipped)   /* keys j <= p - clip: relative position clipped to clip */
+                for (int64_t j = j0, cut = p - pb->clip + 1 < j1 ? p - pb->clip + 1 : j1; j < cut; j++)
+                    s[j - j0] = G[r * nb + (j - j0)];
             /* the row's bias over [b0, hi): the whole span, or only the window part when
              * the sinks have their own (sink_bias: a cache whose rows are not positions) */
             const int own = sh > j0 && pb->sink_bias;
@@ -152,7 +167,8 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads) {
     const int64_t nq = (pb->T + ST_ATTN_SQBLOCK - 1) / ST_ATTN_SQBLOCK;
     const int64_t ntask = pb->B * pb->H * nq;
-    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL);
+    ST_ASSERT(!(pb->gbias && pb->q2));   /* they share the tile */
+    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL || pb->q2 != NULL);
     /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every
      * thread. Causal blocks differ in cost (block q sees q+1 key ranges), so tasks go out
      * dearest first (the last query block of every pair, then the one before, ...) to

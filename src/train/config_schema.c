@@ -142,6 +142,7 @@ const st_ckey st_config_keys[] = {
     DBL("eval.transform_scale", eval.transform_scale, 0, 1e6),
     I64("eval.sinks", eval.sinks, 0, 1 << 24),
     I64("eval.window", eval.window, 0, 1 << 24),
+    I64("eval.clip", eval.clip, 0, 1 << 24),
 };
 const int st_config_nkeys = (int)(sizeof st_config_keys / sizeof st_config_keys[0]);
 
