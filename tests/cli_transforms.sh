@@ -71,6 +71,8 @@ cat > sweep.json <<'EOF2'
  "eval": {"lengths": [32, 64], "buckets": 0}, "out": "sw"}
 EOF2
 expect_rc 0 "sweep with a transform variant" "$BIN" sweep sweep.json --quiet
+expect_err "rope-yarn: same model as rope (differs in eval.\* only)"
+[ ! -e sw/rope-yarn/checkpoints ] && [ -f sw/rope-yarn/sweep_done.json ] && ok || bad "the transform variant trained a copy"
 grep -q "rope + yarn" sw/results.md && ok || { bad "results.md lacks the transform"; cat sw/results.md; }
 "$PY" - sw/results.csv <<'EOF2' && ok || bad "results.csv transform columns"
 import csv, sys
@@ -81,6 +83,11 @@ assert xf[("rope-yarn", "64")] == ("yarn", "2"), xf
 EOF2
 expect_rc 0 "sweep again: finished points are skipped" "$BIN" sweep sweep.json --quiet
 expect_err "finished earlier, skipped"
+"$PY" -c "import json; r = json.load(open('sw/results.json'))['runs']; assert r[1]['trained_in'].endswith('sw/rope') and 'trained_in' not in r[0]" && ok || bad "results.json trained_in"
+# a changed transform evaluates the variant again, still without training
+sed -i 's/"eval.transform": "yarn"/"eval.transform": "ntk"/' sweep.json
+expect_rc 0 "sweep with the variant changed" "$BIN" sweep sweep.json --quiet
+grep -q "rope + ntk" sw/results.md && [ ! -e sw/rope-yarn/checkpoints ] && ok || { bad "changed variant"; cat sw/results.md; }
 
 echo "cli_transforms: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

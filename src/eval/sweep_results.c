@@ -156,6 +156,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         cJSON_AddStringToObject(r, "name", pt->name);
         cJSON_AddStringToObject(r, "group", pt->group);
         cJSON_AddStringToObject(r, "dir", pt->dir);
+        if (pt->train_dir[0] && strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(r, "trained_in", pt->train_dir);
         cJSON_AddStringToObject(r, "state", state_name(pt->state));
         if (pt->error[0]) cJSON_AddStringToObject(r, "error", pt->error);
         cJSON_AddItemToObject(r, "overrides", cJSON_Duplicate(pt->overrides, 1));

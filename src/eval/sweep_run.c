@@ -160,12 +160,44 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
     return rc;
 }
 
+/* An earlier finished point whose model, data and train sections equal this one's (the
+ * points differ in eval.* only, e.g. inference-time transforms): its run is evaluated
+ * instead of training an identical copy. NULL: none. */
+static const sweep_point *trained_twin(const sweep *s, int i) {
+    st_run_config *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    const sweep_point *twin = NULL;
+    static const char *const sections[] = {"model", "data", "train"};
+    for (int j = 0; a && b && j < i && !twin; j++) {
+        const sweep_point *o = &s->points[j];
+        if (o->state != PT_DONE && o->state != PT_SKIPPED) continue;
+        *a = o->cfg;
+        *b = s->points[i].cfg;
+        b->train.threads = a->train.threads;   /* not part of a run's identity */
+        b->train.max_seconds = a->train.max_seconds;
+        int same = 1;
+        for (int k = 0; k < 3 && same; k++) same = !st_run_config_diff(a, b, sections[k], NULL, 0);
+        if (same) twin = o;
+    }
+    free(a);
+    free(b);
+    return twin;
+}
+
 static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     st_eval_report *rep = calloc(1, sizeof *rep);
     if (!rep) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     if (s->threads > 0) st_set_threads(s->threads);
     else st_set_threads(pt->cfg.train.threads);
-    int rc = st_eval_checkpoint(pt->dir, &s->plan, rep, e);
+    int rc = strcmp(pt->train_dir, pt->dir) != 0 ? sweep_mkdirs(pt->dir, e) : ST_OK;
+    /* the point's own transform (its eval.* keys), also when a twin's run is evaluated */
+    st_eval_plan plan = s->plan;
+    const st_eval_config *ec = &pt->cfg.eval;
+    if (plan.transform < 0) plan.transform = ec->transform;
+    if (plan.transform_scale < 0) plan.transform_scale = ec->transform_scale;
+    if (plan.sinks < 0) plan.sinks = ec->sinks;
+    if (plan.window < 0) plan.window = ec->window;
+    if (plan.clip < 0) plan.clip = ec->clip;
+    if (!rc) rc = st_eval_checkpoint(pt->train_dir, &plan, rep, e);
     if (rc && rep->n > 0) {
         /* the run is fine but no length applies to it (e.g. all beyond a learned-position
          * table): its rows say why; the tables show n/a */
@@ -182,12 +214,13 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     char *rj = rc ? NULL : st_eval_report_json(rep);
     st_train_state st;
     char ckpt[2200];
-    if (!rc) rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e);
+    if (!rc) rc = st_checkpoint_resolve(pt->train_dir, ckpt, sizeof ckpt, e);
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e);
     if (!rc) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "name", pt->name);
         cJSON_AddStringToObject(m, "config_hash", pt->config_hash);
+        if (strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(m, "trained_in", pt->train_dir);
         char sig[sizeof s->plan_sig + 128];
         point_plan_sig(s, pt, sig, sizeof sig);
         cJSON_AddStringToObject(m, "eval_plan", sig);
@@ -231,6 +264,8 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
         int plan_differs = 0;
         pt->record = read_marker(s, pt, &plan_differs);
         if (pt->record) {
+            const cJSON *ti = cJSON_GetObjectItemCaseSensitive(pt->record, "trained_in");
+            snprintf(pt->train_dir, sizeof pt->train_dir, "%s", cJSON_IsString(ti) ? ti->valuestring : pt->dir);
             pt->state = PT_SKIPPED;
             st_log(ST_LOG_INFO, "sweep: [%d/%d] %s: finished earlier, skipped", i + 1, s->n_points, pt->name);
             continue;
@@ -239,7 +274,14 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
                plan_differs ? ": the eval plan changed, evaluating again" : "");
         st_error pe = {0};
         int incomplete = 0;
-        int prc = train_point(s, pt, opts, &incomplete, &pe);
+        /* a point that differs from a finished one in eval.* only evaluates that run */
+        char own_cfg[2200];
+        path_join(own_cfg, sizeof own_cfg, pt->dir, "config.json");
+        const sweep_point *twin = sweep_exists(own_cfg) ? NULL : trained_twin(s, i);
+        snprintf(pt->train_dir, sizeof pt->train_dir, "%s", twin ? twin->train_dir : pt->dir);
+        if (twin) st_log(ST_LOG_INFO, "sweep: %s: same model as %s (differs in eval.* only): evaluating that run",
+                         pt->name, twin->name);
+        int prc = twin ? ST_OK : train_point(s, pt, opts, &incomplete, &pe);
         if (!prc && incomplete) {
             pt->state = PT_INCOMPLETE;
             snprintf(pt->error, sizeof pt->error, "train.max_seconds reached before train.steps; run the sweep again to resume");
