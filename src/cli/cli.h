@@ -21,6 +21,11 @@ int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_
                      char *tok_path, size_t n, st_error *e);
 /* Print "stretch: error: <msg>" to stderr and return the code. */
 int cli_report(const st_error *e);
+/* One of the transform options (--transform, --scale, --clip, --sinks, --window; src/cli/
+ * cli_transform.c) with value v into xf: returns 1 when `a` is one (*rc = ST_OK, or the
+ * usage error's exit code already reported), 0 when it is not. */
+struct st_transform;
+int cli_transform_arg(const char *cmd, const char *a, const char *v, struct st_transform *xf, int *rc);
 /* Usage error (exit 2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

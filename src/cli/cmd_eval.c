@@ -104,6 +104,9 @@ int cmd_eval(int argc, char **argv) {
     int threads = -1, quiet = 0;
     st_eval_plan plan;
     st_eval_plan_default(&plan);
+    /* transform options: given ones override the run's eval.* keys, the rest stay -1 */
+    st_transform xf = {.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1};
+    int xf_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -117,6 +120,12 @@ int cmd_eval(int argc, char **argv) {
         }
         if (!v) return cli_usage("eval", "%s needs a value", a);
         i++;
+        int xrc;
+        if (cli_transform_arg("eval", a, v, &xf, &xrc)) {
+            if (xrc) return xrc;
+            xf_given = 1;
+            continue;
+        }
         if (!strcmp(a, "--lengths")) {
             if (!parse_lengths(v, &plan))
                 return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
@@ -145,23 +154,6 @@ int cmd_eval(int argc, char **argv) {
             if (!strcmp(v, "linear")) plan.opts.bucket_scale = ST_BUCKETS_LINEAR;
             else if (!strcmp(v, "log2")) plan.opts.bucket_scale = ST_BUCKETS_LOG2;
             else return cli_usage("eval", "--bucket-scale '%s': expected linear or log2", v);
-        } else if (!strcmp(a, "--transform")) {
-            if ((plan.transform = st_transform_from_name(v)) < 0)
-                return cli_usage("eval", "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn, rerope or alibi_interp", v);
-        } else if (!strcmp(a, "--scale")) {
-            char *end = NULL;
-            plan.transform_scale = strtod(v, &end);
-            if (!*v || *end || !(plan.transform_scale >= 1.0 && plan.transform_scale <= 1e6))
-                return cli_usage("eval", "--scale '%s': expected a number in [1, 1e6]", v);
-        } else if (!strcmp(a, "--sinks")) {
-            if (!parse_i64(v, &x) || x < 0 || x > 1 << 24) return cli_usage("eval", "--sinks '%s': expected an integer in [0, 16777216]", v);
-            plan.sinks = x;
-        } else if (!strcmp(a, "--window")) {
-            if (!parse_i64(v, &x) || x < 1 || x > 1 << 24) return cli_usage("eval", "--window '%s': expected an integer in [1, 16777216]", v);
-            plan.window = x;
-        } else if (!strcmp(a, "--clip")) {
-            if (!parse_i64(v, &x) || x < 1 || x > 1 << 24) return cli_usage("eval", "--clip '%s': expected an integer in [1, 16777216]", v);
-            plan.clip = x;
         } else if (!strcmp(a, "--json")) {
             json = v;
         } else if (!strcmp(a, "--threads")) {
@@ -172,6 +164,13 @@ int cmd_eval(int argc, char **argv) {
         }
     }
     if (!src) return cli_usage("eval", "missing RUN_DIR or CHECKPOINT");
+    if (xf_given) {
+        plan.transform = xf.kind;
+        plan.transform_scale = xf.scale;
+        plan.sinks = xf.sinks;
+        plan.window = xf.window;
+        plan.clip = xf.clip;
+    }
     /* a stride only makes sense for sliding windows: reject it up front when the user
      * also chose nonoverlapping (when the mode comes from the config, the plan check does) */
     if (plan.stride > 0 && plan.mode == ST_EVAL_NONOVERLAPPING)

@@ -92,6 +92,19 @@ static int window_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t n
     return ST_OK;
 }
 
+/* Check the transform options against the run and hand them to the model (s defaults to
+ * max(1, context / train.seq_len)). */
+static int use_transform(st_model *m, st_transform *xf, int64_t train_len, int64_t context, st_error *e) {
+    xf->train_len = train_len;
+    xf->n = context;
+    int rc = st_transform_check(xf, m->cfg.pos, "--transform", e);
+    if (!rc && xf->kind == ST_XF_DYNAMIC_NTK && xf->window > 0)
+        rc = st_fail(e, ST_ERR_CONFIG, "--transform dynamic_ntk with --window: the current length of a windowed cache "
+                     "is ambiguous; use ntk with --scale");
+    m->xf = !rc && st_transform_active(xf) ? xf : NULL;
+    return rc;
+}
+
 int cmd_generate(int argc, char **argv) {
     const char *src = NULL, *prompt = "";
     long n_tokens = 200, top_k = 40, context = 1024;
@@ -100,6 +113,7 @@ int cmd_generate(int argc, char **argv) {
     int no_cache = 0;
     unsigned long long seed = 1;
     st_transform xf = {0};
+    int rc = ST_OK;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *end = NULL;
@@ -110,11 +124,7 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--temperature") && i + 1 < argc) { temp = strtod(argv[++i], &end); if (*end || !(temp >= 0)) return cli_usage("generate", "--temperature: number >= 0 expected"); }
         else if (!strcmp(a, "--seed") && i + 1 < argc) { errno = 0; seed = strtoull(argv[++i], &end, 10); if (*end || errno) return cli_usage("generate", "--seed: integer expected"); }
         else if (!strcmp(a, "--no-cache")) no_cache = 1;
-        else if (!strcmp(a, "--transform") && i + 1 < argc) { if ((xf.kind = st_transform_from_name(argv[++i])) < 0) return cli_usage("generate", "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn, rerope or alibi_interp", argv[i]); }
-        else if (!strcmp(a, "--scale") && i + 1 < argc) { xf.scale = strtod(argv[++i], &end); if (!*argv[i] || *end || !(xf.scale >= 1.0 && xf.scale <= 1e6)) return cli_usage("generate", "--scale: number in [1, 1e6] expected"); }
-        else if (!strcmp(a, "--sinks") && i + 1 < argc) { long k; if (!parse_long(argv[++i], 0, 1L << 24, &k)) return cli_usage("generate", "--sinks: integer in [0, 16777216] expected"); xf.sinks = k; }
-        else if (!strcmp(a, "--clip") && i + 1 < argc) { long w; if (!parse_long(argv[++i], 1, 1L << 24, &w)) return cli_usage("generate", "--clip: integer in [1, 16777216] expected"); xf.clip = w; }
-        else if (!strcmp(a, "--window") && i + 1 < argc) { long w; if (!parse_long(argv[++i], 1, 1L << 24, &w)) return cli_usage("generate", "--window: integer in [1, 16777216] expected"); xf.window = w; }
+        else if (cli_transform_arg("generate", a, i + 1 < argc ? argv[i + 1] : NULL, &xf, &rc)) { if (rc) return rc; i++; }
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
         else if (!src) src = a;
         else return cli_usage("generate", "unexpected argument '%s'", a);
@@ -129,16 +139,10 @@ int cmd_generate(int argc, char **argv) {
     const int V = m.cfg.vocab_size;
     const int64_t max_len = st_pos_max_len(&m.cfg);
     if (max_len > 0 && context > max_len) context = max_len;
-    xf.train_len = cfg.train.seq_len;
-    xf.n = context;
-    if (st_transform_check(&xf, m.cfg.pos, "--transform", &e) ||
-        (xf.kind == ST_XF_DYNAMIC_NTK && xf.window > 0 &&
-         st_fail(&e, ST_ERR_CONFIG, "--transform dynamic_ntk with --window: the current length of a windowed cache "
-                 "is ambiguous; use ntk with --scale"))) {
+    if (use_transform(&m, &xf, cfg.train.seq_len, context, &e)) {
         st_model_free(&m);
         return cli_report(&e);
     }
-    m.xf = st_transform_active(&xf) ? &xf : NULL;
 
     struct stat sb;
     /* the run's tokenizer must be the one the checkpoint was trained with (same hash and
@@ -170,7 +174,7 @@ int cmd_generate(int argc, char **argv) {
     float *logits = st_malloc(sizeof(float) * 2 * (size_t)V, &e);
     st_rng rng;
     st_rng_seed(&rng, seed);
-    int rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e) : ST_ERR_MEMORY;
+    rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e) : ST_ERR_MEMORY;
     int have_arena = !rc;
     if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, &e);
     int have_ctx = !rc;
