@@ -25,6 +25,7 @@
 #include "st_model.h"
 #include "st_data.h"
 #include "st_train.h"
+#include "st_transform.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,6 +109,10 @@ typedef struct st_eval_plan {
     int64_t max_tokens;         /* tokens of the split used (0 = all), -1 -> cfg */
     int buckets;                /* -1 -> cfg */
     int precision;              /* ST_PREC_* of the matmuls, -1 -> cfg train.precision */
+    /* inference-time transform (st_transform.h); -1 -> cfg's eval.transform, ... */
+    int transform;
+    double transform_scale;
+    int64_t sinks, window, clip;
     st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
     /* Outside data (`stretch eval --data`): NULL = the run's own split. A text file is
      * tokenized whole; a WikiText directory gives the file of `split`. The run's
@@ -122,6 +127,7 @@ void st_eval_plan_default(st_eval_plan *p);
 typedef struct st_eval_row {
     int status;                 /* ST_OK or the error code */
     char error[ST_PATH_BUF + 1024];
+    double xf_scale;            /* the transform's scale s at this length (1: none) */
     st_eval_result r;
 } st_eval_row;
 
@@ -143,6 +149,7 @@ typedef struct st_eval_report {
     /* plan.data_path given: what was evaluated instead of the run's split */
     int external;               /* 1 when the tokens came from --data */
     st_text_data data;          /* its path, size, CRC32 and <unk> counts (tokens freed) */
+    st_transform xf;            /* the inference-time transform applied (kind none, window 0: none) */
     int n;                      /* rows */
     st_eval_row rows[ST_EVAL_MAX_LENGTHS];
 } st_eval_report;

@@ -163,6 +163,9 @@ typedef struct st_model {
         int pos[ST_POS_MAX_PARAMS];
         int logn_scale;     /* attn_scale learned_logn: s (H), else -1 */
     } *blocks;
+    /* inference-time transform (include/st_transform.h), owned by the caller; NULL: none.
+     * Read by inference forwards only (training never sets it). */
+    struct st_transform *xf;
 } st_model;
 
 int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e);
@@ -234,11 +237,23 @@ typedef struct st_kv_cache {
     int bias_ready;
     int64_t pos_ref;        /* the position method's reference position of the cached keys
                              * (xpos: the centre of their scale); see its cache_keys */
+    /* inference-time transform (model.xf, st_transform.h): with an attention window the
+     * cache keeps its first `sinks` rows (positions 0..sinks-1) and the last `window`
+     * keys, and a sliding cache's window is the transform's; xf_scale: the scale the
+     * cached keys were made with (dynamic_ntk changes it with the length) */
+    int64_t sinks;
+    double xf_scale;
+    float *k2;              /* rerope: the unrotated keys (L, H, rows, D); NULL otherwise */
+    int64_t clip;           /* rerope's w, 0: none */
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for
  * absolute positions (sinusoidal, learned): the method's table says which. */
 int st_kv_cache_slides(int pos);
+/* 1 when feeding n_new more tokens needs a reset and a prefill of the last window first:
+ * an absolute-position cache that would slide, or a dynamic_ntk transform whose scale at
+ * the new length differs from the one the cached keys were rotated with. */
+int st_kv_cache_must_reset(const st_kv_cache *c, const st_model *m, int64_t n_new);
 /* Allocate for model m. Fails with ST_ERR_CONFIG for window < 1 or learned positions
  * with window > model.max_len, ST_ERR_MEMORY when it would not fit. */
 int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error *e);

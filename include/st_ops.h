@@ -54,6 +54,9 @@ st_tensor *st_head_scale(st_ctx *ctx, st_tensor *x, st_tensor *s, const float *f
  * zeta_k = (2k/D + 0.4)/1.4. Queries take sign +1, keys -1, so q'.k' depends on i - j
  * only; centre keeps both factors in float range at long positions (src/ops/xpos.c). */
 st_tensor *st_xpos_scale(st_ctx *ctx, st_tensor *x, float gamma, int64_t pos0, int64_t centre, int sign);
+/* The same with the caller's frequencies inv_freq[D/2] (theta_i) and the output scaled by
+ * qk_scale: y = qk_scale * R(p theta) x (inference-time transforms, st_transform.h). */
+st_tensor *st_rope_freqs(st_ctx *ctx, st_tensor *x, const double *inv_freq, float qk_scale, int64_t pos0);
 /* Sum / mean of all elements -> scalar (shape (1)). */
 st_tensor *st_sum(st_ctx *ctx, st_tensor *x);
 st_tensor *st_mean(st_ctx *ctx, st_tensor *x);
@@ -162,6 +165,30 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
 st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale);
+/* The same with attention sinks (window > 0): cache rows 0..sinks-1 stay visible to every
+ * query besides its last `window` rows. sink_bias (H, Tq, sinks): the bias of query r on
+ * sink row j (its rows are no positions once keys between them and the window were
+ * dropped); required when there is a bias (bias_tab or gbias), else NULL.
+ * q2 (like q) and k2 (laid out like k): clipped relative positions as st_attention_clipped
+ * (NULL: none). */
+st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
+                                     int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
+                                     const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale,
+                                     int64_t sinks, const float *sink_bias, st_tensor *q2, const float *k2,
+                                     int64_t clip);
+/* Causal self-attention restricted to attention sinks + a window, inference only (the
+ * streamed kernel; nothing recorded for backward): query i sees keys j with i - j < window
+ * and keys j < sinks, bias as st_attention (distances i - j, positions 0..T-1).
+ * window 0 = every key (sinks ignored). q, k, v (B,H,T,D) -> (B,H,T,D). */
+st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
+                               const st_attn_bias *bias, float scale, int64_t sinks, int64_t window);
+/* The same with clipped relative positions (ReRoPE): a key at distance i - j >= clip scores
+ * scale q2_i.k2_j instead of scale q_i.k_j (q2 = q rotated at position clip, k2 = the
+ * unrotated keys: relative position clip). q2 = k2 = NULL: st_attention_window. A general
+ * bias cannot be combined with clipping. */
+st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v, st_tensor *q2,
+                                st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
+                                int64_t sinks, int64_t window);
 /* tab (H, n): each head's causal bias over distances 0..n-1 in reversed order,
  * tab[h*n + m] = bias(h, n-1-m), the layout st_attention_cached reads. */
 void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, float *tab);

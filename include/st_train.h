@@ -85,6 +85,12 @@ typedef struct st_eval_config {
     int64_t stride;         /* sliding: scored tokens per window, 0 = L/2 */
     int64_t max_tokens;     /* tokens of the split evaluated, 0 = all */
     int buckets;            /* per-position loss buckets (0 = none) */
+    /* inference-time transform (include/st_transform.h) */
+    int transform;          /* st_xf_kind */
+    double transform_scale; /* s, 0 = n / train.seq_len */
+    int64_t sinks;          /* attention sinks (needs window) */
+    int64_t window;         /* attention window, 0 = none */
+    int64_t clip;           /* rerope: clip window w, 0 = train.seq_len / 2 */
 } st_eval_config;
 
 typedef struct st_run_config {

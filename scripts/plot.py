@@ -74,7 +74,8 @@ def load_runs(paths):
                                  bucket_scale=r.get("bucket_scale"), entropy_rate=r.get("entropy_rate"),
                                  results=r["results"]))
         elif "results" in doc and "model" in doc:   # one `stretch eval` report
-            runs.append(dict(label=pos_label(doc["model"]), seq_len=doc.get("train", {}).get("seq_len"),
+            xf = doc.get("transform", {}).get("label")   # inference-time transform, if any
+            runs.append(dict(label=pos_label(doc["model"]) + (" + " + xf if xf else ""), seq_len=doc.get("train", {}).get("seq_len"),
                              seed=doc.get("train", {}).get("seed"), unit=doc.get("data", {}).get("unit", "token"),
                              split=doc.get("split"), mode=doc.get("mode"), bucket_scale=doc.get("bucket_scale"),
                              entropy_rate=doc.get("data", {}).get("entropy_rate"), results=doc["results"]))

@@ -144,12 +144,10 @@ def cope_term(q, s0, e, scale):
     return torch.gather(z, -1, hi) * w + torch.gather(z, -1, lo) * (1 - w)
 
 
-def forward(cfg, p, ids, targets):
-    B, T = ids.shape
-    V, C = p["tok_emb.weight"].shape
-    H, L = cfg["n_heads"], cfg["n_layers"]
-    D = C // H
-    eps = cfg["ln_eps"]
+def embed(cfg, p, ids):
+    """token embeddings plus the absolute positions of sinusoidal / learned"""
+    T = ids.shape[1]
+    C = p["tok_emb.weight"].shape[1]
     x = p["tok_emb.weight"][ids]
     if cfg["pos"] == "sinusoidal":
         t = torch.arange(T).double()[:, None]
@@ -159,6 +157,16 @@ def forward(cfg, p, ids, targets):
         x = x + pe
     elif cfg["pos"] == "learned":
         x = x + p["pos_emb.weight"][:T]
+    return x
+
+
+def forward(cfg, p, ids, targets):
+    B, T = ids.shape
+    V, C = p["tok_emb.weight"].shape
+    H, L = cfg["n_heads"], cfg["n_layers"]
+    D = C // H
+    eps = cfg["ln_eps"]
+    x = embed(cfg, p, ids)
     mask = torch.ones(T, T).tril().bool()
     for l in range(L):
         pre = f"blocks.{l}."

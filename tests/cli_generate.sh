@@ -23,15 +23,6 @@ for r in $runs; do
     expect_rc 0 "train $r" "$BIN" train cfg.json --out "$r" --quiet --set model.pos="$pos" --set model.n_layers=$layers
 done
 
-# same (cached, uncached) pair of generations: identical text expected
-same_text() { # what args...
-    local what=$1; shift
-    expect_rc 0 "$what (cache)" "$BIN" generate "$@"
-    cp out.txt cached.txt
-    expect_rc 0 "$what (--no-cache)" "$BIN" generate "$@" --no-cache
-    if cmp -s cached.txt out.txt; then ok; else bad "$what: cached and --no-cache text differ"; diff cached.txt out.txt | head -4; fi
-}
-
 # within the window (default --context 1024): every method
 for r in $runs; do
     same_text "$r within the window" "$r" --prompt "the quick" --tokens 40 --seed 7

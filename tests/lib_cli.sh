@@ -8,6 +8,7 @@
 #   skip MSG                     a part skipped for missing inputs (printed, counted)
 #   finish NAME                  the closing line; exit 1 on failures, else 77 (ctest's
 #                                SKIP_RETURN_CODE: reported skipped) when a part was skipped
+#   same_text WHAT ARGS...       generate with the KV cache and with --no-cache: same text
 # Each test ends with: finish NAME (or echo "NAME: ..."; [ "$fails" -eq 0 ])
 set -u
 BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
@@ -34,3 +35,12 @@ expect_rc() { # expected-code description command...
 expect_out() { grep -q -- "$1" out.txt && ok || { bad "output lacks '$1'"; cat out.txt; }; }
 expect_err() { grep -q -- "$1" err.txt && ok || { bad "message lacks '$1'"; cat err.txt; }; }
 expect_msg() { expect_err "$@"; }
+# same_text WHAT ARGS...: `stretch generate ARGS` with the KV cache and with --no-cache
+# must print the same text (out.txt holds the --no-cache one afterwards)
+same_text() {
+    local what=$1; shift
+    expect_rc 0 "$what (cache)" "$BIN" generate "$@"
+    cp out.txt cached.txt
+    expect_rc 0 "$what (--no-cache)" "$BIN" generate "$@" --no-cache
+    if cmp -s cached.txt out.txt; then ok; else bad "$what: cached and --no-cache text differ"; diff cached.txt out.txt | head -4; fi
+}

@@ -34,6 +34,11 @@ int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
 /* A path flag or argument: ST_OK, or the usage error (exit 2) when it is empty or too
  * long (st_path_check). */
 int cli_path_arg(const char *cmd, const char *flag, const char *v);
+/* One of the transform options (--transform, --scale, --clip, --sinks, --window; src/cli/
+ * cli_transform.c) with value v into xf: returns 1 when `a` is one (*rc = ST_OK, or the
+ * usage error's exit code already reported), 0 when it is not. */
+struct st_transform;
+int cli_transform_arg(const char *cmd, const char *a, const char *v, struct st_transform *xf, int *rc);
 /* Usage error (exit 2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -20,12 +20,18 @@ static const char *usage_text =
     "        [--mode nonoverlapping|sliding] [--stride S] [--max-tokens N] [--batch-tokens N]\n"
     "        [--buckets N] [--bucket-scale linear|log2] [--precision fp32|bf16] [--json OUT.json]\n"
     "        [--threads N] [--quiet] [--data FILE|WIKITEXT_DIR]\n"
+    "        [--transform pi|ntk|dynamic_ntk|yarn|rerope|alibi_interp|none] [--scale S] [--clip W]\n"
+    "        [--sinks K --window W]\n"
     "  defaults come from the run's eval config section (--precision: its train.precision);\n"
     "  --lengths A..B = powers of two from A to B;\n"
     "  --data: evaluate on other text with the run's tokenizer (a file whole, or a WikiText directory's\n"
     "  --split); a word-level run maps unseen words to <unk> and reports how many;\n"
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json),\n"
-    "  with --data: RUN_DIR/eval_data-<name>[_<split>]_<mode>.json";
+    "  with --data: RUN_DIR/eval_data-<name>[_<split>]_<mode>.json; a transform adds its label,\n"
+    "  e.g. eval_valid_nonoverlapping_yarn.json;\n"
+    "  --transform: inference-time position transform (rope: pi, ntk, dynamic_ntk, yarn, rerope; alibi:\n"
+    "  alibi_interp), --scale S (default max(1, L / train.seq_len) per length), --clip W (rerope, default\n"
+    "  train.seq_len / 2), --sinks/--window: attention sinks + window";
 
 /* "64,128,256" or "64..16384" (doubling). */
 static int parse_lengths(const char *s, st_eval_plan *p) {
@@ -71,6 +77,14 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
             if (dl == 11) strcpy(dir, "."); else dir[dl - 12] = 0;
         }
     }
+    /* a transformed evaluation must not overwrite the plain one: its label joins the name */
+    char tag[160] = "";
+    if (st_transform_active(&rep->xf)) {
+        tag[0] = '_';
+        st_transform_label(&rep->xf, tag + 1, sizeof tag - 1);
+        for (char *p = tag + 1; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
+    }
     if (rep->external) {
         /* never the run's own report name: eval_data-<file or dir name>[_<split>]_<mode> */
         char name[256], tmp[ST_PATH_BUF];
@@ -81,11 +95,12 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
         snprintf(name, sizeof name, "%s", slash ? slash + 1 : tmp);
         for (char *c = name; *c; c++)
             if (!isalnum((unsigned char)*c) && *c != '.' && *c != '-' && *c != '_') *c = '_';
-        snprintf(out, n, "%s/eval_data-%s%s%s_%s%s.json", dir, name, rep->data.is_dir ? "_" : "",
-                 rep->data.is_dir ? st_eval_split_name(rep->split) : "", st_eval_mode_name(rep->mode), stem);
+        snprintf(out, n, "%s/eval_data-%s%s%s_%s%s%s.json", dir, name, rep->data.is_dir ? "_" : "",
+                 rep->data.is_dir ? st_eval_split_name(rep->split) : "", st_eval_mode_name(rep->mode), tag, stem);
         return;
     }
-    snprintf(out, n, "%s/eval_%s_%s%s.json", dir, st_eval_split_name(rep->split), st_eval_mode_name(rep->mode), stem);
+    snprintf(out, n, "%s/eval_%s_%s%s%s.json", dir, st_eval_split_name(rep->split), st_eval_mode_name(rep->mode), tag,
+             stem);
 }
 
 int cmd_eval(int argc, char **argv, st_dist *dist) {
@@ -93,6 +108,9 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
     int threads = -1, quiet = 0, split_given = 0;
     st_eval_plan plan;
     st_eval_plan_default(&plan);
+    /* transform options: given ones override the run's eval.* keys, the rest stay -1 */
+    st_transform xf = {.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1};
+    int xf_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -107,6 +125,12 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
         }
         if (!v) return cli_usage("eval", "%s needs a value", a);
         i++;
+        int xrc;
+        if (cli_transform_arg("eval", a, v, &xf, &xrc)) {
+            if (xrc) return xrc;
+            xf_given = 1;
+            continue;
+        }
         if (!strcmp(a, "--lengths")) {
             if (!parse_lengths(v, &plan))
                 return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
@@ -153,6 +177,13 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
         }
     }
     if (!src) return cli_usage("eval", "missing RUN_DIR or CHECKPOINT");
+    if (xf_given) {
+        plan.transform = xf.kind;
+        plan.transform_scale = xf.scale;
+        plan.sinks = xf.sinks;
+        plan.window = xf.window;
+        plan.clip = xf.clip;
+    }
     /* a stride only makes sense for sliding windows: reject it up front when the user
      * also chose nonoverlapping (when the mode comes from the config, the plan check does) */
     if (plan.stride > 0 && plan.mode == ST_EVAL_NONOVERLAPPING)

@@ -17,10 +17,20 @@
  *     token re-prefills the last --context tokens, exactly as --no-cache (no speed-up
  *     there).
  * --no-cache: every token reruns the forward over the last --context tokens (inference
- * mode), the behaviour before the cache. */
+ * mode), the behaviour before the cache.
+ *
+ * Inference-time transforms (include/st_transform.h, docs/evaluation.md): --transform
+ * pi|ntk|dynamic_ntk|yarn|rerope (rope runs) or alibi_interp (alibi runs) with --scale S
+ * (default max(1, context / train.seq_len)) or --clip W (rerope, default train.seq_len / 2); --sinks K --window W: every query sees the first K
+ * tokens and its last W (StreamingLLM). With a window, a sliding cache keeps exactly
+ * those K + W keys however long the text grows, and equals a full forward over the whole
+ * text with the same mask. dynamic_ntk re-prefills whenever its scale changes (each
+ * token between train.seq_len and --context), since the cached keys were rotated with
+ * the old one. */
 #include "cli/cli.h"
 #include "st_matmul.h"
 #include "st_train.h"
+#include "st_transform.h"
 
 #include <errno.h>
 #include <math.h>
@@ -73,6 +83,19 @@ static int window_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t n
     return ST_OK;
 }
 
+/* Check the transform options against the run and hand them to the model (s defaults to
+ * max(1, context / train.seq_len)). */
+static int use_transform(st_model *m, st_transform *xf, int64_t train_len, int64_t context, st_error *e) {
+    xf->train_len = train_len;
+    xf->n = context;
+    int rc = st_transform_check(xf, m->cfg.pos, "--transform", e);
+    if (!rc && xf->kind == ST_XF_DYNAMIC_NTK && xf->window > 0)
+        rc = st_fail(e, ST_ERR_CONFIG, "--transform dynamic_ntk with --window: the current length of a windowed cache "
+                     "is ambiguous; use ntk with --scale");
+    m->xf = !rc && st_transform_active(xf) ? xf : NULL;
+    return rc;
+}
+
 int cmd_generate(int argc, char **argv) {
     const char *src = NULL, *prompt = "";
     int64_t n_tokens = 200, top_k = 40, context = 1024;
@@ -80,6 +103,8 @@ int cmd_generate(int argc, char **argv) {
     double temp = 0.8;
     int no_cache = 0;
     uint64_t seed = 1;
+    st_transform xf = {0};
+    int rc = ST_OK;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--prompt") && i + 1 < argc) prompt = argv[++i];
@@ -89,6 +114,7 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--temperature") && i + 1 < argc) { if (!cli_num_arg(argv[++i], 0, 1e6, &temp)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", argv[i]); }
         else if (!strcmp(a, "--seed") && i + 1 < argc) { if (!cli_u64_arg(argv[++i], &seed)) return cli_usage("generate", "--seed '%s': integer >= 0 expected", argv[i]); }
         else if (!strcmp(a, "--no-cache")) no_cache = 1;
+        else if (cli_transform_arg("generate", a, i + 1 < argc ? argv[i + 1] : NULL, &xf, &rc)) { if (rc) return rc; i++; }
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
         else if (!src) { src = a; if (cli_path_arg("generate", "RUN_DIR|CHECKPOINT", src)) return ST_ERR_CONFIG; }
         else return cli_usage("generate", "unexpected argument '%s'", a);
@@ -103,6 +129,10 @@ int cmd_generate(int argc, char **argv) {
     const int V = m.cfg.vocab_size;
     const int64_t max_len = st_pos_max_len(&m.cfg);
     if (max_len > 0 && context > max_len) context = max_len;
+    if (use_transform(&m, &xf, cfg.train.seq_len, context, &e)) {
+        st_model_free(&m);
+        return cli_report(&e);
+    }
 
     struct stat sb;
     /* the run's tokenizer must be the one the checkpoint was trained with (same hash and
@@ -134,7 +164,7 @@ int cmd_generate(int argc, char **argv) {
     float *logits = st_malloc(sizeof(float) * 2 * (size_t)V, &e);
     st_rng rng;
     st_rng_seed(&rng, seed);
-    int rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e) : ST_ERR_MEMORY;
+    rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e) : ST_ERR_MEMORY;
     int have_arena = !rc;
     if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, &e);
     int have_ctx = !rc;
@@ -150,9 +180,12 @@ int cmd_generate(int argc, char **argv) {
         } else {
             /* first call, or an absolute-position window that would slide: (re)prefill the
              * last window of tokens; otherwise feed what is new (one token) */
-            if (fed == 0 || (!cache.slides && cache.n_seen + (n - fed) > cache.window)) {
+            if (fed == 0 || st_kv_cache_must_reset(&cache, &m, n - fed)) {
                 st_kv_cache_reset(&cache);
-                fed = n > cache.window ? n - cache.window : 0;
+                /* a window transform streams the whole prompt (its sinks are the text's first
+                 * tokens; the cache keeps sinks + window as it goes) */
+                const int stream_all = m.xf && m.xf->window > 0 && cache.slides;
+                fed = n > cache.window && !stream_all ? n - cache.window : 0;
             }
             rc = st_model_decode(&m, &cache, &ctx, ids + fed, n - fed, logits, &e);
             fed = n;

@@ -34,6 +34,12 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     if (rep->entropy_rate > 0)
         fprintf(f, "; source entropy rate %.4f nats (ideal ppl %.3f)", rep->entropy_rate, exp(rep->entropy_rate));
     fputc('\n', f);
+    if (st_transform_active(&rep->xf)) {
+        char label[128];
+        st_transform_label(&rep->xf, label, sizeof label);
+        fprintf(f, "inference-time transform: %s%s\n", label,
+                rep->xf.kind != ST_XF_NONE && rep->xf.scale == 0 ? " (s = max(1, n / L) per length)" : "");
+    }
     int bpb = rep->unit == ST_UNIT_BYTE;
     fprintf(f, "%8s  %-14s %7s %10s %8s %10s", "length", "mode", "stride", "tokens", "loss", ppl_label(rep->unit));
     if (bpb) fprintf(f, " %7s", "bpb");
@@ -53,11 +59,15 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     }
 }
 
-static cJSON *result_json(const st_eval_row *row) {
+static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
     const st_eval_result *r = &row->r;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "length", (double)r->length);
     cJSON_AddNumberToObject(o, "stride", (double)r->stride);
+    if (rep->xf.kind != ST_XF_NONE) {   /* the scale this row was evaluated with */
+        if (rep->xf.kind == ST_XF_DYNAMIC_NTK) cJSON_AddStringToObject(o, "transform_scale", "dynamic");
+        else cJSON_AddNumberToObject(o, "transform_scale", row->xf_scale);
+    }
     if (row->status) {
         cJSON_AddStringToObject(o, "status", st_status_name(row->status));
         cJSON_AddNumberToObject(o, "code", row->status);
@@ -149,8 +159,23 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON_AddStringToObject(o, "bucket_scale", rep->bucket_scale == ST_BUCKETS_LOG2 ? "log2" : "linear");
     cJSON_AddNumberToObject(o, "threads", rep->threads);
     cJSON_AddStringToObject(o, "precision", st_precision_name(rep->precision));
+    if (st_transform_active(&rep->xf)) {
+        /* what was evaluated: the sweep tables label rows with "label" */
+        const st_transform *xf = &rep->xf;
+        char label[128];
+        st_transform_label(xf, label, sizeof label);
+        cJSON *xo = cJSON_AddObjectToObject(o, "transform");
+        cJSON_AddStringToObject(xo, "name", st_transform_name(xf->kind));
+        cJSON_AddStringToObject(xo, "label", label);
+        if (xf->scale > 0) cJSON_AddNumberToObject(xo, "scale", xf->scale);
+        else cJSON_AddStringToObject(xo, "scale", xf->kind == ST_XF_DYNAMIC_NTK ? "dynamic" : xf->kind ? "n/L" : "none");
+        cJSON_AddNumberToObject(xo, "sinks", (double)xf->sinks);
+        cJSON_AddNumberToObject(xo, "window", (double)xf->window);
+        if (st_transform_clip(xf) > 0) cJSON_AddNumberToObject(xo, "clip", (double)st_transform_clip(xf));
+        cJSON_AddNumberToObject(xo, "train_len", (double)xf->train_len);
+    }
     cJSON *rs = cJSON_AddArrayToObject(o, "results");
-    for (int i = 0; i < rep->n; i++) cJSON_AddItemToArray(rs, result_json(&rep->rows[i]));
+    for (int i = 0; i < rep->n; i++) cJSON_AddItemToArray(rs, result_json(rep, &rep->rows[i]));
     char *s = cJSON_Print(o);
     cJSON_Delete(o);
     return s;

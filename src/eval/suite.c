@@ -4,6 +4,7 @@
 #include "st_eval.h"
 #include "st_matmul.h"
 #include "st_dist.h"
+#include "st_transform.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +18,9 @@ void st_eval_plan_default(st_eval_plan *p) {
     p->stride = p->max_tokens = -1;
     p->buckets = -1;
     p->precision = -1;
+    p->transform = -1;
+    p->transform_scale = -1;
+    p->sinks = p->window = p->clip = -1;
     st_eval_opts_default(&p->opts);
 }
 
@@ -68,6 +72,11 @@ static int resolve_plan(st_eval_plan *p, const st_run_config *cfg, const char *s
     if (p->max_tokens < 0) p->max_tokens = c->max_tokens;
     if (p->buckets < 0) p->buckets = c->buckets;
     if (p->precision < 0) p->precision = cfg->train.precision;
+    if (p->transform < 0) p->transform = c->transform;
+    if (p->transform_scale < 0) p->transform_scale = c->transform_scale;
+    if (p->sinks < 0) p->sinks = c->sinks;
+    if (p->window < 0) p->window = c->window;
+    if (p->clip < 0) p->clip = c->clip;
     if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
         return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < p->n_lengths; i++)
@@ -202,6 +211,21 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     rep->stride_arg = plan.stride;
     rep->buckets = plan.buckets;
     rep->bucket_scale = plan.opts.bucket_scale;
+    /* the transform: from the command line (plan) or the run's eval section */
+    st_transform *xf = &rep->xf;
+    *xf = (st_transform){.kind = plan.transform, .scale = plan.transform_scale, .sinks = plan.sinks,
+                         .window = plan.window, .clip = plan.clip, .train_len = rep->cfg.train.seq_len};
+    const int from_cli = plan_in->transform >= 0 || plan_in->transform_scale >= 0 || plan_in->sinks >= 0 ||
+                         plan_in->window >= 0 || plan_in->clip >= 0;
+    st_error xe = {0};
+    rc = st_transform_check(xf, m.cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);
+    if (rc) {
+        st_fail(e, rc, "%s: %s", from_cli ? "stretch eval" : rep->checkpoint, xe.msg);
+        eval_tokens_free(&et, rep);
+        st_model_free(&m);
+        return rc;
+    }
+    m.xf = st_transform_active(xf) ? xf : NULL;
     st_blas_info bi;
     st_blas_query(&bi);
     rep->threads = bi.omp_threads;
@@ -248,6 +272,8 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
         int64_t L = plan.lengths[i];
         int64_t S = plan.mode == ST_EVAL_SLIDING ? (plan.stride > 0 ? plan.stride : (L / 2 > 0 ? L / 2 : 1)) : L;
         st_error le = {0};
+        xf->n = L;   /* s = max(1, L / train.seq_len) unless given */
+        row->xf_scale = st_transform_scale(xf, L);
         if (S > L)   /* S == L is allowed: sliding with S = L is the nonoverlapping protocol */
             row->status = st_fail(&le, ST_ERR_CONFIG, "length %lld: sliding stride %lld is longer than the window "
                                   "(targets would be skipped)", (long long)L, (long long)S);

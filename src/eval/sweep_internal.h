@@ -12,6 +12,8 @@ typedef struct sweep_point {
     char name[256];             /* run dir name, from the override values */
     char group[256];            /* the name without the train.seed part (seed means) */
     char dir[ST_PATH_MAX + 258];       /* OUT/name */
+    char train_dir[ST_PATH_MAX + 258]; /* the run evaluated: dir, or an earlier point's that trained the
+                                 * same model (points differing in eval.* only) */
     char **sets;                /* "section.key=<json>" assignments, variant then grid */
     int n_sets;
     cJSON *overrides;           /* {"model.pos": "alibi", ...} in the same order */

@@ -35,6 +35,19 @@ static void pos_label(const cJSON *report, char *out, size_t n) {
     snprintf(out, n, "%s%s%s%s%s", str(m, "pos"), v[0] ? "-" : "", v, sc[0] ? "+" : "", sc);
 }
 
+/* The inference-time transform a report was evaluated with ("" when none). */
+static const char *transform_label(const cJSON *report) {
+    return str(get(report, "transform"), "label");
+}
+
+/* Method label plus its transform, "rope + yarn": what the Markdown rows show. */
+static void eval_label(const cJSON *report, char *out, size_t n) {
+    char pos[200];
+    pos_label(report, pos, sizeof pos);
+    const char *xf = transform_label(report);
+    snprintf(out, n, "%s%s%s", pos, xf[0] ? " + " : "", xf);
+}
+
 /* Sorted union of the evaluated lengths. */
 static int collect_lengths(const sweep *s, double *out, int cap) {
     int n = 0;
@@ -87,7 +100,7 @@ static void write_csv(const sweep *s, FILE *f) {
     fputs("run,state,", f);
     for (int k = 0; k < s->n_keys; k++) csv_field(f, s->keys[k], 0);
     fputs("pos,train_seq_len,seed,step,val_loss,unit,split,mode,length,stride,tokens,loss,ppl,bpb,seconds,"
-          "tokens_per_s,peak_rss_mb,status,error\n", f);
+          "tokens_per_s,peak_rss_mb,status,error,transform,transform_scale\n", f);
     char buf[1200];
     for (int i = 0; i < s->n_points; i++) {
         const sweep_point *pt = &s->points[i];
@@ -111,7 +124,11 @@ static void write_csv(const sweep *s, FILE *f) {
             static const char *const fmts[] = {"%.0f", "%.0f", "%.0f", "%.6f", "%.4f", "%.5f", "%.3f", "%.1f", "%.1f"};
             for (int c = 0; c < 9; c++) { num_text(num(r, cols[c]), fmts[c], buf, sizeof buf); csv_field(f, buf, 0); }
             csv_field(f, r ? str(r, "status") : state_name(pt->state), 0);
-            csv_field(f, r ? str(r, "error") : pt->error, 1);
+            csv_field(f, r ? str(r, "error") : pt->error, 0);
+            csv_field(f, transform_label(rep), 0);
+            const cJSON *xs = get(r, "transform_scale");
+            if (cJSON_IsString(xs)) csv_field(f, xs->valuestring, 1);
+            else { num_text(num(r, "transform_scale"), "%.6g", buf, sizeof buf); csv_field(f, buf, 1); }
             r = r ? r->next : NULL;
         } while (r);
     }
@@ -135,6 +152,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         cJSON_AddStringToObject(r, "name", pt->name);
         cJSON_AddStringToObject(r, "group", pt->group);
         cJSON_AddStringToObject(r, "dir", pt->dir);
+        if (pt->train_dir[0] && strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(r, "trained_in", pt->train_dir);
         cJSON_AddStringToObject(r, "state", state_name(pt->state));
         if (pt->error[0]) cJSON_AddStringToObject(r, "error", pt->error);
         cJSON_AddItemToObject(r, "overrides", cJSON_Duplicate(pt->overrides, 1));
@@ -143,6 +161,10 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         if (variant) cJSON_AddStringToObject(r, vkey, variant);
         if (rep) pos_label(rep, buf, sizeof buf);
         else st_pos_label(&pt->cfg.model, buf, sizeof buf);
+        if (rep && transform_label(rep)[0]) {
+            cJSON_AddItemToObject(r, "transform", cJSON_Duplicate(get(rep, "transform"), 1));
+            eval_label(rep, buf, sizeof buf);
+        }
         cJSON_AddStringToObject(r, "label", buf);
         cJSON_AddNumberToObject(r, "seq_len", pt->cfg.train.seq_len);
         cJSON_AddNumberToObject(r, "seed", (double)pt->cfg.train.seed);
@@ -205,7 +227,7 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
     for (int i = 0; i < s->n_points; i++) {
         const sweep_point *pt = &s->points[i];
         const cJSON *rep = get(pt->record, "report"), *tr = get(pt->record, "train");
-        pos_label(rep, buf, sizeof buf);
+        eval_label(rep, buf, sizeof buf);
         fprintf(f, "| %s | %s | %d |", pt->name, rep ? buf : st_pos_name(pt->cfg.model.pos), pt->cfg.train.seq_len);
         if (!pt->record) {
             fprintf(f, " %s | |", state_name(pt->state));

@@ -63,6 +63,16 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
     return ST_OK;
 }
 
+/* The eval plan's signature for this point: the sweep's plan plus the point's
+ * inference-time transform (eval.transform, ... set by a variant or the grid), so a changed
+ * transform evaluates again. Untransformed points keep the plain signature. */
+static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, size_t n) {
+    const st_eval_config *c = &pt->cfg.eval;
+    if (c->transform == 0 && c->window == 0) { snprintf(out, n, "%s", s->plan_sig); return; }
+    snprintf(out, n, "%s;transform=%d;scale=%.17g;sinks=%lld;window=%lld;clip=%lld", s->plan_sig, c->transform,
+             c->transform_scale, (long long)c->sinks, (long long)c->window, (long long)c->clip);
+}
+
 /* Marker of a finished point: matches when the eval plan does and the config is the
  * point's (same hash, or, for a marker written before a schema change altered the
  * canonical JSON, the same values key by key). Returns the parsed marker (caller owns) or
@@ -83,7 +93,9 @@ static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_diffe
         cJSON_Delete(m);
         return NULL;
     }
-    if (strcmp(p->valuestring, s->plan_sig) != 0) { *plan_differs = 1; cJSON_Delete(m); return NULL; }
+    char sig[sizeof s->plan_sig + 128];
+    point_plan_sig(s, pt, sig, sizeof sig);
+    if (strcmp(p->valuestring, sig) != 0) { *plan_differs = 1; cJSON_Delete(m); return NULL; }
     return m;
 }
 
@@ -149,12 +161,44 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
     return rc;
 }
 
+/* An earlier finished point whose model, data and train sections equal this one's (the
+ * points differ in eval.* only, e.g. inference-time transforms): its run is evaluated
+ * instead of training an identical copy. NULL: none. */
+static const sweep_point *trained_twin(const sweep *s, int i) {
+    st_run_config *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    const sweep_point *twin = NULL;
+    static const char *const sections[] = {"model", "data", "train"};
+    for (int j = 0; a && b && j < i && !twin; j++) {
+        const sweep_point *o = &s->points[j];
+        if (o->state != PT_DONE && o->state != PT_SKIPPED) continue;
+        *a = o->cfg;
+        *b = s->points[i].cfg;
+        b->train.threads = a->train.threads;   /* not part of a run's identity */
+        b->train.max_seconds = a->train.max_seconds;
+        int same = 1;
+        for (int k = 0; k < 3 && same; k++) same = !st_run_config_diff(a, b, sections[k], NULL, 0);
+        if (same) twin = o;
+    }
+    free(a);
+    free(b);
+    return twin;
+}
+
 static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     st_eval_report *rep = calloc(1, sizeof *rep);
     if (!rep) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     if (s->threads > 0) st_set_threads(s->threads);
     else st_set_threads(pt->cfg.train.threads);
-    int rc = st_eval_checkpoint(pt->dir, &s->plan, rep, e);
+    int rc = strcmp(pt->train_dir, pt->dir) != 0 ? st_mkdirs(pt->dir, e) : ST_OK;
+    /* the point's own transform (its eval.* keys), also when a twin's run is evaluated */
+    st_eval_plan plan = s->plan;
+    const st_eval_config *ec = &pt->cfg.eval;
+    if (plan.transform < 0) plan.transform = ec->transform;
+    if (plan.transform_scale < 0) plan.transform_scale = ec->transform_scale;
+    if (plan.sinks < 0) plan.sinks = ec->sinks;
+    if (plan.window < 0) plan.window = ec->window;
+    if (plan.clip < 0) plan.clip = ec->clip;
+    if (!rc) rc = st_eval_checkpoint(pt->train_dir, &plan, rep, e);
     if (rc && rep->n > 0) {
         /* the run is fine but no length applies to it (e.g. all beyond a learned-position
          * table): its rows say why; the tables show n/a */
@@ -171,13 +215,16 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     char *rj = rc ? NULL : st_eval_report_json(rep);
     st_train_state st;
     char ckpt[ST_PATH_BUF];
-    if (!rc) rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e);
+    if (!rc) rc = st_checkpoint_resolve(pt->train_dir, ckpt, sizeof ckpt, e);
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e);
     if (!rc) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "name", pt->name);
         cJSON_AddStringToObject(m, "config_hash", pt->config_hash);
-        cJSON_AddStringToObject(m, "eval_plan", s->plan_sig);
+        if (strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(m, "trained_in", pt->train_dir);
+        char sig[sizeof s->plan_sig + 128];
+        point_plan_sig(s, pt, sig, sizeof sig);
+        cJSON_AddStringToObject(m, "eval_plan", sig);
         cJSON_AddItemToObject(m, "train", train_summary(&st, &rep->cfg));
         cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
         char *text = cJSON_Print(m);
@@ -200,6 +247,8 @@ int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
     int plan_differs = 0;
     pt->record = read_marker(s, pt, &plan_differs);
     if (pt->record) {
+        const cJSON *ti = cJSON_GetObjectItemCaseSensitive(pt->record, "trained_in");
+        snprintf(pt->train_dir, sizeof pt->train_dir, "%s", cJSON_IsString(ti) ? ti->valuestring : pt->dir);
         pt->state = PT_SKIPPED;
         st_log(ST_LOG_INFO, "sweep: [%d/%d] %s: finished earlier, skipped", i + 1, s->n_points, pt->name);
         return ST_OK;
@@ -208,7 +257,15 @@ int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
            plan_differs ? ": the eval plan changed, evaluating again" : "");
     st_error pe = {0};
     int incomplete = 0;
-    int prc = train_point(s, pt, opts, &incomplete, &pe);
+    /* a point that differs from a finished one in eval.* only evaluates that run (a twin
+     * still running in another process is not finished here: then this point trains) */
+    char own_cfg[ST_PATH_BUF];
+    path_join(own_cfg, sizeof own_cfg, pt->dir, "config.json");
+    const sweep_point *twin = sweep_exists(own_cfg) ? NULL : trained_twin(s, i);
+    snprintf(pt->train_dir, sizeof pt->train_dir, "%s", twin ? twin->train_dir : pt->dir);
+    if (twin) st_log(ST_LOG_INFO, "sweep: %s: same model as %s (differs in eval.* only): evaluating that run",
+                     pt->name, twin->name);
+    int prc = twin ? ST_OK : train_point(s, pt, opts, &incomplete, &pe);
     if (!prc && incomplete) {
         pt->state = PT_INCOMPLETE;
         snprintf(pt->error, sizeof pt->error, "train.max_seconds reached before train.steps; run the sweep again to resume");
@@ -232,6 +289,8 @@ int sweep_reload_point(sweep *s, int i) {
     sweep_point *pt = &s->points[i];
     cJSON_Delete(pt->record);
     pt->record = read_marker(s, pt, &plan_differs);
+    const cJSON *ti = pt->record ? cJSON_GetObjectItemCaseSensitive(pt->record, "trained_in") : NULL;
+    snprintf(pt->train_dir, sizeof pt->train_dir, "%s", cJSON_IsString(ti) ? ti->valuestring : pt->dir);
     return pt->record != NULL;
 }
 

@@ -21,6 +21,7 @@
  * amortised shift: the cache has `window + slack` rows and, when a chunk does not fit,
  * moves the last window-1 keys (all a new query can still see) to the front. */
 #include "pos/pos.h"
+#include "st_transform.h"
 
 #include "st_matmul.h"
 
@@ -41,24 +42,38 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     c->n_heads = (int)H;
     c->head_dim = (int)D;
     c->slides = st_kv_cache_slides(cfg->pos);
+    /* attention sinks + window (st_transform.h): a sliding cache keeps the sinks and the
+     * transform's window; an absolute one keeps its window and masks inside it */
+    const st_transform *xf = m->xf;
+    if (xf && xf->window > 0) {
+        c->sinks = xf->sinks;
+        if (c->slides) window = xf->window;
+    }
     /* slack window/4: the shift copies at most 4 keys per token per (layer, head) on
      * average, for 25% more memory */
     const int64_t slack = !c->slides ? 0 : window / 4 > 16 ? window / 4 : 16;
     c->window = window;
-    c->rows = window + slack;
+    c->rows = c->sinks + window + slack;
     const double kv = (double)L * (double)H * (double)c->rows * (double)D * sizeof(float);
     /* a distance bias is tabulated once per reset; a general one is evaluated per chunk */
     const int tables = st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE;
     const double tab = tables ? (double)L * (double)H * (double)window * sizeof(float) : 0.0;
     const double have = (double)st_mem_total();
-    if (have > 0 && 2.0 * kv + tab > 0.9 * have)
+    const double nkv = xf && st_transform_clip(xf) > 0 ? 3.0 : 2.0;   /* rerope: unrotated keys too */
+    if (have > 0 && nkv * kv + tab > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "kv cache: a window of %lld tokens (model.n_layers %d, model.d_model %d) "
                        "needs %.2f GiB of keys and values; this machine has %.2f GiB",
-                       (long long)window, cfg->n_layers, cfg->d_model, (2.0 * kv + tab) / 1073741824.0, have / 1073741824.0);
+                       (long long)window, cfg->n_layers, cfg->d_model, (nkv * kv + tab) / 1073741824.0, have / 1073741824.0);
+    c->clip = st_transform_clip(xf);   /* rerope keeps the unrotated keys too */
+    if (c->clip > 0 && c->sinks > 0 && c->slides && c->clip > window)
+        return st_fail(e, ST_ERR_CONFIG, "kv cache: rerope's clip window %lld is longer than the attention window %lld: "
+                       "once keys are dropped the sinks' distances are no longer their rows' (use a clip <= window)",
+                       (long long)c->clip, (long long)window);
     c->k = st_aligned_alloc((size_t)kv, e);
     c->v = c->k ? st_aligned_alloc((size_t)kv, e) : NULL;
+    c->k2 = c->v && c->clip > 0 ? st_aligned_alloc((size_t)kv, e) : NULL;
     c->bias = c->v && tab > 0 ? st_aligned_alloc((size_t)tab, e) : NULL;
-    if (!c->v || (tab > 0 && !c->bias)) {
+    if (!c->v || (c->clip > 0 && !c->k2) || (tab > 0 && !c->bias)) {
         st_kv_cache_free(c);
         return ST_ERR_MEMORY;
     }
@@ -67,15 +82,32 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
 }
 
 void st_kv_cache_reset(st_kv_cache *c) {
+    c->xf_scale = 0.0;
     c->len = 0;
     c->n_seen = 0;
     c->bias_ready = 0;
     c->pos_ref = 0;
 }
 
+/* The current length a dynamic transform sees after n_new more tokens: the keys the last
+ * query attends to, at most the window. */
+static int64_t xf_cur_len(const st_kv_cache *c, int64_t n_new) {
+    const int64_t n = c->n_seen + n_new;
+    return n < c->window ? n : c->window;
+}
+
+int st_kv_cache_must_reset(const st_kv_cache *c, const st_model *m, int64_t n_new) {
+    if (!c->slides && c->n_seen + n_new > c->window) return 1;
+    if (!m->xf || c->len == 0) return 0;
+    st_transform xf = *m->xf;
+    xf.cur_len = xf_cur_len(c, n_new);
+    return st_transform_scale(&xf, 0) != c->xf_scale;
+}
+
 void st_kv_cache_free(st_kv_cache *c) {
     st_aligned_free(c->k);
     st_aligned_free(c->v);
+    st_aligned_free(c->k2);
     st_aligned_free(c->bias);
     memset(c, 0, sizeof *c);
 }
@@ -97,19 +129,46 @@ static int fill_bias(st_model *m, st_kv_cache *c, st_ctx *ctx) {
  * n_seen - window + 1. Always >= 1. */
 static int64_t make_room(st_kv_cache *c, int64_t n) {
     if (c->len + n <= c->rows) return n;
-    const int64_t keep = c->len < c->window - 1 ? c->len : c->window - 1;
-    if (c->slides && keep < c->len) {
-        const int64_t D = c->head_dim, drop = c->len - keep;
+    /* keep the sink rows [0, S) and the last window-1 keys after them */
+    const int64_t S = c->sinks < c->len ? c->sinks : c->len;
+    const int64_t tail = c->len - S < c->window - 1 ? c->len - S : c->window - 1;
+    if (c->slides && S + tail < c->len) {
+        const int64_t D = c->head_dim, from = c->len - tail;
         const int64_t pairs = (int64_t)c->n_layers * c->n_heads;
         for (int64_t lh = 0; lh < pairs; lh++) {
             float *k = c->k + (size_t)(lh * c->rows * D), *v = c->v + (size_t)(lh * c->rows * D);
-            memmove(k, k + drop * D, (size_t)(keep * D) * sizeof(float));
-            memmove(v, v + drop * D, (size_t)(keep * D) * sizeof(float));
+            memmove(k + S * D, k + from * D, (size_t)(tail * D) * sizeof(float));
+            memmove(v + S * D, v + from * D, (size_t)(tail * D) * sizeof(float));
+            if (c->k2) {
+                float *k2 = c->k2 + (size_t)(lh * c->rows * D);
+                memmove(k2 + S * D, k2 + from * D, (size_t)(tail * D) * sizeof(float));
+            }
         }
-        c->len = keep;
+        c->len = S + tail;
     }
     const int64_t room = c->rows - c->len;
     return n < room ? n : room;
+}
+
+/* sb (H, n, S): the bias of the n new queries (positions p0..) on the sink keys at
+ * positions 0..S-1 (their cache rows are no positions once keys were dropped). */
+static float *sink_bias(st_model *m, st_ctx *ctx, int l, int64_t H, int64_t n, int64_t S, int64_t p0) {
+    st_attn_bias *b = NULL;
+    float *sb = st_ctx_alloc(ctx, (size_t)(H * n * S) * sizeof(float), 0);
+    float *tmp = st_ctx_alloc(ctx, (size_t)S * sizeof(float), 0);
+    if (!sb || !tmp || !st_block_bias(m, ctx, l, &b) || !b) return NULL;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t r = 0; r < n; r++) {
+            const int64_t P = p0 + r;
+            float *o = sb + (h * n + r) * S;
+            if (b->fill) {   /* tmp[k] = bias(P - S + 1 + k): sink j is k = S - 1 - j */
+                b->fill(b, (int)h, P - S + 1, S, tmp);
+                for (int64_t j = 0; j < S; j++) o[j] = j <= P ? tmp[S - 1 - j] : 0.0f;
+            } else {
+                b->fill_block(b, (int)h, P, 1, 0, S, o, S);
+            }
+        }
+    return sb;
 }
 
 /* n tokens (n <= rows - len) through every block, their keys and values appended;
@@ -123,20 +182,30 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
     for (int l = 0; l < c->n_layers && x; l++) {
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
-        st_tensor *q = NULL, *k = NULL, *v = NULL;
-        if (!st_block_qkv(m, ctx, l, x, p0, c->slides ? c->window : 0, &q, &k, &v)) return NULL;
+        st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
+        if (!st_block_qkv2(m, ctx, l, x, p0, c->slides ? c->window : 0, &q, &k, &v, c->k2 ? &q2 : NULL, c->k2 ? &k2 : NULL)) return NULL;
         float *kl = c->k + (size_t)(l * H * rows * D), *vl = c->v + (size_t)(l * H * rows * D);
+        float *k2l = c->k2 ? c->k2 + (size_t)(l * H * rows * D) : NULL;
         for (int64_t h = 0; h < H; h++) {   /* k, v (1,H,n,D) -> rows len0.. of (l, h) */
             memcpy(kl + (h * rows + len0) * D, k->data + h * n * D, (size_t)(n * D) * sizeof(float));
             memcpy(vl + (h * rows + len0) * D, v->data + h * n * D, (size_t)(n * D) * sizeof(float));
+            if (k2l) memcpy(k2l + (h * rows + len0) * D, k2->data + h * n * D, (size_t)(n * D) * sizeof(float));
         }
         const float *tab = c->bias ? c->bias + (size_t)(l * H * c->window) : NULL;
         st_attn_bias *gb = NULL;   /* general (i, j) bias: cache row 0 is position p0 - len0 */
         if (!tab && st_pos_method_of(m->cfg.pos)->bias_form == ST_POS_BIAS_GENERAL &&
             !st_block_bias(m, ctx, l, &gb))
             return NULL;
-        st_tensor *a = st_attention_cached(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, gb, p0 - len0,
-                                           c->window, 0.0f);
+        /* attention sinks + window of the transform: the window the kernel applies, and the
+         * sinks' own bias when the method has one */
+        const st_transform *xf = m->xf;
+        const int64_t kw = xf && xf->window > 0 && xf->window < c->window ? xf->window : c->window;
+        const float *sb = NULL;
+        if (c->sinks > 0 && st_pos_method_of(m->cfg.pos)->bias_form != ST_POS_BIAS_NONE &&
+            !(sb = sink_bias(m, ctx, l, H, n, c->sinks, p0)))
+            return NULL;
+        st_tensor *a = st_attention_cached_sinks(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, gb, p0 - len0,
+                                                 kw, 0.0f, c->sinks, sb, q2, k2l, c->clip);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {
@@ -161,6 +230,14 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
         return st_fail(e, ST_ERR_CONFIG, "decode: model.pos %s: absolute positions cannot slide; %lld decoded + %lld new "
                        "tokens pass the window of %lld (reset the cache and prefill the last window)",
                        st_pos_name(cfg->pos), (long long)c->n_seen, (long long)n_new, (long long)c->window);
+    if (st_kv_cache_must_reset(c, m, n_new))
+        return st_fail(e, ST_ERR_CONFIG, "decode: transform %s: the scale changes at %lld tokens; the cached keys were "
+                       "rotated with another (reset the cache and prefill)", st_transform_name(m->xf->kind),
+                       (long long)(c->n_seen + n_new));
+    if (m->xf) {   /* the current length a dynamic transform sees: the whole call's */
+        m->xf->cur_len = xf_cur_len(c, n_new);
+        c->xf_scale = st_transform_scale(m->xf, 0);
+    }
     for (int64_t i = 0; i < n_new; i++)
         if (ids[i] < 0 || ids[i] >= V)
             return st_fail(e, ST_ERR_DATA, "decode: token id %d at %lld is outside the vocabulary [0, %lld)",
@@ -194,6 +271,7 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
         rc = e && e->code ? e->code : st_ctx_check(ctx, e);
         if (!rc) rc = st_fail(e, ST_ERR_GENERIC, "decode: forward failed");
     }
+    if (m->xf) m->xf->cur_len = 0;
     st_arena_rewind(ctx->arena, start);
     return rc;
 }

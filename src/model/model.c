@@ -14,6 +14,7 @@
  * enters only through its table (src/model/pos/pos.h): its parameters, embedding, q/k
  * transform and bias. */
 #include "pos/pos.h"
+#include "st_transform.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -171,16 +172,37 @@ st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t 
 
 int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window,
                  st_tensor **q, st_tensor **k, st_tensor **v) {
+    return st_block_qkv2(m, ctx, l, x, pos0, window, q, k, v, NULL, NULL);
+}
+
+/* rerope (st_transform.h): q2 = q rotated at position w in every row, k2 = the keys
+ * before the method rotated them, so q2.k2 sees relative position w. */
+static int clipped_qk(st_model *m, st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor **q2, st_tensor **k2) {
+    const int64_t w = st_transform_clip(m->xf);
+    *q2 = *k2 = NULL;
+    if (w <= 0) return 1;
+    /* (B,H,T,D) seen as (B*H*T, 1, 1, D): each row is its own sequence at position w */
+    const int64_t rows[4] = {q->shape[0] * q->shape[1] * q->shape[2], 1, 1, q->shape[3]};
+    st_tensor *r = st_rope(ctx, st_view(ctx, q, 4, rows), m->cfg.rope_base, w);
+    *q2 = r ? st_view(ctx, r, 4, q->shape) : NULL;
+    *k2 = k;
+    return *q2 != NULL;
+}
+
+int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window, st_tensor **q,
+                  st_tensor **k, st_tensor **v, st_tensor **q2, st_tensor **k2) {
     const st_model_config *c = &m->cfg;
     const struct st_block_params *b = &m->blocks[l];
     st_params *p = &m->params;
     st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln1_w), st_param(p, b->ln1_b), c->ln_eps);
     st_tensor *qkv = st_linear(ctx, h, st_param(p, b->qkv_w), st_param(p, b->qkv_b));
     if (!qkv || !st_split_qkv(ctx, qkv, c->n_heads, q, k, v)) return 0;
+    if (q2 && !clipped_qk(m, ctx, *q, *k, q2, k2)) return 0;
     const st_pos_method *pm = st_pos_method_of(c->pos);
     if (pm->qk && !pm->qk(m, ctx, l, q, k, pos0)) return 0;
     *q = st_attn_scale_q(m, ctx, l, *q, pos0, window);
-    return *q && *k && *v;
+    if (q2 && *q2) *q2 = st_attn_scale_q(m, ctx, l, *q2, pos0, window);   /* same log-n factor per row */
+    return *q && *k && *v && (!q2 || !*k2 || *q2);
 }
 
 int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
@@ -205,6 +227,7 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
     pb->params = pb->p[0];
     pb->grads = pb->g[0];
     pm->bias_init(pb);
+    st_transform_bias(m->xf, pb);   /* inference-time transform (alibi_interp), if any */
     *bias = &pb->iface;
     return 1;
 }
@@ -236,6 +259,7 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
                            uint64_t seed, st_error *e) {
     const st_model_config *c = &m->cfg;
     st_params *p = &m->params;
+    ST_ASSERT(!m->xf || !ctx->grad);   /* transforms are inference-time only */
     st_tensor *x = st_model_embed(m, ctx, ids, B, T, 0, seed, e);
     /* Inference mode keeps nothing for backward, so each block's intermediates are freed
      * once its output is copied back over x (st_block_keep): memory is one block's
@@ -244,10 +268,15 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
         uint64_t ls = st_hash64(seed, 1 + (uint64_t)l);
-        st_tensor *q = NULL, *k = NULL, *v = NULL;
+        st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
         st_attn_bias *bias = NULL;
-        if (!st_block_qkv(m, ctx, l, x, 0, 0, &q, &k, &v) || !st_block_bias(m, ctx, l, &bias)) return NULL;
-        st_tensor *a = st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
+        if (!st_block_qkv2(m, ctx, l, x, 0, 0, &q, &k, &v, &q2, &k2) || !st_block_bias(m, ctx, l, &bias)) return NULL;
+        /* an inference-time transform's sinks + window or clipped positions: the streamed
+         * kernel with those fields; else the plain kernel */
+        st_tensor *a = m->xf && (m->xf->window > 0 || q2)
+                           ? st_attention_clipped(ctx, q, k, v, q2, k2, st_transform_clip(m->xf), bias, 0.0f,
+                                                  m->xf->sinks, m->xf->window)
+                           : st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, ls), mark);
     }
     return st_layernorm(ctx, x, st_param(p, m->p_ln_f_w), st_param(p, m->p_ln_f_b), c->ln_eps);

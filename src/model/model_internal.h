@@ -29,6 +29,11 @@ st_tensor *st_attn_scale_q(st_model *m, st_ctx *ctx, int l, st_tensor *q, int64_
 /* The tensor model.attn_scale declares per block (learned_logn: "attn.logn_scale" (H),
  * init 0.43); 0 when none. */
 int st_attn_scale_param(const st_model_config *c, const char **name, float *init);
+/* The same, with rerope's clipped-position pair (st_transform_clip(m->xf) > 0): q2 = q
+ * rotated at position w, k2 = the unrotated keys; NULL in *q2, *k2 otherwise. q2, k2
+ * NULL: not asked for. */
+int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window, st_tensor **q,
+                  st_tensor **k, st_tensor **v, st_tensor **q2, st_tensor **k2);
 /* Block l's position-bias provider (arena-owned: the backward reads it), NULL in *bias
  * for methods without one. 0 on arena failure. */
 int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias);

@@ -26,6 +26,15 @@ void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, flo
 st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale) {
+    return st_attention_cached_sinks(ctx, q, k, v, kv_stride, Tk, bias_tab, bias_len, gbias, kpos0, window, scale,
+                                     0, NULL, NULL, NULL, 0);
+}
+
+st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
+                                     int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
+                                     const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale,
+                                     int64_t sinks, const float *sink_bias, st_tensor *q2, const float *k2,
+                                     int64_t clip) {
     if (!q || ctx->failed) return NULL;
     ST_ASSERT(q->ndim == 4 && st_is_contiguous(q) && !ctx->grad);
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
@@ -34,6 +43,7 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
     ST_ASSERT(!bias_tab || bias_len >= (window > 0 && window < Tk ? window : Tk));
     /* gbias: a general-form bias and/or CoPE (no distance table with it) */
     ST_ASSERT(!gbias || (!bias_tab && !gbias->fill && (gbias->fill_block || gbias->cope)));
+    ST_ASSERT(sinks >= 0 && (sinks == 0 || window > 0) && (!sinks || sink_bias || (!bias_tab && !gbias)));
     st_tensor *out = st_new4(ctx, B, H, Tq, D);
     if (!out) return NULL;
     if (B * H * Tq * D == 0) return out;
@@ -41,14 +51,16 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
     const int nth = omp_get_max_threads();
     const int general = gbias && gbias->fill_block;
     const st_attn_cope *cope = gbias ? gbias->cope : NULL;
-    const size_t per = st_attn_stream_scratch_floats(D, kb, general, cope ? cope->n_pos : 0);
+    ST_ASSERT(!q2 == !k2 && (!q2 || (st_same_shape(q, q2) && st_is_contiguous(q2) && !gbias)));
+    const size_t per = st_attn_stream_scratch_floats(D, kb, general || q2 != NULL, cope ? cope->n_pos : 0);
     float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
     if (!scratch) return NULL;
     st_attn_problem pb = {
         .q = q->data, .k = k, .v = v, .out = out->data, .B = B, .H = H, .T = Tq, .D = D,
         .Tk = Tk, .kv_stride = kv_stride, .koff = Tk - Tq, .window = window,
         .rtab = bias_tab, .rtab_len = bias_len, .rtab_top = bias_len - 1, .causal = 1,
-        .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0,
+        .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0, .sinks = sinks,
+        .sink_bias = sink_bias, .q2 = q2 ? q2->data : NULL, .k2 = k2, .clip = clip,
         .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D), .p_drop = 0.0f, .seed = 0,
     };
     /* tasks are (b,h,query block): one new token still spreads its H heads over threads */

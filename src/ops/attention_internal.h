@@ -37,6 +37,13 @@ typedef struct st_attn_problem {
     int64_t kv_stride;        /* floats from one pair's keys to the next's */
     int64_t koff;             /* key position of query row 0 */
     int64_t window;           /* > 0: row i also sees no key j <= i + koff - window */
+    int64_t sinks;            /* with a window: keys j < sinks stay visible (attention sinks) */
+    const float *q2, *k2;     /* clipped relative positions (ReRoPE): keys at distance >= clip
+                               * score scale * q2_i.k2_j instead (q2 like q, k2 like k); NULL: none */
+    int64_t clip;
+    const float *sink_bias;   /* NULL, or (H, T, sinks): the bias of query row i on sink key j
+                               * (a KV cache whose dropped keys put the sinks further away
+                               * than their row distance); NULL: rtab / gbias by row */
     const float *rtab;        /* (H, rtab_len) reversed bias tables, NULL: no distance bias */
     const st_attn_bias *gbias;/* general-form bias (streamed kernel: tiles), NULL: none */
     const float *gtab;        /* grad-mode kernels: gbias materialised (H,T,T), NULL: none */

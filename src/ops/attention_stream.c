@@ -8,6 +8,11 @@
  * query row i sits at key position p = i + koff and the bias is bias(h, p - j) (general
  * form: bias(h, kpos + p, kpos + j) at absolute positions).
  *
+ * Clipped relative positions (ReRoPE, an inference-time transform): keys at distance
+ * p - j >= clip score scale q2_i.k2_j instead of scale q_i.k_j (q2 = q rotated at position
+ * clip, k2 = the unrotated keys, so q2.k2 sees relative position clip); that tile is one
+ * more sgemm per key block that holds such keys, into the general bias's scratch.
+ *
  * Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022), per query row i, over key
  * blocks J in order, with s_j = scale q_i.k_j + bias(h, i - j):
  *   m' = max(m, max_{j in J} s_j)          running max, starts at -inf
@@ -61,54 +66,89 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
     const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * pb->rtab_len : NULL;
     const int dropout = pb->p_drop > 0.0f;
     const float keep = st_attn_keep_scale(pb->p_drop);
-    float *S = scratch;                                                  /* (rb, nb) */
-    float *acc = S + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15); /* (rb, D) */
+    float *Sc = scratch;                                                 /* (rb, nb) */
+    float *acc = Sc + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15); /* (rb, D) */
     float *m = acc + (((size_t)ST_ATTN_SQBLOCK * (size_t)D + 15) & ~(size_t)15);      /* (rb) */
     float *l = m + ST_ATTN_SQBLOCK;                                       /* (rb) */
     float *G = l + ST_ATTN_SQBLOCK;                         /* (rb, nb) general-bias tile */
     const int64_t npos = pb->cope ? pb->cope->n_pos : 0;
-    float *Z = G + (pb->gbias ? ((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15 : 0); /* (rb, npos) */
+    float *Z = G + (pb->gbias || pb->q2 ? ((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15 : 0); /* (rb, npos) */
     float *csum = Z + (((size_t)ST_ATTN_SQBLOCK * (size_t)npos + 15) & ~(size_t)15);              /* (rb) */
     const int h = (int)(bh % pb->H);
     for (int64_t r = 0; r < rb; r++) { m[r] = -INFINITY; l[r] = 0.0f; }
     memset(acc, 0, (size_t)(rb * D) * sizeof(float));
 
     /* keys some row of the block sees: causal, none after the last row's position;
-     * windowed, none before the first row's lower bound */
+     * windowed, none before the first row's lower bound except the sinks [0, sinks),
+     * visited first (phase 0) */
     const int64_t kend = pb->causal ? (i1 + koff < Tk ? i1 + koff : Tk) : Tk;
     const int64_t kbeg = W > 0 && i0 + koff - W + 1 > 0 ? i0 + koff - W + 1 : 0;
+    const int64_t S = W > 0 ? pb->sinks : 0;
+    const int64_t send = S < kbeg ? S : kbeg;
+    ST_ASSERT(!npos || (S == 0 && !pb->q2));   /* CoPE counts gates over one contiguous span */
     if (npos) {   /* CoPE: z rows of the block, no gate counted yet */
         st_cope_z(pb->cope, Q + i0 * D, rb, D, pb->scale, Z);
         for (int64_t r = 0; r < rb; r++) csum[r] = 0.0f;
     }
-    /* key blocks in order, or from the newest to the oldest with CoPE */
-    const int64_t nkb = kend > kbeg ? (kend - kbeg + kblock - 1) / kblock : 0;
+    /* phase 0: the sinks below the window; phase 1: the keys [kbeg, kend), in order, or
+     * from the newest to the oldest with CoPE */
+    for (int phase = 0; phase < 2; phase++) {
+    const int64_t p0 = phase ? kbeg : 0, pend = phase ? kend : send;
+    const int64_t nkb = pend > p0 ? (pend - p0 + kblock - 1) / kblock : 0;
     for (int64_t kb = 0; kb < nkb; kb++) {
-        const int64_t j0 = kbeg + (npos ? nkb - 1 - kb : kb) * kblock;
-        const int64_t j1 = j0 + kblock < kend ? j0 + kblock : kend, nb = j1 - j0;
+        const int64_t j0 = p0 + (npos ? nkb - 1 - kb : kb) * kblock;
+        const int64_t j1 = j0 + kblock < pend ? j0 + kblock : pend, nb = j1 - j0;
         /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
-                    pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, S, (int)nb);
+                    pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, Sc, (int)nb);
         /* general bias: G[r][c] = bias(h, kpos + koff + i0 + r, kpos + j0 + c) */
         if (pb->gbias)
             pb->gbias->fill_block(pb->gbias, h, pb->kpos + koff + i0, rb, pb->kpos + j0, nb, G, nb);
+        /* clipped positions: G (rb, nb) = scale Q2 K2^T when a key of the block is at
+         * distance >= clip from the last row (the rows' clipped scores replace S below) */
+        const int clipped = pb->q2 && j0 <= i1 - 1 + koff - pb->clip;
+        if (clipped)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D, pb->scale,
+                        pb->q2 + bh * T * D + i0 * D, (int)D, pb->k2 + bh * pb->kv_stride + j0 * D, (int)D, 0.0f,
+                        G, (int)nb);
         for (int64_t r = 0; r < rb; r++) {
             const int64_t i = i0 + r, p = i + koff;
-            float *s = S + r * nb;
-            /* keys of this block row i sees: s[a, a + cnt) = keys [lo, hi) */
-            const int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
-            const int64_t lo = W > 0 && p - W + 1 > j0 ? p - W + 1 : j0;
-            int64_t a = lo - j0, cnt = hi - lo;
+            float *s = Sc + r * nb;
+            /* keys of this block row i sees: the window part s[a, a + cnt) = keys [lo, hi),
+             * and the sinks [j0, sh) below the window's lower bound lw; the gap between
+             * them is masked, so the row's span is [j0 or lo, hi) */
+            const int64_t lw = W > 0 ? p - W + 1 : 0;
+            int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
+            int64_t lo = lw > j0 ? lw : j0;
+            lo = lo < j1 ? lo : j1;
+            if (hi < lo) hi = lo;
+            int64_t sh = S < lw ? S : lw;
+            sh = sh < j1 ? sh : j1;
+            sh = sh < p + 1 ? sh : p + 1;
+            const int64_t span_lo = sh > j0 ? j0 : lo;
+            int64_t a = span_lo - j0, cnt = hi - span_lo;
             if (cnt <= 0) { a = 0; cnt = 0; }
             float *sv = s + a;
+            if (clipped)   /* keys j <= p - clip: relative position clipped to clip */
+                for (int64_t j = j0, cut = p - pb->clip + 1 < j1 ? p - pb->clip + 1 : j1; j < cut; j++)
+                    s[j - j0] = G[r * nb + (j - j0)];
+            /* the row's bias over [b0, hi): the whole span, or only the window part when
+             * the sinks have their own (sink_bias: a cache whose rows are not positions) */
+            const int own = sh > j0 && pb->sink_bias;
+            const int64_t b0 = own ? lo : span_lo;
             if (rtab) {
-                const float *br = rtab + (pb->rtab_top - p + lo);   /* br[j] = bias(p - lo - j) */
-                for (int64_t j = 0; j < cnt; j++) sv[j] += br[j];
+                const float *br = rtab + (pb->rtab_top - p + b0);   /* br[j] = bias(p - b0 - j) */
+                for (int64_t j = 0; j < hi - b0; j++) s[b0 - j0 + j] += br[j];
             } else if (pb->gbias) {
-                const float *gr = G + r * nb + a;
-                for (int64_t j = 0; j < cnt; j++) sv[j] += gr[j];
+                const float *gr = G + r * nb;
+                for (int64_t j = b0 - j0; j < hi - j0; j++) s[j] += gr[j];
             }
             if (npos) st_cope_row_forward(Z + r * npos, npos, sv, cnt, &csum[r], NULL);
+            if (own) {
+                const float *sb = pb->sink_bias + ((size_t)h * (size_t)T + (size_t)i) * (size_t)S;
+                for (int64_t j = j0; j < sh; j++) s[j - j0] += sb[j];
+            }
+            for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = -INFINITY;   /* the gap */
             const float bm = st_attn_max(sv, cnt);
             const float mn = m[r] > bm ? m[r] : bm;
             if (mn == -INFINITY) {   /* every key so far masked: contributes nothing */
@@ -119,6 +159,7 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
             const float sum = st_attn_exp_sum(sv, cnt, mn);
             for (int64_t j = 0; j < a; j++) s[j] = 0.0f;
             for (int64_t j = a + cnt; j < nb; j++) s[j] = 0.0f;
+            for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = 0.0f;   /* exp(-inf) is ~1e-38 here */
             l[r] = l[r] * alpha + sum;
             m[r] = mn;
             if (alpha != 1.0f) {
@@ -127,11 +168,12 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
             }
             if (dropout)   /* self-attention only (training forward without grad) */
                 for (int64_t j = 0; j < cnt; j++)
-                    sv[j] = st_attn_dropped(pb->seed, bh, T, i, lo + j, pb->p_drop) ? 0.0f : sv[j] * keep;
+                    sv[j] = st_attn_dropped(pb->seed, bh, T, i, span_lo + j, pb->p_drop) ? 0.0f : sv[j] * keep;
         }
         /* acc (rb, D) += S (rb, nb) V[j0:j1] (nb, D) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)nb,
-                    1.0f, S, (int)nb, V + j0 * D, (int)D, 1.0f, acc, (int)D);
+                    1.0f, Sc, (int)nb, V + j0 * D, (int)D, 1.0f, acc, (int)D);
+    }
     }
     float *O = pb->out + bh * T * D + i0 * D;
     for (int64_t r = 0; r < rb; r++) {
@@ -144,7 +186,8 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads) {
     const int64_t nq = (pb->T + ST_ATTN_SQBLOCK - 1) / ST_ATTN_SQBLOCK;
     const int64_t ntask = pb->B * pb->H * nq;
-    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL,
+    ST_ASSERT(!(pb->gbias && pb->q2));   /* they share the tile */
+    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL || pb->q2 != NULL,
                                                      pb->cope ? pb->cope->n_pos : 0);
     /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every
      * thread. Causal blocks differ in cost (block q sees q+1 key ranges), so tasks go out

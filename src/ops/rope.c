@@ -4,6 +4,9 @@
  *   y_i       = x_i cos a - x_{i+D/2} sin a
  *   y_{i+D/2} = x_{i+D/2} cos a + x_i sin a
  * A rotation is orthogonal, so the backward is the inverse rotation (angle -a) of dy.
+ * st_rope_freqs takes the frequencies theta_i from the caller (inference-time transforms:
+ * PI, NTK, YaRN; include/st_transform.h) and a factor c on the output, y = c R(a) x
+ * (YaRN's attention temperature), whose backward is dx = c R(-a) dy.
  * The angles are formed in double: p theta_i reaches 1e4+ at long positions, where a
  * float product would already be off by ~1e-3 rad. The (T, D/2) cos/sin table is
  * computed once per call and reused by every (b, h) and by the backward. */
@@ -13,14 +16,17 @@
 
 typedef struct rope_saved { float *cs; } rope_saved;   /* (T, 2, D/2): cos row, sin row */
 
-static void rope_table(float *cs, int64_t T, int64_t D, float base, int64_t pos0) {
+/* cs (T, D): row t = cos(a) * qk_scale (first D/2), sin(a) * qk_scale (second D/2) with
+ * a = (pos0 + t) inv_freq[i]. The scale rides on the table, so the kernel and its
+ * backward (the inverse rotation, times the same scale) need nothing else. */
+static void rope_table(float *cs, int64_t T, int64_t D, const double *inv_freq, float qk_scale, int64_t pos0) {
     int64_t half = D / 2;
     for (int64_t i = 0; i < half; i++) {
-        double theta = pow((double)base, -2.0 * (double)i / (double)D);
+        double theta = inv_freq[i];
         for (int64_t t = 0; t < T; t++) {
             double a = (double)(pos0 + t) * theta;
-            cs[t * D + i] = (float)cos(a);
-            cs[t * D + half + i] = (float)sin(a);
+            cs[t * D + i] = (float)cos(a) * qk_scale;
+            cs[t * D + half + i] = (float)sin(a) * qk_scale;
         }
     }
 }
@@ -55,13 +61,23 @@ static void rope_backward(st_ctx *ctx, st_node *n) {
 
 st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0) {
     if (!x) return NULL;
-    ST_ASSERT(x->ndim == 4 && st_is_contiguous(x) && x->shape[3] % 2 == 0 && base > 0.0f && pos0 >= 0);
+    ST_ASSERT(x->ndim == 4 && x->shape[3] % 2 == 0 && base > 0.0f);
+    const int64_t half = x->shape[3] / 2;
+    double *inv = st_ctx_alloc(ctx, (size_t)half * sizeof(double), 0);
+    if (!inv) return NULL;
+    for (int64_t i = 0; i < half; i++) inv[i] = pow((double)base, -2.0 * (double)i / (double)x->shape[3]);
+    return st_rope_freqs(ctx, x, inv, 1.0f, pos0);
+}
+
+st_tensor *st_rope_freqs(st_ctx *ctx, st_tensor *x, const double *inv_freq, float qk_scale, int64_t pos0) {
+    if (!x) return NULL;
+    ST_ASSERT(x->ndim == 4 && st_is_contiguous(x) && x->shape[3] % 2 == 0 && pos0 >= 0 && inv_freq);
     int64_t BH = x->shape[0] * x->shape[1], T = x->shape[2], D = x->shape[3];
     int grad = st_needs_grad(ctx, x, NULL, NULL, NULL);
     st_tensor *out = st_new(ctx, 4, x->shape);
     float *cs = out ? st_ctx_alloc(ctx, (size_t)(T * D) * sizeof(float), grad) : NULL;
     if (!cs) return NULL;
-    rope_table(cs, T, D, base, pos0);
+    rope_table(cs, T, D, inv_freq, qk_scale, pos0);
     rope_kernel(out->data, x->data, cs, BH, T, D, 1.0f, 0);
     if (grad) {
         rope_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);

@@ -9,6 +9,7 @@
  * (st_model_config_validate, st_data_config_validate); validation calls them. */
 #define _GNU_SOURCE
 #include "config_schema.h"
+#include "st_transform.h"
 #include "train_internal.h"
 
 #include <cjson/cJSON.h>
@@ -559,6 +560,10 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
                 return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: %lld exceeds eval.lengths[%d] = %lld",
                                file, (long long)c->eval.stride, i, (long long)c->eval.lengths[i]);
     }
+    const st_transform xf = {.kind = c->eval.transform, .scale = c->eval.transform_scale, .sinks = c->eval.sinks,
+                             .window = c->eval.window, .clip = c->eval.clip};
+    st_error xe = {0};
+    if ((rc = st_transform_check(&xf, c->model.pos, "eval.transform", &xe))) return st_fail(e, rc, "%s: %s", file, xe.msg);
     /* the modules' own rules; vocab_size 0 means "the dataset's", checked at load time */
     st_model_config m = c->model;
     if (m.vocab_size == 0) m.vocab_size = 256;

@@ -8,6 +8,7 @@
  * that would crash. */
 #include "config_schema.h"
 #include "st_matmul.h"
+#include "st_transform.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ static const st_cname mode_names[] = {{"nonoverlapping", ST_EVAL_NONOVERLAPPING}
 #define NAMES(t) { t, (int)(sizeof t / sizeof t[0]), NULL, NULL, 0 }
 static const st_cenum en_pos = { NULL, 0, st_pos_from_name, st_pos_name, ST_POS_COUNT };
 static const st_cenum en_precision = { NULL, 0, st_precision_from_name, st_precision_name, ST_PREC_COUNT };
+static const st_cenum en_transform = { NULL, 0, st_transform_from_name, st_transform_name, ST_XF_COUNT };
 static const st_cenum en_rf_kind = { NULL, 0, st_rf_from_name, st_rf_name, ST_RF_COUNT };
 static const st_cenum en_rf_scope = NAMES(rf_scope_names);
 static const st_cenum en_rf_param = NAMES(rf_param_names);
@@ -176,6 +178,11 @@ const st_ckey st_config_keys[] = {
     I64("eval.stride", eval.stride, 0, 1 << 24),
     I64("eval.max_tokens", eval.max_tokens, 0, 1e13),
     INT("eval.buckets", eval.buckets, 0, 1 << 16),
+    ENUM("eval.transform", eval.transform, en_transform),
+    DBL("eval.transform_scale", eval.transform_scale, 0, 1e6),
+    I64("eval.sinks", eval.sinks, 0, 1 << 24),
+    I64("eval.window", eval.window, 0, 1 << 24),
+    I64("eval.clip", eval.clip, 0, 1 << 24),
 };
 const int st_config_nkeys = (int)(sizeof st_config_keys / sizeof st_config_keys[0]);
 

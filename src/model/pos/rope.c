@@ -3,6 +3,7 @@
  * q_i.k_j then depends on i - j only, so cached keys (rotated once at their position)
  * stay valid and the cache slides. Needs an even head size. */
 #include "pos.h"
+#include "st_transform.h"
 
 static int rope_validate(const st_model_config *c, const char *f, st_error *e) {
     if ((c->d_model / c->n_heads) % 2 != 0)
@@ -11,10 +12,22 @@ static int rope_validate(const st_model_config *c, const char *f, st_error *e) {
     return ST_OK;
 }
 
+/* The frequencies come from the inference-time transform when there is one (PI, NTK,
+ * YaRN: st_transform.h); its current length is the forward's last position + 1. */
 static int rope_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor **k, int64_t pos0) {
     (void)layer;
-    *q = st_rope(ctx, *q, m->cfg.rope_base, pos0);
-    *k = st_rope(ctx, *k, m->cfg.rope_base, pos0);
+    if (!m->xf) {
+        *q = st_rope(ctx, *q, m->cfg.rope_base, pos0);
+        *k = st_rope(ctx, *k, m->cfg.rope_base, pos0);
+        return *q && *k;
+    }
+    const int64_t D = (*q)->shape[3];
+    double *inv = st_ctx_alloc(ctx, (size_t)(D / 2) * sizeof(double), 0);
+    if (!inv) return 0;
+    float c;
+    st_transform_rope_freqs(m->xf, D, m->cfg.rope_base, pos0 + (*q)->shape[2], inv, &c);
+    *q = st_rope_freqs(ctx, *q, inv, c, pos0);
+    *k = st_rope_freqs(ctx, *k, inv, c, pos0);
     return *q && *k;
 }
 

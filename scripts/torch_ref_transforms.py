@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Float64 PyTorch reference for the inference-time transforms (docs/evaluation.md).
+
+Usage (called by tests/test_transforms.c):
+    /usr/bin/python3 scripts/torch_ref_transforms.py DIR
+DIR holds config.json ({"model": {...}, "transform": {"kind", "scale", "sinks", "window",
+"train_len", "n"}}), model.safetensors and batch.json ({"ids": [[...]], "logits": [[[...]]]},
+stretch's logits). The model is rebuilt from the documented math with the transform
+written out here (RoPE frequencies, YaRN's temperature, ALiBi slopes, the sinks + window
+mask), and stretch's logits are compared with these. Exits 1 on a mismatch.
+The position biases of the trained methods come from scripts/torch_ref.py.
+"""
+import json, math, os, sys
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_ref  # noqa: E402  (load_safetensors, alibi_slopes, bias_for)
+
+
+def scale_of(xf, cur_len):
+    """s: explicit, or max(1, n / L); dynamic_ntk: max(1, current length / L)."""
+    if xf["kind"] == "none":
+        return 1.0
+    if xf["kind"] == "dynamic_ntk":
+        return max(1.0, cur_len / xf["train_len"])
+    if xf["scale"] > 0:
+        return xf["scale"]
+    return max(1.0, xf["n"] / xf["train_len"])
+
+
+def rope_freqs(xf, D, base, cur_len):
+    """(theta (D/2,), factor on q and k)"""
+    i = torch.arange(D // 2, dtype=torch.float64)
+    theta = base ** (-2.0 * i / D)
+    kind, s = xf["kind"], scale_of(xf, cur_len)
+    if kind == "pi":                               # Chen et al.: positions m -> m / s
+        return theta / s, 1.0
+    if kind in ("ntk", "dynamic_ntk"):             # base' = base s^(D/(D-2))
+        b = base * s ** (D / (D - 2))
+        return b ** (-2.0 * i / D), 1.0
+    if kind == "yarn":                             # Peng et al. eqs. 17-20
+        wavelength = 2 * math.pi / theta
+        r = xf["train_len"] / wavelength           # rotations within the training length
+        alpha, beta = 1.0, 32.0
+        gamma = torch.clamp((r - alpha) / (beta - alpha), 0.0, 1.0)
+        h = (1 - gamma) * theta / s + gamma * theta
+        sqrt_inv_t = 0.1 * math.log(s) + 1.0        # sqrt(1/t)
+        return h, sqrt_inv_t
+    return theta, 1.0
+
+
+def rotate(x, theta, c):
+    T, half = x.shape[2], x.shape[3] // 2
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * theta[None, :]
+    cos, sin = torch.cos(ang), torch.sin(ang)
+    x1, x2 = x[..., :half], x[..., half:]
+    return c * torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def visible(T, xf):
+    """causal mask restricted to the first `sinks` keys and the last `window` keys"""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    m = j <= i
+    if xf["window"] > 0:
+        m = m & ((i - j < xf["window"]) | (j < xf["sinks"]))
+    return m
+
+
+def logits(cfg, xf, p, ids):
+    B, T = ids.shape
+    V, C = p["tok_emb.weight"].shape
+    H, nl = cfg["n_heads"], cfg["n_layers"]
+    D = C // H
+    eps = cfg["ln_eps"]
+    x = torch_ref.embed(cfg, p, ids)
+    mask = visible(T, xf)
+    for l in range(nl):
+        pre = f"blocks.{l}."
+        h = F.layer_norm(x, (C,), p[pre + "ln1.weight"], p[pre + "ln1.bias"], eps)
+        q, k, v = (h @ p[pre + "attn.qkv.weight"].T + p[pre + "attn.qkv.bias"]).split(C, dim=-1)
+        q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
+        q_raw, k_raw = q, k
+        if cfg["pos"] == "rope":
+            theta, c = rope_freqs(xf, D, cfg["rope_base"], T)
+            q, k = rotate(q, theta, c), rotate(k, theta, c)
+        s = q @ k.transpose(-1, -2) / math.sqrt(D)
+        if xf["kind"] == "rerope":   # relative positions clipped at w (bojone/rerope)
+            w = xf["clip"]
+            theta, _ = rope_freqs(xf, D, cfg["rope_base"], T)
+            ang = w * theta                               # every query at position w, keys unrotated
+            cos, sin = torch.cos(ang), torch.sin(ang)
+            h2 = D // 2
+            q1, q2 = q_raw[..., :h2], q_raw[..., h2:]
+            qw = torch.cat([q1 * cos - q2 * sin, q2 * cos + q1 * sin], dim=-1)
+            s_far = qw @ k_raw.transpose(-1, -2) / math.sqrt(D)
+            dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
+            s = torch.where(dist < w, s, s_far)
+        if cfg["pos"] == "alibi" and xf["kind"] == "alibi_interp":   # m -> m / s
+            m = torch.tensor(torch_ref.alibi_slopes(H, cfg["alibi_max_bias"])) / scale_of(xf, T)
+            d = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).double().clamp(min=0)
+            bias = -m[:, None, None] * d
+        else:
+            bias = torch_ref.bias_for(cfg, p, l, T, H)
+        if bias is not None:
+            s = s + bias[None]
+        s = s.masked_fill(~mask, float("-inf"))
+        a = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + a @ p[pre + "attn.out.weight"].T + p[pre + "attn.out.bias"]
+        h = F.layer_norm(x, (C,), p[pre + "ln2.weight"], p[pre + "ln2.bias"], eps)
+        h = F.gelu(h @ p[pre + "ffn.fc1.weight"].T + p[pre + "ffn.fc1.bias"],
+                   approximate="none" if cfg["gelu"] == "erf" else "tanh")
+        x = x + h @ p[pre + "ffn.fc2.weight"].T + p[pre + "ffn.fc2.bias"]
+    x = F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"], eps)
+    head = p["tok_emb.weight"] if cfg["tie_embeddings"] else p["lm_head.weight"]
+    return x @ head.T
+
+
+def main():
+    torch.set_default_dtype(torch.float64)
+    d = sys.argv[1]
+    doc = json.load(open(f"{d}/config.json"))
+    cfg, xf = doc["model"], doc["transform"]
+    p = torch_ref.load_safetensors(f"{d}/model.safetensors")
+    batch = json.load(open(f"{d}/batch.json"))
+    ref = logits(cfg, xf, p, torch.tensor(batch["ids"]))
+    got = torch.tensor(batch["logits"], dtype=torch.float64)
+    err = (ref - got).abs().max().item()
+    scale = max(ref.abs().max().item(), 1.0)
+    ok = err <= 1e-4 * scale
+    # a transform that changed nothing would pass against a plain model too: say how far
+    # the plain model is, so a test can require the transform to matter
+    plain = logits(cfg, dict(xf, kind="none", window=0, sinks=0), p, torch.tensor(batch["ids"]))
+    moved = (plain - ref).abs().max().item()
+    print(f"{cfg['pos']} {xf['kind']} s={xf['scale']} sinks={xf['sinks']} window={xf['window']}: "
+          f"max |stretch - torch| {err:.2e} (scale {scale:.2f}); transform moves logits by {moved:.2e} "
+          f"{'ok' if ok else 'MISMATCH'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

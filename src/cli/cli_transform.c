@@ -1,0 +1,46 @@
+/* cli_transform.c - the inference-time transform options shared by `stretch eval` and
+ * `stretch generate` (include/st_transform.h): --transform NAME, --scale S, --clip W,
+ * --sinks K, --window W. One parser, so both commands accept and reject the same. */
+#include "cli/cli.h"
+#include "st_transform.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transform *xf, int *rc) {
+    int64_t x = 0;
+    *rc = ST_OK;
+    if (strcmp(a, "--transform") && strcmp(a, "--scale") && strcmp(a, "--clip") && strcmp(a, "--sinks") &&
+        strcmp(a, "--window"))
+        return 0;
+    if (!v) { *rc = cli_usage(cmd, "%s needs a value", a); return 1; }
+    if (!strcmp(a, "--transform")) {
+        if ((xf->kind = st_transform_from_name(v)) < 0)
+            *rc = cli_usage(cmd, "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn, rerope or alibi_interp", v);
+    } else if (!strcmp(a, "--scale")) {
+        char *end = NULL;
+        xf->scale = strtod(v, &end);
+        if (!*v || *end || !(xf->scale >= 1.0 && xf->scale <= 1e6))
+            *rc = cli_usage(cmd, "--scale '%s': expected a number in [1, 1e6]", v);
+    } else if (!strcmp(a, "--clip")) {
+        if (!parse_int(v, 1, 1 << 24, &x)) *rc = cli_usage(cmd, "--clip '%s': expected an integer in [1, 16777216]", v);
+        xf->clip = x;
+    } else if (!strcmp(a, "--sinks")) {
+        if (!parse_int(v, 0, 1 << 24, &x)) *rc = cli_usage(cmd, "--sinks '%s': expected an integer in [0, 16777216]", v);
+        xf->sinks = x;
+    } else {
+        if (!parse_int(v, 1, 1 << 24, &x)) *rc = cli_usage(cmd, "--window '%s': expected an integer in [1, 16777216]", v);
+        xf->window = x;
+    }
+    return 1;
+}

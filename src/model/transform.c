@@ -1,0 +1,151 @@
+/* transform.c - the table of inference-time position transforms (include/st_transform.h
+ * has the math): per kind, the position method it applies to and its hooks. The model
+ * reaches a transform only through the functions below: RoPE asks for its frequencies
+ * (st_transform_rope_freqs), a bias provider is adjusted once it is set up
+ * (st_transform_bias), attention applies sinks + window and rerope's clipped positions
+ * (model.c, decode.c: st_transform_clip). */
+#include "st_transform.h"
+#include "st_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct xf_entry {
+    const char *name;
+    const char *method;     /* model.pos it applies to (NULL: none) */
+    int dynamic;            /* s from the current length instead of n */
+    int clips;              /* relative positions clipped at w (attention uses q2, k2) */
+    /* RoPE: inv[i] = transformed theta_i (inv holds the plain theta_i on entry) */
+    void (*freqs)(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale);
+    /* bias provider: adjust the method's per-head constants */
+    void (*bias)(double s, struct st_pos_bias *pb);
+} xf_entry;
+
+/* PI: positions p -> p / s, i.e. theta_i / s */
+static void pi_freqs(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale) {
+    (void)base; (void)L; (void)qk_scale;
+    for (int64_t i = 0; i < D / 2; i++) inv[i] /= s;
+}
+
+/* NTK-aware: base' = base s^(D/(D-2)), theta_i = base'^(-2i/D) */
+static void ntk_freqs(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale) {
+    (void)L; (void)qk_scale;
+    if (s == 1.0) return;   /* base' = base exactly */
+    const double b = base * pow(s, (double)D / (double)(D - 2));
+    for (int64_t i = 0; i < D / 2; i++) inv[i] = pow(b, -2.0 * (double)i / (double)D);
+}
+
+/* YaRN (paper eqs. 18-20): r_i = L / lambda_i = L theta_i / (2 pi) rotations of
+ * dimension i over the training length; g = ramp of r between alpha and beta; high
+ * frequencies (r > beta) keep theta_i, low ones (r < alpha) are interpolated by s. The
+ * attention temperature sqrt(1/t) = 0.1 ln s + 1 scales q and k (so q.k by 1/t). */
+static void yarn_freqs(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale) {
+    (void)base;
+    for (int64_t i = 0; i < D / 2; i++) {
+        const double r = (double)L * inv[i] / (2.0 * M_PI);
+        double g = (r - ST_YARN_ALPHA) / (ST_YARN_BETA - ST_YARN_ALPHA);
+        g = g < 0 ? 0 : g > 1 ? 1 : g;
+        inv[i] = (1.0 - g) * inv[i] / s + g * inv[i];
+    }
+    *qk_scale = (float)(0.1 * log(s) + 1.0);
+}
+
+/* ALiBi interpolation: m_h -> m_h L / n = m_h / s */
+static void alibi_interp_bias(double s, struct st_pos_bias *pb) {
+    for (int h = 0; h < pb->n_heads; h++) pb->slopes[h] = (float)((double)pb->slopes[h] / s);
+}
+
+static const xf_entry table[ST_XF_COUNT] = {
+    [ST_XF_NONE] = {.name = "none"},
+    [ST_XF_PI] = {.name = "pi", .method = "rope", .freqs = pi_freqs},
+    [ST_XF_NTK] = {.name = "ntk", .method = "rope", .freqs = ntk_freqs},
+    [ST_XF_DYNAMIC_NTK] = {.name = "dynamic_ntk", .method = "rope", .dynamic = 1, .freqs = ntk_freqs},
+    [ST_XF_YARN] = {.name = "yarn", .method = "rope", .freqs = yarn_freqs},
+    [ST_XF_REROPE] = {.name = "rerope", .method = "rope", .clips = 1},
+    [ST_XF_ALIBI_INTERP] = {.name = "alibi_interp", .method = "alibi", .bias = alibi_interp_bias},
+};
+
+const char *st_transform_name(int kind) { return kind >= 0 && kind < ST_XF_COUNT ? table[kind].name : "?"; }
+
+int st_transform_from_name(const char *name) {
+    for (int k = 0; k < ST_XF_COUNT; k++) if (strcmp(name, table[k].name) == 0) return k;
+    return -1;
+}
+
+const char *st_transform_method(int kind) { return kind >= 0 && kind < ST_XF_COUNT ? table[kind].method : NULL; }
+
+int st_transform_active(const st_transform *xf) {
+    return xf && (xf->kind != ST_XF_NONE || xf->window > 0);
+}
+
+int st_transform_check(const st_transform *xf, int pos, const char *flag, st_error *e) {
+    if (xf->kind < 0 || xf->kind >= ST_XF_COUNT)
+        return st_fail(e, ST_ERR_CONFIG, "%s: unknown transform %d", flag, xf->kind);
+    const char *need = table[xf->kind].method;
+    if (need && st_pos_from_name(need) != pos)
+        return st_fail(e, ST_ERR_CONFIG, "%s %s: applies to model.pos \"%s\" only; this run's model.pos is \"%s\"",
+                       flag, table[xf->kind].name, need, st_pos_name(pos));
+    if (xf->scale != 0.0 && !(xf->scale >= 1.0 && isfinite(xf->scale)))
+        return st_fail(e, ST_ERR_CONFIG, "%s: scale %g: must be >= 1 (or 0 for n / L)", flag, xf->scale);
+    if (xf->scale != 0.0 && xf->kind == ST_XF_NONE)
+        return st_fail(e, ST_ERR_CONFIG, "%s: a scale needs a transform (pi, ntk, yarn, alibi_interp)", flag);
+    if (xf->scale != 0.0 && table[xf->kind].clips)
+        return st_fail(e, ST_ERR_CONFIG, "%s rerope: takes a clip window (--clip / eval.clip), not a scale", flag);
+    if (xf->clip < 0 || (xf->clip > 0 && !table[xf->kind].clips))
+        return st_fail(e, ST_ERR_CONFIG, "%s: a clip window applies to rerope only", flag);
+    if (xf->scale != 0.0 && table[xf->kind].dynamic)
+        return st_fail(e, ST_ERR_CONFIG, "%s dynamic_ntk: the scale is the current length / L; give no scale", flag);
+    if (xf->sinks < 0 || xf->window < 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: sinks and window must be >= 0", flag);
+    if (xf->sinks > 0 && xf->window == 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: %lld attention sinks need a window (keys besides the sinks)", flag,
+                       (long long)xf->sinks);
+    if (xf->sinks > 0 && pos == st_pos_from_name("cope"))
+        return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"cope\": its contextual "
+                       "positions count gates over one contiguous span of keys, which sinks + window would cut "
+                       "(a window alone works)", flag);
+    return ST_OK;
+}
+
+int64_t st_transform_clip(const st_transform *xf) {
+    if (!xf || !table[xf->kind].clips) return 0;
+    if (xf->clip > 0) return xf->clip;
+    return xf->train_len / 2 > 1 ? xf->train_len / 2 : 1;
+}
+
+double st_transform_scale(const st_transform *xf, int64_t len) {
+    if (!xf || xf->kind == ST_XF_NONE) return 1.0;
+    if (!table[xf->kind].dynamic && xf->scale > 0) return xf->scale;
+    const int64_t n = table[xf->kind].dynamic ? (xf->cur_len > 0 ? xf->cur_len : len) : xf->n;
+    const double s = xf->train_len > 0 ? (double)n / (double)xf->train_len : 1.0;
+    return s > 1.0 ? s : 1.0;
+}
+
+void st_transform_label(const st_transform *xf, char *buf, size_t n) {
+    int o = 0;
+    buf[0] = 0;
+    if (xf && xf->kind != ST_XF_NONE) {
+        o = snprintf(buf, n, "%s", table[xf->kind].name);
+        if (xf->scale > 0 && o >= 0 && (size_t)o < n) o += snprintf(buf + o, n - (size_t)o, " s=%g", xf->scale);
+        if (xf->clip > 0 && o >= 0 && (size_t)o < n) o += snprintf(buf + o, n - (size_t)o, " w=%lld", (long long)xf->clip);
+    }
+    if (xf && xf->window > 0 && o >= 0 && (size_t)o < n)
+        o += snprintf(buf + o, n - (size_t)o, "%ssinks=%lld window=%lld", o ? "+" : "", (long long)xf->sinks,
+                      (long long)xf->window);
+    if (!buf[0]) snprintf(buf, n, "none");
+}
+
+void st_transform_rope_freqs(const st_transform *xf, int64_t D, double base, int64_t len,
+                             double *inv_freq, float *qk_scale) {
+    for (int64_t i = 0; i < D / 2; i++) inv_freq[i] = pow(base, -2.0 * (double)i / (double)D);
+    *qk_scale = 1.0f;
+    if (!xf || xf->kind == ST_XF_NONE || !table[xf->kind].freqs) return;
+    const double s = st_transform_scale(xf, len);
+    table[xf->kind].freqs(s, D, base, xf->train_len, inv_freq, qk_scale);
+}
+
+void st_transform_bias(const st_transform *xf, struct st_pos_bias *pb) {
+    if (!xf || xf->kind == ST_XF_NONE || !table[xf->kind].bias) return;
+    table[xf->kind].bias(st_transform_scale(xf, xf->n), pb);
+}

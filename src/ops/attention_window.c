@@ -1,0 +1,63 @@
+/* attention_window.c - causal self-attention restricted to attention sinks + a sliding
+ * window (inference-time transform, include/st_transform.h): query i sees keys
+ *   j in [0, sinks)  and  j in (i - window, i]
+ * with the position bias at the true distances i - j. The streamed kernel of
+ * attention_stream.c does the work (its window and sinks fields): memory stays O(T), and
+ * key blocks outside both ranges are never touched, so the cost per query is
+ * O(sinks + window) instead of O(i). Inference only.
+ * st_attention_clipped adds clipped relative positions (ReRoPE): keys at distance >= clip
+ * score q2_i.k2_j (the kernel's q2/k2 fields). */
+#include "attention_internal.h"
+
+#include <omp.h>
+
+st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
+                               const st_attn_bias *bias, float scale, int64_t sinks, int64_t window) {
+    return st_attention_clipped(ctx, q, k, v, NULL, NULL, 0, bias, scale, sinks, window);
+}
+
+st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v, st_tensor *q2,
+                                st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
+                                int64_t sinks, int64_t window) {
+    if (!q || !k || !v || ctx->failed) return NULL;
+    ST_ASSERT(q->ndim == 4 && st_same_shape(q, k) && st_same_shape(q, v) && !ctx->grad);
+    ST_ASSERT(sinks >= 0 && window >= 0);
+    q = st_contiguous(ctx, q);
+    k = st_contiguous(ctx, k);
+    v = st_contiguous(ctx, v);
+    if (!q || !k || !v) return NULL;
+    ST_ASSERT(!q2 == !k2 && clip >= 0 && (!q2 || (st_same_shape(q, q2) && st_same_shape(q, k2) && !(bias && !bias->fill))));
+    if (q2) {
+        q2 = st_contiguous(ctx, q2);
+        k2 = st_contiguous(ctx, k2);
+        if (!q2 || !k2) return NULL;
+    }
+    const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3];
+    st_tensor *out = st_new4(ctx, B, H, T, D);
+    if (!out) return NULL;
+    if (B * H * T * D == 0) return out;
+    const int general = bias && !bias->fill && bias->fill_block;
+    const st_attn_cope *cope = bias ? bias->cope : NULL;   /* CoPE: needs one contiguous span (no sinks) */
+    ST_ASSERT(!cope || (sinks == 0 && !q2));
+    float *rtab = NULL;
+    if (bias && !general) {
+        rtab = st_ctx_alloc(ctx, (size_t)(H * st_attn_bias_len(T, 1)) * sizeof(float), 0);
+        if (!rtab) return NULL;
+        st_attn_bias_tables(bias, H, T, 1, rtab);
+    }
+    st_attn_problem pb = st_attn_self(q->data, k->data, v->data, out->data, B, H, T, D, rtab, 1, scale, 0.0f, 0);
+    pb.gbias = general ? bias : NULL;
+    pb.cope = cope;
+    pb.window = window < T ? window : 0;   /* a window covering every key is no window */
+    pb.sinks = pb.window > 0 ? sinks : 0;
+    pb.q2 = q2 ? q2->data : NULL;
+    pb.k2 = k2 ? k2->data : NULL;
+    pb.clip = clip;
+    const int nth = omp_get_max_threads();
+    const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
+    const size_t per = st_attn_stream_scratch_floats(D, kb, general || q2, cope ? cope->n_pos : 0);
+    float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
+    if (!scratch) return NULL;
+    st_attn_stream_run(&pb, kb, scratch, nth);
+    return out;
+}

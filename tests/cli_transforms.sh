@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# cli_transforms.sh - inference-time transforms end to end on tiny byte-level runs:
+# `stretch eval --transform/--scale/--sinks/--window` (report fields, its own JSON file
+# beside the plain one), a transform for another method is exit 2 naming the flag (CLI
+# and eval.transform in a config), `stretch generate` with the cache equals --no-cache
+# under a transform, and a sweep variant setting eval.transform labels its rows.
+. "$(dirname "$0")/lib_cli.sh" cli_transforms
+
+for i in $(seq 1 300); do echo "the quick brown fox $i jumps over the lazy dog $((i * 7))"; done > corpus.txt
+cat > cfg.json <<'EOF2'
+{"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "alibi", "init_std": 0.3},
+ "data": {"source": "text", "path": "corpus.txt", "tokenizer": "byte", "valid_frac": 0.1, "test_frac": 0.1},
+ "train": {"seed": 3, "batch_size": 4, "seq_len": 32, "steps": 20, "eval_every": 20, "eval_batches": 1,
+           "log_every": 20, "schedule": {"warmup": 2}}}
+EOF2
+for r in alibi rope; do
+    expect_rc 0 "train $r" "$BIN" train cfg.json --out "$r" --quiet --set model.pos="$r"
+done
+
+# eval: the plain report, then yarn in its own file with the scale per length
+expect_rc 0 "plain eval" "$BIN" eval rope --lengths 32,64,128 --quiet
+[ -f rope/eval_valid_nonoverlapping.json ] && ok || bad "plain report missing"
+cp rope/eval_valid_nonoverlapping.json plain.json
+expect_rc 0 "yarn eval" "$BIN" eval rope --lengths 32,64,128 --transform yarn --quiet
+expect_out "inference-time transform: yarn"
+cmp -s plain.json rope/eval_valid_nonoverlapping.json && ok || bad "the transformed eval overwrote the plain report"
+"$PY" - rope/eval_valid_nonoverlapping_yarn.json plain.json <<'EOF2' && ok || bad "yarn report fields"
+import json, sys
+r, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert r["transform"]["name"] == "yarn" and r["transform"]["scale"] == "n/L" and r["transform"]["train_len"] == 32, r["transform"]
+assert [x["transform_scale"] for x in r["results"]] == [1, 2, 4], r["results"]
+# at n = L the yarn model is the plain one (s = 1); beyond, it differs
+assert abs(r["results"][0]["loss"] - p["results"][0]["loss"]) < 1e-6
+assert abs(r["results"][2]["loss"] - p["results"][2]["loss"]) > 1e-6
+EOF2
+expect_rc 0 "explicit scale" "$BIN" eval rope --lengths 64 --transform pi --scale 2 --json pi.json --quiet
+"$PY" -c "import json; r = json.load(open('pi.json')); assert r['transform']['scale'] == 2 and r['results'][0]['transform_scale'] == 2" && ok || bad "pi --scale 2 report"
+expect_rc 0 "rerope" "$BIN" eval rope --lengths 128 --transform rerope --clip 16 --json rr.json --quiet
+"$PY" -c "import json; r = json.load(open('rr.json')); assert r['transform']['clip'] == 16 and r['transform']['label'] == 'rerope w=16'" && ok || bad "rerope report"
+expect_rc 2 "clip without rerope" "$BIN" eval rope --lengths 64 --transform pi --clip 8 --quiet
+expect_err "rerope only"
+expect_rc 0 "sinks + window, sliding" "$BIN" eval alibi --lengths 64 --mode sliding --sinks 4 --window 16 --json sw.json --quiet
+"$PY" -c "import json; r = json.load(open('sw.json')); t = r['transform']; assert t['sinks'] == 4 and t['window'] == 16 and t['label'] == 'sinks=4 window=16' and r['mode'] == 'sliding'" && ok || bad "sinks/window report"
+
+# a transform for another method, sinks without a window, a scale below 1: exit 2
+expect_rc 2 "pi on alibi" "$BIN" eval alibi --lengths 64 --transform pi --quiet
+expect_err "--transform pi: applies to model.pos \"rope\" only"
+expect_rc 2 "alibi_interp on rope" "$BIN" generate rope --transform alibi_interp --tokens 5
+expect_err "alibi_interp"
+expect_rc 2 "sinks without window" "$BIN" eval rope --lengths 64 --sinks 4 --quiet
+expect_err "need a window"
+expect_rc 2 "scale below 1" "$BIN" eval rope --lengths 64 --transform ntk --scale 0.5 --quiet
+expect_err "--scale"
+expect_rc 2 "unknown transform" "$BIN" eval rope --transform bogus --quiet
+expect_rc 2 "eval.transform in a config" "$BIN" train cfg.json --out bad --quiet --set eval.transform=yarn
+expect_err "eval.transform yarn: applies to model.pos \"rope\""
+
+same_text "rope yarn" rope --prompt "the quick" --tokens 40 --seed 7 --transform yarn --context 128
+same_text "rope dynamic_ntk past L" rope --prompt "the quick" --tokens 60 --seed 5 --transform dynamic_ntk --context 128
+same_text "rope rerope" rope --prompt "the quick" --tokens 60 --seed 4 --transform rerope --clip 8
+same_text "rope rerope + sinks + window" rope --prompt "the quick brown fox" --tokens 60 --seed 8 --transform rerope --clip 6 --sinks 2 --window 10
+same_text "alibi alibi_interp" alibi --prompt "the lazy" --tokens 40 --seed 3 --transform alibi_interp --context 128
+same_text "alibi sinks + window" alibi --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8
+same_text "rope sinks + window" rope --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8
+expect_rc 2 "dynamic_ntk with a window" "$BIN" generate rope --transform dynamic_ntk --sinks 2 --window 8 --tokens 5
+
+# a sweep variant sets eval.transform: its rows say so
+cat > sweep.json <<'EOF2'
+{"base": "cfg.json", "set": {"model.pos": "rope"},
+ "variants": [{"name": "rope"}, {"name": "rope-yarn", "eval.transform": "yarn"}],
+ "eval": {"lengths": [32, 64], "buckets": 0}, "out": "sw"}
+EOF2
+expect_rc 0 "sweep with a transform variant" "$BIN" sweep sweep.json --quiet
+expect_err "rope-yarn: same model as rope (differs in eval.\* only)"
+[ ! -e sw/rope-yarn/checkpoints ] && [ -f sw/rope-yarn/sweep_done.json ] && ok || bad "the transform variant trained a copy"
+grep -q "rope + yarn" sw/results.md && ok || { bad "results.md lacks the transform"; cat sw/results.md; }
+"$PY" - sw/results.csv <<'EOF2' && ok || bad "results.csv transform columns"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+xf = {(r["run"], r["length"]): (r["transform"], r["transform_scale"]) for r in rows}
+assert xf[("rope", "64")] == ("", ""), xf
+assert xf[("rope-yarn", "64")] == ("yarn", "2"), xf
+EOF2
+expect_rc 0 "sweep again: finished points are skipped" "$BIN" sweep sweep.json --quiet
+expect_err "finished earlier, skipped"
+"$PY" -c "import json; r = json.load(open('sw/results.json'))['runs']; assert r[1]['trained_in'].endswith('sw/rope') and 'trained_in' not in r[0]" && ok || bad "results.json trained_in"
+# a changed transform evaluates the variant again, still without training
+sed -i 's/"eval.transform": "yarn"/"eval.transform": "ntk"/' sweep.json
+expect_rc 0 "sweep with the variant changed" "$BIN" sweep sweep.json --quiet
+grep -q "rope + ntk" sw/results.md && [ ! -e sw/rope-yarn/checkpoints ] && ok || { bad "changed variant"; cat sw/results.md; }
+
+echo "cli_transforms: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,398 @@
+/* test_transforms.c - inference-time transforms (include/st_transform.h):
+ *   - the sinks + window attention kernel against a double-precision masked reference
+ *     (distance bias, general bias, no bias; sinks across key blocks);
+ *   - every transform's model logits (PI, NTK, dynamic NTK, YaRN, ReRoPE, ALiBi interpolation,
+ *     sinks + window on every method) against a float64 PyTorch transcription
+ *     (scripts/torch_ref_transforms.py), and that the transform changes them at all;
+ *   - identities: PI / NTK / YaRN / alibi_interp at n = L and dynamic NTK below L equal
+ *     the plain model; sinks + window with w >= n equals full attention;
+ *   - KV-cache decoding equals the full forward under each transform (1e-4), including a
+ *     cache that drops keys between its sinks and its window, and dynamic NTK's re-prefill;
+ *   - st_rope_freqs' gradient (finite differences) and the applicability errors. */
+#include "harness.h"
+#include "st_transform.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static st_arena ar;
+static st_ctx ctx;
+
+/* ------------------------------------------------------------ the kernel ---- */
+typedef struct { float slope; } dist_state;
+static void dist_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, float *out) {
+    const dist_state *s = self->state;
+    for (int64_t k = 0; k < n; k++) out[k] = -s->slope * (float)(h + 1) * (float)(d0 + k);
+}
+static void gen_fill(const st_attn_bias *self, int h, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *out,
+                     int64_t ld) {
+    (void)self;
+    for (int64_t r = 0; r < ni; r++)
+        for (int64_t c = 0; c < nj; c++)
+            out[r * ld + c] = 0.3f * sinf(0.01f * (float)((i0 + r) * (h + 1)) + 0.07f * (float)(j0 + c));
+}
+
+/* double reference: causal, keys j with i - j < window or j < sinks (window 0: all) */
+static void masked_ref(const float *q, const float *k, const float *v, float *out, int64_t H, int64_t T, int64_t D,
+                       const st_attn_bias *bias, int64_t sinks, int64_t window) {
+    double *s = malloc((size_t)T * sizeof(double));
+    float b1;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < T; i++) {
+            const float *qi = q + (h * T + i) * D;
+            double mx = -INFINITY;
+            for (int64_t j = 0; j <= i; j++) {
+                s[j] = -INFINITY;
+                if (window > 0 && i - j >= window && j >= sinks) continue;
+                double dot = 0;
+                for (int64_t c = 0; c < D; c++) dot += (double)qi[c] * (double)k[(h * T + j) * D + c];
+                s[j] = dot / sqrt((double)D);
+                if (bias && bias->fill) { bias->fill(bias, (int)h, i - j, 1, &b1); s[j] += b1; }
+                else if (bias) { bias->fill_block(bias, (int)h, i, 1, j, 1, &b1, 1); s[j] += b1; }
+                if (s[j] > mx) mx = s[j];
+            }
+            double z = 0, o[64] = {0};
+            for (int64_t j = 0; j <= i; j++) {
+                if (s[j] == -INFINITY) continue;
+                const double e = exp(s[j] - mx);
+                z += e;
+                for (int64_t c = 0; c < D; c++) o[c] += e * (double)v[(h * T + j) * D + c];
+            }
+            for (int64_t c = 0; c < D; c++) out[(h * T + i) * D + c] = (float)(o[c] / z);
+        }
+    free(s);
+}
+
+static void test_kernel(void) {
+    const int64_t H = 2, T = 600, D = 8, n = H * T * D;
+    st_rng r;
+    st_rng_seed(&r, 5);
+    float *q = malloc((size_t)n * 4), *k = malloc((size_t)n * 4), *v = malloc((size_t)n * 4), *ref = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) { q[i] = st_rng_normal(&r); k[i] = st_rng_normal(&r); v[i] = st_rng_normal(&r); }
+    dist_state ds = {0.05f};
+    st_attn_bias dist = {.fill = dist_fill, .state = &ds}, gen = {.fill_block = gen_fill};
+    const st_attn_bias *biases[3] = {NULL, &dist, &gen};
+    const char *names[3] = {"no bias", "distance bias", "general bias"};
+    /* (sinks, window): window inside a block, sinks spanning a whole key block (300 >
+     * 256), a window of 1, more sinks than window, and windows covering everything */
+    const int64_t cases[][2] = {{0, 100}, {4, 100}, {3, 1}, {300, 40}, {70, 130}, {5, 600}, {5, 1000}};
+    int64_t shape[4] = {1, H, T, D};
+    for (int b = 0; b < 3; b++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            st_ctx_begin(&ctx, 0, 0);
+            st_tensor *tq = st_wrap(&ctx, q, 4, shape), *tk = st_wrap(&ctx, k, 4, shape), *tv = st_wrap(&ctx, v, 4, shape);
+            st_tensor *o = st_attention_window(&ctx, tq, tk, tv, biases[b], 0.0f, cases[c][0], cases[c][1]);
+            masked_ref(q, k, v, ref, H, T, D, biases[b], cases[c][0], cases[c][1] >= T ? 0 : cases[c][1]);
+            char what[128];
+            snprintf(what, sizeof what, "window kernel, %s, sinks %lld window %lld", names[b], (long long)cases[c][0],
+                     (long long)cases[c][1]);
+            CHECK_MSG(o && th_close(what, o->data, ref, n, 2e-5, 2e-5), "%s matches the masked double reference", what);
+            if (cases[c][1] >= T) {   /* w >= n: the full attention kernel, bit for bit */
+                st_tensor *full = st_attention(&ctx, tq, tk, tv, biases[b], 1, 0.0f, 0.0f, 0);
+                CHECK_MSG(full && o && memcmp(full->data, o->data, (size_t)n * 4) == 0,
+                          "%s: sinks + window with w >= n equals full attention exactly", names[b]);
+            }
+        }
+    free(q); free(k); free(v); free(ref);
+}
+
+/* ---------------------------------------------------------- model level ---- */
+static int make_model(st_model *m, int pos, uint64_t seed) {
+    st_model_config c;
+    st_model_config_default(&c);
+    c.vocab_size = 37; c.n_layers = 2; c.n_heads = 4; c.d_model = 32; c.d_ff = 48; c.pos = pos; c.max_len = 64;
+    c.t5_buckets = 8; c.t5_max_distance = 16;
+    c.rope_base = 100.0f;   /* a small base: YaRN's ramp then covers several of the 4 frequencies at L = 8 */
+    st_error e = {0};
+    if (st_model_init(m, &c, seed, &e) != ST_OK) return 0;
+    st_rng r;
+    st_rng_seed(&r, seed + 1);
+    for (int i = 0; i < m->params.count; i++) {   /* move constant-initialised tensors off their init */
+        const st_param_info *in = &m->params.info[i];
+        for (size_t k = 0; k < in->numel; k++)
+            m->params.data[in->offset + k] += (in->init != ST_INIT_NORMAL ? 0.2f : 0.3f) * st_rng_normal(&r);
+    }
+    return 1;
+}
+
+/* logits (T, V) of ids[0..T) under m->xf into out */
+static int full_logits(st_model *m, const int32_t *ids, int64_t T, float *out) {
+    st_error e = {0};
+    st_ctx_begin(&ctx, 0, 0);
+    st_tensor *l = st_model_logits(m, &ctx, ids, 1, T, 0, &e);
+    if (!l) return 0;
+    memcpy(out, l->data, (size_t)(T * m->cfg.vocab_size) * sizeof(float));
+    return 1;
+}
+
+typedef struct xcase { int pos, kind; double scale; int64_t sinks, window, clip; } xcase;
+
+static const xcase cases[] = {
+    {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 6.5, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_PI, 2, 3, 9, 0},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 2, 9, 6},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 2, 6, 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0},
+    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0},
+    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0},
+    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0},
+    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0},
+    {ST_POS_SINUSOIDAL, ST_XF_NONE, 0, 2, 6, 0},
+    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+enum { TL = 8, TN = 30 };   /* training length L, evaluated length n */
+
+static void set_xf(st_transform *xf, const xcase *c) {
+    *xf = (st_transform){.kind = c->kind, .scale = c->scale, .sinks = c->sinks, .window = c->window,
+                         .clip = c->clip, .train_len = TL, .n = TN};
+}
+
+static void label(const xcase *c, char *buf, size_t n) {
+    st_transform xf;
+    set_xf(&xf, c);
+    char l[128];
+    st_transform_label(&xf, l, sizeof l);
+    snprintf(buf, n, "%s + %s", st_pos_name(c->pos), l);
+}
+
+static int write_case(const char *dir, st_model *m, const st_transform *xf, const int32_t *ids, int64_t T,
+                      const float *lg) {
+    char path[1024];
+    const st_model_config *c = &m->cfg;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
+               " \"rf\": {\"kind\": \"%s\", \"scope\": \"fixed\", \"rho\": %.9g, \"param\": \"softplus\"},"
+               " \"t5_buckets\": %d, \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g,"
+               " \"gelu\": \"%s\", \"tie_embeddings\": %s},\n \"transform\": {\"kind\": \"%s\", \"scale\": %.17g,"
+               " \"sinks\": %lld, \"window\": %lld, \"clip\": %lld, \"train_len\": %lld, \"n\": %lld}}\n",
+            c->n_layers, c->n_heads, st_pos_name(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind), c->rf_rho,
+            c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps, c->gelu_exact ? "erf" : "tanh",
+            c->tie_embeddings ? "true" : "false", st_transform_name(xf->kind), xf->scale, (long long)xf->sinks,
+            (long long)xf->window, (long long)st_transform_clip(xf), (long long)xf->train_len, (long long)xf->n);
+    fclose(f);
+    st_error e = {0};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (st_model_save_safetensors(m, path, &e)) return 0;
+    snprintf(path, sizeof path, "%s/batch.json", dir);
+    if (!(f = fopen(path, "w"))) return 0;
+    fprintf(f, "{\"ids\": [[");
+    for (int64_t t = 0; t < T; t++) fprintf(f, "%s%d", t ? "," : "", ids[t]);
+    fprintf(f, "]], \"logits\": [[");
+    for (int64_t t = 0; t < T; t++) {
+        fprintf(f, "%s[", t ? "," : "");
+        for (int v = 0; v < c->vocab_size; v++) fprintf(f, "%s%.9g", v ? "," : "", lg[t * c->vocab_size + v]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "]]}\n");
+    fclose(f);
+    return 1;
+}
+
+static double max_diff(const float *a, const float *b, int64_t n) {
+    double d = 0;
+    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - (double)b[i]));
+    return d;
+}
+
+static void test_torch(const int32_t *ids) {
+    const char *src = getenv("STRETCH_SOURCE_DIR");
+    if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        test_skip("transforms vs PyTorch", "/usr/bin/python3 with torch not found (apt-get install python3-torch)");
+        return;
+    }
+    char script[1024];
+    snprintf(script, sizeof script, "%s/scripts/torch_ref_transforms.py", src ? src : "..");
+    const int V = 37;
+    float *plain = malloc((size_t)(TN * V) * 4), *lg = malloc((size_t)(TN * V) * 4);
+    for (int i = 0; i < NCASES; i++) {
+        st_model m;
+        CHECK(make_model(&m, cases[i].pos, 40 + (uint64_t)i));
+        st_transform xf;
+        set_xf(&xf, &cases[i]);
+        char what[160];
+        label(&cases[i], what, sizeof what);
+        CHECK(full_logits(&m, ids, TN, plain));
+        m.xf = &xf;
+        CHECK(full_logits(&m, ids, TN, lg));
+        CHECK_MSG(max_diff(plain, lg, TN * V) > 1e-3, "%s: the transform changes the logits (by %.3g)", what,
+                  max_diff(plain, lg, TN * V));
+        char dir[512], cmd[2048];
+        test_tmpdir(dir, sizeof dir);
+        CHECK(write_case(dir, &m, &xf, ids, TN, lg));
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s", script, dir);
+        fflush(stdout);
+        CHECK_MSG(system(cmd) == 0, "%s: stretch's logits match the float64 PyTorch reference", what);
+        st_model_free(&m);
+    }
+    free(plain);
+    free(lg);
+}
+
+/* PI, NTK, YaRN, alibi_interp at n = L, dynamic NTK at n <= L and sinks + window with
+ * w >= n leave the model as it is. */
+static void test_identities(const int32_t *ids) {
+    const int V = 37;
+    float *plain = malloc((size_t)(TN * V) * 4), *lg = malloc((size_t)(TN * V) * 4);
+    const xcase same[] = {
+        {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0},
+        {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0},
+        {ST_POS_ROPE, ST_XF_NONE, 0, 3, TL, 0}, {ST_POS_ALIBI, ST_XF_NONE, 0, 2, TL + 5, 0}, {ST_POS_T5, ST_XF_NONE, 0, 1, TL, 0},
+        {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, TL},   /* no distance reaches the clip */
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        st_model m;
+        CHECK(make_model(&m, same[i].pos, 70 + (uint64_t)i));
+        st_transform xf;
+        set_xf(&xf, &same[i]);
+        xf.n = TL;   /* evaluated at the training length */
+        CHECK(full_logits(&m, ids, TL, plain));
+        m.xf = &xf;
+        CHECK(full_logits(&m, ids, TL, lg));
+        char what[160];
+        label(&same[i], what, sizeof what);
+        /* PI and NTK at s = 1 compute the same frequencies; YaRN's mix (1-g) t/1 + g t may
+         * differ in the last bit */
+        const double tol = same[i].kind == ST_XF_YARN ? 1e-5 : same[i].kind == ST_XF_REROPE ? 1e-6 : 0.0;
+        CHECK_MSG(max_diff(plain, lg, TL * V) <= tol, "%s at n = L (= %d) equals the plain model (max diff %.3g)",
+                  what, TL, max_diff(plain, lg, TL * V));
+        st_model_free(&m);
+    }
+    free(plain);
+    free(lg);
+}
+
+/* Decode ids one by one (a 5-token prefill first) and compare every step's logits with
+ * the last row of the full forward over the prefix, under the same transform. */
+static void test_cached(const int32_t *ids) {
+    const int V = 37;
+    const int64_t N = 44;
+    float *lg = malloc((size_t)(N * V) * 4), *step = malloc((size_t)V * 4);
+    for (int i = 0; i < NCASES; i++) {
+        st_model m;
+        CHECK(make_model(&m, cases[i].pos, 90 + (uint64_t)i));
+        st_transform xf;
+        set_xf(&xf, &cases[i]);
+        if (xf.kind != ST_XF_NONE && xf.scale == 0 && xf.kind != ST_XF_DYNAMIC_NTK) xf.n = N;   /* generate: n = context */
+        m.xf = &xf;
+        char what[160];
+        label(&cases[i], what, sizeof what);
+        st_kv_cache c;
+        st_error e = {0};
+        CHECK(st_kv_cache_init(&c, &m, N, &e) == ST_OK);
+        if (xf.window > 0 && c.slides)
+            CHECK_MSG(c.window == xf.window && c.sinks == xf.sinks, "%s: the cache keeps sinks + window", what);
+        double worst = 0;
+        int64_t fed = 0, resets = 0, ok = 1;
+        for (int64_t t = 5; t <= N && ok; t++) {
+            st_ctx_begin(&ctx, 0, 0);
+            if (fed == 0 || st_kv_cache_must_reset(&c, &m, t - fed)) {
+                if (fed) resets++;
+                st_kv_cache_reset(&c);
+                fed = 0;
+            }
+            ok = st_model_decode(&m, &c, &ctx, ids + fed, t - fed, step, &e) == ST_OK;
+            fed = t;
+            ok = ok && full_logits(&m, ids, t, lg);
+            if (ok) worst = fmax(worst, max_diff(step, lg + (t - 1) * V, V));
+        }
+        CHECK_MSG(ok && worst <= 1e-4, "%s: KV-cache decoding equals the full forward (max diff %.3g%s)", what, worst,
+                  ok ? "" : ", decode failed");
+        if (xf.kind == ST_XF_DYNAMIC_NTK)
+            CHECK_MSG(resets == N - TL, "dynamic_ntk re-prefills once per token past L (%lld resets)", (long long)resets);
+        if (xf.window > 0 && c.slides)   /* keys between the sinks and the window were dropped */
+            CHECK_MSG(c.len < c.n_seen && c.rows == c.sinks + c.window + 16, "%s: %lld rows for %lld tokens", what,
+                      (long long)c.len, (long long)c.n_seen);
+        printf("cached decode, %-40s max |cached - full| %.2e%s\n", what, worst,
+               xf.kind == ST_XF_DYNAMIC_NTK ? " (re-prefill when s changes)" : "");
+        st_kv_cache_free(&c);
+        st_model_free(&m);
+    }
+    free(lg);
+    free(step);
+}
+
+/* ------------------------------------------------------ rope op, errors ---- */
+typedef struct { st_tensor *x; double inv[4]; float c; } rope_args;
+static st_tensor *build_rope(st_ctx *cx, void *u) {
+    rope_args *a = u;
+    return st_rope_freqs(cx, a->x, a->inv, a->c, 3);
+}
+
+static void test_rope_grad(void) {
+    /* the leaf lives in a parameter block, so it owns its gradient buffer */
+    st_params P;
+    st_error e = {0};
+    const int64_t shape[4] = {2, 2, 5, 8};
+    st_params_init(&P);
+    st_params_add(&P, "x", 4, shape, 0, ST_INIT_NORMAL, 1.0f);
+    CHECK(st_params_finalize(&P, &e) == ST_OK);
+    st_rng r;
+    st_rng_seed(&r, 3);
+    st_params_init_values(&P, &r);
+    st_tensor *x = st_param(&P, 0);
+    rope_args a = {x, {1.0, 0.31, 0.1, 0.013}, 1.3f};
+    CHECK_MSG(gradcheck("rope_freqs (scaled)", build_rope, &a, &x, 1, 0, 1e-2, 2e-4, 2e-3, 0),
+              "st_rope_freqs: gradient matches finite differences (qk_scale 1.3)");
+    st_params_free(&P);
+}
+
+static void test_errors(void) {
+    st_error e = {0};
+    st_transform xf = {.kind = ST_XF_PI};
+    CHECK(st_transform_check(&xf, ST_POS_ALIBI, "--transform", &e) == ST_ERR_CONFIG);
+    CHECK_MSG(strstr(e.msg, "--transform pi") && strstr(e.msg, "rope") && strstr(e.msg, "alibi"),
+              "pi on an alibi run names the flag and both methods: %s", e.msg);
+    xf = (st_transform){.kind = ST_XF_ALIBI_INTERP};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "eval.transform", &e) == ST_ERR_CONFIG && strstr(e.msg, "eval.transform"));
+    xf = (st_transform){.sinks = 4};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "--sinks", &e) == ST_ERR_CONFIG);
+    xf = (st_transform){.kind = ST_XF_NTK, .scale = 0.5};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "--scale", &e) == ST_ERR_CONFIG);
+    xf = (st_transform){.kind = ST_XF_DYNAMIC_NTK, .scale = 2};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "--scale", &e) == ST_ERR_CONFIG);
+    xf = (st_transform){.kind = ST_XF_PI, .clip = 4};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "--clip", &e) == ST_ERR_CONFIG);
+    xf = (st_transform){.kind = ST_XF_REROPE, .scale = 2};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "--scale", &e) == ST_ERR_CONFIG);
+    xf = (st_transform){.kind = ST_XF_REROPE, .train_len = 64};
+    CHECK(st_transform_clip(&xf) == 32);
+    xf = (st_transform){.kind = ST_XF_YARN, .sinks = 4, .window = 16};
+    CHECK(st_transform_check(&xf, ST_POS_ROPE, "--transform", &e) == ST_OK);
+    CHECK(st_transform_from_name("yarn") == ST_XF_YARN && st_transform_from_name("bogus") == -1);
+    /* s defaults to max(1, n / L); dynamic follows the current length */
+    xf = (st_transform){.kind = ST_XF_PI, .train_len = 64, .n = 256};
+    CHECK_NEAR(st_transform_scale(&xf, 999), 4.0, 0);
+    xf.n = 32;
+    CHECK_NEAR(st_transform_scale(&xf, 999), 1.0, 0);
+    xf = (st_transform){.kind = ST_XF_DYNAMIC_NTK, .train_len = 64, .n = 4096};
+    CHECK_NEAR(st_transform_scale(&xf, 100), 100.0 / 64.0, 1e-15);
+    CHECK_NEAR(st_transform_scale(&xf, 50), 1.0, 0);
+}
+
+int main(void) {
+    st_error e = {0};
+    st_arena_init(&ar, 1 << 20, (size_t)1 << 30, &e);
+    st_ctx_init(&ctx, &ar, 4096, &e);
+    int32_t ids[64];
+    st_rng r;
+    st_rng_seed(&r, 17);
+    for (int i = 0; i < 64; i++) ids[i] = (int32_t)st_rng_below(&r, 37);
+    test_errors();
+    test_rope_grad();
+    test_kernel();
+    test_identities(ids);
+    test_cached(ids);
+    test_torch(ids);
+    st_ctx_free(&ctx);
+    st_arena_free(&ar);
+    return test_finish("test_transforms");
+}
