@@ -367,6 +367,11 @@ static void test_errors(void) {
     CHECK(st_transform_clip(&xf) == 32);
     xf = (st_transform){.kind = ST_XF_YARN, .sinks = 4, .window = 16};
     CHECK(st_transform_check(&xf, ST_POS_ROPE, "--transform", &e) == ST_OK);
+    /* cope counts gates over one contiguous span of keys: sinks refused, a window alone works */
+    xf = (st_transform){.sinks = 4, .window = 16};
+    CHECK(st_transform_check(&xf, ST_POS_COPE, "--sinks", &e) == ST_ERR_CONFIG && strstr(e.msg, "cope"));
+    xf = (st_transform){.window = 16};
+    CHECK(st_transform_check(&xf, ST_POS_COPE, "--window", &e) == ST_OK);
     CHECK(st_transform_from_name("yarn") == ST_XF_YARN && st_transform_from_name("bogus") == -1);
     /* s defaults to max(1, n / L); dynamic follows the current length */
     xf = (st_transform){.kind = ST_XF_PI, .train_len = 64, .n = 256};
