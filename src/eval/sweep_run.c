@@ -240,15 +240,21 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     return rc;
 }
 
+/* Read point pt's marker into pt->record (NULL: not finished) and take the run it was
+ * evaluated on ("trained_in": an earlier point's run, else its own). */
+static cJSON *load_record(const sweep *s, sweep_point *pt, int *plan_differs) {
+    pt->record = read_marker(s, pt, plan_differs);
+    const cJSON *ti = pt->record ? cJSON_GetObjectItemCaseSensitive(pt->record, "trained_in") : NULL;
+    snprintf(pt->train_dir, sizeof pt->train_dir, "%s", cJSON_IsString(ti) ? ti->valuestring : pt->dir);
+    return pt->record;
+}
+
 /* Point i: skipped when its marker matches, else trained (or resumed) and evaluated. The
  * outcome goes into the point (state, status, error, record); returns its status. */
 int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
     sweep_point *pt = &s->points[i];
     int plan_differs = 0;
-    pt->record = read_marker(s, pt, &plan_differs);
-    if (pt->record) {
-        const cJSON *ti = cJSON_GetObjectItemCaseSensitive(pt->record, "trained_in");
-        snprintf(pt->train_dir, sizeof pt->train_dir, "%s", cJSON_IsString(ti) ? ti->valuestring : pt->dir);
+    if (load_record(s, pt, &plan_differs)) {
         pt->state = PT_SKIPPED;
         st_log(ST_LOG_INFO, "sweep: [%d/%d] %s: finished earlier, skipped", i + 1, s->n_points, pt->name);
         return ST_OK;
@@ -288,10 +294,7 @@ int sweep_reload_point(sweep *s, int i) {
     int plan_differs = 0;
     sweep_point *pt = &s->points[i];
     cJSON_Delete(pt->record);
-    pt->record = read_marker(s, pt, &plan_differs);
-    const cJSON *ti = pt->record ? cJSON_GetObjectItemCaseSensitive(pt->record, "trained_in") : NULL;
-    snprintf(pt->train_dir, sizeof pt->train_dir, "%s", cJSON_IsString(ti) ? ti->valuestring : pt->dir);
-    return pt->record != NULL;
+    return load_record(s, pt, &plan_differs) != NULL;
 }
 
 int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
