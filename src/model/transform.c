@@ -6,6 +6,7 @@
  * (model.c, decode.c: st_transform_clip). */
 #include "st_transform.h"
 #include "st_model.h"
+#include "pos/pos.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -101,10 +102,10 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
     if (xf->sinks > 0 && xf->window == 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: %lld attention sinks need a window (keys besides the sinks)", flag,
                        (long long)xf->sinks);
-    if (xf->sinks > 0 && pos == st_pos_from_name("cope"))
-        return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"cope\": its contextual "
-                       "positions count gates over one contiguous span of keys, which sinks + window would cut "
-                       "(a window alone works)", flag);
+    const char *why = st_pos_method_of(pos)->no_sinks;
+    if (xf->sinks > 0 && why)
+        return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"%s\": %s", flag,
+                       st_pos_name(pos), why);
     return ST_OK;
 }
 

@@ -40,4 +40,6 @@ const st_pos_method st_pos_cope = {
     .params = cope_params,
     .bias_init = cope_bias_init,
     .score_bytes = 4,   /* the gates (B,H,T,T) kept for backward */
+    .no_sinks = "its contextual positions count gates over one contiguous span of keys, which sinks + window "
+                "would cut (a window alone works)",
 };

@@ -63,6 +63,8 @@ typedef struct st_pos_method {
     const char *limit_why;
     int score_bytes;        /* bytes per attention score (B,H,T,T) its kernels keep for
                              * backward besides the probabilities (cope: its gates) */
+    const char *no_sinks;   /* NULL, or why attention sinks (keys outside the window) cannot
+                             * be used with this method (cope: gates count over one span) */
     /* x (B,T,C) -> x + positions; NULL with *e set when it cannot (past max_len) */
     st_tensor *(*embed)(st_model *m, st_ctx *ctx, st_tensor *x, int64_t pos0, st_error *e);
     /* *q, *k (B,H,T,D) replaced by their transforms; 0 on failure */
