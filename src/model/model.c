@@ -201,8 +201,8 @@ int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, i
     const st_pos_method *pm = st_pos_method_of(c->pos);
     if (pm->qk && !pm->qk(m, ctx, l, q, k, pos0)) return 0;
     *q = st_attn_scale_q(m, ctx, l, *q, pos0, window);
-    if (q2 && *q2) *q2 = st_attn_scale_q(m, ctx, l, *q2, pos0, window);   /* same log-n factor per row */
-    return *q && *k && *v && (!q2 || !*k2 || *q2);
+    if (q2 && *q2 && !(*q2 = st_attn_scale_q(m, ctx, l, *q2, pos0, window))) return 0;   /* same log-n factor per row */
+    return *q && *k && *v;
 }
 
 int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
