@@ -90,14 +90,15 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
         st_cope_z(pb->cope, Q + i0 * D, rb, D, pb->scale, Z);
         for (int64_t r = 0; r < rb; r++) csum[r] = 0.0f;
     }
-    /* phase 0: the sinks below the window; phase 1: the keys [kbeg, kend), in order, or
-     * from the newest to the oldest with CoPE */
-    for (int phase = 0; phase < 2; phase++) {
-    const int64_t p0 = phase ? kbeg : 0, pend = phase ? kend : send;
-    const int64_t nkb = pend > p0 ? (pend - p0 + kblock - 1) / kblock : 0;
-    for (int64_t kb = 0; kb < nkb; kb++) {
-        const int64_t j0 = p0 + (npos ? nkb - 1 - kb : kb) * kblock;
-        const int64_t j1 = j0 + kblock < pend ? j0 + kblock : pend, nb = j1 - j0;
+    /* key blocks: first the nks blocks of sinks [0, send) below the window, then the nkw
+     * blocks of [kbeg, kend), in order, or from the newest to the oldest with CoPE */
+    const int64_t nks = (send + kblock - 1) / kblock;
+    const int64_t nkw = kend > kbeg ? (kend - kbeg + kblock - 1) / kblock : 0;
+    for (int64_t kb = 0; kb < nks + nkw; kb++) {
+        const int64_t w = kb - nks;   /* window block, < 0 for a sink block */
+        const int64_t j0 = w < 0 ? kb * kblock : kbeg + (npos ? nkw - 1 - w : w) * kblock;
+        const int64_t jend = w < 0 ? send : kend;
+        const int64_t j1 = j0 + kblock < jend ? j0 + kblock : jend, nb = j1 - j0;
         /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
                     pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, Sc, (int)nb);
@@ -173,7 +174,6 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
         /* acc (rb, D) += S (rb, nb) V[j0:j1] (nb, D) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)nb,
                     1.0f, Sc, (int)nb, V + j0 * D, (int)D, 1.0f, acc, (int)D);
-    }
     }
     float *O = pb->out + bh * T * D + i0 * D;
     for (int64_t r = 0; r < rb; r++) {
