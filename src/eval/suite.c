@@ -170,6 +170,55 @@ static int load_own(const st_eval_plan *plan, st_eval_report *rep, eval_tokens *
     return ST_OK;
 }
 
+/* The inference-time transform of plan (the command line's, or the run's eval section),
+ * checked against the model's method and handed to it; errors name the flag or the key. */
+static int use_transform(const st_eval_plan *plan, const st_eval_plan *plan_in, st_eval_report *rep, st_model *m,
+                         st_error *e) {
+    st_transform *xf = &rep->xf;
+    *xf = (st_transform){.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
+                         .window = plan->window, .clip = plan->clip, .train_len = rep->cfg.train.seq_len};
+    const int from_cli = plan_in->transform >= 0 || plan_in->transform_scale >= 0 || plan_in->sinks >= 0 ||
+                         plan_in->window >= 0 || plan_in->clip >= 0;
+    st_error xe = {0};
+    int rc = st_transform_check(xf, m->cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);
+    if (rc) return st_fail(e, rc, "%s: %s", from_cli ? "stretch eval" : rep->checkpoint, xe.msg);
+    m->xf = st_transform_active(xf) ? xf : NULL;
+    return ST_OK;
+}
+
+/* One row per length of the plan: its result, or why it could not be evaluated. ST_OK
+ * when at least one length was evaluated, else the first length's error. */
+static int eval_lengths(st_model *m, const st_eval_plan *plan, const int32_t *toks, int64_t n,
+                        const st_eval_opts *opts, st_eval_report *rep, st_error *e) {
+    int done = 0, first_err = ST_OK;
+    st_error first = {0};
+    for (int i = 0; i < plan->n_lengths; i++) {
+        st_eval_row *row = &rep->rows[rep->n++];
+        int64_t L = plan->lengths[i];
+        int64_t S = plan->mode == ST_EVAL_SLIDING ? (plan->stride > 0 ? plan->stride : (L / 2 > 0 ? L / 2 : 1)) : L;
+        st_error le = {0};
+        rep->xf.n = L;   /* s = max(1, L / train.seq_len) unless given */
+        row->xf_scale = st_transform_scale(&rep->xf, L);
+        if (S > L)   /* S == L is allowed: sliding with S = L is the nonoverlapping protocol */
+            row->status = st_fail(&le, ST_ERR_CONFIG, "length %lld: sliding stride %lld is longer than the window "
+                                  "(targets would be skipped)", (long long)L, (long long)S);
+        else
+            row->status = st_eval_run(m, toks, n, L, S, opts, &row->r, &le);
+        row->r.length = L;
+        row->r.stride = S;
+        if (row->status) {
+            snprintf(row->error, sizeof row->error, "%s", le.msg);
+            st_log(ST_LOG_WARN, "eval %s at length %lld: %s", rep->checkpoint, (long long)L, le.msg);
+            if (!first_err) { first_err = row->status; first = le; }
+        } else {
+            done++;
+        }
+    }
+    if (done > 0) return ST_OK;
+    if (e) *e = first;
+    return first_err ? first_err : st_fail(e, ST_ERR_CONFIG, "%s: no evaluation length", rep->checkpoint);
+}
+
 /* *ready: set once this rank loaded everything and agreed with the other ranks (then the
  * lengths run, each agreeing on its own status). */
 static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eval_report *rep, int *ready,
@@ -192,6 +241,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     eval_tokens et;
     memset(&et, 0, sizeof et);
     double *tbytes = NULL;
+    st_mm *mm = NULL;
     rc = resolve_plan(&plan, &rep->cfg, rep->checkpoint, e);
     if (!rc) rc = plan.data_path ? load_external(&plan, rep, state.tok_hash, &et, e) : load_own(&plan, rep, &et, e);
     if (!rc && et.vocab != m.cfg.vocab_size) {
@@ -203,7 +253,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
                      "trained with (%016llx)", rep->checkpoint, (unsigned long long)et.tok_hash,
                      (unsigned long long)state.tok_hash);
     }
-    if (rc) { eval_tokens_free(&et, rep); st_model_free(&m); return rc; }
+    if (rc) goto out;
 
     rep->split = plan.split;
     rep->mode = plan.mode;
@@ -211,25 +261,10 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     rep->stride_arg = plan.stride;
     rep->buckets = plan.buckets;
     rep->bucket_scale = plan.opts.bucket_scale;
-    /* the transform: from the command line (plan) or the run's eval section */
-    st_transform *xf = &rep->xf;
-    *xf = (st_transform){.kind = plan.transform, .scale = plan.transform_scale, .sinks = plan.sinks,
-                         .window = plan.window, .clip = plan.clip, .train_len = rep->cfg.train.seq_len};
-    const int from_cli = plan_in->transform >= 0 || plan_in->transform_scale >= 0 || plan_in->sinks >= 0 ||
-                         plan_in->window >= 0 || plan_in->clip >= 0;
-    st_error xe = {0};
-    rc = st_transform_check(xf, m.cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);
-    if (rc) {
-        st_fail(e, rc, "%s: %s", from_cli ? "stretch eval" : rep->checkpoint, xe.msg);
-        eval_tokens_free(&et, rep);
-        st_model_free(&m);
-        return rc;
-    }
-    m.xf = st_transform_active(xf) ? xf : NULL;
+    if ((rc = use_transform(&plan, plan_in, rep, &m, e))) goto out;
     st_blas_info bi;
     st_blas_query(&bi);
     rep->threads = bi.omp_threads;
-    const int32_t *toks = et.toks;
     int64_t n = et.n;
     if (plan.max_tokens > 0 && plan.max_tokens < n) n = plan.max_tokens;
     rep->split_tokens = n;
@@ -237,11 +272,10 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     st_eval_opts opts = plan.opts;
     opts.buckets = plan.buckets;
     /* precision: the backend, and for bf16 the weights' shadow (rounded once, here) */
-    st_mm *mm = NULL;
     rep->precision = plan.precision;
     rc = st_mm_create(&mm, plan.precision, opts.progress_every <= 0, e);
     if (!rc && plan.precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, e);
-    if (rc) { st_mm_free(mm); eval_tokens_free(&et, rep); st_model_free(&m); return rc; }
+    if (rc) goto out;
     opts.mm = mm;
     opts.reset_peak_rss = 1;
     if (et.unit == ST_UNIT_BYTE) {
@@ -257,47 +291,15 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
         opts.bytes_per_token = rep->bytes_per_token;
     }
 
-    int done = 0, first_err = ST_OK;
-    st_error first = {0};
     *ready = 1;
-    if ((rc = st_dist_agree(plan.opts.dist, ST_OK, e))) {   /* another rank could not load */
-        free(tbytes);
-        st_mm_free(mm);
-        eval_tokens_free(&et, rep);
-        st_model_free(&m);
-        return rc;
-    }
-    for (int i = 0; i < plan.n_lengths; i++) {
-        st_eval_row *row = &rep->rows[rep->n++];
-        int64_t L = plan.lengths[i];
-        int64_t S = plan.mode == ST_EVAL_SLIDING ? (plan.stride > 0 ? plan.stride : (L / 2 > 0 ? L / 2 : 1)) : L;
-        st_error le = {0};
-        xf->n = L;   /* s = max(1, L / train.seq_len) unless given */
-        row->xf_scale = st_transform_scale(xf, L);
-        if (S > L)   /* S == L is allowed: sliding with S = L is the nonoverlapping protocol */
-            row->status = st_fail(&le, ST_ERR_CONFIG, "length %lld: sliding stride %lld is longer than the window "
-                                  "(targets would be skipped)", (long long)L, (long long)S);
-        else
-            row->status = st_eval_run(&m, toks, n, L, S, &opts, &row->r, &le);
-        row->r.length = L;
-        row->r.stride = S;
-        if (row->status) {
-            snprintf(row->error, sizeof row->error, "%s", le.msg);
-            st_log(ST_LOG_WARN, "eval %s at length %lld: %s", rep->checkpoint, (long long)L, le.msg);
-            if (!first_err) { first_err = row->status; first = le; }
-        } else {
-            done++;
-        }
-    }
+    rc = st_dist_agree(plan.opts.dist, ST_OK, e);   /* another rank could not load */
+    if (!rc) rc = eval_lengths(&m, &plan, et.toks, n, &opts, rep, e);
+out:
     free(tbytes);
     st_mm_free(mm);
     eval_tokens_free(&et, rep);
     st_model_free(&m);
-    if (done == 0) {
-        if (e) *e = first;
-        return first_err ? first_err : st_fail(e, ST_ERR_CONFIG, "%s: no evaluation length", rep->checkpoint);
-    }
-    return ST_OK;
+    return rc;
 }
 
 int st_eval_checkpoint(const char *path, const st_eval_plan *plan, st_eval_report *rep, st_error *e) {
