@@ -3,7 +3,8 @@
 # give the tables of the one-at-a-time sweep (timing columns aside); the file's "jobs" key
 # works and bad values are exit 2; a re-run skips finished points; a sweep interrupted by
 # SIGINT (delivered to the whole process group, as Ctrl-C is) exits 130 and a second run
-# finishes it with the same tables.
+# finishes it with the same tables. A point that differs from a running one in eval.* only
+# waits for it and evaluates its run, instead of training a copy on the other core.
 . "$(dirname "$0")/lib_cli.sh" sweep_jobs
 cat >base.json <<JSON
 {"model": {"n_layers": 1, "d_model": 32, "n_heads": 4, "pos": "alibi"},
@@ -44,6 +45,20 @@ kill $WD 2>/dev/null
 [ "$rc" = 130 ] && ok || { bad "interrupted --jobs sweep: exit $rc, expected 130"; tail -3 int.err; }
 [ -s s5/pos-alibi/checkpoints/latest ] && [ -s s5/pos-rope/checkpoints/latest ] && ok || bad "no checkpoints after SIGINT"
 [ ! -e s5/pos-sinusoidal ] && ok || bad "a point started after the signal"
+
+# eval-only twins under --jobs 2: "alibi-long" must not start (and train a copy) while
+# "alibi" is still training in the other slot; it evaluates alibi's run once that is done
+cat >twins.json <<JSON
+{"base": "base.json", "set": {"train.steps": 40},
+ "variants": [{"name": "alibi", "model.pos": "alibi"},
+              {"name": "alibi-long", "model.pos": "alibi", "eval.lengths": [64]},
+              {"name": "rope", "model.pos": "rope"}],
+ "eval": {"lengths": [16, 32]}, "out": "s6"}
+JSON
+expect_rc 0 "eval-only twin with --jobs 2" "$BIN" sweep twins.json --quiet --jobs 2
+[ ! -e s6/alibi-long/config.json ] && [ -s s6/alibi-long/eval_valid_nonoverlapping.json ] && ok \
+    || bad "alibi-long trained a copy of alibi instead of evaluating its run"
+grep -q '"trained_in"' s6/alibi-long/sweep_done.json && ok || bad "alibi-long's marker does not name the run it evaluated"
 
 echo "cli_sweep_jobs: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

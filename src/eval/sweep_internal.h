@@ -48,6 +48,7 @@ void sweep_free(sweep *s);
 /* sweep_run.c: one point (train, then evaluate), state and error recorded in the point. */
 int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts);
 /* Re-read point i's marker (finished by another process); 1 when it matches. */
+int sweep_same_model(const sweep *s, int i, int j);
 int sweep_reload_point(sweep *s, int i);
 
 /* sweep_sched.c: run the pending points owned by this rank (point i: rank i mod N),

@@ -161,27 +161,33 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
     return rc;
 }
 
+/* Points i and j train the same model: equal model, data and train sections (threads and
+ * max_seconds are not part of a run's identity), so they differ in eval.* only. */
+int sweep_same_model(const sweep *s, int i, int j) {
+    st_run_config *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    static const char *const sections[] = {"model", "data", "train"};
+    int same = a && b;
+    if (same) {
+        *a = s->points[j].cfg;
+        *b = s->points[i].cfg;
+        b->train.threads = a->train.threads;
+        b->train.max_seconds = a->train.max_seconds;
+    }
+    for (int k = 0; k < 3 && same; k++) same = !st_run_config_diff(a, b, sections[k], NULL, 0);
+    free(a);
+    free(b);
+    return same;
+}
+
 /* An earlier finished point whose model, data and train sections equal this one's (the
  * points differ in eval.* only, e.g. inference-time transforms): its run is evaluated
  * instead of training an identical copy. NULL: none. */
 static const sweep_point *trained_twin(const sweep *s, int i) {
-    st_run_config *a = malloc(sizeof *a), *b = malloc(sizeof *b);
-    const sweep_point *twin = NULL;
-    static const char *const sections[] = {"model", "data", "train"};
-    for (int j = 0; a && b && j < i && !twin; j++) {
+    for (int j = 0; j < i; j++) {
         const sweep_point *o = &s->points[j];
-        if (o->state != PT_DONE && o->state != PT_SKIPPED) continue;
-        *a = o->cfg;
-        *b = s->points[i].cfg;
-        b->train.threads = a->train.threads;   /* not part of a run's identity */
-        b->train.max_seconds = a->train.max_seconds;
-        int same = 1;
-        for (int k = 0; k < 3 && same; k++) same = !st_run_config_diff(a, b, sections[k], NULL, 0);
-        if (same) twin = o;
+        if ((o->state == PT_DONE || o->state == PT_SKIPPED) && sweep_same_model(s, i, j)) return o;
     }
-    free(a);
-    free(b);
-    return twin;
+    return NULL;
 }
 
 static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
@@ -264,7 +270,8 @@ int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
     st_error pe = {0};
     int incomplete = 0;
     /* a point that differs from a finished one in eval.* only evaluates that run (a twin
-     * still running in another process is not finished here: then this point trains) */
+     * still running in another process is not finished here: sweep_sched.c holds such a
+     * point back until the twin is done, so it does not train a copy) */
     char own_cfg[ST_PATH_BUF];
     path_join(own_cfg, sizeof own_cfg, pt->dir, "config.json");
     const sweep_point *twin = sweep_exists(own_cfg) ? NULL : trained_twin(s, i);

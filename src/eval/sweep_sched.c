@@ -83,6 +83,20 @@ static void job_done(sweep *s, job *j, int wstatus) {
 }
 
 /* This rank's share, `jobs` child processes at a time. */
+/* The first of this rank's points not handed out yet whose model is not being trained by
+ * a running job: a point that differs from a running one in eval.* only waits for it (and
+ * then evaluates its run) instead of training a copy side by side. -1: none can start. */
+static int next_point(const sweep *s, const job *slot, int jobs, const char *handed, int rank, int ranks) {
+    for (int i = rank; i < s->n_points; i += ranks) {
+        if (handed[i]) continue;
+        int blocked = 0;
+        for (int k = 0; k < jobs && !blocked; k++)
+            blocked = slot[k].pid && slot[k].point < i && sweep_same_model(s, i, slot[k].point);
+        if (!blocked) return i;
+    }
+    return -1;
+}
+
 static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, int write_tables) {
     const int jobs = s->jobs;
     job *slot = calloc((size_t)jobs, sizeof *slot);
@@ -94,12 +108,15 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
     g_sweep_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    int next = rank, running = 0, forwarded = 0, rc = ST_OK;
+    char *handed = calloc((size_t)s->n_points, 1);
+    if (!handed) { free(slot); return ST_ERR_MEMORY; }
+    int running = 0, forwarded = 0, rc = ST_OK;
     while (1) {
         /* hand out points while a slot is free and no signal came */
-        while (!g_sweep_signal && running < jobs && next < s->n_points) {
-            int i = next;
-            next += ranks;
+        while (!g_sweep_signal && running < jobs) {
+            int i = next_point(s, slot, jobs, handed, rank, ranks);
+            if (i < 0) break;
+            handed[i] = 1;
             int fds[2];
             if (pipe(fds) != 0) { rc = ST_ERR_IO; break; }
             fflush(stdout);
@@ -138,6 +155,7 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
     sigaction(SIGTERM, &old_term, NULL);
     if (!rc && g_sweep_signal) rc = ST_ERR_INTERRUPTED;
     g_sweep_signal = 0;
+    free(handed);
     free(slot);
     return rc;
 }
