@@ -51,6 +51,8 @@ typedef struct st_data_config {
     double copy_rate;       /* 0.25: chance per free step that a copy starts */
 } st_data_config;
 
+/* Defaults for every field: the data rows of the config key table
+ * (src/train/config_schema.c). */
 void st_data_config_default(st_data_config *c);
 /* Range checks; messages name "data.<key>" and the config file. */
 int st_data_config_validate(const st_data_config *c, const char *file, st_error *e);

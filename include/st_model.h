@@ -94,7 +94,8 @@ typedef struct st_model_config {
     int cope_npos;          /* 64: rows of the contextual position table (positions clamp) */
 } st_model_config;
 
-/* Defaults for every field (vocab_size must still be set). */
+/* Defaults for every field: the model rows of the config key table
+ * (src/train/config_schema.c); vocab_size must still be set. */
 void st_model_config_default(st_model_config *c);
 /* Check ranges; message names "model.<key>". */
 int st_model_config_validate(const st_model_config *c, const char *file, st_error *e);

@@ -101,7 +101,8 @@ typedef struct st_run_config {
     char file[ST_PATH_MAX + 1];    /* where the config came from (for messages) */
 } st_run_config;
 
-/* Every default (model/data defaults come from their modules). */
+/* Every default: the key table's (src/train/config_schema.c); keys without one are zero
+ * or empty, filled from the data or training length when a config is loaded. */
 void st_run_config_default(st_run_config *c);
 /* Read JSON from `path`, apply `--set`-style assignments ("section.key=value"; value is a
  * JSON scalar/array when it parses as one, else a string), fill derived defaults and

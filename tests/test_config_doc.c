@@ -168,6 +168,27 @@ int main(void) {
         int ok = wl == 0 || (!strncmp(r->range, want, wl) && (r->range[wl] == 0 || !strncmp(r->range + wl, ", ", 2)));
         CHECK_MSG(ok, "%s: range is \"%s\" in the README, the table says \"%s\"", k->path, r->range, want);
     }
+    /* the table's defaults are what the default config holds: each one applied (a default
+     * its own key rejects would leave zero), and the modules' defaults are the same rows */
+    for (int i = 0; i < st_config_nkeys; i++) {
+        const st_ckey *k = &st_config_keys[i];
+        if (k->kind == CK_OBJ || !k->def) continue;
+        char val[512], want[512];
+        st_config_value_str(k, &def, val, sizeof val);
+        snprintf(want, sizeof want, "%s", k->def);
+        size_t vl = strlen(val);
+        if (vl >= 2 && val[0] == '"' && want[0] != '"') { memmove(val, val + 1, vl - 2); val[vl - 2] = 0; }
+        char *e1, *e2;
+        double a = strtod(want, &e1), b = strtod(val, &e2);
+        int same = (*want && !*e1 && *val && !*e2) ? (float)a == (float)b : !strcmp(want, val);
+        CHECK_MSG(same, "%s: the table's default %s did not apply (the default config holds %s)", k->path, k->def, val);
+    }
+    st_model_config mdef;
+    st_data_config ddef;
+    st_model_config_default(&mdef);
+    st_data_config_default(&ddef);
+    CHECK_MSG(!memcmp(&mdef, &def.model, sizeof mdef), "st_model_config_default differs from the table's model defaults");
+    CHECK_MSG(!memcmp(&ddef, &def.data, sizeof ddef), "st_data_config_default differs from the table's data defaults");
     for (int j = 0; j < n; j++)
         CHECK_MSG(rows[j].seen, "%s: row for %s, which is not a config key", path, rows[j].key);
     free(text);

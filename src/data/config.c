@@ -1,32 +1,11 @@
-/* config.c - the data section of a run config: defaults and range checks.
+/* config.c - the data section of a run config: range checks (its defaults are rows of the
+ * key table, src/train/config_schema.c).
  * Parsing JSON into st_data_config is the trainer's config parser's job; this file only
  * knows what values are acceptable. Messages read "FILE: data.<key>: what is wrong". */
 #include "st_data.h"
 
 #include <math.h>
 #include <string.h>
-
-void st_data_config_default(st_data_config *c) {
-    memset(c, 0, sizeof *c);
-    strcpy(c->source, "synthetic");
-    strcpy(c->tokenizer, "auto");
-    c->bpe_vocab = 512;
-    c->valid_frac = 0.05f;
-    c->test_frac = 0.05f;
-    c->syn_seed = 1234;
-    c->syn_vocab = 64;
-    c->syn_order = 2;
-    c->syn_branch = 4;
-    c->syn_tokens[0] = 1000000;
-    c->syn_tokens[1] = 100000;
-    c->syn_tokens[2] = 100000;
-    strcpy(c->syn_mode, "markov");
-    c->copy_len = 8;
-    c->copy_min_dist = 9;
-    c->copy_max_dist = 24;
-    c->copy_decay = 0.1;
-    c->copy_rate = 0.25;
-}
 
 const char *st_data_tokenizer_name(const st_data_config *c) {
     if (strcmp(c->tokenizer, "auto") != 0 && c->tokenizer[0]) return c->tokenizer;

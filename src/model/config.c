@@ -1,40 +1,12 @@
-/* config.c - model hyper-parameters: defaults, names of the position methods, and the
- * rules that relate model keys, with messages naming the file and the key
- * ("FILE: model.n_heads: ..."). Each key's own range is in the config schema
+/* config.c - model hyper-parameters: the rules that relate model keys, with messages
+ * naming the file and the key ("FILE: model.n_heads: ..."). Defaults and ranges are rows
+ * of the key table (src/train/config_schema.c). Each key's own range is in the config schema
  * (src/train/config_schema.c), checked before this runs; a position method's own
  * cross-key rules are its validate() (src/model/pos/). */
 #include "pos/pos.h"
 
 #include <string.h>
 #include <math.h>
-
-void st_model_config_default(st_model_config *c) {
-    memset(c, 0, sizeof *c);
-    c->vocab_size = 0;          /* taken from the dataset */
-    c->n_layers = 4;
-    c->d_model = 256;
-    c->n_heads = 8;
-    c->d_ff = 0;
-    c->pos = ST_POS_ALIBI;
-    c->max_len = 1024;
-    c->tie_embeddings = 1;
-    c->gelu_exact = 0;
-    c->ln_eps = 1e-5f;
-    c->init_std = 0.02f;
-    c->alibi_max_bias = 8.0f;
-    c->rf_kind = ST_RF_EXP;
-    c->rf_scope = ST_RF_FIXED;
-    c->rf_param = ST_RF_SOFTPLUS;
-    c->rf_rho = 64.0f;
-    c->rope_base = 10000.0f;
-    c->t5_buckets = 32;
-    c->t5_max_distance = 128;
-    c->fire_hidden = 32;        /* Li et al. 2023: MLP 1 -> 32 -> H, c = 0.1, L = 512 */
-    c->fire_c = 0.1f;
-    c->fire_threshold = 512.0f;
-    c->xpos_gamma = 512.0f;
-    c->cope_npos = 64;
-}
 
 #define BAD(...) return st_fail(e, ST_ERR_CONFIG, __VA_ARGS__)
 

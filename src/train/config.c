@@ -19,48 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-void st_run_config_default(st_run_config *c) {
-    memset(c, 0, sizeof *c);
-    st_model_config_default(&c->model);
-    c->model.vocab_size = 0;                 /* from the dataset */
-    st_data_config_default(&c->data);
-
-    st_train_config *t = &c->train;
-    t->seed = 1;
-    t->batch_size = 16;
-    t->seq_len = 128;
-    t->steps = 1000;
-    t->grad_accum = 1;
-    t->optim.name = ST_OPT_ADAMW;
-    t->optim.lr = 1e-3f;
-    t->optim.beta1 = 0.9f;
-    t->optim.beta2 = 0.98f;
-    t->optim.eps = 1e-8f;
-    t->optim.weight_decay = 0.01f;
-    t->optim.momentum = 0.0f;
-    t->optim.no_decay = ST_NODECAY_BIAS | ST_NODECAY_NORM;
-    t->sched.kind = ST_SCHED_COSINE;
-    t->sched.warmup = 100;
-    t->sched.min_lr_ratio = 0.1f;
-    t->clip_norm = 1.0f;
-    t->eval_every = 200;
-    t->eval_batches = 20;
-    t->checkpoint_every = 500;
-    t->keep_last = 2;
-    t->threads = 0;
-    t->precision = ST_PREC_FP32;
-    t->nonfinite = ST_NONFINITE_ERROR;
-    t->log_every = 10;
-    t->max_seconds = 0;
-
-    c->eval.n_lengths = 0;                   /* -> T, 2T, 4T, 8T */
-    c->eval.split = ST_SPLIT_VALID;
-    c->eval.mode = ST_EVAL_NONOVERLAPPING;
-    c->eval.stride = 0;
-    c->eval.max_tokens = 0;
-    c->eval.buckets = 16;
-}
-
 /* ------------------------------------------------------------ messages ---- */
 /* Where a value came from: "FILE: model.d_model" or "--set model.d_model". */
 static void where(char *buf, size_t n, const char *file, const char *path) {
@@ -335,6 +293,54 @@ int st_run_config_set(st_run_config *c, const char *assignment, st_error *e) {
     int rc = apply_value(c, k, v, loc, e);
     cJSON_Delete(v);
     return rc;
+}
+
+/* ------------------------------------------------------------ defaults ---- */
+/* Every default is a row of the key table (config_schema.c), written as a --set value and
+ * applied by the same code as a user's value, so a default is also range-checked. Keys
+ * without one stay zero / empty (derived at load time). The table is fixed at build time:
+ * test_config checks that every default applies; a failure here is a table bug, so the
+ * key is left at zero rather than aborting a library caller. */
+static void apply_defaults(st_run_config *c, const char *section) {
+    size_t sl = strlen(section);
+    for (int i = 0; i < st_config_nkeys; i++) {
+        const st_ckey *k = &st_config_keys[i];
+        if (!k->def || k->kind == CK_OBJ || strncmp(k->path, section, sl) != 0 || k->path[sl] != '.') continue;
+        cJSON *v = cJSON_ParseWithOpts(k->def, NULL, 1);
+        if (!v || cJSON_IsObject(v)) {
+            cJSON_Delete(v);
+            v = cJSON_CreateString(k->def);
+        }
+        st_error e = {0};
+        if (v) apply_value(c, k, v, k->path, &e);
+        cJSON_Delete(v);
+    }
+}
+
+void st_run_config_default(st_run_config *c) {
+    memset(c, 0, sizeof *c);
+    static const char *const sections[] = {"model", "data", "train", "eval"};
+    for (int s = 0; s < 4; s++) apply_defaults(c, sections[s]);
+}
+
+/* The modules' defaults are their sections of the same table (declared in st_model.h and
+ * st_data.h for callers that build a model or dataset without a run config). */
+void st_model_config_default(st_model_config *c) {
+    st_run_config *r = calloc(1, sizeof *r);
+    memset(c, 0, sizeof *c);
+    if (!r) return;
+    apply_defaults(r, "model");
+    *c = r->model;
+    free(r);
+}
+
+void st_data_config_default(st_data_config *c) {
+    st_run_config *r = calloc(1, sizeof *r);
+    memset(c, 0, sizeof *c);
+    if (!r) return;
+    apply_defaults(r, "data");
+    *c = r->data;
+    free(r);
 }
 
 /* ------------------------------------------------------------ parsing ---- */

@@ -1,7 +1,8 @@
 /* config_schema.c - every key of a run config: JSON path, type, struct field, range and
  * allowed names. One table drives parsing, --set, saving, diffs and range checks, so a
  * key added here is handled everywhere (and must be documented in configs/README.md).
- * This table is the only place a key's type and range are defined: configs/README.md's
+ * This table is the only place a key's type, default and range are defined
+ * (st_run_config_default and the modules' st_*_config_default apply its defaults): configs/README.md's
  * tables are checked against it (test_config), and the modules' validators
  * (st_model_config_validate, st_data_config_validate) keep only rules that relate keys
  * (n_heads | d_model, ...) and guards against sizes a direct library caller could pass
@@ -54,17 +55,19 @@ static const st_cenum en_mode = NAMES(mode_names);
 
 #define OFF(f) offsetof(st_run_config, f)
 #define SZ(f) sizeof(((st_run_config *)0)->f)
-#define OBJ(p)                 { p, CK_OBJ, 0, 0, 0, 0, 0, 0, NULL }
-#define INT(p, f, lo, hi)      { p, CK_INT, OFF(f), 0, 0, lo, hi, 0, NULL }
-#define I64(p, f, lo, hi)      { p, CK_I64, OFF(f), 0, 0, lo, hi, 0, NULL }
-#define U64(p, f)              { p, CK_U64, OFF(f), 0, 0, 0, 9007199254740992.0, 0, NULL }
-#define FLT(p, f, lo, hi, x)   { p, CK_FLOAT, OFF(f), 0, 0, lo, hi, x, NULL }
-#define DBL(p, f, lo, hi)      { p, CK_DOUBLE, OFF(f), 0, 0, lo, hi, 0, NULL }
-#define BOOL(p, f)             { p, CK_BOOL, OFF(f), 0, 0, 0, 1, 0, NULL }
-#define ENUM(p, f, e)          { p, CK_ENUM, OFF(f), 0, 0, 0, 0, 0, &e }
-#define STR(p, f, e)           { p, CK_STR, OFF(f), SZ(f), 0, 0, 0, 0, e }
-#define PATH(p, f)             { p, CK_PATH, OFF(f), SZ(f), 0, 0, 0, 0, NULL }
-#define MASK(p, f, e)          { p, CK_MASK, OFF(f), 0, 0, 0, 0, 0, &e }
+/* The last argument of each row is the key's default, written as for --set (JSON, or bare
+ * text for a string); NULL: zero / empty, or derived when the config is loaded. */
+#define OBJ(p)                    { p, CK_OBJ, 0, 0, 0, 0, 0, 0, NULL, NULL }
+#define INT(p, f, lo, hi, d)      { p, CK_INT, OFF(f), 0, 0, lo, hi, 0, NULL, d }
+#define I64(p, f, lo, hi, d)      { p, CK_I64, OFF(f), 0, 0, lo, hi, 0, NULL, d }
+#define U64(p, f, d)              { p, CK_U64, OFF(f), 0, 0, 0, 9007199254740992.0, 0, NULL, d }
+#define FLT(p, f, lo, hi, x, d)   { p, CK_FLOAT, OFF(f), 0, 0, lo, hi, x, NULL, d }
+#define DBL(p, f, lo, hi, d)      { p, CK_DOUBLE, OFF(f), 0, 0, lo, hi, 0, NULL, d }
+#define BOOL(p, f, d)             { p, CK_BOOL, OFF(f), 0, 0, 0, 1, 0, NULL, d }
+#define ENUM(p, f, e, d)          { p, CK_ENUM, OFF(f), 0, 0, 0, 0, 0, &e, d }
+#define STR(p, f, e, d)           { p, CK_STR, OFF(f), SZ(f), 0, 0, 0, 0, e, d }
+#define PATH(p, f, d)             { p, CK_PATH, OFF(f), SZ(f), 0, 0, 0, 0, NULL, d }
+#define MASK(p, f, e, d)          { p, CK_MASK, OFF(f), 0, 0, 0, 0, 0, &e, d }
 
 #define BIG 1e12   /* step counts */
 
@@ -72,117 +75,117 @@ static const st_cenum en_mode = NAMES(mode_names);
  * the order; it is also the order of configs/README.md). */
 const st_ckey st_config_keys[] = {
     OBJ("model"),
-    INT("model.vocab_size", model.vocab_size, 0, 1 << 24),
-    INT("model.n_layers", model.n_layers, 1, 256),
-    INT("model.d_model", model.d_model, 1, 1 << 16),
-    INT("model.n_heads", model.n_heads, 1, 256),
-    INT("model.d_ff", model.d_ff, 0, 1 << 20),
-    ENUM("model.pos", model.pos, en_pos),
-    INT("model.max_len", model.max_len, 1, 1 << 24),
-    BOOL("model.tie_embeddings", model.tie_embeddings),
-    FLT("model.dropout_emb", model.dropout_emb, 0, 0.99, 0),
-    FLT("model.dropout_attn", model.dropout_attn, 0, 0.99, 0),
-    FLT("model.dropout_resid", model.dropout_resid, 0, 0.99, 0),
-    ENUM("model.gelu", model.gelu_exact, en_gelu),
-    FLT("model.ln_eps", model.ln_eps, 0, 1, 1),
-    FLT("model.init_std", model.init_std, 0, 10, 1),
+    INT("model.vocab_size", model.vocab_size, 0, 1 << 24, "0"),
+    INT("model.n_layers", model.n_layers, 1, 256, "4"),
+    INT("model.d_model", model.d_model, 1, 1 << 16, "256"),
+    INT("model.n_heads", model.n_heads, 1, 256, "8"),
+    INT("model.d_ff", model.d_ff, 0, 1 << 20, "0"),
+    ENUM("model.pos", model.pos, en_pos, "alibi"),
+    INT("model.max_len", model.max_len, 1, 1 << 24, "1024"),
+    BOOL("model.tie_embeddings", model.tie_embeddings, "true"),
+    FLT("model.dropout_emb", model.dropout_emb, 0, 0.99, 0, "0"),
+    FLT("model.dropout_attn", model.dropout_attn, 0, 0.99, 0, "0"),
+    FLT("model.dropout_resid", model.dropout_resid, 0, 0.99, 0, "0"),
+    ENUM("model.gelu", model.gelu_exact, en_gelu, "tanh"),
+    FLT("model.ln_eps", model.ln_eps, 0, 1, 1, "1e-5"),
+    FLT("model.init_std", model.init_std, 0, 10, 1, "0.02"),
     /* log-n attention scaling (any method; src/model/attn_scale.c) */
-    ENUM("model.attn_scale", model.attn_scale, en_attn_scale),
-    INT("model.attn_scale_len", model.attn_scale_len, 0, 1 << 24),
+    ENUM("model.attn_scale", model.attn_scale, en_attn_scale, "none"),
+    INT("model.attn_scale_len", model.attn_scale_len, 0, 1 << 24, "0"),
     /* position methods' keys, grouped per method (src/model/pos/<method>.c reads them);
      * alibi, alibi_rf */
-    FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 64, 1),
+    FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 64, 1, "8"),
     OBJ("model.rf"),
-    ENUM("model.rf.kind", model.rf_kind, en_rf_kind),
-    ENUM("model.rf.scope", model.rf_scope, en_rf_scope),
-    ENUM("model.rf.param", model.rf_param, en_rf_param),
-    FLT("model.rf.rho", model.rf_rho, 0, 1e7, 1),
+    ENUM("model.rf.kind", model.rf_kind, en_rf_kind, "exp"),
+    ENUM("model.rf.scope", model.rf_scope, en_rf_scope, "fixed"),
+    ENUM("model.rf.param", model.rf_param, en_rf_param, "softplus"),
+    FLT("model.rf.rho", model.rf_rho, 0, 1e7, 1, "64"),
     /* rope */
-    FLT("model.rope_base", model.rope_base, 1, 1e12, 1),
+    FLT("model.rope_base", model.rope_base, 1, 1e12, 1, "10000"),
     /* t5 */
-    INT("model.t5_buckets", model.t5_buckets, 2, 4096),
-    INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24),
+    INT("model.t5_buckets", model.t5_buckets, 2, 4096, "32"),
+    INT("model.t5_max_distance", model.t5_max_distance, 1, 1 << 24, "128"),
     /* kerple */
     OBJ("model.kerple"),
-    ENUM("model.kerple.kind", model.kerple_kind, en_kerple_kind),
+    ENUM("model.kerple.kind", model.kerple_kind, en_kerple_kind, "log"),
     /* fire */
-    OBJ("model.fire"),
-    INT("model.fire.hidden", model.fire_hidden, 1, ST_FIRE_MAX_HIDDEN),
-    FLT("model.fire.c", model.fire_c, 0, 1e6, 1),
-    FLT("model.fire.threshold", model.fire_threshold, 0, 1e9, 1),
+    OBJ("model.fire"),   /* defaults: Li et al. 2023, MLP 1 -> 32 -> H, c = 0.1, L = 512 */
+    INT("model.fire.hidden", model.fire_hidden, 1, ST_FIRE_MAX_HIDDEN, "32"),
+    FLT("model.fire.c", model.fire_c, 0, 1e6, 1, "0.1"),
+    FLT("model.fire.threshold", model.fire_threshold, 0, 1e9, 1, "512"),
     /* xpos */
     OBJ("model.xpos"),
-    FLT("model.xpos.gamma", model.xpos_gamma, 0, 1e9, 1),
+    FLT("model.xpos.gamma", model.xpos_gamma, 0, 1e9, 1, "512"),
     /* cope */
     OBJ("model.cope"),
-    INT("model.cope.n_pos", model.cope_npos, 1, 1 << 20),
+    INT("model.cope.n_pos", model.cope_npos, 1, 1 << 20, "64"),
 
     OBJ("data"),
-    STR("data.source", data.source, &en_source),
-    PATH("data.path", data.path),
-    STR("data.tokenizer", data.tokenizer, &en_tokenizer),
-    INT("data.bpe_vocab", data.bpe_vocab, 257, 262144),
-    PATH("data.cache_dir", data.cache_dir),
-    FLT("data.valid_frac", data.valid_frac, 0, 0.5, 1),
-    FLT("data.test_frac", data.test_frac, 0, 0.5, 1),
+    STR("data.source", data.source, &en_source, "synthetic"),
+    PATH("data.path", data.path, NULL),
+    STR("data.tokenizer", data.tokenizer, &en_tokenizer, "auto"),
+    INT("data.bpe_vocab", data.bpe_vocab, 257, 262144, "512"),
+    PATH("data.cache_dir", data.cache_dir, NULL),
+    FLT("data.valid_frac", data.valid_frac, 0, 0.5, 1, "0.05"),
+    FLT("data.test_frac", data.test_frac, 0, 0.5, 1, "0.05"),
     OBJ("data.synthetic"),
-    U64("data.synthetic.seed", data.syn_seed),
-    INT("data.synthetic.vocab", data.syn_vocab, 2, 65536),
-    INT("data.synthetic.order", data.syn_order, 1, 20),
-    INT("data.synthetic.branch", data.syn_branch, 1, 1 << 24),
-    { "data.synthetic.tokens", CK_I64_3, OFF(data.syn_tokens), 3, 0, 1, 2147483648.0, 0, NULL },
-    STR("data.synthetic.mode", data.syn_mode, &en_syn_mode),
+    U64("data.synthetic.seed", data.syn_seed, "1234"),
+    INT("data.synthetic.vocab", data.syn_vocab, 2, 65536, "64"),
+    INT("data.synthetic.order", data.syn_order, 1, 20, "2"),
+    INT("data.synthetic.branch", data.syn_branch, 1, 1 << 24, "4"),
+    { "data.synthetic.tokens", CK_I64_3, OFF(data.syn_tokens), 3, 0, 1, 2147483648.0, 0, NULL, "[1000000, 100000, 100000]" },
+    STR("data.synthetic.mode", data.syn_mode, &en_syn_mode, "markov"),
     OBJ("data.synthetic.copy"),
-    INT("data.synthetic.copy.len", data.copy_len, 1, 1 << 20),
-    INT("data.synthetic.copy.min_dist", data.copy_min_dist, 2, 1 << 20),
-    INT("data.synthetic.copy.max_dist", data.copy_max_dist, 2, 1 << 20),
-    DBL("data.synthetic.copy.decay", data.copy_decay, 0, 100),
-    { "data.synthetic.copy.rate", CK_DOUBLE, OFF(data.copy_rate), 0, 0, 0, 1, 1, NULL },   /* (0, 1] */
+    INT("data.synthetic.copy.len", data.copy_len, 1, 1 << 20, "8"),
+    INT("data.synthetic.copy.min_dist", data.copy_min_dist, 2, 1 << 20, "9"),
+    INT("data.synthetic.copy.max_dist", data.copy_max_dist, 2, 1 << 20, "24"),
+    DBL("data.synthetic.copy.decay", data.copy_decay, 0, 100, "0.1"),
+    { "data.synthetic.copy.rate", CK_DOUBLE, OFF(data.copy_rate), 0, 0, 0, 1, 1, NULL, "0.25" },   /* (0, 1] */
 
     OBJ("train"),
-    U64("train.seed", train.seed),
-    INT("train.batch_size", train.batch_size, 1, 1 << 20),
-    INT("train.seq_len", train.seq_len, 1, 1 << 24),
-    I64("train.steps", train.steps, 0, BIG),
-    INT("train.grad_accum", train.grad_accum, 1, 1 << 16),
+    U64("train.seed", train.seed, "1"),
+    INT("train.batch_size", train.batch_size, 1, 1 << 20, "16"),
+    INT("train.seq_len", train.seq_len, 1, 1 << 24, "128"),
+    I64("train.steps", train.steps, 0, BIG, "1000"),
+    INT("train.grad_accum", train.grad_accum, 1, 1 << 16, "1"),
     OBJ("train.optimizer"),
-    ENUM("train.optimizer.name", train.optim.name, en_optim),
-    FLT("train.optimizer.lr", train.optim.lr, 0, 100, 1),
-    FLT("train.optimizer.beta1", train.optim.beta1, 0, 0.999999, 0),
-    FLT("train.optimizer.beta2", train.optim.beta2, 0, 0.999999, 0),
-    FLT("train.optimizer.eps", train.optim.eps, 0, 1, 1),
-    FLT("train.optimizer.weight_decay", train.optim.weight_decay, 0, 100, 0),
-    FLT("train.optimizer.momentum", train.optim.momentum, 0, 0.999999, 0),
-    MASK("train.optimizer.no_decay", train.optim.no_decay, en_nodecay),
+    ENUM("train.optimizer.name", train.optim.name, en_optim, "adamw"),
+    FLT("train.optimizer.lr", train.optim.lr, 0, 100, 1, "0.001"),
+    FLT("train.optimizer.beta1", train.optim.beta1, 0, 0.999999, 0, "0.9"),
+    FLT("train.optimizer.beta2", train.optim.beta2, 0, 0.999999, 0, "0.98"),
+    FLT("train.optimizer.eps", train.optim.eps, 0, 1, 1, "1e-8"),
+    FLT("train.optimizer.weight_decay", train.optim.weight_decay, 0, 100, 0, "0.01"),
+    FLT("train.optimizer.momentum", train.optim.momentum, 0, 0.999999, 0, "0"),
+    MASK("train.optimizer.no_decay", train.optim.no_decay, en_nodecay, "[\"bias\", \"norm\"]"),
     OBJ("train.schedule"),
-    ENUM("train.schedule.kind", train.sched.kind, en_sched),
-    I64("train.schedule.warmup", train.sched.warmup, 0, BIG),
-    FLT("train.schedule.min_lr_ratio", train.sched.min_lr_ratio, 0, 1, 0),
-    FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0),
-    I64("train.eval_every", train.eval_every, 0, BIG),
-    INT("train.eval_batches", train.eval_batches, 0, 1 << 20),
-    I64("train.checkpoint_every", train.checkpoint_every, 0, BIG),
-    INT("train.keep_last", train.keep_last, 1, 1 << 20),
-    INT("train.threads", train.threads, 0, 4096),
-    ENUM("train.precision", train.precision, en_precision),
-    ENUM("train.nonfinite", train.nonfinite, en_nonfinite),
-    I64("train.log_every", train.log_every, 1, BIG),
-    DBL("train.max_seconds", train.max_seconds, 0, 1e9),
-    PATH("train.init_from", train.init_from),
+    ENUM("train.schedule.kind", train.sched.kind, en_sched, "cosine"),
+    I64("train.schedule.warmup", train.sched.warmup, 0, BIG, "100"),
+    FLT("train.schedule.min_lr_ratio", train.sched.min_lr_ratio, 0, 1, 0, "0.1"),
+    FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0, "1"),
+    I64("train.eval_every", train.eval_every, 0, BIG, "200"),
+    INT("train.eval_batches", train.eval_batches, 0, 1 << 20, "20"),
+    I64("train.checkpoint_every", train.checkpoint_every, 0, BIG, "500"),
+    INT("train.keep_last", train.keep_last, 1, 1 << 20, "2"),
+    INT("train.threads", train.threads, 0, 4096, "0"),
+    ENUM("train.precision", train.precision, en_precision, "fp32"),
+    ENUM("train.nonfinite", train.nonfinite, en_nonfinite, "error"),
+    I64("train.log_every", train.log_every, 1, BIG, "10"),
+    DBL("train.max_seconds", train.max_seconds, 0, 1e9, "0"),
+    PATH("train.init_from", train.init_from, NULL),
 
     OBJ("eval"),
     { "eval.lengths", CK_I64_LIST, OFF(eval.lengths), ST_EVAL_MAX_LENGTHS, OFF(eval.n_lengths),
-      1, 1 << 24, 0, NULL },
-    ENUM("eval.split", eval.split, en_split),
-    ENUM("eval.mode", eval.mode, en_mode),
-    I64("eval.stride", eval.stride, 0, 1 << 24),
-    I64("eval.max_tokens", eval.max_tokens, 0, 1e13),
-    INT("eval.buckets", eval.buckets, 0, 1 << 16),
-    ENUM("eval.transform", eval.transform, en_transform),
-    DBL("eval.transform_scale", eval.transform_scale, 0, 1e6),
-    I64("eval.sinks", eval.sinks, 0, 1 << 24),
-    I64("eval.window", eval.window, 0, 1 << 24),
-    I64("eval.clip", eval.clip, 0, 1 << 24),
+      1, 1 << 24, 0, NULL, NULL },   /* default: T, 2T, 4T, 8T of train.seq_len */
+    ENUM("eval.split", eval.split, en_split, "valid"),
+    ENUM("eval.mode", eval.mode, en_mode, "nonoverlapping"),
+    I64("eval.stride", eval.stride, 0, 1 << 24, "0"),
+    I64("eval.max_tokens", eval.max_tokens, 0, 1e13, "0"),
+    INT("eval.buckets", eval.buckets, 0, 1 << 16, "16"),
+    ENUM("eval.transform", eval.transform, en_transform, "none"),
+    DBL("eval.transform_scale", eval.transform_scale, 0, 1e6, "0"),
+    I64("eval.sinks", eval.sinks, 0, 1 << 24, "0"),
+    I64("eval.window", eval.window, 0, 1 << 24, "0"),
+    I64("eval.clip", eval.clip, 0, 1 << 24, "0"),
 };
 const int st_config_nkeys = (int)(sizeof st_config_keys / sizeof st_config_keys[0]);
 

@@ -42,6 +42,8 @@ typedef struct st_ckey {
     double min, max;        /* inclusive range of numbers (list elements too) */
     int xmin;               /* 1: min is exclusive */
     const st_cenum *en;     /* CK_ENUM, CK_MASK, restricted CK_STR */
+    const char *def;        /* default, as a --set value ("4", "alibi", "[\"bias\"]");
+                             * NULL: zero / empty, or derived at load time */
 } st_ckey;
 
 extern const st_ckey st_config_keys[];
