@@ -1,7 +1,8 @@
 /* st_matmul.h - matmul precision as a variation point, and bf16 rounding.
  *
  * Every large product of the ops (linear forward and both backward products, the fused
- * LM head + loss) calls st_mm_gemm with the context's backend (ctx->mm). A backend is one
+ * LM head + loss, grad-mode attention) calls st_mm_gemm(_batched) with the context's
+ * backend (ctx->mm). A backend is one
  * row of a table (src/core/matmul.c):
  *   fp32  OpenBLAS cblas_sgemm (cblas_sgemv when the product has one row: decoding)
  *   bf16  oneDNN matmul, bf16 x bf16 inputs rounded to nearest even from fp32, fp32
@@ -22,10 +23,10 @@
  * OpenMP parallel region.
  *
  * Batches: st_mm_gemm_batched runs `count` products of one shape whose operands sit at
- * fixed strides (one 3-d oneDNN matmul in bf16, a loop of sgemms in fp32). It is the hook
- * for attention: QK^T and PV of one query block over every (batch, head) pair are one
- * batched call made outside the parallel loop, which is how attention can take the bf16
- * path (docs/precision.md, "Attention"). */
+ * fixed strides (one 3-d oneDNN matmul in bf16, a loop of sgemms in fp32). Attention's
+ * block-major schedule uses it: QK^T and PV of one query block over every (batch, head)
+ * pair, and their backward products, are one batched call each, made outside the
+ * parallel loop (docs/precision.md, "Attention"). */
 #ifndef ST_MATMUL_H
 #define ST_MATMUL_H
 
@@ -79,6 +80,11 @@ int st_mm_precision(const st_mm *mm);       /* NULL: ST_PREC_FP32 */
 const char *st_mm_describe(const st_mm *mm);
 /* 1 when the bf16 products run on native bf16 instructions (AVX512-BF16 or AMX). */
 int st_mm_native(const st_mm *mm);
+/* 1 when st_mm_gemm may be called from inside an OpenMP parallel region (fp32: OpenBLAS
+ * runs single-threaded there); 0 when products must be batched outside parallel loops
+ * (bf16: one primitive cache). Attention picks its schedule by this (per-pair tasks with
+ * their own products, or block-major batched products). NULL: fp32. */
+int st_mm_parallel_safe(const st_mm *mm);
 /* The implementation the backend used for its most recent product, e.g. oneDNN's
  * "brg:avx512_core_bf16" or "gemm:jit"; "cblas_sgemm" / "cblas_sgemv" for fp32. */
 const char *st_mm_last_impl(const st_mm *mm);

@@ -19,9 +19,13 @@
  * CoPE (attention_cope.c) adds its term to S after the bias (forward_block) and turns a
  * row of dS into dS0 plus dZ before dQ/dK (backward_pair); it keeps the gates (B,H,T,T)
  * and z (B,H,T,n_pos), and sums dE per (b,h) pair, then over the pairs in order.
- * Every product is one cblas_sgemm per block of ST_ATTN_QBLOCK query rows; for causal
- * attention a block [i0, i1) only touches keys [0, i1), which skips the upper triangle
- * except inside the diagonal block (masked to 0 there).
+ * Every product works on a block of ST_ATTN_QBLOCK query rows; for causal attention a
+ * block [i0, i1) only touches keys [0, i1), which skips the upper triangle except inside
+ * the diagonal block (masked to 0 there). Two schedules, chosen by the matmul backend
+ * (st_mm_parallel_safe): per pair (fp32: tasks in an OpenMP loop, one cblas_sgemm per
+ * block each) or block-major (bf16: per query block, one st_mm_gemm_batched call over
+ * every (b,h) pair outside the parallel loop, the row work in parallel between the
+ * calls). The row work (forward_rows, prime_rows, ds_rows) is shared by both.
  *
  * Memory (grad mode): P (B,H,T,T) floats and, with dropout, a (B,H,T,T) byte mask are
  * kept for backward; that is the price of a fast backward at training lengths. A general
@@ -29,6 +33,7 @@
  * during backward; the backward then runs one task per head (batch rows in order inside
  * it) so the per-head gradient is summed without races or thread-count dependence. */
 #include "attention_internal.h"
+#include "st_matmul.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -61,12 +66,12 @@ static void softmax_row(float *p, int64_t n) {
     for (int64_t j = 0; j < n; j++) p[j] *= inv;
 }
 
-/* Grad-mode forward of pair bh, query rows [i0, i1): P rows, mask rows, out rows.
- * pd: (QBLOCK, T) scratch for P' when dropout is on. */
-static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, int64_t bh,
-                          int64_t i0, int64_t i1, float *pd) {
+/* Row work of a grad-mode forward block, once S = scale Q K^T of pair bh, query rows
+ * [i0, i1), is in P: bias, CoPE gates, softmax, the dropout mask and, with dropout, the
+ * P' rows in pd ((rb, kend), ld kend). */
+static void forward_rows(const st_attn_problem *pb, float *P, uint8_t *drop, int64_t bh,
+                         int64_t i0, int64_t i1, float *pd) {
     const int64_t T = pb->T, D = pb->D, rb = i1 - i0;
-    const float *Q = pb->q + bh * T * D, *K = pb->k + bh * T * D, *V = pb->v + bh * T * D;
     const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * st_attn_bias_len(T, pb->causal) : NULL;
     const float *gtab = pb->gtab ? pb->gtab + (size_t)(bh % pb->H) * (size_t)(T * T) : NULL;
     const float keep = st_attn_keep_scale(pb->p_drop);
@@ -74,11 +79,7 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
     float *Pb = P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);   /* (rb, kend), ld T */
     const int64_t npos = pb->cope ? pb->cope->n_pos : 0;
     float *Zb = pb->cope ? pb->cope_z + (size_t)(bh * T + i0) * (size_t)npos : NULL;   /* (rb, npos) */
-    if (Zb) st_cope_z(pb->cope, Q + i0 * D, rb, D, pb->scale, Zb);
-
-    /* S (rb, kend) = scale Q[i0:i1] K[0:kend]^T */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D,
-                pb->scale, Q + i0 * D, (int)D, K, (int)D, 0.0f, Pb, (int)T);
+    if (Zb) st_cope_z(pb->cope, pb->q + bh * T * D + i0 * D, rb, D, pb->scale, Zb);
     for (int64_t r = 0; r < rb; r++) {
         const int64_t i = i0 + r, jn = pb->causal ? i + 1 : T;
         float *p = Pb + r * T;
@@ -107,17 +108,104 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
             for (int64_t j = jn; j < kend; j++) { dr[j] = 0; x[j] = 0.0f; }
         }
     }
+}
+
+/* Grad-mode forward of pair bh, query rows [i0, i1), inside a parallel loop (fp32):
+ * P rows, mask rows, out rows. pd: (QBLOCK, T) scratch for P' when dropout is on. */
+static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, int64_t bh,
+                          int64_t i0, int64_t i1, float *pd) {
+    const int64_t T = pb->T, D = pb->D, rb = i1 - i0;
+    const float *Q = pb->q + bh * T * D, *K = pb->k + bh * T * D, *V = pb->v + bh * T * D;
+    const int64_t kend = pb->causal ? i1 : T;
+    float *Pb = P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);   /* (rb, kend), ld T */
+    /* S (rb, kend) = scale Q[i0:i1] K[0:kend]^T */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D,
+                pb->scale, Q + i0 * D, (int)D, K, (int)D, 0.0f, Pb, (int)T);
+    forward_rows(pb, P, drop, bh, i0, i1, pd);
     /* O[i0:i1] (rb, D) = P' (rb, kend) V[0:kend] (kend, D) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, 1.0f,
                 drop ? pd : Pb, drop ? (int)kend : (int)T, V, (int)D, 0.0f,
                 pb->out + bh * T * D + i0 * D, (int)D);
 }
 
-/* Backward of pair bh. dq/dk/dv: (T,D) gradient rows of this pair or NULL when that input
- * needs none; gacc: (n) reversed-distance bias-gradient accumulator of this pair or NULL;
- * gfull: (T,T) general-bias gradient of this pair's head (summed over b) or NULL;
- * de: (n_pos, D) CoPE embedding-gradient partial of this pair or NULL.
- * scratch: dP' (QBLOCK, T) then, with dropout, P' (QBLOCK, T); with CoPE then dZ
+/* Grad-mode forward on the block-major schedule (a backend whose products run outside
+ * parallel regions: bf16): per query block, S of every (b,h) pair in one batched product,
+ * the row work in parallel over pairs, then O of every pair in one batched product.
+ * pd: (B*H, QBLOCK, T) for P' when dropout is on (pair bh's block dense at bh rb kend). */
+static void forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uint8_t *drop, float *pd) {
+    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H;
+    for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
+        const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T, rb = i1 - i0;
+        const int64_t kend = pb->causal ? i1 : T;
+        const st_mm_batch s_bt = {BH, T * D, T * D, T * T};
+        st_mm_gemm_batched(mm, s_bt, rb, kend, D, pb->scale, st_mm_a(pb->q + i0 * D, NULL, 0, D),
+                           st_mm_a(pb->k, NULL, 1, D), 0.0f, P + i0 * T, T);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t bh = 0; bh < BH; bh++)
+            forward_rows(pb, P, drop, bh, i0, i1, pd ? pd + bh * rb * kend : NULL);
+        const st_mm_batch o_bt = {BH, drop ? rb * kend : T * T, T * D, T * D};
+        st_mm_gemm_batched(mm, o_bt, rb, D, kend, 1.0f, st_mm_a(drop ? pd : P + i0 * T, NULL, 0, drop ? kend : T),
+                           st_mm_a(pb->v, NULL, 0, D), 0.0f, pb->out + i0 * D, D);
+    }
+}
+
+/* P' rows of pair bh, query rows [i0, i1): the saved P (ld T), or with dropout P * mask *
+ * keep rebuilt from the byte mask into pd ((rb, kend), ld kend). Returns the rows; *ldp
+ * their leading dimension. */
+static const float *prime_rows(const attn_saved *s, int64_t bh, int64_t i0, int64_t i1, float *pd, int64_t *ldp) {
+    const int64_t T = s->T, rb = i1 - i0, kend = s->causal ? i1 : T;
+    const float *Pb = s->P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);
+    *ldp = T;
+    if (!s->drop) return Pb;
+    const uint8_t *dr = s->drop + ((size_t)bh * (size_t)T + (size_t)i0) * (size_t)T;
+    for (int64_t r = 0; r < rb; r++) {
+        const uint8_t *d = dr + r * T;
+        const float *p = Pb + r * T;
+        float *x = pd + r * kend;
+        for (int64_t j = 0; j < kend; j++) x[j] = p[j] * ((float)(1 - d[j]) * s->keep);
+    }
+    *ldp = kend;
+    return pd;
+}
+
+/* Row work of the backward of pair bh, query rows [i0, i1), once g holds dP' (rb, kend):
+ * g becomes dS; the bias gradient (gacc: reversed-distance accumulator of the pair, gfull:
+ * (T,T) of its head) and CoPE's dZ -> dq rows and de are accumulated. Q: the pair's q;
+ * dZ (QBLOCK, n_pos) and crow (T): CoPE scratch. */
+static void ds_rows(const attn_saved *s, int64_t bh, int64_t i0, int64_t i1, const float *Q, const float *pp,
+                    int64_t ldp, float *g, float *gacc, float *gfull, float *dq, float *de, float *dZ, float *crow) {
+    const int64_t T = s->T, D = s->D, rb = i1 - i0, kend = s->causal ? i1 : T;
+    const int64_t npos = s->has_cope ? s->cope.n_pos : 0;
+    const float *Pb = s->P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);
+    if (npos) memset(dZ, 0, (size_t)(rb * npos) * sizeof(float));
+    for (int64_t r = 0; r < rb; r++) {
+        const int64_t i = i0 + r, jn = s->causal ? i + 1 : T;
+        const float *p = Pb + r * T, *x = pp + r * ldp;
+        float *gr = g + r * kend;
+        const float c = st_attn_dot(x, gr, jn);
+        /* dS = P' dP' - P c  (= P (dP - c) without dropout) */
+        for (int64_t j = 0; j < jn; j++) gr[j] = x[j] * gr[j] - p[j] * c;
+        for (int64_t j = jn; j < kend; j++) gr[j] = 0.0f;
+        if (npos)   /* CoPE: dS -> dS0 (softmax and gate paths), dZ of the row */
+            st_cope_row_backward(s->cope_z + (size_t)(bh * T + i) * (size_t)npos, npos,
+                                 s->cope_g + (size_t)bh * (size_t)(T * T) + (size_t)(i * T), jn, gr,
+                                 dZ + r * npos, crow);
+        if (gacc) {
+            float *ga = gacc + (T - 1 - i);   /* ga[j] accumulates distance i - j */
+            for (int64_t j = 0; j < jn; j++) ga[j] += gr[j];
+        } else if (gfull) {
+            float *gf = gfull + i * T;
+            for (int64_t j = 0; j < jn; j++) gf[j] += gr[j];
+        }
+    }
+    if (npos) st_cope_z_backward(&s->cope, dZ, Q + i0 * D, rb, D, s->scale, dq ? dq + i0 * D : NULL, de);
+}
+
+/* Backward of pair bh inside a parallel loop (fp32). dq/dk/dv: (T,D) gradient rows of this
+ * pair or NULL when that input needs none; gacc: (n) reversed-distance bias-gradient
+ * accumulator of this pair or NULL; gfull: (T,T) general-bias gradient of this pair's head
+ * (summed over b) or NULL; de: (n_pos, D) CoPE embedding-gradient partial of this pair or
+ * NULL. scratch: dP' (QBLOCK, T) then, with dropout, P' (QBLOCK, T); with CoPE then dZ
  * (QBLOCK, n_pos) and one row (T). */
 static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const float *K,
                           const float *V, const float *dO, float *dq, float *dk, float *dv,
@@ -131,23 +219,9 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
     for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
         const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T, rb = i1 - i0;
         const int64_t kend = s->causal ? i1 : T;
-        const float *Pb = s->P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);
         const float *dOb = dO + i0 * D;
-
-        /* P' rows: the saved P, or P * mask * keep rebuilt from the byte mask */
-        const float *pp = Pb;
-        int64_t ldp = T;
-        if (s->drop) {
-            const uint8_t *dr = s->drop + ((size_t)bh * (size_t)T + (size_t)i0) * (size_t)T;
-            for (int64_t r = 0; r < rb; r++) {
-                const uint8_t *d = dr + r * T;
-                const float *p = Pb + r * T;
-                float *x = pd + r * kend;
-                for (int64_t j = 0; j < kend; j++) x[j] = p[j] * ((float)(1 - d[j]) * s->keep);
-            }
-            pp = pd;
-            ldp = kend;
-        }
+        int64_t ldp;
+        const float *pp = prime_rows(s, bh, i0, i1, pd, &ldp);
         /* dV[0:kend] += P'^T (kend, rb) dO[i0:i1] (rb, D) */
         if (dv)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kend, (int)D, (int)rb, 1.0f,
@@ -156,28 +230,7 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
         /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D, 1.0f,
                     dOb, (int)D, V, (int)D, 0.0f, g, (int)kend);
-        if (npos) memset(dZ, 0, (size_t)(rb * npos) * sizeof(float));
-        for (int64_t r = 0; r < rb; r++) {
-            const int64_t i = i0 + r, jn = s->causal ? i + 1 : T;
-            const float *p = Pb + r * T, *x = pp + r * ldp;
-            float *gr = g + r * kend;
-            const float c = st_attn_dot(x, gr, jn);
-            /* dS = P' dP' - P c  (= P (dP - c) without dropout) */
-            for (int64_t j = 0; j < jn; j++) gr[j] = x[j] * gr[j] - p[j] * c;
-            for (int64_t j = jn; j < kend; j++) gr[j] = 0.0f;
-            if (npos)   /* CoPE: dS -> dS0 (softmax and gate paths), dZ of the row */
-                st_cope_row_backward(s->cope_z + (size_t)(bh * T + i) * (size_t)npos, npos,
-                                     s->cope_g + (size_t)bh * (size_t)(T * T) + (size_t)(i * T), jn, gr,
-                                     dZ + r * npos, crow);
-            if (gacc) {
-                float *ga = gacc + (T - 1 - i);   /* ga[j] accumulates distance i - j */
-                for (int64_t j = 0; j < jn; j++) ga[j] += gr[j];
-            } else if (gfull) {
-                float *gf = gfull + i * T;
-                for (int64_t j = 0; j < jn; j++) gf[j] += gr[j];
-            }
-        }
-        if (npos) st_cope_z_backward(&s->cope, dZ, Q + i0 * D, rb, D, s->scale, dq ? dq + i0 * D : NULL, de);
+        ds_rows(s, bh, i0, i1, Q, pp, ldp, g, gacc, gfull, dq, de, dZ, crow);
         /* dQ[i0:i1] += scale dS (rb, kend) K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
         if (dq)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, s->scale,
@@ -185,6 +238,101 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
         if (dk)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kend, (int)D, (int)rb, s->scale,
                         g, (int)kend, Q + i0 * D, (int)D, 1.0f, dk, (int)D);
+    }
+}
+
+/* The gradient buffers of one backward, shared by both schedules. */
+typedef struct attn_grads {
+    float *dq, *dk, *dv;   /* (B,H,T,D) or NULL */
+    float *gacc;           /* (B*H, n) per-pair distance-bias partials, or NULL */
+    float *gfull;          /* (H,T,T) general-bias gradient, or NULL */
+    float *de;             /* (B*H, n_pos, D) CoPE partials, or NULL */
+    int64_t n;             /* distance-table length */
+} attn_grads;
+
+/* Backward on the block-major schedule (bf16): per query block, each product of every
+ * (b,h) pair is one batched call outside the parallel region, and the row work runs in
+ * parallel over pairs (over heads, batch rows in order, for a learnable general bias).
+ * Blocks go in ascending order, so dK and dV sum over blocks in the per-pair order.
+ * g: (B*H, QBLOCK, T); pd: the same with dropout, else NULL; cs: per thread
+ * QBLOCK n_pos + T floats (CoPE) or NULL. */
+static void backward_batched(st_mm *mm, const attn_saved *s, const float *q, const float *k, const float *v,
+                             const float *dO, const attn_grads *G, float *g, float *pd, float *cs) {
+    const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H, n = G->n;
+    const int64_t npos = s->has_cope ? s->cope.n_pos : 0, per = ST_ATTN_QBLOCK * npos + T;
+    const int need_ds = G->dq || G->dk || G->gacc || G->gfull || s->has_cope;
+    const int general = G->gfull != NULL;
+    for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
+        const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T, rb = i1 - i0;
+        const int64_t kend = s->causal ? i1 : T, blk = rb * kend;
+        int64_t ldp = T;
+        if (s->drop) {
+#pragma omp parallel for schedule(static)
+            for (int64_t bh = 0; bh < BH; bh++) {
+                int64_t l;
+                prime_rows(s, bh, i0, i1, pd + bh * blk, &l);
+            }
+            ldp = kend;
+        }
+        const float *pp = s->drop ? pd : s->P + i0 * T;
+        const st_mm_batch p_bt = {BH, s->drop ? blk : T * T, T * D, T * D};
+        /* dV[0:kend] += P'^T dO[i0:i1] */
+        if (G->dv)
+            st_mm_gemm_batched(mm, p_bt, kend, D, rb, 1.0f, st_mm_a(pp, NULL, 1, ldp), st_mm_a(dO + i0 * D, NULL, 0, D),
+                               1.0f, G->dv, D);
+        if (!need_ds) continue;
+        /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T, dense per pair */
+        const st_mm_batch g_bt = {BH, T * D, T * D, blk};
+        st_mm_gemm_batched(mm, g_bt, rb, kend, D, 1.0f, st_mm_a(dO + i0 * D, NULL, 0, D), st_mm_a(v, NULL, 1, D),
+                           0.0f, g, kend);
+        const int64_t ntask = general ? H : BH;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t t = 0; t < ntask; t++) {
+            float *dZ = cs ? cs + (size_t)omp_get_thread_num() * (size_t)per : NULL;
+            for (int64_t b = 0; b < (general ? B : 1); b++) {
+                const int64_t bh = general ? b * H + t : t;
+                const size_t o = (size_t)(bh * T * D);
+                ds_rows(s, bh, i0, i1, q + o, s->drop ? pd + bh * blk : s->P + (size_t)bh * (size_t)(T * T) + i0 * T,
+                        ldp, g + bh * blk, G->gacc ? G->gacc + bh * n : NULL,
+                        general ? G->gfull + (size_t)t * (size_t)(T * T) : NULL, G->dq ? G->dq + o : NULL,
+                        G->de ? G->de + (size_t)bh * (size_t)(npos * D) : NULL, dZ,
+                        dZ ? dZ + ST_ATTN_QBLOCK * npos : NULL);
+            }
+        }
+        /* dQ[i0:i1] += scale dS K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
+        const st_mm_batch dq_bt = {BH, blk, T * D, T * D};
+        if (G->dq)
+            st_mm_gemm_batched(mm, dq_bt, rb, D, kend, s->scale, st_mm_a(g, NULL, 0, kend), st_mm_a(k, NULL, 0, D),
+                               1.0f, G->dq + i0 * D, D);
+        if (G->dk)
+            st_mm_gemm_batched(mm, dq_bt, kend, D, rb, s->scale, st_mm_a(g, NULL, 1, kend), st_mm_a(q + i0 * D, NULL, 0, D),
+                               1.0f, G->dk, D);
+    }
+}
+
+/* Backward on the per-pair schedule (fp32): one task per (b,h), so the pair's dK and dV
+ * rows are summed over all its query blocks by one thread. OpenBLAS (OpenMP build) runs
+ * each sgemm single-threaded inside the region. Pairs are handed out dynamically: equal
+ * work, but a thread that loses its core to another process does not hold up the rest.
+ * A learnable general bias: one task per head, its batch rows in order, so gfull of the
+ * head is summed over b by one thread in a fixed order. scratch: `per` floats a thread. */
+static void backward_pairs(const attn_saved *s, const float *q, const float *k, const float *v, const float *dO,
+                           const attn_grads *G, float *scratch, size_t per, int nth) {
+    const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H, n = G->n;
+    const int64_t npos = s->has_cope ? s->cope.n_pos : 0;
+    const int general = G->gfull != NULL;
+    const int64_t ntask = general ? H : BH;
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+    for (int64_t t = 0; t < ntask; t++) {
+        for (int64_t b = 0; b < (general ? B : 1); b++) {
+            const int64_t bh = general ? b * H + t : t;
+            const size_t o = (size_t)(bh * T * D);
+            backward_pair(s, bh, q + o, k + o, v + o, dO + o, G->dq ? G->dq + o : NULL, G->dk ? G->dk + o : NULL,
+                          G->dv ? G->dv + o : NULL, G->gacc ? G->gacc + bh * n : NULL,
+                          general ? G->gfull + (size_t)t * (size_t)(T * T) : NULL,
+                          G->de ? G->de + (size_t)bh * (size_t)(npos * D) : NULL,
+                          scratch + (size_t)omp_get_thread_num() * per);
+        }
     }
 }
 
@@ -221,29 +369,19 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
         memset(de, 0, (size_t)BH * (size_t)(npos * D) * sizeof(float));
     }
     const int nth = omp_get_max_threads();
-    const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1) +
-                       (npos ? (size_t)ST_ATTN_QBLOCK * (size_t)npos + (size_t)T : 0);
-    float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 1);
-    if (!scratch) return;
-
-    /* One task per (b,h): the pair's dK and dV rows are summed over all its query blocks,
-     * so a pair is never split between threads. OpenBLAS (OpenMP build) runs each sgemm
-     * single-threaded inside the region. Pairs are handed out dynamically: equal work, but
-     * a thread that loses its core to another process does not hold up the rest.
-     * A learnable general bias: one task per head, its batch rows in order, so gfull of
-     * the head is summed over b by one thread in a fixed order. */
-    const int64_t ntask = general ? H : BH;
-#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
-    for (int64_t t = 0; t < ntask; t++) {
-        for (int64_t b = 0; b < (general ? B : 1); b++) {
-            const int64_t bh = general ? b * H + t : t;
-            const size_t o = (size_t)(bh * T * D);
-            backward_pair(s, bh, q->data + o, k->data + o, v->data + o, dO + o,
-                          dq ? dq + o : NULL, dk ? dk + o : NULL, dv ? dv + o : NULL,
-                          gacc ? gacc + bh * n : NULL, gfull ? gfull + (size_t)t * (size_t)(T * T) : NULL,
-                          de ? de + (size_t)bh * (size_t)(npos * D) : NULL,
-                          scratch + (size_t)omp_get_thread_num() * per);
-        }
+    const attn_grads G = {dq, dk, dv, gacc, gfull, de, n};
+    if (!st_mm_parallel_safe(ctx->mm)) {
+        const size_t all = (size_t)BH * (size_t)ST_ATTN_QBLOCK * (size_t)T;
+        float *g = st_ctx_alloc(ctx, all * (s->drop ? 2 : 1) * sizeof(float), 1);
+        float *cs = npos ? st_ctx_alloc(ctx, (size_t)nth * (size_t)(ST_ATTN_QBLOCK * npos + T) * sizeof(float), 1) : NULL;
+        if (!g || (npos && !cs)) return;
+        backward_batched(ctx->mm, s, q->data, k->data, v->data, dO, &G, g, s->drop ? g + all : NULL, cs);
+    } else {
+        const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1) +
+                           (npos ? (size_t)ST_ATTN_QBLOCK * (size_t)npos + (size_t)T : 0);
+        float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 1);
+        if (!scratch) return;
+        backward_pairs(s, q->data, k->data, v->data, dO, &G, scratch, per, nth);
     }
 
     if (gacc) {
@@ -339,7 +477,9 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
     float *pd = NULL;
     if (dropout) {
         s->drop = st_ctx_alloc(ctx, tt, 1);
-        pd = st_ctx_alloc(ctx, (size_t)nth * (size_t)ST_ATTN_QBLOCK * (size_t)T * sizeof(float), 0);
+        /* P' rows: one block a thread (per-pair schedule) or of every pair (block-major) */
+        const int64_t rows = st_mm_parallel_safe(ctx->mm) ? nth : B * H;
+        pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)ST_ATTN_QBLOCK * (size_t)T * sizeof(float), 0);
         if (!s->drop || !pd) return NULL;
     }
     if (general) {
@@ -370,12 +510,16 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
      * free: a cyclic static split gave one thread of two every odd block, 25-50% more
      * work at T = 512-256. Results do not depend on which thread runs a task. */
     const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
+    if (!st_mm_parallel_safe(ctx->mm)) {
+        forward_batched(ctx->mm, &pb, s->P, s->drop, pd);
+    } else {
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
-    for (int64_t t = 0; t < ntask; t++) {
-        const int64_t bh = t % BH, i0 = (nq - 1 - t / BH) * ST_ATTN_QBLOCK;
-        const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T;
-        forward_block(&pb, s->P, s->drop, bh, i0, i1,
-                      pd ? pd + (size_t)omp_get_thread_num() * (size_t)ST_ATTN_QBLOCK * (size_t)T : NULL);
+        for (int64_t t = 0; t < ntask; t++) {
+            const int64_t bh = t % BH, i0 = (nq - 1 - t / BH) * ST_ATTN_QBLOCK;
+            const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T;
+            forward_block(&pb, s->P, s->drop, bh, i0, i1,
+                          pd ? pd + (size_t)omp_get_thread_num() * (size_t)ST_ATTN_QBLOCK * (size_t)T : NULL);
+        }
     }
     if (!st_record(ctx, "attention", attention_backward, out, q, k, v, NULL, s)) return NULL;
     return out;
