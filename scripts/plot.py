@@ -13,6 +13,10 @@ in train.seed are averaged: the mean loss over seeds, shown as exp(mean loss), i
 geometric mean of perplexity (bits per byte: the arithmetic mean). Lengths a run could not
 be evaluated at (e.g. beyond a learned-position table) are left out of its line.
 
+--mode M keeps the runs evaluated with protocol M (nonoverlapping or sliding) and drops a
+"-M" suffix from their group names (a sweep that evaluates both protocols names the second
+variant e.g. "alibi-sliding"); --only GROUP,... keeps those lines (after that renaming).
+
 --per-position: the mean loss by position within the window at one evaluation length
 (the report's buckets; token-weighted over seeds), showing where in the window the loss
 rises once positions pass the training length.
@@ -221,14 +225,31 @@ def main():
     p.add_argument("--title", default="")
     p.add_argument("--exclude", default="", metavar="GROUP,...",
                    help="leave these lines out (e.g. one that dwarfs the rest); the others keep their colours")
+    p.add_argument("--mode", choices=["nonoverlapping", "sliding"], default=None,
+                   help="only runs evaluated with this protocol (a '-MODE' suffix of their names is dropped)")
+    p.add_argument("--only", default="", metavar="GROUP,...", help="only these lines")
     args = p.parse_args()
     args.exclude = [x for x in args.exclude.split(",") if x]
+    args.only = [x for x in args.only.split(",") if x]
     if args.metric is None:
         args.metric = "loss" if args.per_position else "ppl"
     if args.per_position and args.metric == "bpb":
         die("--per-position shows loss or ppl")
     runs = load_runs(args.inputs)
+    if args.mode:
+        runs = [r for r in runs if r.get("mode") == args.mode]
+        if not runs:
+            die("--mode %s: no run was evaluated with that protocol" % args.mode)
+        for r in runs:
+            if r["label"].endswith("-" + args.mode):
+                r["label"] = r["label"][:-len(args.mode) - 1]
     lines = group(runs)
+    unknown = [x for x in args.only if x not in lines]
+    if unknown:
+        die("--only: no line named %s (have: %s)" % (", ".join(unknown), ", ".join(lines)))
+    if args.only:
+        runs = [r for r in runs if r["label"] in args.only]
+        lines = group(runs)
     unknown = [x for x in args.exclude if x not in lines]
     if unknown:
         die("--exclude: no line named %s (have: %s)" % (", ".join(unknown), ", ".join(lines)))

@@ -62,6 +62,10 @@ if $PY -c "import matplotlib" 2>/dev/null; then
     expect_rc 0 "plot --exclude" $PY "$SRC/scripts/plot.py" out/results.json --exclude sinusoidal -o ex.png
     [ -s ex.png ] && ok || bad "plot.py --exclude wrote no image"
     expect_rc 2 "plot --exclude unknown" $PY "$SRC/scripts/plot.py" out/results.json --exclude rope -o x2.png
+    expect_rc 0 "plot --mode --only" $PY "$SRC/scripts/plot.py" out/results.json --mode nonoverlapping --only alibi -o only.png
+    [ -s only.png ] && ok || bad "plot.py --mode --only wrote no image"
+    expect_rc 2 "plot --mode without such runs" $PY "$SRC/scripts/plot.py" out/results.json --mode sliding -o x3.png
+    expect_rc 2 "plot --only unknown" $PY "$SRC/scripts/plot.py" out/results.json --only rope -o x4.png
     expect_msg "no line named rope"
 else
     echo "skip: plot.py (no matplotlib)"
