@@ -321,12 +321,46 @@ static void test_loss_accumulates(void) {
     st_params_free(&L.p);
 }
 
+/* Inference with ignored rows takes the scored-rows path (gathers the kept rows, runs the
+ * head on them alone): the same loss and per-row losses as computing every row (the
+ * grad-mode path), 0 for ignored rows; sliding-window shape (only the last 8 of each 64
+ * rows scored) and a sparse one, over more than one chunk of kept rows. */
+static void test_lce_scored_rows(void) {
+    const int64_t N = 1280, C = 16, V = 300;
+    const int64_t spec[2][5] = {{2, N, C}, {2, V, C}};
+    leaves L;
+    leaves_init(&L, 60, 2, spec, 1.0f);
+    for (int shape = 0; shape < 2; shape++) {
+        int32_t *tg = make_targets(N, V, shape ? 5 : 0, 61);
+        if (!shape)
+            for (int64_t r = 0; r < N; r++) if (r % 64 < 56) tg[r] = IGN;   /* score the last 8 of 64 */
+        float *tok_all = malloc((size_t)N * sizeof(float)), *tok_kept = malloc((size_t)N * sizeof(float));
+        float loss[2];
+        for (int grad = 1; grad >= 0; grad--) {
+            env e;
+            st_ctx *ctx = env_open(&e, grad, 0);
+            st_tensor *l = st_linear_cross_entropy(ctx, L.t[0], L.t[1], tg, IGN, grad ? tok_all : tok_kept);
+            CHECK(l != NULL);
+            loss[grad] = l ? l->data[0] : NAN;
+            env_close(&e);
+        }
+        CHECK_NEAR(loss[0], loss[1], 1e-6 * fabs(loss[1]));
+        th_close("scored rows tok_loss vs every row", tok_kept, tok_all, N, 1e-6, 1e-5);
+        int zeros = 1;
+        for (int64_t r = 0; r < N; r++) if (tg[r] == IGN) zeros &= tok_kept[r] == 0.0f;
+        CHECK_MSG(zeros, "ignored rows have a non-zero loss on the scored-rows path");
+        free(tg); free(tok_all); free(tok_kept);
+    }
+    st_params_free(&L.p);
+}
+
 int main(void) {
     omp_set_num_threads(2);
     test_cross_entropy();
     test_lce_matches_unfused();
     test_lce_gradcheck();
     test_lce_partial_grad();
+    test_lce_scored_rows();
     test_loss_accumulates();
     test_inference_mode();
     test_null_inputs();
