@@ -52,6 +52,7 @@ cat >twins.json <<JSON
 {"base": "base.json", "set": {"train.steps": 40},
  "variants": [{"name": "alibi", "model.pos": "alibi"},
               {"name": "alibi-long", "model.pos": "alibi", "eval.lengths": [64]},
+              {"name": "alibi-sliding", "model.pos": "alibi", "eval.mode": "sliding", "eval.stride": 8},
               {"name": "rope", "model.pos": "rope"}],
  "eval": {"lengths": [16, 32]}, "out": "s6"}
 JSON
@@ -59,6 +60,17 @@ expect_rc 0 "eval-only twin with --jobs 2" "$BIN" sweep twins.json --quiet --job
 [ ! -e s6/alibi-long/config.json ] && [ -s s6/alibi-long/eval_valid_nonoverlapping.json ] && ok \
     || bad "alibi-long trained a copy of alibi instead of evaluating its run"
 grep -q '"trained_in"' s6/alibi-long/sweep_done.json && ok || bad "alibi-long's marker does not name the run it evaluated"
+# a variant's eval.* keys win over the sweep's "eval" section (lengths [16, 32], nonoverlapping)
+$PY - <<'PY' && ok || bad "a variant's eval keys were overridden by the sweep's eval section"
+import json, sys
+long = json.load(open("s6/alibi-long/eval_valid_nonoverlapping.json"))
+sl = json.load(open("s6/alibi-sliding/eval_valid_sliding.json"))
+ok = [r["length"] for r in long["results"]] == [64] and sl["mode"] == "sliding" and \
+     all(r["stride"] == 8 for r in sl["results"]) and [r["length"] for r in sl["results"]] == [16, 32]
+sys.exit(0 if ok else 1)
+PY
+expect_rc 0 "eval-only twins again" "$BIN" sweep twins.json --quiet --jobs 2
+[ "$(grep -c 'finished earlier, skipped' err.txt)" = 4 ] && ok || bad "a second run of the twins sweep did not skip all 4 points"
 
 echo "cli_sweep_jobs: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -63,14 +63,59 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
     return ST_OK;
 }
 
-/* The eval plan's signature for this point: the sweep's plan plus the point's
- * inference-time transform (eval.transform, ... set by a variant or the grid), so a changed
- * transform evaluates again. Untransformed points keep the plain signature. */
-static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, size_t n) {
+/* The point's eval plan: the sweep's "eval" section over the runs' own eval keys, and over
+ * both a variant's or grid's eval.* keys (the more specific setting wins: a sweep can
+ * evaluate "alibi" nonoverlapping and "alibi-sliding" sliding). Transform keys not set by
+ * the eval section come from the point's config. */
+static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan) {
     const st_eval_config *c = &pt->cfg.eval;
-    if (c->transform == 0 && c->window == 0) { snprintf(out, n, "%s", s->plan_sig); return; }
-    snprintf(out, n, "%s;transform=%d;scale=%.17g;sinks=%lld;window=%lld;clip=%lld", s->plan_sig, c->transform,
-             c->transform_scale, (long long)c->sinks, (long long)c->window, (long long)c->clip);
+    *plan = s->plan;
+    for (const cJSON *o = pt->overrides ? pt->overrides->child : NULL; o; o = o->next) {
+        const char *k = o->string;
+        if (!strcmp(k, "eval.lengths")) {
+            plan->n_lengths = c->n_lengths;
+            memcpy(plan->lengths, c->lengths, sizeof plan->lengths);
+        }
+        else if (!strcmp(k, "eval.split")) plan->split = c->split;
+        else if (!strcmp(k, "eval.mode")) plan->mode = c->mode;
+        else if (!strcmp(k, "eval.stride")) plan->stride = c->stride;
+        else if (!strcmp(k, "eval.max_tokens")) plan->max_tokens = c->max_tokens;
+        else if (!strcmp(k, "eval.buckets")) plan->buckets = c->buckets;
+        else if (!strcmp(k, "eval.transform")) plan->transform = c->transform;
+        else if (!strcmp(k, "eval.transform_scale")) plan->transform_scale = c->transform_scale;
+        else if (!strcmp(k, "eval.sinks")) plan->sinks = c->sinks;
+        else if (!strcmp(k, "eval.window")) plan->window = c->window;
+        else if (!strcmp(k, "eval.clip")) plan->clip = c->clip;
+    }
+    /* a stride left from the eval section means nothing to a point evaluated nonoverlapping */
+    if (plan->mode == ST_EVAL_NONOVERLAPPING && plan->stride > 0) plan->stride = 0;
+    if (plan->transform < 0) plan->transform = c->transform;
+    if (plan->transform_scale < 0) plan->transform_scale = c->transform_scale;
+    if (plan->sinks < 0) plan->sinks = c->sinks;
+    if (plan->window < 0) plan->window = c->window;
+    if (plan->clip < 0) plan->clip = c->clip;
+}
+
+/* The eval plan's signature for this point: the sweep's plan text, plus what the point
+ * changes in it (its own eval.* keys: lengths, protocol, ..., inference-time transform),
+ * so a changed plan evaluates again. Points that change nothing keep the sweep's text. */
+static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, size_t n) {
+    st_eval_plan p;
+    point_plan(s, pt, &p);
+    const st_eval_plan *q = &s->plan;
+    int o = snprintf(out, n, "%s", s->plan_sig);
+    if (p.n_lengths != q->n_lengths || memcmp(p.lengths, q->lengths, sizeof p.lengths) != 0) {
+        o += snprintf(out + o, n - (size_t)o, ";point lengths=");
+        for (int i = 0; i < p.n_lengths && o < (int)n; i++)
+            o += snprintf(out + o, n - (size_t)o, "%s%lld", i ? "," : "", (long long)p.lengths[i]);
+    }
+    if (o < (int)n && (p.split != q->split || p.mode != q->mode || p.stride != q->stride ||
+                       p.max_tokens != q->max_tokens || p.buckets != q->buckets))
+        o += snprintf(out + o, n - (size_t)o, ";point split=%d;mode=%d;stride=%lld;max_tokens=%lld;buckets=%d",
+                      p.split, p.mode, (long long)p.stride, (long long)p.max_tokens, p.buckets);
+    if (o < (int)n && (p.transform != 0 || p.window != 0))
+        snprintf(out + o, n - (size_t)o, ";transform=%d;scale=%.17g;sinks=%lld;window=%lld;clip=%lld", p.transform,
+                 p.transform_scale, (long long)p.sinks, (long long)p.window, (long long)p.clip);
 }
 
 /* Marker of a finished point: matches when the eval plan does and the config is the
@@ -93,7 +138,7 @@ static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_diffe
         cJSON_Delete(m);
         return NULL;
     }
-    char sig[sizeof s->plan_sig + 128];
+    char sig[sizeof s->plan_sig + 640];
     point_plan_sig(s, pt, sig, sizeof sig);
     if (strcmp(p->valuestring, sig) != 0) { *plan_differs = 1; cJSON_Delete(m); return NULL; }
     return m;
@@ -196,14 +241,9 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     if (s->threads > 0) st_set_threads(s->threads);
     else st_set_threads(pt->cfg.train.threads);
     int rc = strcmp(pt->train_dir, pt->dir) != 0 ? st_mkdirs(pt->dir, e) : ST_OK;
-    /* the point's own transform (its eval.* keys), also when a twin's run is evaluated */
-    st_eval_plan plan = s->plan;
-    const st_eval_config *ec = &pt->cfg.eval;
-    if (plan.transform < 0) plan.transform = ec->transform;
-    if (plan.transform_scale < 0) plan.transform_scale = ec->transform_scale;
-    if (plan.sinks < 0) plan.sinks = ec->sinks;
-    if (plan.window < 0) plan.window = ec->window;
-    if (plan.clip < 0) plan.clip = ec->clip;
+    /* the point's own plan (its eval.* keys), also when a twin's run is evaluated */
+    st_eval_plan plan;
+    point_plan(s, pt, &plan);
     if (!rc) rc = st_eval_checkpoint(pt->train_dir, &plan, rep, e);
     if (rc && rep->n > 0) {
         /* the run is fine but no length applies to it (e.g. all beyond a learned-position
@@ -228,7 +268,7 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         cJSON_AddStringToObject(m, "name", pt->name);
         cJSON_AddStringToObject(m, "config_hash", pt->config_hash);
         if (strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(m, "trained_in", pt->train_dir);
-        char sig[sizeof s->plan_sig + 128];
+        char sig[sizeof s->plan_sig + 640];
         point_plan_sig(s, pt, sig, sizeof sig);
         cJSON_AddStringToObject(m, "eval_plan", sig);
         cJSON_AddItemToObject(m, "train", train_summary(&st, &rep->cfg));
