@@ -58,7 +58,7 @@ def pos_label(model):
 
 def load_runs(paths):
     """Every input as a list of runs: {label, seq_len, seed, unit, results}."""
-    runs = []
+    runs, seen = [], set()
     for path in paths:
         try:
             with open(path) as f:
@@ -67,8 +67,9 @@ def load_runs(paths):
             die("%s: %s" % (path, e))
         if "runs" in doc:            # a sweep's results.json
             for r in doc["runs"]:
-                if "results" not in r:
-                    continue         # not finished
+                if "results" not in r or r.get("dir", r.get("name")) in seen:
+                    continue         # not finished, or already read from another input
+                seen.add(r.get("dir", r.get("name")))   # (a seed sweep sharing the out dir)
                 # the sweep's group: the run name without its seed ("alibi_rf-exp",
                 # "pos-rope__seq_len-64"); a "pos-X" part is shown as X
                 parts = r.get("group", r.get("name", "?")).split("__")
