@@ -240,34 +240,6 @@ static void lce_chunk(st_mm *mm, float *buf, double *rowloss, float *dx, float *
         st_mm_gemm(mm, V, C, rows, 1.0f, st_mm_a(buf, NULL, 1, V), st_mm_a(x, NULL, 0, C), dw_beta, dw, C);
 }
 
-/* Inference with ignored rows (sliding-window evaluation scores only the last S of L
- * positions): gather the `count` scored rows of x and their targets, run the head on them
- * alone, and scatter the row losses back (0 for ignored rows). A (L/S)-fold cut of the
- * head's work at large vocabularies; each kept row's logits are the same product. */
-static int lce_scored_rows(st_ctx *ctx, st_tensor *out, const st_tensor *x, const st_tensor *w,
-                           const int32_t *targets, int32_t ignore_index, int64_t count, float *tok_loss) {
-    const int64_t C = ops_cols(x), N = ops_rows(x), V = w->shape[0];
-    double *rowloss = out ? st_ctx_alloc(ctx, (size_t)N * sizeof(double), 0) : NULL;
-    double *kept = rowloss ? st_ctx_alloc(ctx, (size_t)(count ? count : 1) * sizeof(double), 0) : NULL;
-    float *xc = kept ? st_ctx_alloc(ctx, (size_t)(count * C + 1) * sizeof(float), 0) : NULL;
-    int32_t *tc = xc ? st_ctx_alloc(ctx, (size_t)(count + 1) * sizeof(int32_t), 0) : NULL;
-    const int64_t chunk = lce_chunk_rows(count, V, C);
-    float *buf = tc ? st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(float), 0) : NULL;
-    if (!buf) return 0;
-    for (int64_t r = 0, k = 0; r < N; r++)
-        if (targets[r] != ignore_index) {
-            memcpy(xc + k * C, x->data + r * C, (size_t)C * sizeof(float));
-            tc[k++] = targets[r];
-        }
-    for (int64_t r0 = 0; r0 < count; r0 += chunk) {
-        const int64_t rows = count - r0 < chunk ? count - r0 : chunk;
-        lce_chunk(ctx->mm, buf, kept + r0, NULL, NULL, 0.0f, xc + r0 * C, w, tc + r0, ignore_index, 0.0f, rows, C, V);
-    }
-    for (int64_t r = 0, k = 0; r < N; r++) rowloss[r] = targets[r] != ignore_index ? kept[k++] : 0.0;
-    out->data[0] = finish_loss(rowloss, N, count, tok_loss);
-    return 1;
-}
-
 st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
                                    const int32_t *targets, int32_t ignore_index, float *tok_loss) {
     if (!x || !w || !targets) return NULL;
@@ -281,11 +253,32 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     float inv_count = count ? 1.0f / (float)count : 0.0f;
 
     st_tensor *out = ops_scalar(ctx);
-    if (!grad && count < N)   /* inference with ignored rows: their logits are never needed */
-        return lce_scored_rows(ctx, out, x, w, targets, ignore_index, count, tok_loss) ? out : NULL;
-    int64_t chunk = lce_chunk_rows(N, V, C);
     double *rowloss = out ? st_ctx_alloc(ctx, (size_t)N * sizeof(double), 0) : NULL;
-    float *buf = rowloss ? st_ctx_alloc(ctx, (size_t)(chunk * V) * sizeof(float), 0) : NULL;
+    if (!rowloss) return NULL;
+    /* Inference with ignored rows (sliding-window evaluation scores only the last S of L
+     * positions): gather the scored rows and their targets and run the head on them alone,
+     * an L/S-fold cut of its work at large vocabularies (each kept row's logits are the
+     * same product); their losses are scattered back below, 0 for ignored rows. */
+    const float *xs = x->data;
+    const int32_t *ts = targets;
+    double *rl = rowloss;
+    int64_t rows_n = N;
+    if (!grad && count < N) {
+        float *xc = st_ctx_alloc(ctx, (size_t)(count * C + 1) * sizeof(float), 0);
+        int32_t *tc = xc ? st_ctx_alloc(ctx, (size_t)(count + 1) * sizeof(int32_t), 0) : NULL;
+        rl = tc ? st_ctx_alloc(ctx, (size_t)(count + 1) * sizeof(double), 0) : NULL;
+        if (!rl) return NULL;
+        for (int64_t r = 0, k = 0; r < N; r++)
+            if (targets[r] != ignore_index) {
+                memcpy(xc + k * C, x->data + r * C, (size_t)C * sizeof(float));
+                tc[k++] = targets[r];
+            }
+        xs = xc;
+        ts = tc;
+        rows_n = count;
+    }
+    int64_t chunk = lce_chunk_rows(rows_n, V, C);
+    float *buf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(float), 0);
     if (!buf) return NULL;
     lce_saved *sv = NULL;
     if (grad) {
@@ -295,12 +288,14 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
         sv->dw = need_dw ? st_ctx_alloc(ctx, (size_t)(V * C) * sizeof(float), 1) : NULL;
         if ((need_dx && !sv->dx) || (need_dw && !sv->dw)) return NULL;
     }
-    for (int64_t r0 = 0; r0 < N; r0 += chunk) {
-        int64_t rows = N - r0 < chunk ? N - r0 : chunk;
-        lce_chunk(ctx->mm, buf, rowloss + r0, sv && sv->dx ? sv->dx + r0 * C : NULL, sv ? sv->dw : NULL,
-                  r0 == 0 ? 0.0f : 1.0f, x->data + r0 * C, w, targets + r0, ignore_index,
+    for (int64_t r0 = 0; r0 < rows_n; r0 += chunk) {
+        int64_t rows = rows_n - r0 < chunk ? rows_n - r0 : chunk;
+        lce_chunk(ctx->mm, buf, rl + r0, sv && sv->dx ? sv->dx + r0 * C : NULL, sv ? sv->dw : NULL,
+                  r0 == 0 ? 0.0f : 1.0f, xs + r0 * C, w, ts + r0, ignore_index,
                   inv_count, rows, C, V);
     }
+    if (rl != rowloss)
+        for (int64_t r = 0, k = 0; r < N; r++) rowloss[r] = targets[r] != ignore_index ? rl[k++] : 0.0;
     out->data[0] = finish_loss(rowloss, N, count, tok_loss);
     if (sv && !st_record(ctx, "linear_cross_entropy", lce_backward, out, x, w, NULL, NULL, sv))
         return NULL;
