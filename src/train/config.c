@@ -265,6 +265,18 @@ static int walk(st_run_config *c, const cJSON *obj, const char *prefix, const ch
     return ST_OK;
 }
 
+/* A --set value (and a table default): a JSON value when the text is one (numbers,
+ * true/false, "quoted", [arrays]); otherwise the raw text as a string (so model.pos=alibi
+ * needs no quotes). NULL: out of memory. */
+static cJSON *set_value(const char *text) {
+    cJSON *v = cJSON_ParseWithOpts(text, NULL, 1);
+    if (!v || cJSON_IsObject(v)) {
+        cJSON_Delete(v);
+        v = cJSON_CreateString(text);
+    }
+    return v;
+}
+
 int st_run_config_set(st_run_config *c, const char *assignment, st_error *e) {
     const char *eq = strchr(assignment, '=');
     if (!eq || eq == assignment)
@@ -279,14 +291,7 @@ int st_run_config_set(st_run_config *c, const char *assignment, st_error *e) {
     if (k->kind == CK_OBJ)
         return st_fail(e, ST_ERR_CONFIG, "--set %s: is an object; set its keys one by one (e.g. %s.<key>=value)",
                        path, path);
-    /* A JSON value when the text is one (numbers, true/false, "quoted", [arrays]);
-     * otherwise the raw text as a string (so model.pos=alibi needs no quotes). */
-    const char *text = eq + 1;
-    cJSON *v = cJSON_ParseWithOpts(text, NULL, 1);
-    if (!v || cJSON_IsObject(v)) {
-        cJSON_Delete(v);
-        v = cJSON_CreateString(text);
-    }
+    cJSON *v = set_value(eq + 1);
     if (!v) return st_fail(e, ST_ERR_MEMORY, "--set %s: out of memory", path);
     char loc[ST_PATH_BUF + 512];
     where(loc, sizeof loc, NULL, path);
@@ -300,17 +305,15 @@ int st_run_config_set(st_run_config *c, const char *assignment, st_error *e) {
  * applied by the same code as a user's value, so a default is also range-checked. Keys
  * without one stay zero / empty (derived at load time). The table is fixed at build time:
  * test_config checks that every default applies; a failure here is a table bug, so the
- * key is left at zero rather than aborting a library caller. */
+ * key is left at zero rather than aborting a library caller. section: "model", ...;
+ * NULL: every key. */
 static void apply_defaults(st_run_config *c, const char *section) {
-    size_t sl = strlen(section);
+    size_t sl = section ? strlen(section) : 0;
     for (int i = 0; i < st_config_nkeys; i++) {
         const st_ckey *k = &st_config_keys[i];
-        if (!k->def || k->kind == CK_OBJ || strncmp(k->path, section, sl) != 0 || k->path[sl] != '.') continue;
-        cJSON *v = cJSON_ParseWithOpts(k->def, NULL, 1);
-        if (!v || cJSON_IsObject(v)) {
-            cJSON_Delete(v);
-            v = cJSON_CreateString(k->def);
-        }
+        if (!k->def || k->kind == CK_OBJ || (section && (strncmp(k->path, section, sl) != 0 || k->path[sl] != '.')))
+            continue;
+        cJSON *v = set_value(k->def);
         st_error e = {0};
         if (v) apply_value(c, k, v, k->path, &e);
         cJSON_Delete(v);
@@ -319,8 +322,7 @@ static void apply_defaults(st_run_config *c, const char *section) {
 
 void st_run_config_default(st_run_config *c) {
     memset(c, 0, sizeof *c);
-    static const char *const sections[] = {"model", "data", "train", "eval"};
-    for (int s = 0; s < 4; s++) apply_defaults(c, sections[s]);
+    apply_defaults(c, NULL);   /* every section */
 }
 
 /* The modules' defaults are their sections of the same table (declared in st_model.h and
