@@ -30,6 +30,8 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
         BAD("%s: model.attn_scale: unknown scaling %d", f, c->attn_scale);
     if (c->attn_scale == ST_ATTN_SCALE_LOGN && c->attn_scale_len < 2)
         BAD("%s: model.attn_scale_len: logn needs the training length (>= 2), got %d", f, c->attn_scale_len);
+    int rc = st_pos_method_check(c->pos, c, f, e);
+    if (rc) return rc;
     const st_pos_method *pm = st_pos_method_of(c->pos);
     return pm->validate ? pm->validate(c, f, e) : ST_OK;
 }

@@ -439,12 +439,12 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
     if (B * H * T * D == 0) return out;
 
     const int64_t n = st_attn_bias_len(T, causal);
-    const int general = bias && !bias->fill && bias->fill_block;
+    const int route = st_attn_bias_route(bias);
+    const int general = route == ST_ATTN_ROUTE_TILES;
     const st_attn_cope *cope = bias ? bias->cope : NULL;
-    ST_ASSERT(!bias || bias->fill || bias->fill_block || cope);
     ST_ASSERT(!cope || causal);   /* CoPE counts from the query back over the keys it sees */
     float *rtab = NULL;
-    if (bias && bias->fill) {
+    if (route == ST_ATTN_ROUTE_TABLE) {
         rtab = st_ctx_alloc(ctx, (size_t)(H * n) * sizeof(float), 0);
         if (!rtab) return NULL;
         st_attn_bias_tables(bias, H, T, causal, rtab);

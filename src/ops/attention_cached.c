@@ -42,14 +42,14 @@ st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, 
     /* every distance a query can see must be in the table: p - j < window, or p - j < Tk */
     ST_ASSERT(!bias_tab || bias_len >= (window > 0 && window < Tk ? window : Tk));
     /* gbias: a general-form bias and/or CoPE (no distance table with it) */
-    ST_ASSERT(!gbias || (!bias_tab && !gbias->fill && (gbias->fill_block || gbias->cope)));
+    ST_ASSERT(!gbias || (!bias_tab && st_attn_bias_route(gbias) != ST_ATTN_ROUTE_TABLE));
     ST_ASSERT(sinks >= 0 && (sinks == 0 || window > 0) && (!sinks || sink_bias || (!bias_tab && !gbias)));
     st_tensor *out = st_new4(ctx, B, H, Tq, D);
     if (!out) return NULL;
     if (B * H * Tq * D == 0) return out;
     const int64_t kb = ST_ATTN_KBLOCK < Tk ? ST_ATTN_KBLOCK : Tk;
     const int nth = omp_get_max_threads();
-    const int general = gbias && gbias->fill_block;
+    const int general = st_attn_bias_route(gbias) == ST_ATTN_ROUTE_TILES;
     const st_attn_cope *cope = gbias ? gbias->cope : NULL;
     ST_ASSERT(!q2 == !k2 && (!q2 || (st_same_shape(q, q2) && st_is_contiguous(q2) && !gbias)));
     const size_t per = st_attn_stream_scratch_floats(D, kb, general || q2 != NULL, cope ? cope->n_pos : 0);

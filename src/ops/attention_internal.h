@@ -59,6 +59,21 @@ typedef struct st_attn_problem {
     uint64_t seed;            /* dropout mask seed */
 } st_attn_problem;
 
+/* How a provider's bias reaches the kernels, decided here for every entry point (grad
+ * mode, streamed, window, KV cache) so no path can call a hook the provider lacks:
+ *   TABLE  distance form (fill): reversed tables of bias(h, i - j)
+ *   TILES  general form (fill_block): tiles of bias(h, i, j)
+ *   NONE   no bias term, or a provider that is only a content term (st_attn_bias.cope:
+ *          CoPE has neither fill function; its term goes through pb.cope)
+ * A provider with none of fill, fill_block and cope is a method-table defect: refused when
+ * the provider is set up (st_pos_bias_check), asserted here. */
+enum { ST_ATTN_ROUTE_NONE = 0, ST_ATTN_ROUTE_TABLE, ST_ATTN_ROUTE_TILES };
+static inline int st_attn_bias_route(const st_attn_bias *b) {
+    if (!b) return ST_ATTN_ROUTE_NONE;
+    ST_ASSERT(b->fill || b->fill_block || b->cope);
+    return b->fill ? ST_ATTN_ROUTE_TABLE : b->fill_block ? ST_ATTN_ROUTE_TILES : ST_ATTN_ROUTE_NONE;
+}
+
 /* Distances a call needs: causal d = i - j in [0, T) (T values), bidirectional
  * d in [-(T-1), T-1] (2T-1 values). The lowest distance is st_attn_bias_d0. */
 static inline int64_t st_attn_bias_len(int64_t T, int causal) { return causal ? T : 2 * T - 1; }

@@ -26,7 +26,10 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     k = st_contiguous(ctx, k);
     v = st_contiguous(ctx, v);
     if (!q || !k || !v) return NULL;
-    ST_ASSERT(!q2 == !k2 && clip >= 0 && (!q2 || (st_same_shape(q, q2) && st_same_shape(q, k2) && !(bias && !bias->fill))));
+    const int route = st_attn_bias_route(bias);
+    /* ReRoPE's clipped scores take a distance-form bias or none */
+    ST_ASSERT(!q2 == !k2 && clip >= 0 && (!q2 || (st_same_shape(q, q2) && st_same_shape(q, k2) &&
+                                                 route != ST_ATTN_ROUTE_TILES && !(bias && bias->cope))));
     if (q2) {
         q2 = st_contiguous(ctx, q2);
         k2 = st_contiguous(ctx, k2);
@@ -36,11 +39,11 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     st_tensor *out = st_new4(ctx, B, H, T, D);
     if (!out) return NULL;
     if (B * H * T * D == 0) return out;
-    const int general = bias && !bias->fill && bias->fill_block;
+    const int general = route == ST_ATTN_ROUTE_TILES;
     const st_attn_cope *cope = bias ? bias->cope : NULL;   /* CoPE: needs one contiguous span (no sinks) */
     ST_ASSERT(!cope || (sinks == 0 && !q2));
     float *rtab = NULL;
-    if (bias && !general) {
+    if (route == ST_ATTN_ROUTE_TABLE) {   /* not for CoPE: no fill (its term is pb.cope) */
         rtab = st_ctx_alloc(ctx, (size_t)(H * st_attn_bias_len(T, 1)) * sizeof(float), 0);
         if (!rtab) return NULL;
         st_attn_bias_tables(bias, H, T, 1, rtab);

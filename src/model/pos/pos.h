@@ -74,6 +74,15 @@ typedef struct st_pos_method {
     void (*cache_keys)(const st_model *m, st_kv_cache *c, int64_t p0, int64_t n);
 } st_pos_method;
 
+/* Refuses a method whose table is inconsistent (a bias form without the hooks it needs,
+ * a gradient hook without its forward): ST_ERR_CONFIG naming model.pos. Run by
+ * st_model_config_validate, so before any provider is set up. */
+int st_pos_method_check(int pos, const st_model_config *cfg, const char *file, st_error *e);
+/* The same check of any table pm (pos: the index its providers report; tests hand it
+ * broken copies of the registered tables). */
+int st_pos_table_check(const st_pos_method *pm, int pos, const st_model_config *cfg, const char *file,
+                       st_error *e);
+
 /* The method of index pos (asserts 0 <= pos < ST_POS_COUNT). */
 const st_pos_method *st_pos_method_of(int pos);
 

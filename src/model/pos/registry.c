@@ -76,3 +76,41 @@ void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirecti
     ST_ASSERT(pm->bias_init);
     pm->bias_init(pb);
 }
+
+/* A method's table is checked before any model uses it, so a kernel can never reach a
+ * hook the provider lacks (issue 24: a NULL fill called through under --window).
+ * bias_init runs dry (no parameters: providers only store pointers) and its provider must
+ * match the declared form: DISTANCE sets fill (grad optional), GENERAL sets fill_block
+ * and/or a content term (cope), NONE sets nothing and needs no bias_init; a learnable
+ * provider's backward hook comes with its forward one. */
+int st_pos_method_check(int pos, const st_model_config *cfg, const char *file, st_error *e) {
+    return st_pos_table_check(st_pos_method_of(pos), pos, cfg, file, e);
+}
+
+int st_pos_table_check(const st_pos_method *pm, int pos, const st_model_config *cfg, const char *file,
+                       st_error *e) {
+    const char *f = file ? file : "<config>";
+    const char *why = NULL;
+    if (!pm->name || !pm->name[0]) why = "no name";
+    else if ((pm->bias_form == ST_POS_BIAS_NONE) != (pm->bias_init == NULL))
+        why = pm->bias_init ? "a bias_init but bias form none" : "a bias form but no bias_init";
+    if (!why && pm->bias_init) {
+        st_pos_bias pb;
+        memset(&pb, 0, sizeof pb);
+        pb.kind = pos;
+        pb.n_heads = cfg->n_heads <= 256 ? cfg->n_heads : 256;
+        pb.cfg = cfg;
+        pm->bias_init(&pb);
+        const st_attn_bias *b = &pb.iface;
+        if (pm->bias_form == ST_POS_BIAS_DISTANCE && (!b->fill || b->fill_block || b->cope))
+            why = "a distance-form bias whose provider does not set fill alone";
+        else if (pm->bias_form == ST_POS_BIAS_GENERAL && (b->fill || (!b->fill_block && !b->cope)))
+            why = "a general-form bias whose provider sets neither fill_block nor a content term";
+        else if ((b->grad && !b->fill) || (b->grad_block && !b->fill_block))
+            why = "a bias gradient hook without its forward hook";
+    }
+    if (why)
+        return st_fail(e, ST_ERR_CONFIG, "%s: model.pos \"%s\": the method's table is inconsistent (%s)", f,
+                       pm->name ? pm->name : "?", why);
+    return ST_OK;
+}
