@@ -6,13 +6,16 @@
  *   learned_logn:  f(n) = s_h log(n)                    s per layer and head, init 0.43
  *                  (Scalable-Softmax, Nakanishi 2025, arXiv 2501.19399; 0.43 is the value
  *                  the paper's models settle at and its reference code's init)
- * n is the number of keys the query sees: i + 1 under the causal mask (min(i + 1, window)
- * for a sliding KV cache), not the row length T of the batch, so a query's scale does not
- * depend on how long the rest of its window is and the cached decode equals the forward.
+ * n is the number of keys the query sees: i + 1 under the causal mask, min(i + 1, M) under
+ * a mask that leaves at most M keys (sinks + window: M = K + W; a sliding KV cache of a
+ * --context: M = that context), not the row length T of the batch. The full forward and
+ * the cache pass the same M (st_attn_scale_keys), so a query's scale does not depend on how
+ * long the rest of its window is and the cached decode equals the forward.
  * The multiplier is applied to q (st_head_scale), i.e. to the content term q.k only: an
  * additive position bias (ALiBi, ...) keeps its calibrated size, as in Qwen, which scales
  * the query. docs/position-methods.md has the discussion. */
 #include "model_internal.h"
+#include "st_transform.h"
 
 #include <math.h>
 #include <string.h>
@@ -48,4 +51,9 @@ st_tensor *st_attn_scale_q(st_model *m, st_ctx *ctx, int l, st_tensor *q, int64_
     }
     st_tensor *s = c->attn_scale == ST_ATTN_SCALE_LEARNED ? st_param(&m->params, m->blocks[l].logn_scale) : NULL;
     return st_head_scale(ctx, q, s, f);
+}
+
+int64_t st_attn_scale_keys(const struct st_transform *xf, int64_t cache_window) {
+    if (xf && xf->window > 0) return xf->sinks + xf->window;   /* K sinks + the last W keys */
+    return cache_window;
 }

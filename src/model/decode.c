@@ -183,7 +183,9 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
         st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
-        if (!st_block_qkv2(m, ctx, l, x, p0, c->slides ? c->window : 0, &q, &k, &v, c->k2 ? &q2 : NULL, c->k2 ? &k2 : NULL)) return NULL;
+        if (!st_block_qkv2(m, ctx, l, x, p0, st_attn_scale_keys(m->xf, c->slides ? c->window : 0), &q, &k, &v,
+                           c->k2 ? &q2 : NULL, c->k2 ? &k2 : NULL))
+            return NULL;
         float *kl = c->k + (size_t)(l * H * rows * D), *vl = c->v + (size_t)(l * H * rows * D);
         float *k2l = c->k2 ? c->k2 + (size_t)(l * H * rows * D) : NULL;
         for (int64_t h = 0; h < H; h++) {   /* k, v (1,H,n,D) -> rows len0.. of (l, h) */

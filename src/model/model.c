@@ -270,7 +270,9 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         uint64_t ls = st_hash64(seed, 1 + (uint64_t)l);
         st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
         st_attn_bias *bias = NULL;
-        if (!st_block_qkv2(m, ctx, l, x, 0, 0, &q, &k, &v, &q2, &k2) || !st_block_bias(m, ctx, l, &bias)) return NULL;
+        if (!st_block_qkv2(m, ctx, l, x, 0, st_attn_scale_keys(m->xf, 0), &q, &k, &v, &q2, &k2) ||
+            !st_block_bias(m, ctx, l, &bias))
+            return NULL;
         /* an inference-time transform's sinks + window or clipped positions: the streamed
          * kernel with those fields; else the plain kernel */
         st_tensor *a = m->xf && (m->xf->window > 0 || q2)

@@ -26,6 +26,10 @@ int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, in
  * attn_scale.c): q_t * f(n_t), n_t = keys the query sees = min(pos0 + t + 1, window)
  * (window 0: no window). q unchanged for model.attn_scale none. */
 st_tensor *st_attn_scale_q(st_model *m, st_ctx *ctx, int l, st_tensor *q, int64_t pos0, int64_t window);
+/* The `window` of st_attn_scale_q, one rule for the full forward and the KV cache: the
+ * most keys the mask leaves a query. A transform's sinks + window: K + W; else
+ * cache_window (a sliding cache's --context; 0 in the full forward: no limit). */
+int64_t st_attn_scale_keys(const struct st_transform *xf, int64_t cache_window);
 /* The tensor model.attn_scale declares per block (learned_logn: "attn.logn_scale" (H),
  * init 0.43); 0 when none. */
 int st_attn_scale_param(const st_model_config *c, const char **name, float *init);
