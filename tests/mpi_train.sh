@@ -17,7 +17,9 @@
 #    (nonoverlapping with buckets, sliding);
 #  - stopping: SIGTERM to rank 1 stops both ranks (exit 130) with a loadable checkpoint and
 #    no process left; a config that differs on rank 1 (MPMD launch) fails both ranks with
-#    exit 2; a config missing on rank 1 aborts the job (exit 3), no hang (timeouts).
+#    exit 2; a config missing on rank 1 aborts the job (exit 3), no hang (timeouts);
+#  - SIGKILL of rank 1, then of rank 0: mpirun ends the job within 60 s, no rank is left,
+#    the last checkpoint loads and resumes with 2 ranks.
 #
 # Tolerance: both runs compute the same sums; only the order in which the two micro-batch
 # gradients meet differs (one process adds micro-batch 2 into the gradient buffer inside
@@ -145,6 +147,36 @@ kill $WD 2>/dev/null
 grep -q "interrupted by SIGTERM" sig.err && ok || bad "no interruption message"
 pgrep -f "out rsig" >/dev/null && bad "ranks left running" || ok
 expect_rc 0 "the interrupted run's checkpoint loads" "$BIN" eval rsig --lengths 16 --json rsig.json --quiet
+
+# SIGKILL on one rank (no handler can run): the survivors must not hang in a collective;
+# mpirun sees the death and ends them within a bounded time (watchdog 60 s, measured ~2 s),
+# and the last periodic checkpoint (written atomically) loads and resumes with 2 ranks.
+# Rank 1 (a reader) and rank 0 (the writer, possibly mid-write) in turn.
+for victim in 1 0; do
+    rk=rkill$victim
+    "${MPI[@]}" "$BIN" train tiny.json --out $rk --quiet --set train.steps=1000000 --set train.checkpoint_every=7 \
+        >$rk.out 2>$rk.err &
+    MP=$!
+    for _ in $(seq 1 150); do ls $rk/checkpoints/step_*.ckpt >/dev/null 2>&1 && break; sleep 0.2; done
+    sleep 0.5
+    # ranks in launch order: rank 0 has the lower pid (mpirun forks them in rank order)
+    # (the pattern is anchored at the binary so mpirun's own command line does not match)
+    PIDS=($(pgrep -f "^[^ ]*stretch train tiny.json --out $rk " | sort -n))
+    [ ${#PIDS[@]} = 2 ] && ok || bad "SIGKILL rank $victim: ${#PIDS[@]} rank processes found"
+    t0=$(date +%s)
+    [ ${#PIDS[@]} = 2 ] && kill -KILL "${PIDS[$victim]}"
+    ( sleep 60; kill -KILL $MP 2>/dev/null; pkill -KILL -f "^[^ ]*stretch train tiny.json --out $rk " ) & WD=$!
+    wait $MP; rc=$?
+    kill $WD 2>/dev/null
+    t1=$(date +%s)
+    [ "$rc" != 0 ] && [ $((t1 - t0)) -lt 60 ] && ok || bad "SIGKILL rank $victim: mpirun exit $rc after $((t1 - t0)) s"
+    sleep 0.5
+    pgrep -f "^[^ ]*stretch train tiny.json --out $rk " >/dev/null && bad "SIGKILL rank $victim: ranks left running" || ok
+    expect_rc 0 "SIGKILL rank $victim: the last checkpoint loads" "$BIN" eval $rk --lengths 16 --json $rk.json --quiet
+    last=$(ls $rk/checkpoints/step_*.ckpt 2>/dev/null | sed 's/.*step_0*\([0-9]*\)\.ckpt/\1/' | sort -n | tail -1)
+    expect_rc 0 "SIGKILL rank $victim: resume from step $last" timeout 300 "${MPI[@]}" "$BIN" train --resume $rk --quiet \
+        --stop-after $((last + 2))
+done
 
 sed 's/"seq_len": 16/"seq_len": 8/' tiny.json >other.json
 expect_rc 2 "rank 1 has another config" timeout 120 "$MPIRUN" --oversubscribe --bind-to none "${NET[@]}" \
