@@ -322,8 +322,8 @@ static void test_loss_accumulates(void) {
 }
 
 /* Inference with ignored rows takes the scored-rows path (gathers the kept rows, runs the
- * head on them alone): the same loss and per-row losses as computing every row (the
- * grad-mode path), 0 for ignored rows; sliding-window shape (only the last 8 of each 64
+ * head on them alone): the same loss and per-row losses as the grad-mode call, 0 for
+ * ignored rows; sliding-window shape (only the last 8 of each 64
  * rows scored) and a sparse one, over more than one chunk of kept rows. */
 static void test_lce_scored_rows(void) {
     const int64_t N = 1280, C = 16, V = 300;
@@ -354,8 +354,89 @@ static void test_lce_scored_rows(void) {
     st_params_free(&L.p);
 }
 
+/* Answer-only training (most targets ignored) runs the head on the kept rows alone in
+ * grad mode too: loss, dW and the kept rows' dx equal those of the same call on the kept
+ * rows gathered by hand (bit for bit: the same products on the same rows), the ignored
+ * rows' dx is 0, and all of it matches the double reference over the kept rows. Sparse
+ * (1 row in 9 kept) and dense (1 in 5 ignored), over more than one chunk. */
+static void test_lce_answer_only_grad(void) {
+    const int64_t N = 900, C = 12, V = 40;
+    for (int dense = 0; dense < 2; dense++) {
+        const int64_t spec[2][5] = {{2, N, C}, {2, V, C}};
+        leaves L;
+        leaves_init(&L, 90 + (uint64_t)dense, 2, spec, 1.0f);
+        int32_t *tg = make_targets(N, V, dense ? 5 : 0, 91);
+        if (!dense)
+            for (int64_t r = 0; r < N; r++) if (r % 9 != 4) tg[r] = IGN;
+        int64_t K = 0;
+        for (int64_t r = 0; r < N; r++) K += tg[r] != IGN;
+        /* the masked call */
+        env e;
+        st_ctx *ctx = env_open(&e, 1, 0);
+        st_tensor *loss = st_linear_cross_entropy(ctx, L.t[0], L.t[1], tg, IGN, NULL);
+        st_error err = {0};
+        CHECK(loss && st_backward(ctx, loss, 1.0f, &err) == ST_OK);
+        const float lm = loss ? loss->data[0] : NAN;
+        float *dx = malloc((size_t)(N * C) * sizeof(float)), *dw = malloc((size_t)(V * C) * sizeof(float));
+        memcpy(dx, L.t[0]->grad, (size_t)(N * C) * sizeof(float));
+        memcpy(dw, L.t[1]->grad, (size_t)(V * C) * sizeof(float));
+        env_close(&e);
+        /* the reference: the kept rows as their own leaf, no target ignored */
+        const int64_t kspec[2][5] = {{2, K, C}, {2, V, C}};
+        leaves R;
+        leaves_init(&R, 92, 2, kspec, 1.0f);
+        int32_t *tk = malloc((size_t)K * sizeof(int32_t));
+        for (int64_t r = 0, k = 0; r < N; r++)
+            if (tg[r] != IGN) {
+                memcpy(R.t[0]->data + k * C, L.t[0]->data + r * C, (size_t)C * sizeof(float));
+                tk[k++] = tg[r];
+            }
+        memcpy(R.t[1]->data, L.t[1]->data, (size_t)(V * C) * sizeof(float));
+        ctx = env_open(&e, 1, 0);
+        st_tensor *lk = st_linear_cross_entropy(ctx, R.t[0], R.t[1], tk, IGN, NULL);
+        CHECK(lk && st_backward(ctx, lk, 1.0f, &err) == ST_OK);
+        CHECK_MSG(lk && lk->data[0] == lm, "answer-only loss %.9g vs kept rows %.9g", lm, lk ? lk->data[0] : NAN);
+        CHECK_MSG(memcmp(dw, R.t[1]->grad, (size_t)(V * C) * sizeof(float)) == 0, "dW differs from the kept rows'");
+        int same = 1, zero = 1;
+        for (int64_t r = 0, k = 0; r < N; r++) {
+            if (tg[r] == IGN) { for (int64_t c = 0; c < C; c++) zero &= dx[r * C + c] == 0.0f; continue; }
+            same &= memcmp(dx + r * C, R.t[0]->grad + k * C, (size_t)C * sizeof(float)) == 0;
+            k++;
+        }
+        CHECK_MSG(same, "kept rows' dx differs from the kept-rows call");
+        CHECK_MSG(zero, "an ignored row has a non-zero dx");
+        env_close(&e);
+        /* double reference over the kept rows: dW = sum_kept dz^T x, dx_kept = dz W */
+        double *rl = malloc((size_t)K * sizeof(double)), *dz = malloc((size_t)(K * V) * sizeof(double));
+        float *zf = malloc((size_t)(K * V) * sizeof(float));
+        double *dwr = calloc((size_t)(V * C), sizeof(double)), *dxr = calloc((size_t)(K * C), sizeof(double));
+        const float *xk = R.t[0]->data, *w = R.t[1]->data;
+        for (int64_t r = 0; r < K; r++)
+            for (int64_t v = 0; v < V; v++) {
+                double acc = 0;
+                for (int64_t c = 0; c < C; c++) acc += (double)xk[r * C + c] * w[v * C + c];
+                zf[r * V + v] = (float)acc;
+            }
+        const double ref = ce_ref(zf, tk, K, V, rl, dz);
+        CHECK_NEAR(lm, ref, 2e-6 * fabs(ref));
+        for (int64_t r = 0; r < K; r++)
+            for (int64_t v = 0; v < V; v++)
+                for (int64_t c = 0; c < C; c++) {
+                    dwr[v * C + c] += dz[r * V + v] * xk[r * C + c];
+                    dxr[r * C + c] += dz[r * V + v] * w[v * C + c];
+                }
+        close_ref("answer-only dW vs double", dw, dwr, V * C, 1e-6, 1e-5);
+        close_ref("answer-only kept dx vs double", R.t[0]->grad, dxr, K * C, 1e-6, 1e-5);
+        free(rl); free(dz); free(zf); free(dwr); free(dxr);
+        free(tk); free(tg); free(dx); free(dw);
+        st_params_free(&R.p);
+        st_params_free(&L.p);
+    }
+}
+
 int main(void) {
     omp_set_num_threads(2);
+    test_lce_answer_only_grad();
     test_cross_entropy();
     test_lce_matches_unfused();
     test_lce_gradcheck();

@@ -255,15 +255,19 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     st_tensor *out = ops_scalar(ctx);
     double *rowloss = out ? st_ctx_alloc(ctx, (size_t)N * sizeof(double), 0) : NULL;
     if (!rowloss) return NULL;
-    /* Inference with ignored rows (sliding-window evaluation scores only the last S of L
-     * positions): gather the scored rows and their targets and run the head on them alone,
-     * an L/S-fold cut of its work at large vocabularies (each kept row's logits are the
-     * same product); their losses are scattered back below, 0 for ignored rows. */
+    /* Ignored rows cost nothing: gather the scored rows and their targets and run the head
+     * on them alone (sliding-window evaluation scores the last S of L positions: an
+     * L/S-fold cut; answer-only task training keeps the answer tokens). Each kept row's
+     * logits, loss and dz are the same product; losses are scattered back below, 0 for
+     * ignored rows, and in grad mode the gathered dx rows are scattered into dx (N,C),
+     * whose ignored rows are 0 (their loss does not depend on x). dW sums dz^T x over
+     * the kept rows, which is all it ever summed (an ignored row's dz is 0). */
     const float *xs = x->data;
     const int32_t *ts = targets;
     double *rl = rowloss;
     int64_t rows_n = N;
-    if (!grad && count < N) {
+    const int gather = count < N;
+    if (gather) {
         float *xc = st_ctx_alloc(ctx, (size_t)(count * C + 1) * sizeof(float), 0);
         int32_t *tc = xc ? st_ctx_alloc(ctx, (size_t)(count + 1) * sizeof(int32_t), 0) : NULL;
         rl = tc ? st_ctx_alloc(ctx, (size_t)(count + 1) * sizeof(double), 0) : NULL;
@@ -281,21 +285,33 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     float *buf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(float), 0);
     if (!buf) return NULL;
     lce_saved *sv = NULL;
+    float *dxg = NULL;   /* dx of the rows the chunks see: sv->dx, or the gathered rows' */
     if (grad) {
         sv = st_ctx_alloc(ctx, sizeof *sv, 1);
         if (!sv) return NULL;
         sv->dx = need_dx ? st_ctx_alloc(ctx, (size_t)(N * C) * sizeof(float), 1) : NULL;
         sv->dw = need_dw ? st_ctx_alloc(ctx, (size_t)(V * C) * sizeof(float), 1) : NULL;
         if ((need_dx && !sv->dx) || (need_dw && !sv->dw)) return NULL;
+        dxg = sv->dx && gather ? st_ctx_alloc(ctx, (size_t)(rows_n * C + 1) * sizeof(float), 0) : sv->dx;
+        if (need_dx && !dxg) return NULL;
     }
     for (int64_t r0 = 0; r0 < rows_n; r0 += chunk) {
         int64_t rows = rows_n - r0 < chunk ? rows_n - r0 : chunk;
-        lce_chunk(ctx->mm, buf, rl + r0, sv && sv->dx ? sv->dx + r0 * C : NULL, sv ? sv->dw : NULL,
+        lce_chunk(ctx->mm, buf, rl + r0, dxg ? dxg + r0 * C : NULL, sv ? sv->dw : NULL,
                   r0 == 0 ? 0.0f : 1.0f, xs + r0 * C, w, ts + r0, ignore_index,
                   inv_count, rows, C, V);
     }
-    if (rl != rowloss)
-        for (int64_t r = 0, k = 0; r < N; r++) rowloss[r] = targets[r] != ignore_index ? rl[k++] : 0.0;
+    if (gather) {
+        for (int64_t r = 0, k = 0; r < N; r++) {
+            const int kept = targets[r] != ignore_index;
+            rowloss[r] = kept ? rl[k] : 0.0;
+            if (dxg) {
+                if (kept) memcpy(sv->dx + r * C, dxg + k * C, (size_t)C * sizeof(float));
+                else memset(sv->dx + r * C, 0, (size_t)C * sizeof(float));
+            }
+            k += kept;
+        }
+    }
     out->data[0] = finish_loss(rowloss, N, count, tok_loss);
     if (sv && !st_record(ctx, "linear_cross_entropy", lce_backward, out, x, w, NULL, NULL, sv))
         return NULL;
