@@ -145,6 +145,8 @@ typedef struct st_pos_bias {
                                           * then the layer's, in declaration order */
     float *g[ST_POS_MAX_PARAMS];
     st_attn_cope cope;      /* CoPE's embeddings (iface.cope points here) */
+    const int64_t *positions; /* randomized training positions of rows 0..T-1 (st_model.
+                               * positions), NULL: row i is position i */
 } st_pos_bias;
 void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirectional,
                       const float *params, float *grads);
@@ -167,7 +169,27 @@ typedef struct st_model {
     /* inference-time transform (include/st_transform.h), owned by the caller; NULL: none.
      * Read by inference forwards only (training never sets it). */
     struct st_transform *xf;
+    /* randomized positions (train.random_positions, Ruoss et al. 2023): the positions of
+     * the T rows of the next training forward, sorted and shared by the batch rows, owned
+     * by the caller (the trainer); NULL: the natural positions pos0 + t. Only methods
+     * whose registry entry reads absolute indices (st_pos_abs_indices) use them. */
+    const int64_t *positions;
 } st_model;
+
+/* A sorted random subset of T distinct positions of [0, N) (T <= N), a function of
+ * (seed, N, T) alone: selection sampling (Knuth's Algorithm S), each of the C(N, T)
+ * subsets equally likely, O(N). */
+void st_positions_sample(uint64_t seed, int64_t N, int64_t T, int64_t *out);
+/* 1 when position method pos reads absolute token indices (embeddings at t, rotations
+ * by t, FIRE's normaliser at i), so train.random_positions applies to it; 0 for methods
+ * of distances or contextual positions only. */
+int st_pos_abs_indices(int pos);
+/* Those methods' names, comma-separated, into buf (for messages and docs). */
+void st_pos_abs_list(char *buf, size_t n);
+/* The position of row t of a forward starting at pos0: m->positions[t] or pos0 + t. */
+static inline int64_t st_model_pos(const st_model *m, int64_t pos0, int64_t t) {
+    return m->positions ? m->positions[t] : pos0 + t;
+}
 
 int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e);
 /* For inference (eval, generate, export): the parameter block holds the weights only,

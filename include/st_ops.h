@@ -46,6 +46,8 @@ int st_split_qkv(st_ctx *ctx, st_tensor *qkv, int H, st_tensor **q, st_tensor **
 /* Rotary position embedding (rotate-half convention, as GPT-NeoX / HF LLaMA) applied to
  * x (B,H,T,D) at absolute positions pos0..pos0+T-1; frequencies base^(-2i/D). */
 st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0);
+/* The same at the positions pos[0..T) (randomized training positions), NULL: pos0 + t. */
+st_tensor *st_rope_pos(st_ctx *ctx, st_tensor *x, float base, int64_t pos0, const int64_t *pos);
 /* y[b,h,t,:] = x[b,h,t,:] * s_h * f_t for x (B,H,T,D), s (H) or NULL (s_h = 1), f (T)
  * constants (copied): a per-(head, time) multiplier, e.g. log-n scaling of the queries. */
 st_tensor *st_head_scale(st_ctx *ctx, st_tensor *x, st_tensor *s, const float *f);
@@ -54,9 +56,15 @@ st_tensor *st_head_scale(st_ctx *ctx, st_tensor *x, st_tensor *s, const float *f
  * zeta_k = (2k/D + 0.4)/1.4. Queries take sign +1, keys -1, so q'.k' depends on i - j
  * only; centre keeps both factors in float range at long positions (src/ops/xpos.c). */
 st_tensor *st_xpos_scale(st_ctx *ctx, st_tensor *x, float gamma, int64_t pos0, int64_t centre, int sign);
+/* The same at the positions pos[0..T) (randomized training positions), NULL: pos0 + t. */
+st_tensor *st_xpos_scale_pos(st_ctx *ctx, st_tensor *x, float gamma, int64_t pos0, const int64_t *pos,
+                             int64_t centre, int sign);
 /* The same with the caller's frequencies inv_freq[D/2] (theta_i) and the output scaled by
  * qk_scale: y = qk_scale * R(p theta) x (inference-time transforms, st_transform.h). */
 st_tensor *st_rope_freqs(st_ctx *ctx, st_tensor *x, const double *inv_freq, float qk_scale, int64_t pos0);
+/* The same at the positions pos[0..T) (NULL: pos0 + t). */
+st_tensor *st_rope_at(st_ctx *ctx, st_tensor *x, const double *inv_freq, float qk_scale, int64_t pos0,
+                      const int64_t *pos);
 /* Sum / mean of all elements -> scalar (shape (1)). */
 st_tensor *st_sum(st_ctx *ctx, st_tensor *x);
 st_tensor *st_mean(st_ctx *ctx, st_tensor *x);

@@ -62,6 +62,10 @@ typedef struct st_train_config {
     int seq_len;            /* training length (T) */
     int64_t steps;          /* optimizer updates */
     int grad_accum;         /* micro-batches per update */
+    int64_t random_positions; /* N > seq_len: each micro-batch's rows take a sorted random
+                               * subset of [0, N) as positions (Ruoss et al. 2023), shared by
+                               * its batch rows; 0 = off. Methods reading absolute indices
+                               * only; evaluation uses the natural positions 0..n-1. */
     st_optim_config optim;
     st_schedule_config sched;
     float clip_norm;        /* global gradient-norm clip, 0 = off */

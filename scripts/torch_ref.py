@@ -51,10 +51,17 @@ def t5_bucket(rel, num_buckets, max_distance):
     return torch.where(is_small, n, large)
 
 
+def positions(cfg, T):
+    """the rows' positions: the batch's randomized training positions (train.random_positions,
+    "positions" in batch.json) or 0..T-1"""
+    P = cfg.get("_positions")
+    return torch.arange(T) if P is None else P
+
+
 def bias_for(cfg, p, layer, T, H):
     pos = cfg["pos"]
-    i = torch.arange(T)[:, None]
-    j = torch.arange(T)[None, :]
+    i = positions(cfg, T)[:, None]
+    j = positions(cfg, T)[None, :]
     d = (i - j).double().clamp(min=0)                      # causal distances
     if pos == "alibi":
         m = torch.tensor(alibi_slopes(H, cfg["alibi_max_bias"]))
@@ -96,7 +103,7 @@ def bias_for(cfg, p, layer, T, H):
         c = torch.exp(p[pre + "log_c"])                       # [1]
         thr = torch.exp(p[pre + "log_thr"])                   # [1]
         psi = lambda z: torch.log(c * z + 1)
-        ii = torch.arange(T).double()[:, None]
+        ii = positions(cfg, T).double()[:, None]
         x = psi(d) / psi(torch.maximum(ii, thr))              # [T, T] in [0, 1]
         u = torch.relu(x[..., None] * p[pre + "w1"][:, 0] + p[pre + "b1"])   # [T, T, K]
         return (u @ p[pre + "w2"].T).permute(2, 0, 1)         # [H, T, T]
@@ -110,23 +117,23 @@ def bias_for(cfg, p, layer, T, H):
     return None
 
 
-def rope(x, base):
+def rope(x, base, P):
     B, H, T, D = x.shape
     half = D // 2
     inv = base ** (-torch.arange(half).double() * 2 / D)
-    ang = torch.arange(T).double()[:, None] * inv[None, :]
+    ang = P.double()[:, None] * inv[None, :]
     cos, sin = torch.cos(ang), torch.sin(ang)
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
-def xpos_scale(x, gamma, sign):
+def xpos_scale(x, gamma, sign, P):
     """xPos (Sun et al. 2022): pair k of the rotate-half layout (channels k, k + D/2) times
     zeta_k^(sign * t / gamma), zeta_k = (2k/D + 0.4) / 1.4, at positions t = 0..T-1
     (float64: no centre needed at test lengths)."""
     B, H, T, D = x.shape
     zeta = (2 * torch.arange(D // 2).double() / D + 0.4) / 1.4
-    s = zeta[None, :] ** (sign * torch.arange(T).double()[:, None] / gamma)
+    s = zeta[None, :] ** (sign * P.double()[:, None] / gamma)
     return x * torch.cat([s, s], dim=-1)
 
 
@@ -150,13 +157,13 @@ def embed(cfg, p, ids):
     C = p["tok_emb.weight"].shape[1]
     x = p["tok_emb.weight"][ids]
     if cfg["pos"] == "sinusoidal":
-        t = torch.arange(T).double()[:, None]
+        t = positions(cfg, T).double()[:, None]
         k = torch.arange(C)
         w = 10000.0 ** (-(k - (k % 2)).double() / C)
         pe = torch.where(k % 2 == 0, torch.sin(t * w), torch.cos(t * w))
         x = x + pe
     elif cfg["pos"] == "learned":
-        x = x + p["pos_emb.weight"][:T]
+        x = x + p["pos_emb.weight"][positions(cfg, T)]
     return x
 
 
@@ -175,10 +182,11 @@ def forward(cfg, p, ids, targets):
         q, k, v = qkv.split(C, dim=-1)
         q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
         if cfg["pos"] in ("rope", "xpos"):
-            q, k = rope(q, cfg["rope_base"]), rope(k, cfg["rope_base"])
+            P = positions(cfg, T)
+            q, k = rope(q, cfg["rope_base"], P), rope(k, cfg["rope_base"], P)
         if cfg["pos"] == "xpos":
             g = cfg["xpos"]["gamma"]
-            q, k = xpos_scale(q, g, 1.0), xpos_scale(k, g, -1.0)
+            q, k = xpos_scale(q, g, 1.0, P), xpos_scale(k, g, -1.0, P)
         # log-n scaling of the queries: n = i + 1 keys seen (causal)
         n = torch.arange(1, T + 1).double()
         if cfg.get("attn_scale", "none") == "logn":
@@ -217,6 +225,8 @@ def main():
     batch = json.load(open(f"{d}/batch.json"))
     ids = torch.tensor(batch["ids"])
     tg = torch.tensor(batch["targets"])
+    if "positions" in batch:
+        cfg["_positions"] = torch.tensor(batch["positions"])
     for t in p.values():
         t.requires_grad_(True)
     loss = forward(cfg, p, ids, tg)

@@ -118,6 +118,16 @@ static st_tensor *build_hidden(st_ctx *ctx, void *u) {
     return st_model_hidden(a->m, ctx, a->ids, a->B, a->T, 7, &e);
 }
 
+/* Finite differences of the loss against every parameter of a's model.
+ * float forward through ~30 ops: eps 1e-2 keeps rounding noise (1e-7*|L|/eps) well below
+ * the tolerance; atol 2e-4 + rtol 2e-2 */
+static void gradcheck_model(const char *name, fwd_args *a) {
+    st_tensor *leaves[256];
+    int n = 0;
+    for (int i = 0; i < a->m->params.count; i++) leaves[n++] = st_param(&a->m->params, i);
+    gradcheck(name, build_loss, a, leaves, n, 0, 1e-2, 2e-4, 2e-2, 24);
+}
+
 static void test_gradcheck_all(void) {
     for (int vi = 0; vi < N_VARIANTS; vi++) {
         st_model m;
@@ -125,14 +135,89 @@ static void test_gradcheck_all(void) {
         int32_t ids[2 * 6], tg[2 * 6];
         rand_ids(ids, 12, 11, 1); rand_ids(tg, 12, 11, 2);
         fwd_args a = {&m, ids, tg, 2, 6};
-        st_tensor *leaves[256];
-        int n = 0;
-        for (int i = 0; i < m.params.count; i++) leaves[n++] = st_param(&m.params, i);
         char name[64];
         snprintf(name, sizeof name, "model %s", variants[vi].name);
-        /* float forward through ~30 ops: eps 1e-2 keeps rounding noise (1e-7*|L|/eps)
-         * well below the tolerance; atol 2e-4 + rtol 2e-2 */
-        gradcheck(name, build_loss, &a, leaves, n, 0, 1e-2, 2e-4, 2e-2, 24);
+        gradcheck_model(name, &a);
+        st_model_free(&m);
+    }
+}
+
+/* Randomized training positions (train.random_positions): the sampler gives sorted,
+ * distinct positions in [0, N), the same for the same seed, each position equally often;
+ * for every method that reads absolute indices, positions 0..T-1 give the unmodified
+ * model bit for bit, a shifted subset leaves RoPE's loss unchanged (relative) while
+ * another subset changes every method's loss, and gradients pass finite differences
+ * with the positions in place. */
+static void test_random_positions(void) {
+    int64_t a[8], b[8];
+    st_positions_sample(5, 40, 8, a);
+    st_positions_sample(5, 40, 8, b);
+    int sorted = 1, same = 1;
+    for (int i = 0; i < 8; i++) {
+        sorted &= a[i] >= 0 && a[i] < 40 && (i == 0 || a[i] > a[i - 1]);
+        same &= a[i] == b[i];
+    }
+    CHECK_MSG(sorted && same, "positions sorted, distinct, in [0, 40) and reproducible by seed");
+    st_positions_sample(6, 40, 8, b);
+    CHECK_MSG(memcmp(a, b, sizeof a) != 0, "another seed draws other positions");
+    int64_t full[6];
+    st_positions_sample(9, 6, 6, full);
+    CHECK(full[0] == 0 && full[5] == 5);
+    /* uniform: over M draws of T of N, each position is kept M T / N times on average,
+     * variance M (T/N)(1 - T/N); 6 standard deviations */
+    enum { M = 20000, T = 8, N = 32 };
+    int64_t cnt[N] = {0}, p[T];
+    for (int r = 0; r < M; r++) {
+        st_positions_sample(st_hash64(77, (uint64_t)r), N, T, p);
+        for (int i = 0; i < T; i++) cnt[p[i]]++;
+    }
+    const double mean = (double)M * T / N, sd = sqrt((double)M * T / N * (1.0 - (double)T / N));
+    double worst = 0;
+    for (int i = 0; i < N; i++) worst = fmax(worst, fabs((double)cnt[i] - mean) / sd);
+    CHECK_MSG(worst < 6.0, "position frequencies within 6 sd of uniform (worst %.2f sd)", worst);
+
+    for (int vi = 0; vi < N_VARIANTS; vi++) {
+        if (!st_pos_abs_indices(variants[vi].pos)) continue;
+        st_model m;
+        make_model(&m, &variants[vi], 300 + (uint64_t)vi);
+        int32_t ids[2 * 6], tg[2 * 6];
+        rand_ids(ids, 12, 11, 1); rand_ids(tg, 12, 11, 2);
+        fwd_args fa = {&m, ids, tg, 2, 6};
+        int64_t nat[6] = {0, 1, 2, 3, 4, 5}, shifted[6], subset[6];
+        st_positions_sample(41, 16, 6, subset);
+        for (int i = 0; i < 6; i++) shifted[i] = subset[i] + 5;
+        m.positions = subset;
+        char name[80];
+        snprintf(name, sizeof name, "model %s, random positions", variants[vi].name);
+        gradcheck_model(name, &fa);
+        m.positions = NULL;
+        /* then the losses. q.k of the small init is ~1e-3 and FIRE's bias ~1e-2: scores
+         * barely depend on the positions. Larger q, k and FIRE output weights make them
+         * visible (after the gradient check, whose finite differences want the small init).
+         * FIRE normalises distances by psi(max(L, i)), so a subset moves it least (~1e-5). */
+        for (int i = 0; i < m.params.count; i++)
+            if (strstr(m.params.info[i].name, "attn.qkv.weight") || strstr(m.params.info[i].name, "fire.w2")) {
+                st_tensor *w = st_param(&m.params, i);
+                for (int64_t k = 0; k < st_numel(w); k++) w->data[k] *= 20.0f;
+            }
+        float l[4];
+        const int64_t *ps[4] = {NULL, nat, subset, shifted};
+        for (int k = 0; k < 4; k++) {
+            st_arena ar; st_ctx ctx; st_error e = {0};
+            st_arena_init(&ar, 1 << 20, (size_t)1 << 30, &e);
+            st_ctx_init(&ctx, &ar, 4096, &e);
+            st_ctx_begin(&ctx, 0, 0);
+            m.positions = ps[k];
+            st_tensor *t = build_loss(&ctx, &fa);
+            l[k] = t ? t->data[0] : NAN;
+            st_ctx_free(&ctx); st_arena_free(&ar);
+        }
+        CHECK_MSG(l[1] == l[0], "%s: positions 0..T-1 change the loss (%.9g vs %.9g)", variants[vi].name, l[1], l[0]);
+        CHECK_MSG(fabsf(l[2] - l[0]) > 2e-6f, "%s: a random subset leaves the loss unchanged (%.9g vs %.9g)",
+                  variants[vi].name, l[2], l[0]);
+        if (variants[vi].pos == ST_POS_ROPE && !variants[vi].tweak)
+            CHECK_MSG(fabsf(l[3] - l[2]) <= 1e-5f * fabsf(l[2]), "rope: shifting the positions changes the loss "
+                      "(%.9g vs %.9g)", l[3], l[2]);
         st_model_free(&m);
     }
 }
@@ -317,6 +402,7 @@ int main(void) {
     test_config_errors();
     test_bias_symmetry();
     test_gradcheck_all();
+    test_random_positions();
     test_causality_and_length();
     test_modes_agree();
     test_safetensors();

@@ -12,6 +12,7 @@ static const char *pos_json(int pos) { return st_pos_name(pos); }
 
 static int write_case(const char *dir, st_model *m, const int32_t *ids, const int32_t *tg,
                       int64_t B, int64_t T, float loss) {
+    /* m->positions: randomized training positions, written as "positions" */
     char path[1024];
     st_error e = {0};
     const st_model_config *c = &m->cfg;
@@ -52,13 +53,20 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
         for (int64_t t = 0; t < T; t++) fprintf(f, "%s%d", t ? "," : "", tg[b * T + t]);
         fprintf(f, "]");
     }
-    fprintf(f, "]}\n");
+    fprintf(f, "]");
+    if (m->positions) {
+        fprintf(f, ", \"positions\": [");
+        for (int64_t t = 0; t < T; t++) fprintf(f, "%s%lld", t ? "," : "", (long long)m->positions[t]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "}\n");
     fclose(f);
     return 1;
 }
 
-/* tweak: sets the method's other keys (NULL: defaults) */
-struct variant { int pos, rf_kind, rf_scope, heads, gelu_exact, tie, rf_param; void (*tweak)(st_model_config *c); };
+/* tweak: sets the method's other keys (NULL: defaults); rpos: randomized training
+ * positions (a sorted subset of [0, 30), the learned table has 32 rows) */
+struct variant { int pos, rf_kind, rf_scope, heads, gelu_exact, tie, rf_param; void (*tweak)(st_model_config *c); int rpos; };
 
 static void kerple_power(st_model_config *c) { c->kerple_kind = ST_KERPLE_POWER; }
 /* FIRE's threshold inside the sequence (T = 11): rows on both sides of max(L, i) */
@@ -76,27 +84,32 @@ int main(void) {
     char script[1024];
     snprintf(script, sizeof script, "%s/scripts/torch_ref.py", src ? src : "..");
     const struct variant vs[] = {
-        {ST_POS_NONE, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_ALIBI, 0, 0, 6, 1, 0, 0, NULL},       /* non-power-of-two slopes, erf GELU, untied head */
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, 4, 0, 1, 0, NULL},
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, 4, 0, 1, 0, NULL},
-        {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL},
-        {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL},
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, 4, 0, 1, ST_RF_LOG, NULL},
-        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_T5, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_SANDWICH, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, kerple_power},
-        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small},
-        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, logn4},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, learned_logn},
-        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_COPE, 0, 0, 4, 0, 1, 0, NULL},
-        {ST_POS_COPE, 0, 0, 6, 1, 0, 0, NULL},    /* positions clamp at n_pos - 1 = 3 */
+        {ST_POS_NONE, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_ALIBI, 0, 0, 6, 1, 0, 0, NULL, 0},       /* non-power-of-two slopes, erf GELU, untied head */
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, 4, 0, 1, ST_RF_LOG, NULL, 0},
+        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_T5, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_SANDWICH, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, kerple_power, 0},
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 0},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, logn4, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, learned_logn, 0},
+        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_COPE, 0, 0, 4, 0, 1, 0, NULL, 0},
+        {ST_POS_COPE, 0, 0, 6, 1, 0, 0, NULL, 0},    /* positions clamp at n_pos - 1 = 3 */
+        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL, 1},   /* train.random_positions */
+        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0, NULL, 1},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL, 1},
+        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL, 1},
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 1},
     };
     st_arena ar;
     st_ctx ctx;
@@ -126,6 +139,11 @@ int main(void) {
         int32_t ids[22], tg[22];
         for (int i = 0; i < 22; i++) { ids[i] = (int32_t)st_rng_below(&r, 37); tg[i] = (int32_t)st_rng_below(&r, 37); }
         tg[5] = -1;   /* an ignored target */
+        int64_t P[11];
+        if (vs[vi].rpos) {
+            st_positions_sample(1000 + vi, 30, T, P);
+            m.positions = P;
+        }
         st_params_zero_grad(&m.params);
         st_ctx_begin(&ctx, 1, 0);
         st_tensor *loss = st_model_loss(&m, &ctx, ids, tg, B, T, 0, NULL, &e);
@@ -135,8 +153,9 @@ int main(void) {
         CHECK(write_case(dir, &m, ids, tg, B, T, loss->data[0]));
         char cmd[2048];
         snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s", script, dir);
-        printf("[%s heads=%d rf=%s/%d/%s gelu=%s tie=%d]\n", st_pos_name(c.pos), c.n_heads, st_rf_name(c.rf_kind),
-               c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus", c.gelu_exact ? "erf" : "tanh", c.tie_embeddings);
+        printf("[%s heads=%d rf=%s/%d/%s gelu=%s tie=%d%s]\n", st_pos_name(c.pos), c.n_heads, st_rf_name(c.rf_kind),
+               c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus", c.gelu_exact ? "erf" : "tanh", c.tie_embeddings,
+               vs[vi].rpos ? " random positions" : "");
         fflush(stdout);
         int rc = system(cmd);
         CHECK_MSG(rc == 0, "%s: stretch matches PyTorch (loss and all gradients)", st_pos_name(c.pos));

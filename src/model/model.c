@@ -226,6 +226,7 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
     }
     pb->params = pb->p[0];
     pb->grads = pb->g[0];
+    pb->positions = m->positions;
     pm->bias_init(pb);
     st_transform_bias(m->xf, pb);   /* inference-time transform (alibi_interp), if any */
     *bias = &pb->iface;

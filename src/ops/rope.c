@@ -17,14 +17,16 @@
 typedef struct rope_saved { float *cs; } rope_saved;   /* (T, 2, D/2): cos row, sin row */
 
 /* cs (T, D): row t = cos(a) * qk_scale (first D/2), sin(a) * qk_scale (second D/2) with
- * a = (pos0 + t) inv_freq[i]. The scale rides on the table, so the kernel and its
- * backward (the inverse rotation, times the same scale) need nothing else. */
-static void rope_table(float *cs, int64_t T, int64_t D, const double *inv_freq, float qk_scale, int64_t pos0) {
+ * a = p_t inv_freq[i], p_t = pos[t] (randomized positions) or pos0 + t. The scale rides on
+ * the table, so the kernel and its backward (the inverse rotation, times the same scale)
+ * need nothing else. */
+static void rope_table(float *cs, int64_t T, int64_t D, const double *inv_freq, float qk_scale, int64_t pos0,
+                       const int64_t *pos) {
     int64_t half = D / 2;
     for (int64_t i = 0; i < half; i++) {
         double theta = inv_freq[i];
         for (int64_t t = 0; t < T; t++) {
-            double a = (double)(pos0 + t) * theta;
+            double a = (double)(pos ? pos[t] : pos0 + t) * theta;
             cs[t * D + i] = (float)cos(a) * qk_scale;
             cs[t * D + half + i] = (float)sin(a) * qk_scale;
         }
@@ -60,16 +62,25 @@ static void rope_backward(st_ctx *ctx, st_node *n) {
 }
 
 st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0) {
+    return st_rope_pos(ctx, x, base, pos0, NULL);
+}
+
+st_tensor *st_rope_pos(st_ctx *ctx, st_tensor *x, float base, int64_t pos0, const int64_t *pos) {
     if (!x) return NULL;
     ST_ASSERT(x->ndim == 4 && x->shape[3] % 2 == 0 && base > 0.0f);
     const int64_t half = x->shape[3] / 2;
     double *inv = st_ctx_alloc(ctx, (size_t)half * sizeof(double), 0);
     if (!inv) return NULL;
     for (int64_t i = 0; i < half; i++) inv[i] = pow((double)base, -2.0 * (double)i / (double)x->shape[3]);
-    return st_rope_freqs(ctx, x, inv, 1.0f, pos0);
+    return st_rope_at(ctx, x, inv, 1.0f, pos0, pos);
 }
 
 st_tensor *st_rope_freqs(st_ctx *ctx, st_tensor *x, const double *inv_freq, float qk_scale, int64_t pos0) {
+    return st_rope_at(ctx, x, inv_freq, qk_scale, pos0, NULL);
+}
+
+st_tensor *st_rope_at(st_ctx *ctx, st_tensor *x, const double *inv_freq, float qk_scale, int64_t pos0,
+                      const int64_t *pos) {
     if (!x) return NULL;
     ST_ASSERT(x->ndim == 4 && st_is_contiguous(x) && x->shape[3] % 2 == 0 && pos0 >= 0 && inv_freq);
     int64_t BH = x->shape[0] * x->shape[1], T = x->shape[2], D = x->shape[3];
@@ -77,7 +88,7 @@ st_tensor *st_rope_freqs(st_ctx *ctx, st_tensor *x, const double *inv_freq, floa
     st_tensor *out = st_new(ctx, 4, x->shape);
     float *cs = out ? st_ctx_alloc(ctx, (size_t)(T * D) * sizeof(float), grad) : NULL;
     if (!cs) return NULL;
-    rope_table(cs, T, D, inv_freq, qk_scale, pos0);
+    rope_table(cs, T, D, inv_freq, qk_scale, pos0, pos);
     rope_kernel(out->data, x->data, cs, BH, T, D, 1.0f, 0);
     if (grad) {
         rope_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);

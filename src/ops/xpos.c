@@ -17,12 +17,14 @@
 
 typedef struct xpos_saved { float *s; } xpos_saved;   /* (T, D/2) */
 
-static void xpos_table(float *s, int64_t T, int64_t D, float gamma, int64_t pos0, int64_t centre, int sign) {
+/* position of row t: pos[t] (randomized positions) or pos0 + t */
+static void xpos_table(float *s, int64_t T, int64_t D, float gamma, int64_t pos0, const int64_t *pos,
+                       int64_t centre, int sign) {
     const int64_t half = D / 2;
     for (int64_t k = 0; k < half; k++) {
         const double lz = log((2.0 * (double)k / (double)D + 0.4) / 1.4);
         for (int64_t t = 0; t < T; t++)
-            s[t * half + k] = (float)exp(lz * (double)sign * (double)(pos0 + t - centre) / (double)gamma);
+            s[t * half + k] = (float)exp(lz * (double)sign * (double)((pos ? pos[t] : pos0 + t) - centre) / (double)gamma);
     }
 }
 
@@ -53,6 +55,11 @@ static void xpos_backward(st_ctx *ctx, st_node *n) {
 }
 
 st_tensor *st_xpos_scale(st_ctx *ctx, st_tensor *x, float gamma, int64_t pos0, int64_t centre, int sign) {
+    return st_xpos_scale_pos(ctx, x, gamma, pos0, NULL, centre, sign);
+}
+
+st_tensor *st_xpos_scale_pos(st_ctx *ctx, st_tensor *x, float gamma, int64_t pos0, const int64_t *pos,
+                             int64_t centre, int sign) {
     if (!x) return NULL;
     ST_ASSERT(x->ndim == 4 && st_is_contiguous(x) && x->shape[3] % 2 == 0 && gamma > 0.0f && pos0 >= 0 &&
               (sign == 1 || sign == -1));
@@ -61,7 +68,7 @@ st_tensor *st_xpos_scale(st_ctx *ctx, st_tensor *x, float gamma, int64_t pos0, i
     st_tensor *out = st_new(ctx, 4, x->shape);
     float *s = out ? st_ctx_alloc(ctx, (size_t)(T * (D / 2 > 0 ? D / 2 : 1)) * sizeof(float), grad) : NULL;
     if (!s) return NULL;
-    xpos_table(s, T, D, gamma, pos0, centre, sign);
+    xpos_table(s, T, D, gamma, pos0, pos, centre, sign);
     xpos_kernel(out->data, x->data, s, BH, T, D, 0);
     if (grad) {
         xpos_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);

@@ -556,6 +556,21 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
     if (max_len > 0 && t->seq_len > max_len)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds the %lld tokens %s positions represent; %s",
                        file, t->seq_len, (long long)max_len, st_pos_name(c->model.pos), st_pos_limit_why(c->model.pos));
+    if (t->random_positions > 0) {
+        if (t->random_positions <= t->seq_len)
+            return st_fail(e, ST_ERR_CONFIG, "%s: train.random_positions: %lld must exceed train.seq_len (%d): the "
+                           "positions of a window are a subset of [0, N)", file, (long long)t->random_positions, t->seq_len);
+        if (!st_pos_abs_indices(c->model.pos)) {
+            char list[256];
+            st_pos_abs_list(list, sizeof list);
+            return st_fail(e, ST_ERR_CONFIG, "%s: train.random_positions: model.pos \"%s\" reads no absolute token "
+                           "indices (it applies to %s)", file, st_pos_name(c->model.pos), list);
+        }
+        if (max_len > 0 && t->random_positions > max_len)
+            return st_fail(e, ST_ERR_CONFIG, "%s: train.random_positions: %lld exceeds the %lld tokens %s positions "
+                           "represent; %s", file, (long long)t->random_positions, (long long)max_len,
+                           st_pos_name(c->model.pos), st_pos_limit_why(c->model.pos));
+    }
     if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
     if (t->sched.kind == ST_SCHED_COSINE && t->steps > 0 && t->sched.warmup > t->steps)

@@ -148,6 +148,7 @@ const st_ckey st_config_keys[] = {
     INT("train.seq_len", train.seq_len, 1, 1 << 24, "128"),
     I64("train.steps", train.steps, 0, BIG, "1000"),
     INT("train.grad_accum", train.grad_accum, 1, 1 << 16, "1"),
+    I64("train.random_positions", train.random_positions, 0, 1 << 24, "0"),
     OBJ("train.optimizer"),
     ENUM("train.optimizer.name", train.optim.name, en_optim, "adamw"),
     FLT("train.optimizer.lr", train.optim.lr, 0, 100, 1, "0.001"),

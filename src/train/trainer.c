@@ -41,6 +41,7 @@ static void on_signal(int sig) {
 #define SEED_LOADER  0x6c6f61646572ull   /* "loader" */
 #define SEED_DROPOUT 0x64726f706f7574ull /* "dropout" */
 #define SEED_VALID   0x76616c6964ull     /* "valid" */
+#define SEED_POSITIONS 0x706f73ull       /* "pos": train.random_positions */
 
 typedef struct trainer {
     st_run_config cfg;
@@ -54,6 +55,7 @@ typedef struct trainer {
     st_mm *mm;              /* train.precision's matmul backend (NULL until set up) */
     st_loader loader;
     int32_t *x, *y;         /* (B*T) batch buffers */
+    int64_t *positions;     /* (T) randomized positions of a micro-batch (train.random_positions) */
     double *val_losses;     /* (eval_batches) one validation batch's loss per slot */
     st_dist *dist;          /* NULL or the ranks of a data-parallel run */
     st_zero zero;           /* ZeRO-1 shard of the moments (opts.zero, ranks > 1) */
@@ -74,6 +76,7 @@ static void trainer_free(trainer *t) {
     if (t->have_ds) st_dataset_free(&t->ds);
     free(t->x);
     free(t->y);
+    free(t->positions);
     free(t->val_losses);
     st_zero_free(&t->zero);
 }
@@ -144,6 +147,13 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     for (int k = 0; k < tc->grad_accum && !rc; k++) {
         const int64_t j = (int64_t)k * t->ranks + t->rank;
         t->loader.draws = base + (uint64_t)(j * B);
+        /* randomized positions: a function of the micro-batch's first window index, so a
+         * resume (which restores draws) and any rank count draw the same ones */
+        if (tc->random_positions > 0) {
+            st_positions_sample(st_hash64(tc->seed ^ SEED_POSITIONS, t->loader.draws), tc->random_positions, T,
+                                t->positions);
+            t->model.positions = t->positions;
+        }
         st_loader_next(&t->loader, B, T, t->x, t->y);
         st_ctx_begin(&t->ctx, 1, 1);
         uint64_t dropout_seed = 0;
@@ -158,7 +168,9 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
         loss_sum += lv;
         /* d(mean over the update's micro-batches)/d(loss_j) = 1/(grad_accum N) */
         rc = st_backward(&t->ctx, loss, 1.0f / (float)micro, e);
+        t->model.positions = NULL;   /* validation and evaluation: natural positions */
     }
+    t->model.positions = NULL;
     if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
     if ((rc = st_train_dist_reduce(t->dist, &t->model.params, &loss_sum, &finite, e))) return rc;
     t->loader.draws = base + (uint64_t)(micro * B);
@@ -321,6 +333,8 @@ static int setup_buffers(trainer *t, st_error *e) {
     t->y = t->x ? st_malloc(bt * sizeof(int32_t), e) : NULL;
     t->val_losses = t->y ? st_calloc((size_t)tc->eval_batches + 1, sizeof *t->val_losses, e) : NULL;
     if (!t->val_losses) return ST_ERR_MEMORY;
+    if (tc->random_positions > 0 && !(t->positions = st_malloc((size_t)tc->seq_len * sizeof(int64_t), e)))
+        return ST_ERR_MEMORY;
     size_t cap = step_bytes + step_bytes / 16 + ((size_t)1 << 20);
     size_t limit = cap * 4, mem = st_mem_total();
     if (mem && limit > mem / 10 * 9) limit = mem / 10 * 9;

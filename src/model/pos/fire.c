@@ -29,6 +29,9 @@ enum { FIRE_W1 = 0, FIRE_B1, FIRE_W2, FIRE_LOGC, FIRE_LOGTHR, FIRE_NPARAM };
 
 typedef struct fire_row { double c, thr, psi_m, m; } fire_row;
 
+/* The position of row r: randomized in training (pb->positions), else r itself. */
+static inline int64_t fire_pos(const st_pos_bias *pb, int64_t r) { return pb->positions ? pb->positions[r] : r; }
+
 /* Per query position i: M = max(L, i) and psi(M). */
 static fire_row fire_row_of(const st_pos_bias *pb, int64_t i) {
     fire_row r;
@@ -45,10 +48,10 @@ static void fire_fill(const st_attn_bias *self, int h, int64_t i0, int64_t ni, i
     const int K = pb->cfg->fire_hidden;
     const float *w1 = pb->p[FIRE_W1], *b1 = pb->p[FIRE_B1], *w2 = pb->p[FIRE_W2] + (size_t)h * K;
     for (int64_t r = 0; r < ni; r++) {
-        const int64_t i = i0 + r;
+        const int64_t i = fire_pos(pb, i0 + r);
         const fire_row fr = fire_row_of(pb, i);
         for (int64_t cc = 0; cc < nj; cc++) {
-            const int64_t d = i - (j0 + cc), ad = d < 0 ? -d : d;
+            const int64_t d = i - fire_pos(pb, j0 + cc), ad = d < 0 ? -d : d;
             const double x = log1p(fr.c * (double)ad) / fr.psi_m;
             double b = 0;
             for (int k = 0; k < K; k++) {
@@ -69,13 +72,13 @@ static void fire_grad(const st_attn_bias *self, int h, int64_t i0, int64_t ni, i
     double glogc = 0, glogthr = 0;
     ST_ASSERT(K <= ST_FIRE_MAX_HIDDEN);   /* the schema's range of model.fire.hidden */
     for (int64_t r = 0; r < ni; r++) {
-        const int64_t i = i0 + r;
+        const int64_t i = fire_pos(pb, i0 + r);
         const fire_row fr = fire_row_of(pb, i);
         const int thr_active = fr.thr > (double)i;
         for (int64_t cc = 0; cc < nj; cc++) {
             const double G = g[r * ld + cc];
             if (G == 0) continue;
-            const int64_t d = i - (j0 + cc), ad = d < 0 ? -d : d;
+            const int64_t d = i - fire_pos(pb, j0 + cc), ad = d < 0 ? -d : d;
             const double psi_d = log1p(fr.c * (double)ad), x = psi_d / fr.psi_m;
             double dx = 0;
             for (int k = 0; k < K; k++) {
@@ -122,6 +125,7 @@ static int fire_params(const st_model_config *c, int layer, st_pos_decl *out) {
 
 const st_pos_method st_pos_fire = {
     .name = "fire",
+    .abs_indices = 1,
     .bias_form = ST_POS_BIAS_GENERAL,
     /* the bias depends on the absolute query position: a slid cache would see positions
      * no forward over the window ever uses; generate re-prefills the last window */

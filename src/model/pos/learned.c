@@ -16,20 +16,23 @@ static st_tensor *learned_embed(st_model *m, st_ctx *ctx, st_tensor *x, int64_t 
     if (!x) return NULL;
     const st_model_config *c = &m->cfg;
     const int64_t B = x->shape[0], T = x->shape[1];
-    if (pos0 + T > c->max_len) {
+    const int64_t last = T > 0 ? st_model_pos(m, pos0, T - 1) : pos0;   /* positions ascend */
+    if (last + 1 > c->max_len) {
         st_fail(e, ST_ERR_CONFIG, "model.max_len: learned positions have a table of %d rows, "
                 "a sequence of %lld tokens is longer (learned positions cannot extrapolate)",
-                c->max_len, (long long)(pos0 + T));
+                c->max_len, (long long)(last + 1));
         return NULL;
     }
     int32_t *pos = st_ctx_alloc(ctx, (size_t)(B * T) * sizeof(int32_t), 0);
     if (!pos) return NULL;
-    for (int64_t i = 0; i < B * T; i++) pos[i] = (int32_t)(pos0 + i % T);
+    /* row t takes table row st_model_pos (randomized in training, else pos0 + t) */
+    for (int64_t i = 0; i < B * T; i++) pos[i] = (int32_t)st_model_pos(m, pos0, i % T);
     return st_add(ctx, x, st_embedding(ctx, pos, B, T, st_pos_tensor(m, -1, 0)));
 }
 
 const st_pos_method st_pos_learned = {
     .name = "learned",
+    .abs_indices = 1,
     .bias_form = ST_POS_BIAS_NONE,
     .slides = 0,
     .params = learned_params,

@@ -20,6 +20,8 @@
  *   slides     KV cache: 1 = drop the oldest keys past the window (q.k and bias depend on
  *              relative positions, or on absolute ones the cache tracks), 0 = absolute
  *              positions that cannot slide (the caller resets and prefills)
+ *   abs_indices 1 when embed/qk/bias read absolute indices: st_model_pos(m, pos0, t)
+ *              gives them (randomized positions in training, train.random_positions)
  *   max_len    longest sequence it can represent (0 = any); limit_why: the key that sets
  *              it and why, for the error messages ("model.max_len: ...")
  *   variant    its variant for labels and reports ("exp" of alibi_rf) under variant_key
@@ -65,6 +67,8 @@ typedef struct st_pos_method {
                              * backward besides the probabilities (cope: its gates) */
     const char *no_sinks;   /* NULL, or why attention sinks (keys outside the window) cannot
                              * be used with this method (cope: gates count over one span) */
+    int abs_indices;        /* reads absolute token indices (embed, qk or FIRE's i): takes
+                             * randomized training positions (st_model.positions) */
     /* x (B,T,C) -> x + positions; NULL with *e set when it cannot (past max_len) */
     st_tensor *(*embed)(st_model *m, st_ctx *ctx, st_tensor *x, int64_t pos0, st_error *e);
     /* *q, *k (B,H,T,D) replaced by their transforms; 0 on failure */

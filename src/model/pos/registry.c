@@ -55,6 +55,19 @@ void st_pos_exercise(st_model_config *c) {
 
 int st_kv_cache_slides(int pos) { return st_pos_method_of(pos)->slides; }
 
+int st_pos_abs_indices(int pos) { return pos >= 0 && pos < ST_POS_COUNT && methods[pos]->abs_indices; }
+
+void st_pos_abs_list(char *buf, size_t n) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < ST_POS_COUNT && o < n; i++)
+        if (methods[i]->abs_indices) {
+            int w = snprintf(buf + o, n - o, "%s%s", o ? ", " : "", methods[i]->name);
+            if (w < 0) break;
+            o += (size_t)w;
+        }
+}
+
 
 int st_model_rf_rho(const st_model *m, int layer, float *rho) {
     const st_pos_method *pm = st_pos_method_of(m->cfg.pos);

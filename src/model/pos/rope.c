@@ -16,9 +16,9 @@ static int rope_validate(const st_model_config *c, const char *f, st_error *e) {
  * YaRN: st_transform.h); its current length is the forward's last position + 1. */
 static int rope_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor **k, int64_t pos0) {
     (void)layer;
-    if (!m->xf) {
-        *q = st_rope(ctx, *q, m->cfg.rope_base, pos0);
-        *k = st_rope(ctx, *k, m->cfg.rope_base, pos0);
+    if (!m->xf) {   /* m->positions: randomized training positions, else pos0 + t */
+        *q = st_rope_pos(ctx, *q, m->cfg.rope_base, pos0, m->positions);
+        *k = st_rope_pos(ctx, *k, m->cfg.rope_base, pos0, m->positions);
         return *q && *k;
     }
     const int64_t D = (*q)->shape[3];
@@ -33,6 +33,7 @@ static int rope_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor
 
 const st_pos_method st_pos_rope = {
     .name = "rope",
+    .abs_indices = 1,
     .bias_form = ST_POS_BIAS_NONE,
     .slides = 1,
     .validate = rope_validate,

@@ -12,7 +12,7 @@ static st_tensor *sin_embed(st_model *m, st_ctx *ctx, st_tensor *x, int64_t pos0
     if (!pe) return NULL;
     for (int64_t t = 0; t < T; t++) {
         float *row = pe->data + t * C;
-        const double pt = (double)(pos0 + t);
+        const double pt = (double)st_model_pos(m, pos0, t);   /* randomized in training, else pos0 + t */
         for (int64_t i = 0; i < C; i++) {
             double w = pow(10000.0, -(double)(i & ~(int64_t)1) / (double)C);
             row[i] = (float)((i & 1) ? cos(pt * w) : sin(pt * w));
@@ -24,6 +24,7 @@ static st_tensor *sin_embed(st_model *m, st_ctx *ctx, st_tensor *x, int64_t pos0
 
 const st_pos_method st_pos_sinusoidal = {
     .name = "sinusoidal",
+    .abs_indices = 1,
     .bias_form = ST_POS_BIAS_NONE,
     .slides = 0,
     .embed = sin_embed,

@@ -52,9 +52,11 @@ static int xpos_validate(const st_model_config *c, const char *f, st_error *e) {
 static int xpos_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor **k, int64_t pos0) {
     (void)layer;
     const st_model_config *c = &m->cfg;
-    const int64_t centre = xpos_centre(c, pos0, (*q)->shape[2]);
-    *q = st_xpos_scale(ctx, st_rope(ctx, *q, c->rope_base, pos0), c->xpos_gamma, pos0, centre, 1);
-    *k = st_xpos_scale(ctx, st_rope(ctx, *k, c->rope_base, pos0), c->xpos_gamma, pos0, centre, -1);
+    /* randomized training positions (m->positions, sorted): centred on the middle one */
+    const int64_t T = (*q)->shape[2], *p = m->positions;
+    const int64_t centre = p ? xpos_centre(c, p[T / 2] - T / 2, T) : xpos_centre(c, pos0, T);
+    *q = st_xpos_scale_pos(ctx, st_rope_pos(ctx, *q, c->rope_base, pos0, p), c->xpos_gamma, pos0, p, centre, 1);
+    *k = st_xpos_scale_pos(ctx, st_rope_pos(ctx, *k, c->rope_base, pos0, p), c->xpos_gamma, pos0, p, centre, -1);
     return *q && *k;
 }
 
@@ -81,6 +83,7 @@ static void xpos_cache_keys(const st_model *m, st_kv_cache *c, int64_t p0, int64
 
 const st_pos_method st_pos_xpos = {
     .name = "xpos",
+    .abs_indices = 1,
     .bias_form = ST_POS_BIAS_NONE,
     .slides = 1,
     .validate = xpos_validate,
