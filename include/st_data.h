@@ -43,6 +43,9 @@ typedef struct st_data_config {
     int syn_branch;         /* 4: successors per context (sparsity) */
     int64_t syn_tokens[3];  /* tokens per split: 1,000,000 / 100,000 / 100,000 */
     char syn_mode[16];      /* "markov" (default) | "copy": add recall segments (st_copy) */
+    /* JSON keys data.passkey.{rate,digits}: passkey insertion into training windows */
+    double pk_rate;         /* 0: off; else the fraction of training windows with a passkey */
+    int pk_digits;          /* 5: digits of a key */
     /* JSON keys data.synthetic.copy.{len,min_dist,max_dist,decay,rate} (mode "copy") */
     int copy_len;           /* 8: tokens per copied segment */
     int copy_min_dist;      /* 9: copy distances d in [min_dist, max_dist], min_dist > len */
@@ -136,16 +139,49 @@ typedef struct st_text_data {
 int st_text_data_load(const st_tokenizer *t, const char *path, int split, st_text_data *d, st_error *e);
 void st_text_data_free(st_text_data *d);   /* frees tokens; keeps n, path, counts */
 
+/* ---- passkey retrieval in real text (src/data/passkey.c) ----
+ * An instance of n tokens: filler[0, a) + needle + filler[a, ..) + query, then the answer:
+ *   needle = PRE key SUF, query = PRE, answer = key;  PRE = " pass key ", SUF = "."
+ * in the run's tokenizer, the key `digits` decimal digits of one token each, a =
+ * round(depth (n - needle - query)) filler tokens before the needle. */
+#define ST_PASSKEY_MAX_DIGITS 16
+#define ST_PASSKEY_MAX_PIECE 16
+typedef struct st_passkey {
+    int32_t pre[ST_PASSKEY_MAX_PIECE], suf[ST_PASSKEY_MAX_PIECE], digit[10];
+    int n_pre, n_suf, digits;
+} st_passkey;
+/* Encode the pieces. ST_ERR_CONFIG for digits outside [1, 16] or a synthetic tokenizer,
+ * ST_ERR_DATA when a piece has a word the vocabulary lacks or a digit is not one token;
+ * messages name data.passkey. */
+int st_passkey_init(st_passkey *pk, const st_tokenizer *t, int digits, st_error *e);
+/* Tokens of an instance besides the filler: needle + query + answer. */
+int64_t st_passkey_overhead(const st_passkey *pk);
+/* The key of a seed: `digits` digit tokens. */
+void st_passkey_key(const st_passkey *pk, uint64_t seed, int32_t *key);
+/* out[0, n + digits): the instance of n input tokens (filler, needle, query; n >=
+ * overhead - digits) from filler[0, n + digits - overhead) with the needle at depth in
+ * [0, 1], then the answer. Returns the answer's first index (= n). */
+int64_t st_passkey_build(const st_passkey *pk, const int32_t *filler, int64_t n, double depth, const int32_t *key,
+                         int32_t *out);
+/* Token i of that instance, without building it (the loader's windows). */
+int32_t st_passkey_token(const st_passkey *pk, const int32_t *filler, int64_t n, double depth, const int32_t *key,
+                         int64_t i);
+
 /* ---- training batches: random contiguous windows of T+1 tokens ---- */
 typedef struct st_loader {
     const int32_t *tokens;
     int64_t n;
     uint64_t seed;
     uint64_t draws;         /* windows drawn so far: the whole resumable state */
+    const st_passkey *pk;   /* data.passkey.rate > 0: passkeys inserted (set after init) */
+    double pk_rate;         /* the fraction of windows that get one */
 } st_loader;
 void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t seed);
 /* Fill x, y (B*T each): window w starts at st_hash64(seed, draws + w) mod (n - T); y is x
- * shifted by one. Deterministic and resumable from `draws`. */
+ * shifted by one. Deterministic and resumable from `draws`. With a passkey (pk, pk_rate),
+ * window w is, with probability pk_rate, a passkey instance of T + 1 tokens whose filler
+ * is the window's own text, depth uniform in [0, 1], key and depth functions of (seed,
+ * draws + w) too. */
 void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y);
 
 /* ---- evaluation partitions ----

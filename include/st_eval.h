@@ -198,6 +198,31 @@ typedef struct st_sweep_opts {
  * every point finished; ST_ERR_INTERRUPTED after a signal; else the first error. */
 int st_sweep_run(const char *sweep_file, const st_sweep_opts *opts, st_error *e);
 
+/* ---- passkey retrieval at long lengths (src/eval/passkey_eval.c) ----
+ * For each length n and depth d, `trials` instances (st_passkey_build over the text's
+ * tokens at random offsets, a random key each) go through the model's KV cache: the n
+ * prompt tokens as one prefill, then the answer with teacher forcing. A trial is correct
+ * when every answer token is the argmax of its logits (what greedy decoding would
+ * produce: the two coincide until the first miss); loss is the mean -log p of the answer
+ * tokens. The model's inference transform (m->xf) applies, its scale set per length. */
+typedef struct st_passkey_cell {
+    int64_t len;            /* prompt tokens n */
+    double depth;
+    int trials, correct;    /* correct <= trials; -1 trials: not evaluated (status) */
+    double loss;            /* mean nats per answer token */
+    int status;             /* ST_OK, or why the length could not be run (e.g. max_len) */
+} st_passkey_cell;
+/* cells: n_len * n_depth, row-major by length. Fails (ST_ERR_DATA) when the text is
+ * shorter than the longest instance's filler. */
+/* The instance of (length n, depth index and value, trial) that st_passkey_eval runs:
+ * out[0, n + digits), the filler at an offset and the key both functions of (seed, n,
+ * depth index, trial). */
+void st_passkey_eval_instance(const st_passkey *pk, const int32_t *text, int64_t n_text, int64_t n, int depth_index,
+                              double depth, int trial, uint64_t seed, int32_t *out);
+int st_passkey_eval(st_model *m, const st_passkey *pk, const int32_t *text, int64_t n_text, const int64_t *lengths,
+                    int n_len, const double *depths, int n_depth, int trials, uint64_t seed, st_passkey_cell *cells,
+                    st_error *e);
+
 #ifdef __cplusplus
 }
 #endif

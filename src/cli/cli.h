@@ -13,6 +13,9 @@ int cmd_eval(int argc, char **argv, st_dist *dist);
 int cmd_sweep(int argc, char **argv, st_dist *dist);
 int cmd_generate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+/* `stretch eval RUN --task NAME`: task evaluation (cmd_eval_task.c); cmd_eval hands over
+ * when --task is among its arguments */
+int cmd_eval_task(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_selfcheck(int argc, char **argv);
 int cmd_data(int argc, char **argv);
@@ -39,6 +42,9 @@ int cli_path_arg(const char *cmd, const char *flag, const char *v);
  * usage error's exit code already reported), 0 when it is not. */
 struct st_transform;
 int cli_transform_arg(const char *cmd, const char *a, const char *v, struct st_transform *xf, int *rc);
+/* "_<label>" of an active transform for report file names (only [A-Za-z0-9._-] kept),
+ * "" when none: a transformed report never overwrites the plain one. */
+void cli_transform_tag(const struct st_transform *xf, char *tag, size_t n);
 /* Usage error (exit 2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

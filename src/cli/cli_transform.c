@@ -4,7 +4,9 @@
 #include "cli/cli.h"
 #include "st_transform.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,4 +45,13 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
         xf->window = x;
     }
     return 1;
+}
+
+void cli_transform_tag(const st_transform *xf, char *tag, size_t n) {
+    tag[0] = 0;
+    if (!st_transform_active(xf) || n < 2) return;
+    tag[0] = '_';
+    st_transform_label(xf, tag + 1, n - 1);
+    for (char *p = tag + 1; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
 }

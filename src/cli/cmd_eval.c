@@ -22,6 +22,8 @@ static const char *usage_text =
     "        [--threads N] [--quiet] [--data FILE|WIKITEXT_DIR]\n"
     "        [--transform pi|ntk|dynamic_ntk|yarn|rerope|alibi_interp|none] [--scale S] [--clip W]\n"
     "        [--sinks K --window W]\n"
+    "   or: eval RUN_DIR|CHECKPOINT --task passkey [--lengths ...] [--depths 0,0.5,1] [--trials N] [--seed S]\n"
+    "        [--split valid|test] [--json OUT.json] [transform options]: retrieval accuracy of a text run\n"
     "  defaults come from the run's eval config section (--precision: its train.precision);\n"
     "  --lengths A..B = powers of two from A to B;\n"
     "  --data: evaluate on other text with the run's tokenizer (a file whole, or a WikiText directory's\n"
@@ -78,13 +80,8 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
         }
     }
     /* a transformed evaluation must not overwrite the plain one: its label joins the name */
-    char tag[160] = "";
-    if (st_transform_active(&rep->xf)) {
-        tag[0] = '_';
-        st_transform_label(&rep->xf, tag + 1, sizeof tag - 1);
-        for (char *p = tag + 1; *p; p++)
-            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
-    }
+    char tag[160];
+    cli_transform_tag(&rep->xf, tag, sizeof tag);
     if (rep->external) {
         /* never the run's own report name: eval_data-<file or dir name>[_<split>]_<mode> */
         char name[256], tmp[ST_PATH_BUF];
@@ -104,6 +101,12 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
 }
 
 int cmd_eval(int argc, char **argv, st_dist *dist) {
+    for (int i = 1; i < argc; i++)   /* task evaluation: its own options (cmd_eval_task.c) */
+        if (!strcmp(argv[i], "--task")) {
+            if (st_dist_size(dist) > 1)
+                return cli_usage("eval", "--task runs in one process (not under mpirun -np %d)", st_dist_size(dist));
+            return cmd_eval_task(argc, argv);
+        }
     const char *src = NULL, *json = NULL;
     int threads = -1, quiet = 0, split_given = 0;
     st_eval_plan plan;

@@ -66,6 +66,9 @@ int st_data_config_validate(const st_data_config *c, const char *file, st_error 
     if (syn != t_syn)
         return st_fail(e, ST_ERR_CONFIG, "%s: data.tokenizer: \"%s\" does not go with data.source \"%s\"%s", f, tok,
                        c->source, syn ? " (use \"synthetic\" or \"auto\")" : " (use \"word\", \"byte\" or \"bpe\")");
+    if (syn && c->pk_rate > 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.passkey.rate: passkeys are inserted into text; data.source "
+                       "\"synthetic\" has no text tokenizer (use \"text\" or \"wikitext\")", f);
     if (!syn && !c->path[0])
         return st_fail(e, ST_ERR_CONFIG, "%s: data.path: required for source \"%s\" (%s)", f, c->source,
                        wiki ? "the directory holding train.txt / wiki.train.tokens" : "a text file");

@@ -56,6 +56,7 @@ typedef struct trainer {
     st_loader loader;
     int32_t *x, *y;         /* (B*T) batch buffers */
     int64_t *positions;     /* (T) randomized positions of a micro-batch (train.random_positions) */
+    st_passkey pk;          /* data.passkey.rate > 0: the passkey pieces in the run's tokenizer */
     double *val_losses;     /* (eval_batches) one validation batch's loss per slot */
     st_dist *dist;          /* NULL or the ranks of a data-parallel run */
     st_zero zero;           /* ZeRO-1 shard of the moments (opts.zero, ranks > 1) */
@@ -324,6 +325,16 @@ static int setup_buffers(trainer *t, st_error *e) {
     int rc;
     st_loader_init(&t->loader, t->ds.tokens[ST_SPLIT_TRAIN], t->ds.n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
     t->loader.draws = t->st.loader_draws;
+    if (c->data.pk_rate > 0) {   /* passkeys in a fraction of the training windows */
+        if ((rc = st_passkey_init(&t->pk, t->ds.tok, c->data.pk_digits, e))) return rc;
+        const int64_t need = st_passkey_overhead(&t->pk);
+        if (need > (int64_t)tc->seq_len + 1)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.passkey.rate: an instance needs %lld tokens in this tokenizer "
+                           "(needle, query, %d-digit answer); train.seq_len + 1 is %d", c->file, (long long)need,
+                           t->pk.digits, tc->seq_len + 1);
+        t->loader.pk = &t->pk;
+        t->loader.pk_rate = c->data.pk_rate;
+    }
 
     /* the step estimate refuses a batch that cannot fit before anything batch-sized exists */
     size_t step_bytes = st_model_step_bytes(&t->model, tc->batch_size, tc->seq_len, 1, e);

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# cli_passkey.sh - passkey retrieval in real text end to end: a byte-level run trained with
+# data.passkey.rate, `stretch eval RUN --task passkey` prints the length x depth grid and
+# writes its JSON (one row per cell, accuracy in [0, 1], the transform's label in the
+# name when one is given), a resumed run draws the same passkey windows (bit-exact trace),
+# and bad input is refused with the documented exit code naming the key or flag: unknown
+# task, a depth outside [0, 1], a synthetic run (no text), passkeys on a synthetic source,
+# a training window too short for an instance, --task under another option set.
+. "$(dirname "$0")/lib_cli.sh" cli_passkey
+
+for i in $(seq 1 400); do echo "the quick brown fox $i jumps over the lazy dog $((i * 7)) and runs away"; done > corpus.txt
+cat > cfg.json <<'EOF2'
+{"model": {"n_layers": 1, "d_model": 32, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "text", "path": "corpus.txt", "tokenizer": "byte", "valid_frac": 0.1, "test_frac": 0.1,
+          "passkey": {"rate": 0.5, "digits": 4}},
+ "train": {"seed": 3, "batch_size": 4, "seq_len": 48, "steps": 10, "eval_every": 5, "eval_batches": 1,
+           "log_every": 1, "checkpoint_every": 5, "schedule": {"warmup": 2}},
+ "eval": {"lengths": [48, 96]}}
+EOF2
+trace() { grep '"loss"' "$1/metrics.jsonl" | sed -E 's/.*"step": ([0-9]+), "loss": ([^,]+),.*/\1 \2/'; }
+
+expect_rc 0 "train with passkeys" "$BIN" train cfg.json --out run --quiet
+expect_rc 0 "train to step 5" "$BIN" train cfg.json --out run-r --quiet --stop-after 5
+expect_rc 0 "resume" "$BIN" train --resume run-r --quiet
+[ "$(trace run)" = "$(trace run-r)" ] && [ "$(trace run | wc -l)" = 10 ] && ok || bad "resumed trace differs"
+expect_rc 0 "train without passkeys" "$BIN" train cfg.json --out plain --quiet --set data.passkey.rate=0
+[ "$(trace run | sed -n 3p)" != "$(trace plain | sed -n 3p)" ] && ok || bad "data.passkey.rate changes nothing"
+
+expect_rc 0 "eval --task passkey" "$BIN" eval run --task passkey --lengths 48,96,192 --depths 0,0.5,1 --trials 3
+expect_out "passkey retrieval: 4-digit keys, 3 trials per cell"
+expect_out "d=0.50"
+[ "$(grep -cE '^ +(48|96|192) ' out.txt)" = 3 ] && ok || { bad "grid rows"; cat out.txt; }
+"$PY" - run/eval_valid_passkey.json <<'EOF2' && ok || bad "passkey report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["task"] == "passkey" and r["digits"] == 4 and r["trials"] == 3 and r["train_len"] == 48, r
+rows = r["results"]
+assert [(x["length"], x["depth"]) for x in rows] == [(n, d) for n in (48, 96, 192) for d in (0, 0.5, 1)], rows
+for x in rows:
+    assert x["trials"] == 3 and 0 <= x["correct"] <= 3 and x["accuracy"] == x["correct"] / 3 and x["answer_loss"] > 0, x
+EOF2
+cp run/eval_valid_passkey.json first.json
+expect_rc 0 "eval again, same seed" "$BIN" eval run --task passkey --lengths 48,96,192 --depths 0,0.5,1 --trials 3 --quiet
+cmp -s first.json run/eval_valid_passkey.json && ok || bad "the same seed gives another report"
+expect_rc 0 "eval with a window" "$BIN" eval run --task passkey --lengths 96 --trials 2 --sinks 2 --window 16 --quiet
+[ -f run/eval_valid_passkey_sinks_2_window_16.json ] && ok || { bad "transformed report name"; ls run; }
+
+expect_rc 2 "unknown task" "$BIN" eval run --task bogus
+expect_err "--task 'bogus': unknown task"
+expect_rc 2 "depth 1.5" "$BIN" eval run --task passkey --depths 0,1.5
+expect_err "--depths '0,1.5'"
+expect_rc 2 "perplexity option with --task" "$BIN" eval run --task passkey --mode sliding
+expect_err "does not apply to task evaluation"
+sed 's/"source": "text", "path": "corpus.txt", "tokenizer": "byte",/"source": "synthetic",/; s/"passkey": {"rate": 0.5, "digits": 4}/"synthetic": {"vocab": 16, "tokens": [20000, 2000, 2000]}/' \
+    cfg.json > syn.json
+expect_rc 0 "synthetic run" "$BIN" train syn.json --out syn --quiet
+expect_rc 4 "passkey eval of a synthetic run" "$BIN" eval syn --task passkey
+expect_err "needs a text run"
+expect_rc 2 "passkeys on a synthetic source" "$BIN" train syn.json --out bad1 --quiet --set data.passkey.rate=0.5
+expect_err "data.passkey.rate"
+expect_rc 2 "window too short" "$BIN" train cfg.json --out bad2 --quiet --set train.seq_len=16 --set eval.lengths=[16]
+expect_err "data.passkey.rate: an instance needs 29 tokens"
+expect_rc 2 "digits 0" "$BIN" train cfg.json --out bad3 --quiet --set data.passkey.digits=0
+expect_err "data.passkey.digits"
+for d in bad1 bad2 bad3; do [ ! -e "$d" ] && ok || bad "$d written for a refused config"; done
+finish cli_passkey
