@@ -11,7 +11,6 @@
 #include "st_transform.h"
 
 #include <cjson/cJSON.h>
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
