@@ -25,6 +25,7 @@
 #define ST_BENCH_H
 
 #include "st_common.h"
+#include "st_profile.h"
 #include "st_model.h"
 
 #ifdef __cplusplus
@@ -47,6 +48,7 @@ typedef struct st_bench_config {
     int threads;            /* OpenMP + BLAS threads, 0 = all cores */
     int precision;          /* ST_PREC_* of the model's matmuls and of the GEMM peak */
     uint64_t seed;
+    int profile;            /* 1: per-op table of the timed steps (st_profile.h) */
 } st_bench_config;
 
 typedef struct st_bench_eval {
@@ -88,6 +90,7 @@ typedef struct st_bench_result {
     size_t train_arena;     /* arena high-water of one step */
     int n_eval;
     st_bench_eval eval[ST_BENCH_MAX_EVAL];
+    st_profile profile;     /* config profile = 1: the timed steps, op by op */
 } st_bench_result;
 
 /* Fill c from a preset name (tiny, S, M, G); ST_ERR_CONFIG for an unknown name. The

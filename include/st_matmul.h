@@ -74,6 +74,9 @@ typedef struct st_mm st_mm;
  * then run emulated: correct, but slower than fp32). ST_ERR_CONFIG when this build has
  * no oneDNN, with what to install. Free with st_mm_free (NULL is fine). */
 int st_mm_create(st_mm **out, int precision, int quiet, st_error *e);
+/* Time and count every gemm call into p (include/st_profile.h); NULL: stop. */
+struct st_profile;
+void st_mm_set_profile(st_mm *mm, struct st_profile *p);
 void st_mm_free(st_mm *mm);
 int st_mm_precision(const st_mm *mm);       /* NULL: ST_PREC_FP32 */
 /* One line: "fp32 (OpenBLAS Haswell)" / "bf16 (oneDNN 2.6.3, ISA avx512_core_bf16)". */

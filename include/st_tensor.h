@@ -102,6 +102,7 @@ struct st_ctx {
     int failed;             /* an allocation failed; ops return NULL from then on */
     size_t backward_bytes;  /* bytes allocated for backward (saved state + grads) */
     struct st_mm *mm;   /* matmul precision backend (st_matmul.h), not owned; NULL: fp32 */
+    struct st_profile *prof;  /* per-op timing (st_profile.h), not owned; NULL: off */
 };
 
 /* ctx does not own the arena. cap_nodes: max tape length per step. */

@@ -42,6 +42,21 @@ EOF
 expect_rc 0 "bench eval only" "$BIN" bench --preset tiny --no-train --eval 128 --sgemm-reps 0 --json e.json
 "$PY" -c 'import json,sys; j=json.load(open("e.json")); assert j["train"] is None and len(j["eval"]) == 1, j' && ok || bad "eval-only JSON"
 
+# --profile: the per-op table of the timed steps; its shares add up to 100% (+- rounding),
+# the ops of the model appear, and the matmul summary names the implementation and GFLOPS
+expect_rc 0 "bench --profile" "$BIN" bench --preset tiny --steps 3 --no-eval --sgemm-reps 0 --profile
+expect_out "profile: 3 steps, per step (ms)"
+for op in linear attention layernorm linear_cross_entropy "optimizer (update)"; do expect_out "  $op "; done
+expect_out "implementation: cblas_sgemm"
+"$PY" - out.txt <<'EOF2' && ok || bad "profile shares"
+import re, sys
+t = open(sys.argv[1]).read().split("profile:")[1].split("matmuls")[0]
+shares = [float(x) for x in re.findall(r"([0-9.]+)%", t)]
+assert len(shares) >= 6 and abs(sum(shares) - 100) < 1.0, shares
+g = re.findall(r"(forward|backward) +[0-9]+ calls/step +[0-9.]+ ms/step +([0-9.]+) GFLOPS", open(sys.argv[1]).read())
+assert [p for p, _ in g] == ["forward", "backward"] and all(float(x) > 0 for _, x in g), g
+EOF2
+
 # errors: unknown preset, unknown option, bad value, bad lengths, d not a multiple of heads
 expect_rc 2 "unknown preset" "$BIN" bench --preset XL
 expect_rc 2 "unknown option" "$BIN" bench --preset tiny --frobnicate 1

@@ -45,7 +45,9 @@ static const char *USAGE =
     "bench [--preset tiny|S|M|G] [--vocab V] [--layers L] [--d D] [--heads H] [--batch B] [--seq T]\n"
     "       [--pos alibi|sinusoidal|...] [--steps N] [--warmup N] [--eval L1,L2,..|none] [--eval-batch B]\n"
     "       [--eval-reps N] [--sgemm N] [--sgemm-reps N] [--threads N] [--seed S] [--precision fp32|bf16]\n"
-    "       [--coretype NAME] [--omp-wait passive|active] [--json FILE] [--no-train] [--no-eval]\n"
+    "       [--coretype NAME] [--omp-wait passive|active] [--json FILE] [--no-train] [--no-eval] [--profile]\n"
+    "--profile: a per-op table of the timed training steps (forward, backward, share) and the\n"
+    "matmuls' implementation and GFLOPS by phase\n"
     "--coretype / --omp-wait re-execute the command with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set\n"
     "(both are read when the libraries load); OMP_WAIT_POLICY defaults to PASSIVE when unset.";
 
@@ -62,6 +64,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("usage: stretch %s\n", USAGE); return 0; }
         if (!strcmp(a, "--no-train")) { c.steps = 0; continue; }
         if (!strcmp(a, "--no-eval")) { c.n_eval = 0; continue; }
+        if (!strcmp(a, "--profile")) { c.profile = 1; continue; }
         if (i + 1 >= argc) return cli_usage("bench", "%s needs a value", a);
         const char *v = argv[++i];
         int64_t x = 0;

@@ -1,5 +1,6 @@
 /* autograd.c - the tape: nodes appended in execution order, walked in reverse.
  * Each node's backward reads out->grad and accumulates (+=) into its inputs' grads. */
+#include "st_profile.h"
 #include "st_tensor.h"
 
 #include <stdlib.h>
@@ -57,6 +58,7 @@ st_node *st_record(st_ctx *ctx, const char *op, st_backward_fn fn, st_tensor *ou
     n->in[0] = a; n->in[1] = b; n->in[2] = c; n->in[3] = d;
     n->saved = saved;
     out->requires_grad = 1;
+    if (ctx->prof) st_profile_fwd(ctx->prof, op);
     return n;
 }
 
@@ -68,12 +70,16 @@ int st_backward(st_ctx *ctx, st_tensor *loss, float seed, st_error *e) {
     float *g = st_grad(ctx, loss);
     if (!g) return st_ctx_check(ctx, e);
     g[0] += seed;
+    if (ctx->prof) ctx->prof->in_backward = 1;   /* gemm calls from here on are backward's */
     for (int i = ctx->n_nodes - 1; i >= 0; i--) {
         st_node *n = &ctx->nodes[i];
         if (!n->out->grad && !(n->out->base && n->out->base->grad)) continue; /* no gradient reached it */
         if (!n->out->grad) { if (!st_grad(ctx, n->out)) break; }
+        const double t0 = ctx->prof ? st_time() : 0.0;
         n->backward(ctx, n);
+        if (ctx->prof) st_profile_bwd(ctx->prof, n->op, st_time() - t0);
         if (ctx->failed) break;
     }
+    if (ctx->prof) ctx->prof->in_backward = 0;
     return st_ctx_check(ctx, e);
 }

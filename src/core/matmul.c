@@ -1,5 +1,6 @@
 /* matmul.c - the precision dispatcher: the table of backends, their names, and the one
  * entry point every op's large product goes through (include/st_matmul.h). */
+#include "st_profile.h"
 #include "core/matmul_internal.h"
 
 #include <stdio.h>
@@ -60,7 +61,15 @@ void st_mm_gemm_batched(st_mm *mm, st_mm_batch batch, int64_t M, int64_t N, int6
                         st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
     ST_ASSERT(M >= 0 && N >= 0 && K >= 0 && ldc >= N && batch.count >= 0 && a.f && b.f && c);
     if (M == 0 || N == 0 || batch.count == 0) return;
+    const double t0 = mm && mm->prof ? st_time() : 0.0;
     (mm ? mm->be : &st_mm_backend_fp32)->gemm(mm, &batch, M, N, K, alpha, a, b, beta, c, ldc);
+    if (mm && mm->prof)
+        st_profile_gemm(mm->prof, 2.0 * (double)M * (double)N * (double)K * (double)batch.count, st_time() - t0,
+                        mm->last_impl[0] ? mm->last_impl : mm->be->name);
+}
+
+void st_mm_set_profile(st_mm *mm, struct st_profile *p) {
+    if (mm) mm->prof = p;
 }
 
 void st_mm_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_arg a,

@@ -22,6 +22,7 @@ struct st_mm {
     char describe[192];
     char last_impl[96];
     void *state;            /* the backend's own (oneDNN engine, stream, cache, scratch) */
+    struct st_profile *prof;/* per-call flops and time (st_mm_set_profile), NULL: off */
 };
 
 extern const st_mm_backend st_mm_backend_fp32;   /* matmul_fp32.c */

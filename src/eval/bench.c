@@ -226,9 +226,15 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
     if ((rc = st_optim_init(&opt, &oc, &m->params, e))) goto out;
     st_params_zero_grad(&m->params);
 
+    st_profile_init(&r->profile);
     for (int s = 0; s < warmup + steps; s++) {
         double c0 = cpu_time(), t0 = st_time();
         st_ctx_begin(ctx, 1, 1);
+        /* --profile: the timed steps' ops and gemm calls (never the GEMM probe's) */
+        const int prof = c->profile && s >= warmup;
+        ctx->prof = prof ? &r->profile : NULL;
+        st_mm_set_profile(mm, ctx->prof);
+        if (prof) st_profile_step(&r->profile);
         st_tensor *loss = st_model_loss(m, ctx, ids, tg, B, T, (uint64_t)s, NULL, e);
         if (!loss) { rc = e && e->code ? e->code : st_ctx_check(ctx, e); goto out; }
         double t1 = st_time();
@@ -244,6 +250,9 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
         st_params_refresh_bf16(&m->params);   /* bf16: part of the optimiser's cost */
         st_params_zero_grad(&m->params);
         double t3 = st_time(), c3 = cpu_time();
+        st_mm_set_profile(mm, NULL);
+        ctx->prof = NULL;
+        if (prof) r->profile.other_s += t3 - t2;
         if (s == 0) r->loss_first = loss->data[0];
         r->loss_last = loss->data[0];
         if (s >= warmup) {
@@ -395,6 +404,7 @@ void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *fi
                 r->flops_per_token / 1e6, r->sgemm_gflops, st_precision_name(c->precision), 100.0 * r->mfu_inter,
                 r->step_cpu_s, 100.0 * r->cpu_eff, mib(r->train_arena));
     }
+    if (c->profile && r->profile.steps > 0) st_profile_print(&r->profile, f);
     if (r->n_eval > 0) {
         fprintf(f, "\nevaluation (inference mode, st_model_loss):\n");
         fprintf(f, "  %-8s %-4s %-10s %-11s %-14s %-12s %s\n", "L", "B", "s/forward", "tokens/s",
