@@ -21,15 +21,15 @@ extern "C" {
 #endif
 
 enum { ST_SPLIT_TRAIN = 0, ST_SPLIT_VALID = 1, ST_SPLIT_TEST = 2 };
-enum { ST_TOK_WORD = 0, ST_TOK_BYTE, ST_TOK_BPE, ST_TOK_SYNTHETIC };
+enum { ST_TOK_WORD = 0, ST_TOK_BYTE, ST_TOK_BPE, ST_TOK_SYNTHETIC, ST_TOK_TASK, ST_TOK_COUNT };
 /* What a "token" is when reporting perplexity. */
 enum { ST_UNIT_WORD = 0, ST_UNIT_BYTE, ST_UNIT_TOKEN };
 
 typedef struct st_data_config {
-    char source[16];        /* "synthetic" | "wikitext" | "text" */
+    char source[16];        /* "synthetic" | "wikitext" | "text" | "task" */
     char path[ST_PATH_MAX + 1];    /* wikitext: directory; text: file; synthetic: unused */
     char tokenizer[16];     /* "auto" (default: synthetic -> "synthetic", wikitext -> "word",
-                               text -> "byte") | "word" | "byte" | "bpe" | "synthetic" */
+                               text -> "byte", task -> "task") | "word" | "byte" | "bpe" | "synthetic" | "task" */
     int bpe_vocab;          /* BPE: target vocabulary size incl. the 256 bytes (>= 257; 512) */
     char cache_dir[ST_PATH_MAX + 1]; /* token caches; "" -> "<data dir>/.stretch-cache" when writable,
                                else "$TMPDIR/stretch-cache" (/tmp when TMPDIR is unset) */
@@ -46,6 +46,17 @@ typedef struct st_data_config {
     /* JSON keys data.passkey.{rate,digits}: passkey insertion into training windows */
     double pk_rate;         /* 0: off; else the fraction of training windows with a passkey */
     int pk_digits;          /* 5: digits of a key */
+    /* JSON keys data.task.*: source "task" (include/st_task.h, docs/tasks.md) */
+    char task_name[24];     /* "copy": a registry name */
+    int64_t task_min_size;  /* 1: training instance sizes, uniform on [min_size, max_size] */
+    int64_t task_max_size;  /* 16 */
+    int task_symbols;       /* 16: alphabet size */
+    char task_loss[8];      /* "answer" (default): loss on answer tokens only | "all" */
+    int task_pack;          /* 0: one instance per training row, padded; 1: as many as fit */
+    char task_format[16];   /* addition: "plain" (default) | "reversed" */
+    int task_digits;        /* passkey: 5 digits per key */
+    double task_ignore_prob;/* flip-flop: 0.8 */
+    double task_blank_prob; /* selective copy: 0.75 */
     /* JSON keys data.synthetic.copy.{len,min_dist,max_dist,decay,rate} (mode "copy") */
     int copy_len;           /* 8: tokens per copied segment */
     int copy_min_dist;      /* 9: copy distances d in [min_dist, max_dist], min_dist > len */
@@ -63,6 +74,7 @@ int st_data_config_validate(const st_data_config *c, const char *file, st_error 
 const char *st_data_tokenizer_name(const st_data_config *c);
 
 typedef struct st_tokenizer st_tokenizer;   /* opaque */
+typedef struct st_task_data st_task_data;   /* include/st_task.h */
 
 typedef struct st_dataset {
     int32_t *tokens[3];     /* train / valid / test streams */
@@ -75,6 +87,8 @@ typedef struct st_dataset {
     double entropy_rate;    /* synthetic: true entropy rate in nats/token; else 0.
                                The ideal perplexity is exp(entropy_rate). */
     /* provenance, filled by st_dataset_load (for logs and `stretch data`) */
+    st_task_data *task;     /* source "task": the generator the loader draws rows from (owned);
+                               the streams are instances back to back (for perplexity) */
     char cache_file[3][ST_PATH_BUF];/* each split's token cache ("" when not cached) */
     char vocab_file[ST_PATH_BUF];  /* cached vocabulary / BPE merges ("" when none) */
     int cache_hits;         /* splits read from cache (0..3) */
@@ -109,13 +123,15 @@ int st_tokenizer_kind(const st_tokenizer *t);
  * cap ids are written; the return value is the full count either way.
  *   word: whitespace-split words, "\n" -> <eos> (no <eos> after an unterminated last
  *         line); an unknown word maps to <unk> when the vocabulary has it, else -1.
- *   synthetic: whitespace-separated decimal ids; -1 on anything else. */
+ *   synthetic: whitespace-separated decimal ids; -1 on anything else.
+ *   task: whitespace-separated names of the task vocabulary (st_task_token_name: "=",
+ *         "7", "a", ...); -1 on an unknown name. */
 int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, int64_t len,
                             int32_t *out, int64_t cap);
 /* Decode tokens to text; returns bytes written (excluding NUL), -1 on a bad id.
  * Like snprintf: writes at most cap - 1 bytes plus a NUL (out may be NULL with cap 0) and
  * returns the full length. word: words joined by spaces, <eos> -> "\n"; synthetic:
- * decimal ids joined by spaces. */
+ * decimal ids joined by spaces; task: names joined by spaces. */
 int64_t st_tokenizer_decode(const st_tokenizer *t, const int32_t *ids, int64_t n,
                             char *out, int64_t cap);
 
@@ -174,6 +190,7 @@ typedef struct st_loader {
     uint64_t seed;
     uint64_t draws;         /* windows drawn so far: the whole resumable state */
     const st_passkey *pk;   /* data.passkey.rate > 0: passkeys inserted (set after init) */
+    const st_task_data *task; /* source "task": rows are task instances (st_task_row), not windows */
     double pk_rate;         /* the fraction of windows that get one */
 } st_loader;
 void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t seed);
@@ -181,7 +198,8 @@ void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t see
  * shifted by one. Deterministic and resumable from `draws`. With a passkey (pk, pk_rate),
  * window w is, with probability pk_rate, a passkey instance of T + 1 tokens whose filler
  * is the window's own text, depth uniform in [0, 1], key and depth functions of (seed,
- * draws + w) too. */
+ * draws + w) too. With a task (source "task"), row w is st_task_row(task, st_hash64(seed,
+ * draws + w)): instances, padding, and y = -1 where no loss is taken. */
 void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y);
 
 /* ---- evaluation partitions ----

@@ -223,6 +223,37 @@ int st_passkey_eval(st_model *m, const st_passkey *pk, const int32_t *text, int6
                     int n_len, const double *depths, int n_depth, int trials, uint64_t seed, st_passkey_cell *cells,
                     st_error *e);
 
+/* -log softmax(z)[t] over V logits, and *hit = whether t is the argmax (ties: the lowest
+ * index wins, as greedy decoding picks). */
+double st_answer_nll(const float *z, int V, int t, int *hit);
+
+/* ---- task accuracy by size (src/eval/task_eval.c, docs/tasks.md) ----
+ * For each size s (and depth d for needle tasks), `trials` instances of the run's task
+ * go through the KV cache: the prompt up to the first answer token as one prefill, then
+ * token by token with the true tokens fed (teacher forcing). An instance is correct when
+ * every answer token is the argmax of the logits before it (greedy decoding's verdict);
+ * loss is the mean -log p per answer token. Instances are functions of (seed, size, depth
+ * index, trial). The model's inference transform (m->xf) applies, its scale set from the
+ * longest instance of the size. A size past the method's max_len is a row with status
+ * ST_ERR_CONFIG. */
+typedef struct st_task_cell {
+    int64_t size;           /* instance size (the task's unit) */
+    double depth;           /* needle depth; -1: drawn per instance (tasks without a depth grid) */
+    int64_t tokens;         /* tokens of the longest instance run */
+    int trials, correct;    /* exact matches */
+    int64_t ans_tokens, ans_correct;   /* answer tokens scored, and right */
+    double loss;            /* mean nats per answer token */
+    int status;             /* ST_OK, or why the size could not be run */
+} st_task_cell;
+/* cells: n_sizes * n_depth, row-major by size (n_depth = 1, depth ignored, for tasks
+ * without a depth grid). Fails only on memory; a size that cannot run is its rows' status. */
+int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int n_sizes, const double *depths,
+                 int n_depth, int trials, uint64_t seed, st_task_cell *cells, st_error *e);
+/* The instance st_task_eval runs for (size, depth index and value, trial): tok, ans of
+ * the task's length(size); returns its token count. */
+int64_t st_task_eval_instance(const st_task_data *td, int64_t size, int depth_index, double depth, int trial,
+                              uint64_t seed, int32_t *tok, uint8_t *ans);
+
 #ifdef __cplusplus
 }
 #endif

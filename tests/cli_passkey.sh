@@ -55,7 +55,7 @@ sed 's/"source": "text", "path": "corpus.txt", "tokenizer": "byte",/"source": "s
     cfg.json > syn.json
 expect_rc 0 "synthetic run" "$BIN" train syn.json --out syn --quiet
 expect_rc 4 "passkey eval of a synthetic run" "$BIN" eval syn --task passkey
-expect_err "needs a text run"
+expect_err 'or a text run (passkey)'
 expect_rc 2 "passkeys on a synthetic source" "$BIN" train syn.json --out bad1 --quiet --set data.passkey.rate=0.5
 expect_err "data.passkey.rate"
 expect_rc 2 "window too short" "$BIN" train cfg.json --out bad2 --quiet --set train.seq_len=16 --set eval.lengths=[16]

@@ -1,14 +1,16 @@
-/* cmd_eval_task.c - `stretch eval RUN --task passkey`: retrieval accuracy of a text run by
- * length and depth (docs/evaluation.md, "Passkey retrieval"). The instances are built
- * from the run's own split text in its tokenizer (src/data/passkey.c) and decoded
- * through the KV cache with the transform options of eval. Prints the accuracy grid
- * (lengths x depths) and writes RUN_DIR/eval_<split>_passkey[_<transform>].json.
- * Exit 0 when every length ran, 2 on bad arguments (naming the flag), 3 for a missing
- * run, 4 when the run has no text (synthetic) or too little for the longest instance,
- * 5 for a bad checkpoint. */
-#include "cli/cli.h"
+/* cmd_eval_task.c - `stretch eval RUN --task [NAME]`: task evaluation.
+ *   - a task run (data.source "task"): exact-match accuracy of its task at sizes 1x..32x
+ *     its largest training size (--scales, or --sizes), by depth for needle tasks
+ *     (src/eval/task_eval.c; docs/tasks.md). Prints a table (a sizes x depths grid for
+ *     needle tasks) and writes RUN_DIR/eval_task_<name>[_<transform>].json.
+ *   - a text run: --task passkey (cmd_eval_passkey.c).
+ * Exit 0 when every size ran, 2 on bad arguments (naming the flag), 3 for a missing run,
+ * 4 when the run cannot do the task (a synthetic run, a text run asked for a registry
+ * task, a task run asked for another task, too little text), 5 for a bad checkpoint. */
+#include "cli/eval_task.h"
 #include "st_eval.h"
-#include "st_transform.h"
+#include "st_task.h"
+#include "eval/task_report.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -17,33 +19,60 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_DEPTHS 32
-
-typedef struct task_args {
-    const char *src, *json, *task;
-    int64_t lengths[ST_EVAL_MAX_LENGTHS];
-    int n_lengths;
-    double depths[MAX_DEPTHS];
-    int n_depths;
-    int64_t trials;
-    uint64_t seed;
-    int split, quiet;
-    int64_t threads;
-    st_transform xf;
-} task_args;
-
-static int parse_depths(const char *s, task_args *a) {
-    a->n_depths = 0;
+/* "A,B,..." of numbers in [lo, hi], at most cap; 0 on anything else */
+static int parse_numbers(const char *s, double lo, double hi, double *out, int cap, int *n) {
+    *n = 0;
     char buf[512];
     if (strlen(s) >= sizeof buf) return 0;
     strcpy(buf, s);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         double d;
-        if (a->n_depths == MAX_DEPTHS || !cli_num_arg(tok, 0.0, 1.0, &d)) return 0;
-        a->depths[a->n_depths++] = d;
+        if (*n == cap || !cli_num_arg(tok, lo, hi, &d)) return 0;
+        out[(*n)++] = d;
     }
     /* strtok skips empty items: ",," or a leading comma must not pass silently */
-    return a->n_depths > 0 && !strstr(s, ",,") && s[0] != ',' && s[strlen(s) - 1] != ',';
+    return *n > 0 && !strstr(s, ",,") && s[0] != ',' && s[strlen(s) - 1] != ',';
+}
+
+/* a value after --task is a task name unless it is an option or the run itself */
+static int is_task_name(const char *v) { return v && v[0] != '-' && (st_task_find(v) || !strcmp(v, "passkey")); }
+
+static int parse_value(const char *f, const char *v, task_args *a) {
+    if (!strcmp(f, "--lengths")) {
+        if ((a->n_lengths = cli_list_arg(v, 1, (int64_t)1 << 30, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
+            return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...'", v);
+    } else if (!strcmp(f, "--sizes")) {
+        if ((a->n_sizes = cli_list_arg(v, 1, (int64_t)1 << 24, a->sizes, ST_EVAL_MAX_LENGTHS)) <= 0)
+            return cli_usage("eval", "--sizes '%s': expected positive integers 'A,B,...'", v);
+    } else if (!strcmp(f, "--scales")) {
+        if (!parse_numbers(v, 1e-6, 1e6, a->scales, ST_EVAL_MAX_LENGTHS, &a->n_scales))
+            return cli_usage("eval", "--scales '%s': expected positive numbers 'A,B,...' (at most %d)", v,
+                             ST_EVAL_MAX_LENGTHS);
+    } else if (!strcmp(f, "--depths")) {
+        if (!parse_numbers(v, 0.0, 1.0, a->depths, TASK_MAX_DEPTHS, &a->n_depths))
+            return cli_usage("eval", "--depths '%s': expected numbers in [0, 1], 'A,B,...' (at most %d)", v,
+                             TASK_MAX_DEPTHS);
+        a->depths_given = 1;
+    } else if (!strcmp(f, "--trials")) {
+        if (!cli_int_arg(v, 1, 1 << 20, &a->trials)) return cli_usage("eval", "--trials '%s': expected an integer in [1, 1048576]", v);
+    } else if (!strcmp(f, "--seed")) {
+        if (!cli_u64_arg(v, &a->seed)) return cli_usage("eval", "--seed '%s': expected an integer >= 0", v);
+    } else if (!strcmp(f, "--split")) {
+        a->split_given = 1;
+        if (!strcmp(v, "valid")) a->split = ST_SPLIT_VALID;
+        else if (!strcmp(v, "test")) a->split = ST_SPLIT_TEST;
+        else return cli_usage("eval", "--split '%s': expected valid or test", v);
+    } else if (!strcmp(f, "--json")) {
+        a->json = v;
+        if (cli_path_arg("eval", f, v)) return ST_ERR_CONFIG;
+    } else if (!strcmp(f, "--threads")) {
+        if (!cli_int_arg(v, 0, 4096, &a->threads)) return cli_usage("eval", "--threads '%s': expected an integer >= 0", v);
+    } else {
+        return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (it takes --sizes, --scales, "
+                         "--lengths, --depths, --trials, --seed, --split, --json, --threads, --quiet and the transform "
+                         "options)", f);
+    }
+    return ST_OK;
 }
 
 static int parse_args(int argc, char **argv, task_args *a) {
@@ -51,6 +80,18 @@ static int parse_args(int argc, char **argv, task_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(f, "--quiet")) { a->quiet = 1; continue; }
+        if (!strcmp(f, "--task")) {   /* NAME is optional: the run's own task */
+            if (v && v[0] != '-' && (is_task_name(v) || a->src)) {
+                if (!is_task_name(v)) {
+                    char names[256];
+                    st_task_list(names, sizeof names);
+                    return cli_usage("eval", "--task '%s': unknown task (task runs: %s; text runs: passkey)", v, names);
+                }
+                a->task = v;
+                i++;
+            }
+            continue;
+        }
         if (f[0] != '-' || !f[1]) {
             if (a->src) return cli_usage("eval", "unexpected argument '%s' (one RUN_DIR or CHECKPOINT)", f);
             a->src = f;
@@ -60,44 +101,18 @@ static int parse_args(int argc, char **argv, task_args *a) {
         if (!v) return cli_usage("eval", "%s needs a value", f);
         i++;
         if (cli_transform_arg("eval", f, v, &a->xf, &rc)) { if (rc) return rc; continue; }
-        if (!strcmp(f, "--task")) a->task = v;
-        else if (!strcmp(f, "--lengths")) {
-            if ((a->n_lengths = cli_list_arg(v, 1, (int64_t)1 << 30, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
-                return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...'", v);
-        } else if (!strcmp(f, "--depths")) {
-            if (!parse_depths(v, a))
-                return cli_usage("eval", "--depths '%s': expected numbers in [0, 1], 'A,B,...' (at most %d)", v, MAX_DEPTHS);
-        } else if (!strcmp(f, "--trials")) {
-            if (!cli_int_arg(v, 1, 1 << 20, &a->trials)) return cli_usage("eval", "--trials '%s': expected an integer in [1, 1048576]", v);
-        } else if (!strcmp(f, "--seed")) {
-            if (!cli_u64_arg(v, &a->seed)) return cli_usage("eval", "--seed '%s': expected an integer >= 0", v);
-        } else if (!strcmp(f, "--split")) {
-            if (!strcmp(v, "valid")) a->split = ST_SPLIT_VALID;
-            else if (!strcmp(v, "test")) a->split = ST_SPLIT_TEST;
-            else return cli_usage("eval", "--split '%s': expected valid or test", v);
-        } else if (!strcmp(f, "--json")) {
-            a->json = v;
-            if (cli_path_arg("eval", f, v)) return ST_ERR_CONFIG;
-        } else if (!strcmp(f, "--threads")) {
-            if (!cli_int_arg(v, 0, 4096, &a->threads)) return cli_usage("eval", "--threads '%s': expected an integer >= 0", v);
-        } else {
-            return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (it takes --lengths, "
-                             "--depths, --trials, --seed, --split, --json, --threads, --quiet and the transform options)", f);
-        }
+        if ((rc = parse_value(f, v, a))) return rc;
     }
     if (!a->src) return cli_usage("eval", "missing RUN_DIR or CHECKPOINT");
-    if (strcmp(a->task, "passkey") != 0)
-        return cli_usage("eval", "--task '%s': unknown task (text runs: passkey)", a->task);
+    if (a->n_sizes && a->n_scales) return cli_usage("eval", "--sizes and --scales: give one of them");
     return ST_OK;
 }
 
-/* RUN_DIR/eval_<split>_passkey[_<transform label>].json; a checkpoint's run dir is the
- * parent of its checkpoints/ directory */
-static void default_path(const task_args *a, char *out, size_t n) {
+void eval_task_path(const task_args *a, const char *name, char *out, size_t n) {
     char dir[ST_PATH_BUF];
     struct stat st;
     snprintf(dir, sizeof dir, "%s", a->src);
-    if (stat(a->src, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if (stat(a->src, &st) == 0 && !S_ISDIR(st.st_mode)) {   /* a checkpoint: its run dir */
         char *slash = strrchr(dir, '/');
         if (slash) *slash = 0; else strcpy(dir, ".");
         size_t dl = strlen(dir);
@@ -107,61 +122,65 @@ static void default_path(const task_args *a, char *out, size_t n) {
     }
     char tag[160];
     cli_transform_tag(&a->xf, tag, sizeof tag);
-    snprintf(out, n, "%s/eval_%s_passkey%s.json", dir, a->split == ST_SPLIT_TEST ? "test" : "valid", tag);
+    snprintf(out, n, "%s/%s%s.json", dir, name, tag);
 }
 
-static void print_grid(const task_args *a, const st_passkey_cell *cells, int digits) {
-    printf("passkey retrieval: %d-digit keys, %lld trials per cell, exact match by argmax (greedy)\n", digits,
-           (long long)a->trials);
-    printf("  length");
-    for (int d = 0; d < a->n_depths; d++) printf("  d=%-5.2f", a->depths[d]);
-    printf("   mean acc  ans loss\n");
-    for (int l = 0; l < a->n_lengths; l++) {
-        const st_passkey_cell *row = cells + (size_t)l * (size_t)a->n_depths;
-        printf("%8lld", (long long)a->lengths[l]);
-        int tot = 0, cor = 0;
+/* ---- registry tasks ---- */
+
+static void print_table(const task_args *a, const st_task_data *td, const st_task_cell *cells, int n_depth) {
+    const st_task *t = td->task;
+    printf("task %s: exact match by argmax (greedy) over %lld instances per cell; trained on sizes %lld..%lld %s\n",
+           t->name, (long long)a->trials, (long long)td->min_size, (long long)td->max_size, t->size_unit);
+    printf("%8s %6s %7s", "size", "x", "tokens");
+    if (t->has_depth)
+        for (int d = 0; d < n_depth; d++) printf("  d=%-5.2f", a->depths[d]);
+    printf("  %8s  %8s  %8s\n", "accuracy", "tok acc", "ans loss");
+    for (int s = 0; s < a->n_sizes; s++) {
+        const st_task_cell *row = cells + (size_t)s * (size_t)n_depth;
+        printf("%8lld %6.2f %7lld", (long long)row[0].size, (double)row[0].size / (double)td->max_size,
+               (long long)row[0].tokens);
+        int tot = 0, cor = 0, err = 0;
+        int64_t at = 0, ac = 0;
         double loss = 0;
-        for (int d = 0; d < a->n_depths; d++) {
-            if (row[d].status || row[d].trials == 0) { printf("  %7s", "error"); continue; }
-            printf("  %7.2f", (double)row[d].correct / row[d].trials);
+        for (int d = 0; d < n_depth; d++) {
+            err |= row[d].status != 0 || row[d].trials == 0;
+            if (t->has_depth) {
+                if (row[d].status || !row[d].trials) printf("  %7s", "error");
+                else printf("  %7.2f", (double)row[d].correct / row[d].trials);
+            }
+            if (row[d].status || !row[d].trials) continue;
             tot += row[d].trials;
             cor += row[d].correct;
-            loss += row[d].loss * row[d].trials;
+            at += row[d].ans_tokens;
+            ac += row[d].ans_correct;
+            loss += row[d].loss * (double)row[d].ans_tokens;
         }
-        if (tot) printf("   %8.3f  %8.4f\n", (double)cor / tot, loss / tot);
-        else printf("   %8s  %8s\n", "-", "-");
+        if (tot) printf("  %8.3f  %8.3f  %8.4f%s\n", (double)cor / tot, (double)ac / (double)at, loss / (double)at,
+                        err ? "  (some depths not run)" : "");
+        else printf("  %8s  %8s  %8s  not run (past the method's max_len)\n", "-", "-", "-");
     }
 }
 
-static int save_json(const task_args *a, const st_passkey_cell *cells, const st_run_config *cfg, int digits,
-                     const char *path, st_error *e) {
+static int save_task_json(const task_args *a, const st_task_data *td, const st_task_cell *cells, int n_depth,
+                          const st_run_config *cfg, const char *path, st_error *e) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "task", "passkey");
+    cJSON_AddStringToObject(o, "task", td->task->name);
     cJSON_AddStringToObject(o, "run", a->src);
-    cJSON_AddStringToObject(o, "split", a->split == ST_SPLIT_TEST ? "test" : "valid");
+    cJSON_AddStringToObject(o, "pos", st_pos_name(cfg->model.pos));
     cJSON_AddNumberToObject(o, "train_len", cfg->train.seq_len);
-    cJSON_AddNumberToObject(o, "digits", digits);
+    cJSON_AddNumberToObject(o, "train_min_size", (double)td->min_size);
+    cJSON_AddNumberToObject(o, "train_max_size", (double)td->max_size);
+    cJSON_AddStringToObject(o, "size_unit", td->task->size_unit);
     cJSON_AddNumberToObject(o, "trials", (double)a->trials);
     cJSON_AddNumberToObject(o, "seed", (double)a->seed);
     char label[160];
     st_transform_label(&a->xf, label, sizeof label);
     cJSON_AddStringToObject(o, "transform", label);
-    cJSON *rows = cJSON_AddArrayToObject(o, "results");
-    for (int i = 0; i < a->n_lengths * a->n_depths; i++) {
-        const st_passkey_cell *c = &cells[i];
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddNumberToObject(r, "length", (double)c->len);
-        cJSON_AddNumberToObject(r, "depth", c->depth);
-        if (c->status || c->trials == 0) {
-            cJSON_AddStringToObject(r, "error", "not evaluated (shorter than the format or past the method's max_len)");
-        } else {
-            cJSON_AddNumberToObject(r, "trials", c->trials);
-            cJSON_AddNumberToObject(r, "correct", c->correct);
-            cJSON_AddNumberToObject(r, "accuracy", (double)c->correct / c->trials);
-            cJSON_AddNumberToObject(r, "answer_loss", c->loss);
-        }
-        cJSON_AddItemToArray(rows, r);
-    }
+    cJSON_AddItemToObject(o, "results", st_task_results_json(td, cells, a->n_sizes, n_depth));
+    return eval_task_write(o, path, e);
+}
+
+int eval_task_write(cJSON *o, const char *path, st_error *e) {
     char *s = cJSON_Print(o);
     cJSON_Delete(o);
     if (!s) return st_fail(e, ST_ERR_MEMORY, "%s: cannot format the report", path);
@@ -172,8 +191,58 @@ static int save_json(const task_args *a, const st_passkey_cell *cells, const st_
     return rc;
 }
 
+static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cfg) {
+    if (a->n_lengths) return cli_usage("eval", "--lengths: applies to a text run's passkey; a task run takes --sizes or --scales");
+    if (a->split_given) return cli_usage("eval", "--split: applies to a text run's passkey; a task run's instances are generated");
+    st_error e = {0};
+    st_task_data td;
+    int rc = st_task_data_init(&td, &cfg->data, cfg->file, &e);
+    if (rc) return cli_report(&e);
+    if (a->task && strcmp(a->task, td.task->name) != 0) {
+        st_task_data_free(&td);
+        st_fail(&e, ST_ERR_DATA, "--task %s: %s was trained on the %s task (data.task.name)", a->task, a->src,
+                td.task->name);
+        return cli_report(&e);
+    }
+    if (a->depths_given && !td.task->has_depth) {
+        rc = cli_usage("eval", "--depths: applies to needle tasks (passkey); %s has no depth", td.task->name);
+        st_task_data_free(&td);
+        return rc;
+    }
+    if (!a->trials) a->trials = 50;
+    const int n_depth = td.task->has_depth ? a->n_depths : 1;
+    if (!a->n_sizes) {
+        if (!a->n_scales) {
+            const double dflt[] = {1, 2, 4, 8, 16, 32};
+            memcpy(a->scales, dflt, sizeof dflt);
+            a->n_scales = 6;
+        }
+        st_task_sizes_from_scales(&td, a->scales, a->n_scales, a->sizes);
+        a->n_sizes = a->n_scales;
+    }
+    /* every size must be one the task can make (MQAR: distinct keys <= symbols) */
+    if (st_task_check_sizes(&td, a->sizes, a->n_sizes, a->n_scales ? "--scales" : "--sizes", &e))
+        rc = cli_usage("eval", "%s", e.msg);
+    st_task_cell *cells = rc ? NULL : calloc((size_t)a->n_sizes * (size_t)n_depth, sizeof *cells);
+    if (!rc && !cells) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "eval: out of memory"});
+    if (!rc && st_task_eval(m, &td, a->sizes, a->n_sizes, a->depths, n_depth, (int)a->trials, a->seed, cells, &e))
+        rc = cli_report(&e);
+    if (!rc) {
+        print_table(a, &td, cells, n_depth);
+        char path[ST_PATH_BUF], name[64];
+        snprintf(name, sizeof name, "eval_task_%s", td.task->name);
+        if (a->json) snprintf(path, sizeof path, "%s", a->json);
+        else eval_task_path(a, name, path, sizeof path);
+        if (save_task_json(a, &td, cells, n_depth, cfg, path, &e)) rc = cli_report(&e);
+        else if (!a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
+    }
+    free(cells);
+    st_task_data_free(&td);
+    return rc;
+}
+
 int cmd_eval_task(int argc, char **argv) {
-    task_args a = {.trials = 10, .seed = 1, .split = ST_SPLIT_VALID, .threads = -1, .task = ""};
+    task_args a = {.seed = 1, .split = ST_SPLIT_VALID, .threads = -1};
     a.xf = (st_transform){0};
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc;
@@ -189,43 +258,21 @@ int cmd_eval_task(int argc, char **argv) {
     st_train_state ts;
     char tok_path[ST_PATH_BUF];
     if (cli_load_trained(a.src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
-    if (a.n_lengths == 0) {
-        a.n_lengths = cfg.eval.n_lengths;
-        memcpy(a.lengths, cfg.eval.lengths, sizeof a.lengths);
-    }
-    st_tokenizer *tok = NULL;
-    st_dataset ds;
-    memset(&ds, 0, sizeof ds);
-    st_passkey_cell *cells = NULL;
     a.xf.train_len = cfg.train.seq_len;
     rc = st_transform_check(&a.xf, m.cfg.pos, "--transform", &e);
     m.xf = !rc && st_transform_active(&a.xf) ? &a.xf : NULL;
+    const int task_run = !strcmp(cfg.data.source, "task");
     if (!rc && !strcmp(cfg.data.source, "synthetic"))
-        rc = st_fail(&e, ST_ERR_DATA, "%s: --task passkey needs a text run (data.source text or wikitext); this run's "
-                     "source is synthetic", a.src);
-    struct stat sb;
-    if (!rc && !(tok = stat(tok_path, &sb) == 0 ? st_tokenizer_load_expect(tok_path, ts.tok_hash, m.cfg.vocab_size, &e)
-                                                 : NULL))
-        rc = e.code ? e.code : st_fail(&e, ST_ERR_DATA, "%s: the run has no tokenizer.json", a.src);
-    st_passkey pk;
-    if (!rc) rc = st_passkey_init(&pk, tok, cfg.data.pk_digits, &e);
-    if (!rc) rc = st_dataset_load(&cfg.data, cfg.file, &ds, &e);
-    if (!rc && !(cells = calloc((size_t)a.n_lengths * (size_t)a.n_depths, sizeof *cells)))
-        rc = st_fail(&e, ST_ERR_MEMORY, "eval: out of memory");
-    if (!rc)
-        rc = st_passkey_eval(&m, &pk, ds.tokens[a.split], ds.n[a.split], a.lengths, a.n_lengths, a.depths, a.n_depths,
-                             (int)a.trials, a.seed, cells, &e);
-    if (!rc) {
-        print_grid(&a, cells, pk.digits);
-        char path[ST_PATH_BUF];
-        if (a.json) snprintf(path, sizeof path, "%s", a.json);
-        else default_path(&a, path, sizeof path);
-        rc = save_json(&a, cells, &cfg, pk.digits, path, &e);
-        if (!rc && !a.quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
+        rc = st_fail(&e, ST_ERR_DATA, "%s: --task needs a task run (data.source \"task\") or a text run (passkey); this "
+                     "run's source is synthetic", a.src);
+    if (!rc && !task_run && (!a.task || strcmp(a.task, "passkey") != 0))
+        rc = st_fail(&e, ST_ERR_DATA, "%s: --task %s: a text run evaluates --task passkey; the registry tasks need a "
+                     "run trained on them (data.source \"task\")", a.src, a.task ? a.task : "(the run's own)");
+    if (rc) {
+        st_model_free(&m);
+        return cli_report(&e);
     }
-    free(cells);
-    st_dataset_free(&ds);
-    if (tok) st_tokenizer_free(tok);
+    rc = task_run ? eval_registry_task(&a, &m, &cfg) : eval_passkey_text(&a, &m, &cfg, &ts, tok_path);
     st_model_free(&m);
-    return rc ? cli_report(&e) : 0;
+    return rc;
 }

@@ -3,6 +3,7 @@
  * Parsing JSON into st_data_config is the trainer's config parser's job; this file only
  * knows what values are acceptable. Messages read "FILE: data.<key>: what is wrong". */
 #include "st_data.h"
+#include "st_task.h"
 
 #include <math.h>
 #include <string.h>
@@ -11,6 +12,7 @@ const char *st_data_tokenizer_name(const st_data_config *c) {
     if (strcmp(c->tokenizer, "auto") != 0 && c->tokenizer[0]) return c->tokenizer;
     if (!strcmp(c->source, "wikitext")) return "word";
     if (!strcmp(c->source, "text")) return "byte";
+    if (!strcmp(c->source, "task")) return "task";
     return "synthetic";
 }
 
@@ -52,20 +54,23 @@ int st_data_config_validate(const st_data_config *c, const char *file, st_error 
         return st_fail(e, ST_ERR_CONFIG, "%s: data: a string field is not terminated", f);
 
     int syn = !strcmp(c->source, "synthetic"), wiki = !strcmp(c->source, "wikitext"),
-        text = !strcmp(c->source, "text");
-    if (!syn && !wiki && !text)
-        return st_fail(e, ST_ERR_CONFIG, "%s: data.source: expected \"synthetic\", \"wikitext\" or \"text\", got \"%s\"",
-                       f, c->source);
+        text = !strcmp(c->source, "text"), task = !strcmp(c->source, "task");
+    if (!syn && !wiki && !text && !task)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.source: expected \"synthetic\", \"wikitext\", \"text\" or \"task\", "
+                       "got \"%s\"", f, c->source);
     const char *tok = st_data_tokenizer_name(c);
     int t_word = !strcmp(tok, "word"), t_byte = !strcmp(tok, "byte"), t_bpe = !strcmp(tok, "bpe"),
-        t_syn = !strcmp(tok, "synthetic");
-    if (!t_word && !t_byte && !t_bpe && !t_syn)
-        return st_fail(e, ST_ERR_CONFIG,
-                       "%s: data.tokenizer: expected \"auto\", \"word\", \"byte\", \"bpe\" or \"synthetic\", got \"%s\"",
-                       f, c->tokenizer);
-    if (syn != t_syn)
+        t_syn = !strcmp(tok, "synthetic"), t_task = !strcmp(tok, "task");
+    if (!t_word && !t_byte && !t_bpe && !t_syn && !t_task)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.tokenizer: expected \"auto\", \"word\", \"byte\", \"bpe\", "
+                       "\"synthetic\" or \"task\", got \"%s\"", f, c->tokenizer);
+    if (syn != t_syn || task != t_task)
         return st_fail(e, ST_ERR_CONFIG, "%s: data.tokenizer: \"%s\" does not go with data.source \"%s\"%s", f, tok,
-                       c->source, syn ? " (use \"synthetic\" or \"auto\")" : " (use \"word\", \"byte\" or \"bpe\")");
+                       c->source, syn ? " (use \"synthetic\" or \"auto\")" : task ? " (use \"task\" or \"auto\")"
+                                                                              : " (use \"word\", \"byte\" or \"bpe\")");
+    int trc = st_task_config_validate(c, f, e);
+    if (trc) return trc;
+    if (task) return ST_OK;
     if (syn && c->pk_rate > 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: data.passkey.rate: passkeys are inserted into text; data.source "
                        "\"synthetic\" has no text tokenizer (use \"text\" or \"wikitext\")", f);

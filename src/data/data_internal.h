@@ -71,6 +71,8 @@ int sd_word_index(st_tokenizer *t, st_error *e);
 void sd_tok_rehash(st_tokenizer *t);
 const char *sd_tok_kind_name(int kind);
 st_tokenizer *sd_tok_new_synthetic(int vocab, uint64_t seed, int order, int branch, st_error *e);
+/* the task vocabulary (include/st_task.h) of `vocab` ids */
+st_tokenizer *sd_tok_new_task(int vocab, st_error *e);
 
 /* BPE. Pre-split: text is cut into chunks that merges never cross (see bpe.c); */
 int64_t sd_bpe_chunk_end(const unsigned char *s, int64_t len, int64_t i);

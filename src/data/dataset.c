@@ -12,6 +12,7 @@
  * absolute path, so one cache dir serves many corpora. */
 #define _GNU_SOURCE
 #include "data/data_internal.h"
+#include "st_task.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -193,6 +194,33 @@ static int load_synthetic(const st_data_config *c, const char *cfg_file, st_data
     return rc;
 }
 
+/* ---- task: the generator's instances (include/st_task.h) ---- */
+
+/* The loader draws training rows from the generator itself; the three streams (instances
+ * back to back, 2^16 tokens each, from per-split seeds) serve perplexity evaluation and
+ * the checks that want a stream. */
+#define TASK_STREAM_TOKENS ((int64_t)1 << 16)
+
+static int load_task(const st_data_config *c, const char *cfg_file, st_dataset *ds, st_error *e) {
+    if (!(ds->task = st_calloc(1, sizeof *ds->task, e))) return ST_ERR_MEMORY;
+    int rc = st_task_data_init(ds->task, c, cfg_file, e);
+    if (rc) { free(ds->task); ds->task = NULL; return rc; }
+    for (int i = 0; i < 3; i++) {
+        if (!(ds->tokens[i] = st_malloc((size_t)TASK_STREAM_TOKENS * sizeof(int32_t), e))) return ST_ERR_MEMORY;
+        ds->n[i] = TASK_STREAM_TOKENS;
+        st_task_stream(ds->task, st_hash64(c->syn_seed, 0x7A5C0000u + (uint64_t)i), ds->tokens[i], ds->n[i]);
+    }
+    const int vocab = st_task_vocab(c->task_symbols);
+    if (!(ds->tok = sd_tok_new_task(vocab, e))) return ST_ERR_MEMORY;
+    ds->vocab_size = vocab;
+    ds->unit = ST_UNIT_TOKEN;
+    ds->tok_hash = ds->tok->hash;
+    st_log(ST_LOG_INFO, "data: task %s, sizes %lld..%lld %s, vocabulary %d (%d symbols), loss on %s tokens%s",
+           ds->task->task->name, (long long)c->task_min_size, (long long)c->task_max_size, ds->task->task->size_unit,
+           vocab, c->task_symbols, ds->task->loss_all ? "all" : "answer", ds->task->pack ? ", packed rows" : "");
+    return ST_OK;
+}
+
 /* ---- corpora ---- */
 
 static int tokenize_split(st_tokenizer *t, const split_src *s, int build, sd_vec *v, st_error *e) {
@@ -332,13 +360,15 @@ int st_dataset_load(const st_data_config *cfg, const char *cfg_file, st_dataset 
     memset(ds, 0, sizeof *ds);
     int rc = st_data_config_validate(cfg, cfg_file, e);
     if (rc) return rc;
-    rc = !strcmp(cfg->source, "synthetic") ? load_synthetic(cfg, cfg_file, ds, e) : load_corpus(cfg, cfg_file, ds, e);
+    rc = !strcmp(cfg->source, "synthetic") ? load_synthetic(cfg, cfg_file, ds, e)
+         : !strcmp(cfg->source, "task")    ? load_task(cfg, cfg_file, ds, e)
+                                           : load_corpus(cfg, cfg_file, ds, e);
     if (rc) {
         st_dataset_free(ds);
         return rc;
     }
     ds->load_seconds = st_time() - t0;
-    if (strcmp(cfg->source, "synthetic") != 0)
+    if (strcmp(cfg->source, "synthetic") != 0 && strcmp(cfg->source, "task") != 0)
         st_log(ST_LOG_INFO, "data: %s %s (%s): vocab %d; train %lld / valid %lld / test %lld tokens; %d/3 splits from "
                "cache; %.2f s", cfg->source, cfg->path, st_data_tokenizer_name(cfg), ds->vocab_size, (long long)ds->n[0],
                (long long)ds->n[1], (long long)ds->n[2], ds->cache_hits, ds->load_seconds);
@@ -349,5 +379,6 @@ void st_dataset_free(st_dataset *ds) {
     if (!ds) return;
     for (int i = 0; i < 3; i++) free(ds->tokens[i]);
     st_tokenizer_free(ds->tok);
+    if (ds->task) { st_task_data_free(ds->task); free(ds->task); }
     memset(ds, 0, sizeof *ds);
 }

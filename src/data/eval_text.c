@@ -40,9 +40,9 @@ static int file_crc32(const char *path, uint32_t *crc, st_error *e) {
 
 int st_text_data_load(const st_tokenizer *t, const char *path, int split, st_text_data *d, st_error *e) {
     memset(d, 0, sizeof *d);
-    if (t->kind == ST_TOK_SYNTHETIC)
-        return st_fail(e, ST_ERR_DATA, "%s: a synthetic-corpus tokenizer has abstract ids and no text form to read "
-                       "outside data with", path);
+    if (t->kind == ST_TOK_SYNTHETIC || t->kind == ST_TOK_TASK)
+        return st_fail(e, ST_ERR_DATA, "%s: a %s tokenizer has abstract ids and no text form to read outside data with",
+                       path, t->kind == ST_TOK_TASK ? "task" : "synthetic-corpus");
     struct stat st;
     if (stat(path, &st) != 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     d->is_dir = S_ISDIR(st.st_mode);

@@ -4,6 +4,7 @@
  * the batches it would have seen, with any thread count. Sampling is with replacement
  * and uniform over start positions (the modulo bias is < (n - T) / 2^64). */
 #include "st_data.h"
+#include "st_task.h"
 
 #include <string.h>
 
@@ -14,12 +15,19 @@ void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t see
     l->draws = 0;
     l->pk = NULL;
     l->pk_rate = 0;
+    l->task = NULL;
 }
 
 #define SEED_PASSKEY 0x706b6579ull   /* "pkey" */
 
 /* x, y (B, T): y[b][t] = x[b][t + 1] in the stream */
 void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y) {
+    if (l->task) {
+        for (int64_t b = 0; b < B; b++)
+            st_task_row(l->task, st_hash64(l->seed, l->draws + (uint64_t)b), T, x + b * T, y + b * T);
+        l->draws += (uint64_t)B;
+        return;
+    }
     ST_ASSERT(B >= 1 && T >= 1 && l->n > T);
     uint64_t span = (uint64_t)(l->n - T);
     for (int64_t b = 0; b < B; b++) {

@@ -38,8 +38,9 @@ int st_passkey_init(st_passkey *pk, const st_tokenizer *t, int digits, st_error 
     if (digits < 1 || digits > ST_PASSKEY_MAX_DIGITS)
         return st_fail(e, ST_ERR_CONFIG, "data.passkey.digits: %d, must be in [1, %d]", digits, ST_PASSKEY_MAX_DIGITS);
     const int kind = st_tokenizer_kind(t);
-    if (kind == ST_TOK_SYNTHETIC)
-        return st_fail(e, ST_ERR_CONFIG, "data.passkey: needs a text tokenizer (byte, bpe or word), not synthetic ids");
+    if (kind == ST_TOK_SYNTHETIC || kind == ST_TOK_TASK)
+        return st_fail(e, ST_ERR_CONFIG, "data.passkey: needs a text tokenizer (byte, bpe or word), not %s ids",
+                       kind == ST_TOK_TASK ? "task" : "synthetic");
     pk->digits = digits;
     int n = encode_piece(t, " pass key ", pk->pre, ST_PASSKEY_MAX_PIECE, "prefix", e);
     if (n < 0) return ST_ERR_DATA;

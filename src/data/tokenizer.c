@@ -2,7 +2,9 @@
  * hash, and encode / decode for every kind (the BPE merge loop itself is in bpe.c).
  * Not here: file formats (tokenizer_io.c), training (bpe_train.c, wikitext.c). */
 #include "data/data_internal.h"
+#include "st_task.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@ const char *sd_tok_kind_name(int kind) {
     case ST_TOK_BYTE: return "byte";
     case ST_TOK_BPE: return "bpe";
     case ST_TOK_SYNTHETIC: return "synthetic";
+    case ST_TOK_TASK: return "task";
     default: return "?";
     }
 }
@@ -49,6 +52,14 @@ st_tokenizer *sd_tok_new_synthetic(int vocab, uint64_t seed, int order, int bran
     t->syn_seed = seed;
     t->syn_order = order;
     t->syn_branch = branch;
+    sd_tok_rehash(t);
+    return t;
+}
+
+st_tokenizer *sd_tok_new_task(int vocab, st_error *e) {
+    st_tokenizer *t = sd_tok_new(ST_TOK_TASK, e);
+    if (!t) return NULL;
+    t->vocab_size = vocab;   /* the layout is fixed (include/st_task.h): the size says it all */
     sd_tok_rehash(t);
     return t;
 }
@@ -224,6 +235,34 @@ static int64_t encode_synthetic(const st_tokenizer *t, const unsigned char *s, i
     return n;
 }
 
+/* task names: specials, digits, symbols a..z, aa.. (st_task_token_name) */
+static int64_t encode_task(const st_tokenizer *t, const unsigned char *s, int64_t len, int32_t *out, int64_t cap) {
+    int64_t n = 0, i = 0;
+    while (i < len) {
+        if (sd_is_space[s[i]]) { i++; continue; }
+        int64_t j = i;
+        while (i < len && !sd_is_space[s[i]]) i++;
+        int32_t id = -1;
+        char name[16];
+        if (i - j < 16) {
+            if (s[j] >= 'a' && s[j] <= 'z') {   /* bijective base 26 */
+                int64_t v = 0;
+                for (int64_t q = j; q < i && v >= 0; q++)
+                    v = s[q] >= 'a' && s[q] <= 'z' && v < INT32_MAX / 27 ? v * 26 + (s[q] - 'a' + 1) : -1;
+                if (v > 0 && v <= (int64_t)t->vocab_size - ST_TT_SYMBOL0) id = (int32_t)(ST_TT_SYMBOL0 + v - 1);
+            } else {
+                for (int32_t c = 0; c < ST_TT_SYMBOL0 && c < t->vocab_size && id < 0; c++) {
+                    st_task_token_name(c, name, sizeof name);
+                    if ((int64_t)strlen(name) == i - j && !memcmp(name, s + j, (size_t)(i - j))) id = c;
+                }
+            }
+        }
+        if (id < 0) return -1;
+        put(out, cap, n++, id);
+    }
+    return n;
+}
+
 int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, int64_t len, int32_t *out, int64_t cap) {
     const unsigned char *s = (const unsigned char *)text;
     if (len < 0) return -1;
@@ -234,6 +273,7 @@ int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, int64_t len
     case ST_TOK_WORD: return encode_word(t, s, len, out, cap);
     case ST_TOK_BPE: return encode_bpe(t, s, len, out, cap);
     case ST_TOK_SYNTHETIC: return encode_synthetic(t, s, len, out, cap);
+    case ST_TOK_TASK: return encode_task(t, s, len, out, cap);
     default: return -1;
     }
 }
@@ -273,6 +313,13 @@ int64_t st_tokenizer_decode(const st_tokenizer *t, const int32_t *ids, int64_t n
             if (i > 0 && ids[i - 1] != t->eos) emit(&k, " ", 1);
             emit(&k, t->pool + t->off[id], t->off[id + 1] - t->off[id]);
             break;
+        case ST_TOK_TASK: {
+            char name[24];
+            if (i > 0) emit(&k, " ", 1);
+            st_task_token_name(id, name, sizeof name);
+            emit(&k, name, (int64_t)strlen(name));
+            break;
+        }
         default: {
             char num[16];
             int m = snprintf(num, sizeof num, "%s%d", i > 0 ? " " : "", id);

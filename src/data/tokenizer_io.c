@@ -1,14 +1,17 @@
 /* tokenizer_io.c - tokenizer files (JSON through cJSON) and their validation.
  *
- *   {"format": "stretch-tokenizer", "version": 1, "kind": "word|byte|bpe|synthetic",
+ *   {"format": "stretch-tokenizer", "version": 1, "kind": "word|byte|bpe|synthetic|task",
  *    "vocab_size": N, "hash": "16 hex digits",
  *    "tokens": ["<eos>", "the", ...]          word: token i is entry i; a token that is
  *                                             not valid UTF-8 is written {"hex": "c3ff"}
  *    "merges": [[116, 104], ...]              bpe: merge r makes token 256 + r
  *    "synthetic": {"seed": "1234", "order": 2, "branch": 4}}
+ *   task: nothing more (the vocabulary's layout is fixed, include/st_task.h: vocab_size
+ *   gives the number of symbols). 
  * Loading checks everything (types, ranges, duplicates, the size) and recomputes the hash:
  * a file edited by hand or truncated is refused, naming the file and the key. */
 #include "data/data_internal.h"
+#include "st_task.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -209,9 +212,9 @@ st_tokenizer *sd_tok_from_json(const char *text, int64_t len, const char *name, 
     }
     if (get_int(root, "version", name, 1, 1000, &version, e)) goto fail;
     if (version != 1) { st_fail(e, ST_ERR_DATA, "%s: version: %lld is not supported (this build reads 1)", name, (long long)version); goto fail; }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < ST_TOK_COUNT; i++)
         if (cJSON_IsString(kind) && !strcmp(kind->valuestring, sd_tok_kind_name(i))) k = i;
-    if (k < 0) { st_fail(e, ST_ERR_DATA, "%s: kind: expected \"word\", \"byte\", \"bpe\" or \"synthetic\"", name); goto fail; }
+    if (k < 0) { st_fail(e, ST_ERR_DATA, "%s: kind: expected \"word\", \"byte\", \"bpe\", \"synthetic\" or \"task\"", name); goto fail; }
     if (get_int(root, "vocab_size", name, 2, INT32_MAX - 1, &vocab, e)) goto fail;
     if (!cJSON_IsString(hash) || strlen(hash->valuestring) != 16 || strspn(hash->valuestring, "0123456789abcdef") != 16) {
         st_fail(e, ST_ERR_DATA, "%s: hash: expected 16 lowercase hex digits", name);
@@ -234,6 +237,14 @@ st_tokenizer *sd_tok_from_json(const char *text, int64_t len, const char *name, 
         t->syn_seed = sv;
         t->syn_order = (int)order;
         t->syn_branch = (int)branch;
+    }
+    if (k == ST_TOK_TASK) {
+        if (vocab < st_task_vocab(2) || vocab > st_task_vocab(ST_TASK_MAX_SYMBOLS)) {
+            st_fail(e, ST_ERR_DATA, "%s: vocab_size: a task vocabulary has %d + symbols ids (2 to %d symbols), got %lld",
+                    name, ST_TT_SYMBOL0, ST_TASK_MAX_SYMBOLS, (long long)vocab);
+            goto fail;
+        }
+        t->vocab_size = (int)vocab;
     }
     sd_tok_rehash(t);
     char want[24];

@@ -11,17 +11,6 @@
 #define SEED_OFFSET 0x6f6666ull   /* "off": where an instance's filler starts */
 #define SEED_KEY    0x6b6579ull   /* "key" */
 
-/* -log softmax(z)[t] and whether t is the argmax (ties: the lowest index wins, as greedy) */
-static double answer_nll(const float *z, int V, int t, int *hit) {
-    int best = 0;
-    float mx = z[0];
-    for (int v = 1; v < V; v++) if (z[v] > mx) { mx = z[v]; best = v; }
-    double s = 0;
-    for (int v = 0; v < V; v++) s += exp((double)z[v] - mx);
-    *hit = best == t;
-    return (double)mx + log(s) - (double)z[t];
-}
-
 void st_passkey_eval_instance(const st_passkey *pk, const int32_t *text, int64_t n_text, int64_t n, int depth_index,
                               double depth, int trial, uint64_t seed, int32_t *out) {
     const int64_t filler = n + pk->digits - st_passkey_overhead(pk);
@@ -54,7 +43,7 @@ static int eval_length(st_model *m, const st_passkey *pk, const int32_t *text, i
             int all = 1;
             for (int k = 0; k < dg && !rc; k++) {
                 int hit;
-                loss += answer_nll(logits, V, inst[n + k], &hit);
+                loss += st_answer_nll(logits, V, inst[n + k], &hit);
                 all &= hit;
                 if (k + 1 < dg) rc = st_model_decode(m, &c, ctx, inst + n + k, 1, logits, e);
             }

@@ -121,6 +121,9 @@ static int load_external(const st_eval_plan *plan, st_eval_report *rep, uint64_t
     if (!strcmp(dc->source, "synthetic"))
         return st_fail(e, ST_ERR_CONFIG, "--data %s: %s was trained on the built-in synthetic corpus, whose ids have no "
                        "text form; evaluate its own valid/test split instead", plan->data_path, rep->checkpoint);
+    if (!strcmp(dc->source, "task"))
+        return st_fail(e, ST_ERR_CONFIG, "--data %s: %s was trained on the %s task, whose instances are generated; "
+                       "evaluate it with --task (docs/tasks.md)", plan->data_path, rep->checkpoint, dc->task_name);
     const char *tp = plan->tokenizer_path;
     if (tp && access(tp, F_OK) == 0) {
         if (!(t->ext_tok = st_tokenizer_load(tp, e))) return e->code;

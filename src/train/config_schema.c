@@ -9,6 +9,7 @@
  * that would crash. */
 #include "config_schema.h"
 #include "st_matmul.h"
+#include "st_task.h"
 #include "st_transform.h"
 
 #include <stddef.h>
@@ -21,8 +22,10 @@ static const st_cname rf_scope_names[] = {
 static const st_cname rf_param_names[] = {{"softplus", ST_RF_SOFTPLUS}, {"log", ST_RF_LOG}};
 static const st_cname kerple_kind_names[] = {{"log", ST_KERPLE_LOG}, {"power", ST_KERPLE_POWER}};
 static const st_cname gelu_names[] = {{"tanh", 0}, {"erf", 1}};
-static const st_cname source_names[] = {{"synthetic", 0}, {"wikitext", 1}, {"text", 2}};
-static const st_cname tokenizer_names[] = {{"auto", 0}, {"word", 1}, {"byte", 2}, {"bpe", 3}, {"synthetic", 4}};
+static const st_cname source_names[] = {{"synthetic", 0}, {"wikitext", 1}, {"text", 2}, {"task", 3}};
+static const st_cname task_loss_names[] = {{"answer", 0}, {"all", 1}};
+static const st_cname task_format_names[] = {{"plain", 0}, {"reversed", 1}};
+static const st_cname tokenizer_names[] = {{"auto", 0}, {"word", 1}, {"byte", 2}, {"bpe", 3}, {"synthetic", 4}, {"task", 5}};
 static const st_cname syn_mode_names[] = {{"markov", 0}, {"copy", 1}};
 static const st_cname optim_names[] = {{"adamw", ST_OPT_ADAMW}, {"sgd", ST_OPT_SGD}};
 static const st_cname nodecay_names[] = {
@@ -46,6 +49,9 @@ static const st_cenum en_gelu = NAMES(gelu_names);
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
 static const st_cenum en_syn_mode = NAMES(syn_mode_names);
+static const st_cenum en_task = { NULL, 0, st_task_index, st_task_name_at, ST_TASK_COUNT };
+static const st_cenum en_task_loss = NAMES(task_loss_names);
+static const st_cenum en_task_format = NAMES(task_format_names);
 static const st_cenum en_optim = NAMES(optim_names);
 static const st_cenum en_nodecay = NAMES(nodecay_names);
 static const st_cenum en_sched = NAMES(sched_names);
@@ -131,6 +137,17 @@ const st_ckey st_config_keys[] = {
     OBJ("data.passkey"),
     DBL("data.passkey.rate", data.pk_rate, 0, 1, "0"),
     INT("data.passkey.digits", data.pk_digits, 1, ST_PASSKEY_MAX_DIGITS, "5"),
+    OBJ("data.task"),
+    STR("data.task.name", data.task_name, &en_task, "copy"),
+    I64("data.task.min_size", data.task_min_size, 1, 1 << 20, "1"),
+    I64("data.task.max_size", data.task_max_size, 1, 1 << 20, "16"),
+    INT("data.task.symbols", data.task_symbols, 2, ST_TASK_MAX_SYMBOLS, "16"),
+    STR("data.task.loss", data.task_loss, &en_task_loss, "answer"),
+    BOOL("data.task.pack", data.task_pack, "false"),
+    STR("data.task.format", data.task_format, &en_task_format, "plain"),
+    INT("data.task.digits", data.task_digits, 1, ST_TASK_MAX_DIGITS, "5"),
+    DBL("data.task.ignore_prob", data.task_ignore_prob, 0, 1, "0.8"),
+    DBL("data.task.blank_prob", data.task_blank_prob, 0, 1, "0.75"),
     OBJ("data.synthetic"),
     U64("data.synthetic.seed", data.syn_seed, "1234"),
     INT("data.synthetic.vocab", data.syn_vocab, 2, 65536, "64"),

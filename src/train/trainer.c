@@ -19,6 +19,7 @@
  * Not here: long-context evaluation (src/eval), the checkpoint format (checkpoint.c). */
 #define _GNU_SOURCE
 #include "train_internal.h"
+#include "st_task.h"
 
 #include <math.h>
 #include <signal.h>
@@ -100,6 +101,7 @@ static int validate(trainer *t, double *out, st_error *e) {
     const st_train_config *tc = &t->cfg.train;
     st_loader vl;
     st_loader_init(&vl, t->ds.tokens[ST_SPLIT_VALID], t->ds.n[ST_SPLIT_VALID], tc->seed ^ SEED_VALID);
+    vl.task = t->ds.task;   /* a task run validates on fresh instances, loss as in training */
     int rc = ST_OK;
     for (int b = 0; b < tc->eval_batches; b++) {
         t->val_losses[b] = 0;
@@ -325,6 +327,12 @@ static int setup_buffers(trainer *t, st_error *e) {
     int rc;
     st_loader_init(&t->loader, t->ds.tokens[ST_SPLIT_TRAIN], t->ds.n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
     t->loader.draws = t->st.loader_draws;
+    t->loader.task = t->ds.task;
+    if (t->ds.task && st_task_data_max_len(t->ds.task) > (int64_t)tc->seq_len + 1)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.max_size: a %s instance of size %lld has %lld tokens; "
+                       "train.seq_len + 1 is %d (raise train.seq_len or lower data.task.max_size)", c->file,
+                       t->ds.task->task->name, (long long)c->data.task_max_size,
+                       (long long)st_task_data_max_len(t->ds.task), tc->seq_len + 1);
     if (c->data.pk_rate > 0) {   /* passkeys in a fraction of the training windows */
         if ((rc = st_passkey_init(&t->pk, t->ds.tok, c->data.pk_digits, e))) return rc;
         const int64_t need = st_passkey_overhead(&t->pk);

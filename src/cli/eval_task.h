@@ -1,0 +1,37 @@
+/* eval_task.h - what `stretch eval RUN --task` parses (cmd_eval_task.c) and hands to the
+ * text passkey evaluation (cmd_eval_passkey.c) or runs on a task run's registry task. */
+#ifndef ST_CLI_EVAL_TASK_H
+#define ST_CLI_EVAL_TASK_H
+
+#include "cli/cli.h"
+#include <cjson/cJSON.h>
+#include "st_transform.h"
+
+#define TASK_MAX_DEPTHS 32
+
+typedef struct task_args {
+    const char *src, *json, *task;   /* task: NULL = the run's own task */
+    int64_t lengths[ST_EVAL_MAX_LENGTHS];   /* text passkey: prompt lengths (--lengths) */
+    int n_lengths;
+    int64_t sizes[ST_EVAL_MAX_LENGTHS];     /* task runs: instance sizes (--sizes) */
+    int n_sizes;
+    double scales[ST_EVAL_MAX_LENGTHS];     /* ... or multiples of data.task.max_size (--scales) */
+    int n_scales;
+    double depths[TASK_MAX_DEPTHS];
+    int n_depths, depths_given;
+    int64_t trials;         /* 0: the default (10 text passkey, 50 tasks) */
+    uint64_t seed;
+    int split, split_given, quiet;
+    int64_t threads;
+    st_transform xf;
+} task_args;
+
+/* RUN_DIR/<name><transform tag>.json for a run dir or a checkpoint in RUN_DIR/checkpoints */
+void eval_task_path(const task_args *a, const char *name, char *out, size_t n);
+/* Write a report (pretty JSON, ending in a newline) atomically; deletes o. */
+int eval_task_write(cJSON *o, const char *path, st_error *e);
+/* `eval RUN --task passkey` on a text run (its split text, src/eval/passkey_eval.c) */
+int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const st_train_state *ts,
+                      const char *tok_path);
+
+#endif

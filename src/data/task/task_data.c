@@ -1,0 +1,198 @@
+/* task_data.c - a run's task data (include/st_task.h): the data.task.* keys checked
+ * against the registry, and the training rows and evaluation streams built from a task's
+ * generator.
+ *
+ * A training row is T + 1 tokens: one instance (or, with data.task.pack, instances back
+ * to back while the next one's longest form fits), then <pad>. x is its first T tokens,
+ * y its last T with -1 (the loss op's ignore index) wherever no loss is taken: padding
+ * always, and under loss "answer" every prompt token. An ignored row costs nothing in the
+ * fused LM head (src/ops/cross_entropy.c gathers the kept rows). Everything is a function
+ * of (the data config, the row's seed), so batches are resumable like text windows. */
+#include "st_task.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEED_SIZE 0x73697a65ull   /* "size" */
+#define SEED_INST 0x696e7374ull   /* "inst" */
+
+static int64_t task_max(const st_task *t, const st_task_params *p) { return t->max_size ? t->max_size(p) : INT64_MAX; }
+
+/* the parameters a config means (filler not yet built) */
+static void params_of(const st_data_config *c, st_task_params *p) {
+    memset(p, 0, sizeof *p);
+    p->symbols = c->task_symbols;
+    p->reversed = !strcmp(c->task_format, "reversed");
+    p->digits = c->task_digits;
+    p->ignore_prob = c->task_ignore_prob;
+    p->blank_prob = c->task_blank_prob;
+    p->depth = -1.0;
+}
+
+/* A data.task key set away from its default, for a task (or source) that does not read
+ * it: refused, so a sweep cannot silently run something other than it says. */
+static int foreign_key(const st_data_config *c, const st_data_config *d, const st_task *t, const char *f,
+                       st_error *e) {
+    struct { const char *key; uint32_t bit; int set; } keys[] = {
+        {"symbols", ST_TASK_KEY_SYMBOLS, c->task_symbols != d->task_symbols},
+        {"format", ST_TASK_KEY_FORMAT, strcmp(c->task_format, d->task_format) != 0},
+        {"digits", ST_TASK_KEY_DIGITS, c->task_digits != d->task_digits},
+        {"ignore_prob", ST_TASK_KEY_IGNORE, c->task_ignore_prob != d->task_ignore_prob},
+        {"blank_prob", ST_TASK_KEY_BLANK, c->task_blank_prob != d->task_blank_prob},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (!keys[i].set || (t->keys & keys[i].bit)) continue;
+        char users[256] = "";
+        for (int j = 0; j < st_task_count(); j++) {
+            const st_task *u = st_task_at(j);
+            if (!(u->keys & keys[i].bit)) continue;
+            size_t l = strlen(users);
+            snprintf(users + l, sizeof users - l, "%s%s", l ? ", " : "", u->name);
+        }
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to the task%s %s, not to data.task.name \"%s\"", f,
+                       keys[i].key, strchr(users, ',') ? "s" : "", users, t->name);
+    }
+    return ST_OK;
+}
+
+int st_task_config_validate(const st_data_config *c, const char *file, st_error *e) {
+    const char *f = file && *file ? file : "config";
+    st_data_config d;
+    st_data_config_default(&d);
+    if (!memchr(c->task_name, 0, sizeof c->task_name) || !memchr(c->task_loss, 0, sizeof c->task_loss) ||
+        !memchr(c->task_format, 0, sizeof c->task_format))
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task: a string field is not terminated", f);
+    if (strcmp(c->source, "task") != 0) {
+        /* task keys on another source: the first one set names itself */
+        const char *set = strcmp(c->task_name, d.task_name) ? "name"
+                          : c->task_min_size != d.task_min_size ? "min_size"
+                          : c->task_max_size != d.task_max_size ? "max_size"
+                          : c->task_symbols != d.task_symbols ? "symbols"
+                          : strcmp(c->task_loss, d.task_loss) ? "loss"
+                          : c->task_pack != d.task_pack ? "pack"
+                          : strcmp(c->task_format, d.task_format) ? "format"
+                          : c->task_digits != d.task_digits ? "digits"
+                          : c->task_ignore_prob != d.task_ignore_prob ? "ignore_prob"
+                          : c->task_blank_prob != d.task_blank_prob ? "blank_prob" : NULL;
+        if (set)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to data.source \"task\" (this run's source is "
+                           "\"%s\")", f, set, c->source);
+        return ST_OK;
+    }
+    const st_task *t = st_task_find(c->task_name);
+    if (!t) {
+        char names[256];
+        st_task_list(names, sizeof names);
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.name: unknown task \"%s\" (expected one of %s)", f, c->task_name,
+                       names);
+    }
+    if (c->path[0])
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.path: source \"task\" generates its instances; remove data.path", f);
+    if (c->pk_rate > 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.passkey.rate: inserts passkeys into text; for source \"task\" use "
+                       "data.task.name \"passkey\"", f);
+    if (strcmp(c->task_loss, "answer") && strcmp(c->task_loss, "all"))
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.loss: expected \"answer\" or \"all\", got \"%s\"", f, c->task_loss);
+    if (strcmp(c->task_format, "plain") && strcmp(c->task_format, "reversed"))
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.format: expected \"plain\" or \"reversed\", got \"%s\"", f,
+                       c->task_format);
+    if (c->task_symbols < 2 || c->task_symbols > ST_TASK_MAX_SYMBOLS || c->task_digits < 1 ||
+        c->task_digits > ST_TASK_MAX_DIGITS)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.symbols / digits: out of range (configs/README.md)", f);
+    int rc = foreign_key(c, &d, t, f, e);
+    if (rc) return rc;
+    st_task_params p;
+    params_of(c, &p);
+    int64_t lo = t->min_size;
+    if (t->has_depth && lo < (int64_t)p.digits + 2) lo = (int64_t)p.digits + 2;   /* passkey: needle and query */
+    const int64_t hi = task_max(t, &p);
+    if (c->task_min_size < lo || c->task_min_size > hi)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.min_size: %s takes sizes (%s) in [%lld, %lld], got %lld", f,
+                       t->name, t->size_unit, (long long)lo, (long long)hi, (long long)c->task_min_size);
+    if (c->task_max_size < c->task_min_size || c->task_max_size > hi)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.max_size: must be in [data.task.min_size = %lld, %lld] (%s: "
+                       "%s), got %lld", f, (long long)c->task_min_size, (long long)hi, t->name, t->size_unit,
+                       (long long)c->task_max_size);
+    return ST_OK;
+}
+
+int st_task_data_init(st_task_data *td, const st_data_config *c, const char *cfg_file, st_error *e) {
+    memset(td, 0, sizeof *td);
+    int rc = st_task_config_validate(c, cfg_file, e);
+    if (rc) return rc;
+    td->task = st_task_find(c->task_name);
+    if (!td->task) return st_fail(e, ST_ERR_CONFIG, "data.task.name: unknown task \"%s\"", c->task_name);
+    params_of(c, &td->p);
+    td->min_size = c->task_min_size;
+    td->max_size = c->task_max_size;
+    td->loss_all = !strcmp(c->task_loss, "all");
+    td->pack = c->task_pack;
+    if (td->task->has_depth) {
+        /* the filler: the built-in Markov source (data.synthetic.{seed,order,branch}) over
+         * the task's symbols */
+        if ((rc = st_markov_init(&td->filler, c->syn_seed, c->task_symbols, c->syn_order, c->syn_branch, e))) return rc;
+        td->have_filler = 1;
+        td->p.filler = &td->filler;
+    }
+    return ST_OK;
+}
+
+void st_task_data_free(st_task_data *td) {
+    if (!td) return;
+    if (td->have_filler) st_markov_free(&td->filler);
+    memset(td, 0, sizeof *td);
+}
+
+int64_t st_task_data_max_len(const st_task_data *td) {
+    int64_t m = 0;
+    /* length() is monotone in size for every task; take the max anyway (cheap) */
+    for (int64_t s = td->min_size; s <= td->max_size; s++) {
+        int64_t l = td->task->length(&td->p, s);
+        if (l > m) m = l;
+    }
+    return m;
+}
+
+static int64_t draw_size(const st_task_data *td, uint64_t seed, uint64_t k) {
+    const uint64_t span = (uint64_t)(td->max_size - td->min_size + 1);
+    return td->min_size + (int64_t)(st_hash64(seed ^ SEED_SIZE, k) % span);
+}
+
+void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, int32_t *y) {
+    const int64_t n = T + 1;
+    int32_t *tok = malloc((size_t)n * sizeof *tok);
+    uint8_t *ans = malloc((size_t)n);
+    ST_ASSERT(tok && ans);
+    int64_t used = 0;
+    for (uint64_t k = 0;; k++) {
+        const int64_t size = draw_size(td, seed, k);
+        if (k > 0 && (!td->pack || td->task->length(&td->p, size) > n - used)) break;
+        ST_ASSERT(td->task->length(&td->p, size) <= n - used);   /* the trainer checked max_len <= T + 1 */
+        used += td->task->generate(&td->p, size, st_hash64(seed ^ SEED_INST, k), tok + used, ans + used);
+        if (used == n) break;
+    }
+    for (int64_t i = used; i < n; i++) { tok[i] = ST_TT_PAD; ans[i] = 0; }
+    for (int64_t t = 0; t < T; t++) {
+        x[t] = tok[t];
+        const int keep = t + 1 < used && (td->loss_all || ans[t + 1]);
+        y[t] = keep ? tok[t + 1] : -1;
+    }
+    free(ans);
+    free(tok);
+}
+
+void st_task_stream(const st_task_data *td, uint64_t seed, int32_t *out, int64_t n) {
+    int64_t longest = st_task_data_max_len(td);
+    int32_t *tok = malloc((size_t)longest * sizeof *tok);
+    uint8_t *ans = malloc((size_t)longest);
+    ST_ASSERT(tok && ans);
+    for (uint64_t k = 0, used = 0; (int64_t)used < n; k++) {
+        int64_t m = td->task->generate(&td->p, draw_size(td, seed, k), st_hash64(seed ^ SEED_INST, k), tok, ans);
+        if (m > n - (int64_t)used) m = n - (int64_t)used;
+        memcpy(out + used, tok, (size_t)m * sizeof *tok);
+        used += (uint64_t)m;
+    }
+    free(ans);
+    free(tok);
+}
