@@ -26,7 +26,8 @@
 
 static const char *const top_keys[] = {"description", "base", "set", "variants", "grid", "eval", "out", "jobs"};
 static const char *const eval_keys[] = {"lengths", "split", "mode", "stride", "max_tokens",
-                                        "batch_tokens", "buckets", "bucket_scale"};
+                                        "batch_tokens", "buckets", "bucket_scale",
+                                        "task_scales", "task_trials", "task_depths"};
 
 static int key_allowed(const char *k, const char *const *list, int n) {
     for (int i = 0; i < n; i++) if (strcmp(k, list[i]) == 0) return 1;
@@ -63,9 +64,48 @@ static int get_name(const cJSON *v, const char *file, const char *path, const ch
     return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected \"%s\" or \"%s\"", file, path, a, b);
 }
 
+/* eval.task_scales / task_depths: arrays of numbers in [lo, hi] */
+static int get_numbers(const cJSON *v, const char *file, const char *path, double lo, double hi, double *out, int cap,
+                       int *n, st_error *e) {
+    const int m = cJSON_GetArraySize(v);
+    if (!cJSON_IsArray(v) || m < 1 || m > cap)
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected an array of 1 to %d numbers", file, path, cap);
+    int i = 0;
+    for (const cJSON *it = v->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || !(it->valuedouble >= lo && it->valuedouble <= hi))
+            return st_fail(e, ST_ERR_CONFIG, "%s: %s[%d]: expected a number in [%g, %g]", file, path, i, lo, hi);
+        out[i] = it->valuedouble;
+    }
+    *n = m;
+    return ST_OK;
+}
+
+/* The task evaluation of task runs (data.source "task"; src/eval/sweep_task.c). */
+static int parse_task_eval(sweep *s, const cJSON *ev, st_error *e) {
+    const cJSON *v;
+    int rc = ST_OK;
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_scales")) &&
+        (rc = get_numbers(v, s->file, "eval.task_scales", 1e-6, 1e6, s->task_scales, ST_EVAL_MAX_LENGTHS,
+                          &s->n_task_scales, e)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_depths")) &&
+        (rc = get_numbers(v, s->file, "eval.task_depths", 0, 1, s->task_depths, 32, &s->n_task_depths, e)))
+        return rc;
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_trials")) &&
+        (rc = get_int(v, s->file, "eval.task_trials", 1, 1 << 20, &s->task_trials, e)))
+        return rc;
+    return ST_OK;
+}
+
 static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     st_eval_plan *p = &s->plan;
     st_eval_plan_default(p);
+    const double scales[] = {1, 2, 4, 8, 16, 32}, depths[] = {0, 0.25, 0.5, 0.75, 1};
+    memcpy(s->task_scales, scales, sizeof scales);
+    s->n_task_scales = 6;
+    memcpy(s->task_depths, depths, sizeof depths);
+    s->n_task_depths = 5;
+    s->task_trials = 50;
     if (!ev) return ST_OK;
     if (!cJSON_IsObject(ev)) return st_fail(e, ST_ERR_CONFIG, "%s: eval: expected an object", s->file);
     int rc = check_keys(ev, eval_keys, (int)(sizeof eval_keys / sizeof *eval_keys), s->file, "eval", e);
@@ -115,7 +155,7 @@ static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         if ((rc = get_name(v, s->file, "eval.bucket_scale", "linear", "log2", &k, e))) return rc;
         p->opts.bucket_scale = k ? ST_BUCKETS_LOG2 : ST_BUCKETS_LINEAR;
     }
-    return ST_OK;
+    return parse_task_eval(s, ev, e);
 }
 
 /* Check one override (key, value) by applying it to a default config. */
@@ -407,6 +447,19 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
         snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o,
                  ";split=%d;mode=%d;stride=%lld;max_tokens=%lld;buckets=%d;scale=%d",
                  p->split, p->mode, (long long)p->stride, (long long)p->max_tokens, p->buckets, p->opts.bucket_scale);
+    /* the task evaluation's plan joins it when a point is a task run (its marker records
+     * both; other sweeps keep their signature) */
+    int tasks = 0;
+    for (int i = 0; i < s->n_points; i++) tasks |= !strcmp(s->points[i].cfg.data.source, "task");
+    if (!tasks) return ST_OK;
+    o = (int)strlen(s->plan_sig);
+    o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, ";task_trials=%lld;task_scales=",
+                  (long long)s->task_trials);
+    for (int i = 0; i < s->n_task_scales && o < (int)sizeof s->plan_sig; i++)
+        o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, "%s%g", i ? "," : "", s->task_scales[i]);
+    for (int i = 0; i < s->n_task_depths && o < (int)sizeof s->plan_sig; i++)
+        o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, "%s%g", i ? "," : ";task_depths=",
+                      s->task_depths[i]);
     return ST_OK;
 }
 

@@ -4,6 +4,7 @@
 #define ST_SWEEP_INTERNAL_H
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include "st_eval.h"
 
 typedef enum { PT_PENDING = 0, PT_DONE, PT_SKIPPED, PT_INCOMPLETE, PT_FAILED } sweep_point_state;
@@ -32,7 +33,13 @@ typedef struct sweep {
     char out[ST_PATH_MAX + 1];
     cJSON *root;
     st_eval_plan plan;          /* the "eval" section; -1 fields: each run's config */
-    char plan_sig[512];         /* canonical text of the plan (marker comparison) */
+    char plan_sig[768];         /* canonical text of the plan (marker comparison) */
+    /* task runs (data.source "task"): eval.task_scales / task_trials / task_depths */
+    double task_scales[ST_EVAL_MAX_LENGTHS];
+    int n_task_scales;          /* default 1, 2, 4, 8, 16, 32 */
+    int64_t task_trials;        /* default 50 */
+    double task_depths[32];
+    int n_task_depths;          /* default 0, 0.25, 0.5, 0.75, 1 (needle tasks) */
     int threads;
     int jobs;                   /* runs side by side per rank ("jobs", --jobs; 1: in turn) */
     int n_points;
@@ -55,6 +62,13 @@ int sweep_reload_point(sweep *s, int i);
  * `s->jobs` at a time in child processes (1: in this process), then share every point's
  * outcome with rank 0. Returns ST_ERR_INTERRUPTED after a signal, else ST_OK. */
 int sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e);
+
+/* sweep_task.c: a task run's accuracy by size (eval.task_* of the sweep, the point's
+ * transform) as the marker's "task" object; the task tables of results.md and
+ * task_results.csv. */
+int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e);
+void sweep_task_md(const sweep *s, FILE *f);
+int sweep_task_csv(const sweep *s, st_error *e);
 
 /* sweep_results.c: results.csv / results.json / results.md in s->out. */
 int sweep_write_results(const sweep *s, st_error *e);

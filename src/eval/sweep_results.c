@@ -3,7 +3,8 @@
  *                 evaluation rows (with per-position buckets) - what scripts/plot.py reads;
  *   results.csv   long format, one line per (run, evaluation length);
  *   results.md    one row per run, one column per evaluation length (ppl, and bpb for
- *                 byte-level data), then the mean over seeds when train.seed is swept. */
+ *                 byte-level data), then the mean over seeds when train.seed is swept;
+ *                 task runs add their accuracy table and task_results.csv (sweep_task.c). */
 #include "sweep_internal.h"
 
 #include <math.h>
@@ -178,6 +179,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
             double h = num(get(rep, "data"), "entropy_rate");
             if (isfinite(h)) cJSON_AddNumberToObject(r, "entropy_rate", h);
             cJSON_AddItemToObject(r, "results", cJSON_Duplicate(get(rep, "results"), 1));
+            if (get(pt->record, "task")) cJSON_AddItemToObject(r, "task", cJSON_Duplicate(get(pt->record, "task"), 1));
         }
         cJSON_AddItemToArray(runs, r);
     }
@@ -279,6 +281,7 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
             fputc('\n', f);
         }
     }
+    sweep_task_md(s, f);
 }
 
 int sweep_write_results(const sweep *s, st_error *e) {
@@ -297,5 +300,6 @@ int sweep_write_results(const sweep *s, st_error *e) {
     snprintf(path, sizeof path, "%s/results.md", s->out);
     if (!st_atomic_open(&a, path, e)) return e ? e->code : ST_ERR_IO;
     write_md(s, a.f, lens, nl);
-    return st_atomic_commit(&a, e);
+    if ((rc = st_atomic_commit(&a, e))) return rc;
+    return sweep_task_csv(s, e);
 }

@@ -263,8 +263,9 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     char ckpt[ST_PATH_BUF];
     if (!rc) rc = st_checkpoint_resolve(pt->train_dir, ckpt, sizeof ckpt, e);
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e);
+    cJSON *m = NULL;
     if (!rc) {
-        cJSON *m = cJSON_CreateObject();
+        m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "name", pt->name);
         cJSON_AddStringToObject(m, "config_hash", pt->config_hash);
         if (strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(m, "trained_in", pt->train_dir);
@@ -273,13 +274,20 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         cJSON_AddStringToObject(m, "eval_plan", sig);
         cJSON_AddItemToObject(m, "train", train_summary(&st, &rep->cfg));
         cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
+        if (!strcmp(pt->cfg.data.source, "task")) {   /* task runs: accuracy by size too */
+            cJSON *task = NULL;
+            rc = sweep_eval_task(s, pt, &plan, &task, e);
+            if (task) cJSON_AddItemToObject(m, "task", task);
+        }
+    }
+    if (!rc) {
         char *text = cJSON_Print(m);
         path_join(path, sizeof path, pt->dir, "sweep_done.json");
         rc = text ? st_write_file_atomic(path, text, strlen(text), e) : st_fail(e, ST_ERR_MEMORY, "out of memory");
         free(text);
-        if (!rc) { cJSON_Delete(pt->record); pt->record = m; }
-        else cJSON_Delete(m);
+        if (!rc) { cJSON_Delete(pt->record); pt->record = m; m = NULL; }
     }
+    cJSON_Delete(m);
     free(rj);
     st_eval_report_free(rep);
     free(rep);

@@ -1,0 +1,204 @@
+/* sweep_task.c - task runs in a sweep (data.source "task"): after the perplexity
+ * evaluation every such point runs the task evaluation of `stretch eval --task` at the
+ * sweep's eval.task_scales (multiples of the run's data.task.max_size), task_trials
+ * instances per cell and, for needle tasks, task_depths, with the point's inference
+ * transform. The result is the marker's "task" object; results.md gets an accuracy
+ * table (one column per scale, the mean over depths) and task_results.csv one line per
+ * cell. */
+#include "sweep_internal.h"
+#include "eval/task_report.h"
+#include "st_transform.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e) {
+    *out = NULL;
+    st_model m;
+    st_run_config cfg;
+    int rc = st_checkpoint_load_model(pt->train_dir, &m, &cfg, e);
+    if (rc) return rc;
+    st_task_data td;
+    if ((rc = st_task_data_init(&td, &cfg.data, cfg.file, e))) { st_model_free(&m); return rc; }
+    st_transform xf = {.kind = plan->transform < 0 ? 0 : plan->transform, .scale = plan->transform_scale < 0 ? 0 : plan->transform_scale,
+                       .sinks = plan->sinks < 0 ? 0 : plan->sinks, .window = plan->window < 0 ? 0 : plan->window,
+                       .clip = plan->clip < 0 ? 0 : plan->clip, .train_len = cfg.train.seq_len};
+    rc = st_transform_check(&xf, m.cfg.pos, "eval.transform", e);
+    m.xf = !rc && st_transform_active(&xf) ? &xf : NULL;
+    int64_t sizes[ST_EVAL_MAX_LENGTHS];
+    const int n = s->n_task_scales, n_depth = td.task->has_depth ? s->n_task_depths : 1;
+    st_task_sizes_from_scales(&td, s->task_scales, n, sizes);
+    if (!rc) rc = st_task_check_sizes(&td, sizes, n, "eval.task_scales", e);
+    st_task_cell *cells = rc ? NULL : calloc((size_t)n * (size_t)n_depth, sizeof *cells);
+    if (!rc && !cells) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");
+    if (!rc) rc = st_task_eval(&m, &td, sizes, n, s->task_depths, n_depth, (int)s->task_trials, 1, cells, e);
+    if (!rc) {
+        cJSON *o = cJSON_CreateObject();
+        char label[160];
+        st_transform_label(&xf, label, sizeof label);
+        cJSON_AddStringToObject(o, "name", td.task->name);
+        cJSON_AddStringToObject(o, "size_unit", td.task->size_unit);
+        cJSON_AddNumberToObject(o, "train_min_size", (double)td.min_size);
+        cJSON_AddNumberToObject(o, "train_max_size", (double)td.max_size);
+        cJSON_AddNumberToObject(o, "trials", (double)s->task_trials);
+        cJSON_AddStringToObject(o, "transform", label);
+        cJSON_AddItemToObject(o, "results", st_task_results_json(&td, cells, n, n_depth));
+        *out = o;
+        /* the printed table, as `eval --task` prints it */
+        printf("%s: task %s accuracy by scale:", pt->name, td.task->name);
+        for (int i = 0; i < n; i++) {
+            int tr = 0, co = 0;
+            for (int d = 0; d < n_depth; d++) { tr += cells[i * n_depth + d].trials; co += cells[i * n_depth + d].correct; }
+            if (tr) printf("  %gx %.3f", s->task_scales[i], (double)co / tr);
+            else printf("  %gx n/a", s->task_scales[i]);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    free(cells);
+    st_task_data_free(&td);
+    st_model_free(&m);
+    return rc;
+}
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+static int has_task(const sweep *s) {
+    int any = 0;
+    for (int i = 0; i < s->n_points; i++) any |= get(s->points[i].record, "task") != NULL;
+    return any;
+}
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = get(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* Exact-match accuracy of a run's task at one scale: correct / trials over its depths;
+ * NAN when none ran. */
+static double accuracy_at(const cJSON *task, double scale) {
+    double tr = 0, co = 0;
+    const cJSON *rs = get(task, "results");
+    for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next)
+        if (fabs(num(r, "scale") - scale) < 1e-9 && isfinite(num(r, "trials"))) {
+            tr += num(r, "trials");
+            co += num(r, "correct");
+        }
+    return tr > 0 ? co / tr : NAN;
+}
+
+static void run_label(const sweep_point *pt, const cJSON *task, char *out, size_t n) {
+    char pos[160];
+    st_pos_label(&pt->cfg.model, pos, sizeof pos);
+    const cJSON *xf = get(task, "transform");
+    const char *x = cJSON_IsString(xf) && strcmp(xf->valuestring, "none") ? xf->valuestring : "";
+    snprintf(out, n, "%s%s%s%s", pos, pt->cfg.train.random_positions > 0 ? " (rand pos)" : "", x[0] ? " + " : "", x);
+}
+
+static int run_scales(const cJSON *task, double *sc, int cap);
+static void seed_means(const sweep *s, FILE *f);
+
+void sweep_task_md(const sweep *s, FILE *f) {
+    if (!has_task(s)) return;
+    /* scales are the sweep's: scale = size / train max size; a rounded size can shift it */
+    fprintf(f, "\n## Task accuracy\n\nExact-match accuracy (greedy decoding's verdict, %lld instances per cell; needle "
+            "tasks: the mean over depths) at multiples of the largest training size.\n\n| run | pos | task | train "
+            "sizes |", (long long)s->task_trials);
+    for (int j = 0; j < s->n_task_scales; j++) fprintf(f, " %gx |", s->task_scales[j]);
+    fprintf(f, "\n|---|---|---|---|");
+    for (int j = 0; j < s->n_task_scales; j++) fprintf(f, "---:|");
+    fputc('\n', f);
+    char label[256];
+    for (int i = 0; i < s->n_points; i++) {
+        const sweep_point *pt = &s->points[i];
+        const cJSON *task = get(pt->record, "task");
+        if (!task) continue;
+        run_label(pt, task, label, sizeof label);
+        fprintf(f, "| %s | %s | %s | %.0f..%.0f |", pt->name, label, pt->cfg.data.task_name, num(task, "train_min_size"),
+                num(task, "train_max_size"));
+        double sc[ST_EVAL_MAX_LENGTHS];
+        const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
+        for (int j = 0; j < s->n_task_scales; j++) {
+            const double acc = j < ns ? accuracy_at(task, sc[j]) : NAN;
+            if (isfinite(acc)) fprintf(f, " %.2f |", acc); else fprintf(f, " n/a |");
+        }
+        fputc('\n', f);
+    }
+    seed_means(s, f);
+}
+
+/* the scales run j of a task was evaluated at, in order (rows are by size, then depth) */
+static int run_scales(const cJSON *task, double *sc, int cap) {
+    int ns = 0;
+    const cJSON *rs = get(task, "results");
+    for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next)
+        if ((ns == 0 || fabs(sc[ns - 1] - num(r, "scale")) > 1e-9) && ns < cap) sc[ns++] = num(r, "scale");
+    return ns;
+}
+
+/* With train.seed swept: per group (the run name without its seed), the mean accuracy
+ * over seeds and its range, since length generalization varies between seeds. */
+static void seed_means(const sweep *s, FILE *f) {
+    int seeds = 0;
+    for (int k = 0; k < s->n_keys; k++) seeds |= strcmp(s->keys[k], "train.seed") == 0;
+    if (!seeds) return;
+    fprintf(f, "\nMean over seeds (min-max):\n\n| group | runs |");
+    for (int j = 0; j < s->n_task_scales; j++) fprintf(f, " %gx |", s->task_scales[j]);
+    fprintf(f, "\n|---|---:|");
+    for (int j = 0; j < s->n_task_scales; j++) fprintf(f, "---:|");
+    fputc('\n', f);
+    for (int i = 0; i < s->n_points; i++) {
+        const sweep_point *pt = &s->points[i];
+        int first = get(pt->record, "task") != NULL;
+        for (int j = 0; j < i && first; j++) first = strcmp(s->points[j].group, pt->group) || !get(s->points[j].record, "task");
+        if (!first) continue;
+        int runs = 0;
+        for (int j = i; j < s->n_points; j++) runs += !strcmp(s->points[j].group, pt->group) && get(s->points[j].record, "task");
+        fprintf(f, "| %s | %d |", pt->group, runs);
+        for (int c = 0; c < s->n_task_scales; c++) {
+            double sum = 0, lo = INFINITY, hi = -INFINITY;
+            int n = 0;
+            for (int j = i; j < s->n_points; j++) {
+                const cJSON *task = get(s->points[j].record, "task");
+                if (strcmp(s->points[j].group, pt->group) || !task) continue;
+                double sc[ST_EVAL_MAX_LENGTHS];
+                const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
+                const double a = c < ns ? accuracy_at(task, sc[c]) : NAN;
+                if (!isfinite(a)) continue;
+                sum += a; n++;
+                lo = a < lo ? a : lo;
+                hi = a > hi ? a : hi;
+            }
+            if (n) fprintf(f, " %.2f (%.2f-%.2f) |", sum / n, lo, hi); else fprintf(f, " n/a |");
+        }
+        fputc('\n', f);
+    }
+}
+
+int sweep_task_csv(const sweep *s, st_error *e) {
+    if (!has_task(s)) return ST_OK;
+    char path[ST_PATH_BUF];
+    snprintf(path, sizeof path, "%s/task_results.csv", s->out);
+    st_atomic_file a;
+    if (!st_atomic_open(&a, path, e)) return e ? e->code : ST_ERR_IO;
+    fputs("run,group,pos,label,task,seed,size,scale,depth,tokens,trials,correct,accuracy,token_accuracy,answer_loss\n", a.f);
+    char label[256];
+    for (int i = 0; i < s->n_points; i++) {
+        const sweep_point *pt = &s->points[i];
+        const cJSON *task = get(pt->record, "task");
+        if (!task) continue;
+        run_label(pt, task, label, sizeof label);
+        const cJSON *rs = get(task, "results");
+        for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next) {
+            fprintf(a.f, "%s,%s,%s,\"%s\",%s,%llu,%.0f,%g,", pt->name, pt->group, st_pos_name(pt->cfg.model.pos), label,
+                    pt->cfg.data.task_name, (unsigned long long)pt->cfg.train.seed, num(r, "size"), num(r, "scale"));
+            if (isfinite(num(r, "depth"))) fprintf(a.f, "%g", num(r, "depth"));
+            if (isfinite(num(r, "trials")))
+                fprintf(a.f, ",%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", num(r, "tokens"), num(r, "trials"), num(r, "correct"),
+                        num(r, "accuracy"), num(r, "token_accuracy"), num(r, "answer_loss"));
+            else
+                fprintf(a.f, ",,,,,,\n");
+        }
+    }
+    return st_atomic_commit(&a, e);
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# cli_task.sh - generated tasks end to end (docs/tasks.md): a tiny model trained on copy
+# (sizes 1..4, 4 symbols, answer-only loss) reaches exact-match accuracy 1.0 at 1x under
+# `stretch eval RUN --task`, whose table and JSON have a row per size (1x and 2x here), the
+# same report for the same seed, and a transform label in the name when one is given; a
+# resumed task run draws the same rows (bit-exact trace); `generate` prints task tokens
+# by name; a sweep of task runs writes the accuracy table and task_results.csv. Bad input
+# is refused with the documented exit code naming the key or flag, and nothing written:
+# unknown task, sizes out of range, a key of another task, a task key on a text source,
+# an instance longer than train.seq_len + 1, --task of another task, --depths on a task
+# without depth or outside [0, 1], --data on a task run, --lengths on a task run.
+. "$(dirname "$0")/lib_cli.sh" cli_task
+
+cat > cfg.json <<'EOF2'
+{"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "alibi"},
+ "data": {"source": "task", "task": {"name": "copy", "min_size": 1, "max_size": 4, "symbols": 4}},
+ "train": {"seed": 1, "batch_size": 32, "seq_len": 10, "steps": 3500, "threads": 1,
+           "optimizer": {"name": "adamw", "lr": 0.01}, "schedule": {"kind": "cosine", "warmup": 50},
+           "eval_every": 500, "eval_batches": 2, "checkpoint_every": 3500, "log_every": 100},
+ "eval": {"lengths": [10, 20]}}
+EOF2
+trace() { grep '"loss"' "$1/metrics.jsonl" | sed -E 's/.*"step": ([0-9]+), "loss": ([^,]+),.*/\1 \2/'; }
+
+expect_rc 0 "train copy" "$BIN" train cfg.json --out run --quiet
+expect_rc 0 "eval --task" "$BIN" eval run --task --scales 1,2 --trials 100 --threads 1
+expect_out "task copy: exact match"
+[ "$(grep -cE '^ +(4|8) +[12]\.00 ' out.txt)" = 2 ] && ok || { bad "table rows"; cat out.txt; }
+"$PY" - run/eval_task_copy.json <<'EOF2' && ok || bad "copy at 1x is not 1.0, or the report is malformed"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["task"] == "copy" and r["trials"] == 100 and r["train_max_size"] == 4 and r["pos"] == "alibi", r
+rows = r["results"]
+assert [(x["size"], x["scale"]) for x in rows] == [(4, 1.0), (8, 2.0)], rows
+assert rows[0]["accuracy"] == 1.0 and rows[0]["token_accuracy"] == 1.0, rows[0]
+assert rows[0]["tokens"] == 10 and rows[1]["tokens"] == 18, rows
+for x in rows:
+    assert 0 <= x["accuracy"] <= x["token_accuracy"] <= 1 and x["answer_loss"] >= 0, x
+EOF2
+cp run/eval_task_copy.json first.json
+expect_rc 0 "eval again" "$BIN" eval run --task copy --scales 1,2 --trials 100 --threads 1 --quiet
+cmp -s first.json run/eval_task_copy.json && ok || bad "the same seed gives another report"
+expect_rc 0 "eval with a window" "$BIN" eval run --task --sizes 3 --trials 5 --sinks 1 --window 6 --quiet
+[ -f run/eval_task_copy_sinks_1_window_6.json ] && ok || { bad "transformed report name"; ls run; }
+expect_rc 0 "generate" "$BIN" generate run --prompt "a b c d =" --tokens 5 --temperature 0 --seed 1
+expect_out "a b c d = a b c d ."
+
+# resume: the rows are a function of (seed, window index)
+sed 's/"steps": 3500/"steps": 20/; s/"checkpoint_every": 3500/"checkpoint_every": 10/; s/"log_every": 100/"log_every": 1/; s/"warmup": 50/"warmup": 2/' cfg.json > short.json
+expect_rc 0 "train 20 steps" "$BIN" train short.json --out s1 --quiet
+expect_rc 0 "train to step 10" "$BIN" train short.json --out s2 --quiet --stop-after 10
+expect_rc 0 "resume" "$BIN" train --resume s2 --quiet
+[ "$(trace s1)" = "$(trace s2)" ] && [ "$(trace s1 | wc -l)" = 20 ] && ok || bad "resumed trace differs"
+expect_rc 0 "loss all" "$BIN" train short.json --out all --quiet --set data.task.loss=all
+[ "$(trace s1 | sed -n 3p)" != "$(trace all | sed -n 3p)" ] && ok || bad "data.task.loss changes nothing"
+
+# bad input: exit 2 naming the key, nothing written
+expect_rc 2 "unknown task" "$BIN" train short.json --out b1 --quiet --set data.task.name=nope
+expect_err "data.task.name"
+expect_rc 2 "min > max" "$BIN" train short.json --out b2 --quiet --set data.task.min_size=5
+expect_err "data.task.max_size"
+expect_rc 2 "mqar: more pairs than symbols" "$BIN" train short.json --out b3 --quiet --set data.task.name=mqar --set data.task.max_size=5
+expect_err "data.task.max_size"
+expect_rc 2 "a key of another task" "$BIN" train short.json --out b4 --quiet --set data.task.format=reversed
+expect_err "data.task.format: applies to the task addition"
+expect_rc 2 "instance longer than seq_len + 1" "$BIN" train short.json --out b5 --quiet --set data.task.max_size=5
+expect_err "data.task.max_size: a copy instance of size 5 has 12 tokens"
+echo "some text for a text run" > corpus.txt
+expect_rc 2 "task key on a text source" "$BIN" train short.json --out b6 --quiet --set data.source=text \
+    --set data.path=corpus.txt --set data.tokenizer=byte
+expect_err "applies to data.source \"task\" (this run's source is \"text\")"
+for d in b1 b2 b3 b4 b5 b6; do [ ! -e "$d" ] && ok || bad "$d written for a refused config"; done
+
+ls run > before.txt
+expect_rc 4 "--task of another task" "$BIN" eval run --task reverse
+expect_err "trained on the copy task"
+expect_rc 2 "unknown task name" "$BIN" eval run --task bogus
+expect_err "unknown task"
+expect_rc 2 "--depths on copy" "$BIN" eval run --task --depths 0.5
+expect_err "--depths: applies to needle tasks"
+expect_rc 2 "depth outside [0, 1]" "$BIN" eval run --task --depths 0,1.5
+expect_err "--depths '0,1.5'"
+expect_rc 2 "--data on a task run" "$BIN" eval run --data corpus.txt
+expect_err "evaluate it with --task"
+expect_rc 2 "--lengths on a task run" "$BIN" eval run --task --lengths 10
+expect_err "--lengths: applies to a text run"
+expect_rc 2 "size 0" "$BIN" eval run --task --sizes 0
+expect_err "--sizes"
+ls run | cmp -s - before.txt && ok || bad "a refused eval wrote into the run"
+
+# a sweep of task runs: the accuracy table and task_results.csv
+cat > sweep.json <<'EOF2'
+{"base": "short.json", "set": {"train.steps": 10, "train.log_every": 5},
+ "variants": [{"name": "alibi", "model.pos": "alibi"}, {"name": "pk", "model.pos": "rope",
+              "data.task.name": "passkey", "data.task.min_size": 7, "data.task.max_size": 8,
+              "train.seq_len": 13}],
+ "eval": {"lengths": [10], "task_scales": [1, 2], "task_trials": 3, "task_depths": [0, 1]},
+ "out": "sw"}
+EOF2
+expect_rc 0 "sweep" "$BIN" sweep sweep.json --quiet
+grep -q "## Task accuracy" sw/results.md && grep -qE '^\| alibi \| alibi \| copy \| 1\.\.4 \|' sw/results.md && ok \
+    || { bad "results.md task table"; cat sw/results.md; }
+[ "$(grep -c '^pk,' sw/task_results.csv)" = 4 ] && [ "$(grep -c '^alibi,' sw/task_results.csv)" = 2 ] && ok \
+    || { bad "task_results.csv rows"; cat sw/task_results.csv; }
+"$PY" - sw/results.json <<'EOF2' && ok || bad "results.json task objects"
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+t = {r["name"]: r["task"] for r in runs}
+assert t["alibi"]["name"] == "copy" and t["pk"]["name"] == "passkey", t
+assert [x["depth"] for x in t["pk"]["results"]] == [0, 1, 0, 1], t["pk"]
+EOF2
+finish cli_task
