@@ -58,7 +58,7 @@ expect_rc 2 "unknown task" "$BIN" train short.json --out b1 --quiet --set data.t
 expect_err "data.task.name"
 expect_rc 2 "min > max" "$BIN" train short.json --out b2 --quiet --set data.task.min_size=5
 expect_err "data.task.max_size"
-expect_rc 2 "mqar: more pairs than symbols" "$BIN" train short.json --out b3 --quiet --set data.task.name=mqar --set data.task.max_size=5
+expect_rc 2 "mqar: more pairs than key symbols" "$BIN" train short.json --out b3 --quiet --set data.task.name=mqar --set data.task.max_size=3
 expect_err "data.task.max_size"
 expect_rc 2 "a key of another task" "$BIN" train short.json --out b4 --quiet --set data.task.format=reversed
 expect_err "data.task.format: applies to the task addition"

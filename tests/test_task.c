@@ -32,7 +32,7 @@
 #define KNOWN_ADD "2 6 6 + 5 4 6 = ^8 ^1 ^2 ^."
 #define KNOWN_ADD_REV "6 6 2 + 6 4 5 = ^2 ^1 ^8 ^."
 #define KNOWN_PASSKEY "d K 2 5 7 0 9 a g k g ? ^2 ^5 ^7 ^0 ^9"
-#define KNOWN_MQAR "a h p i d c | a ^h p ^i d ^c"
+#define KNOWN_MQAR "a p h i d k | a ^p h ^i d ^k"
 #define KNOWN_FLIPFLOP "W 0 I 0 I 1 R ^0 I 0 R ^0"
 #define KNOWN_SEL "_ g _ _ k e o _ = ^g ^k ^e ^o ^."
 
@@ -118,6 +118,8 @@ static void check_structure(const st_task *t, const st_task_params *p, int64_t s
         for (int64_t i = 0; i < 2 * size; i += 2)
             for (int64_t q = 2 * size + 1; q < n; q += 2) seen += tok[q] == tok[i];
         CHECK(seen == size && n == 4 * size + 1);
+        for (int64_t i = 0; i < 2 * size; i += 2)   /* keys from the first half, values the second */
+            CHECK(tok[i] < ST_TT_SYMBOL0 + p->symbols / 2 && tok[i + 1] >= ST_TT_SYMBOL0 + p->symbols / 2);
     } else if (!strcmp(t->name, "flipflop")) {
         CHECK(tok[0] == ST_TT_WRITE && tok[n - 2] == ST_TT_READ && n == 2 * size);
         for (int64_t i = 0; i < n; i += 2) CHECK(tok[i] == ST_TT_WRITE || tok[i] == ST_TT_READ || tok[i] == ST_TT_IGNORE);
@@ -323,7 +325,7 @@ static void test_config_rules(void) {
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.name"));
     task_cfg(&c, "copy", 9, 8);
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.max_size"));
-    task_cfg(&c, "mqar", 1, 17);   /* 17 distinct keys of 16 symbols */
+    task_cfg(&c, "mqar", 1, 9);   /* 9 distinct keys from 8 (half of 16 symbols) */
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.max_size"));
     task_cfg(&c, "passkey", 4, 30);   /* a 5-digit needle and the query need 7 */
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.min_size"));

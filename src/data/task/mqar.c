@@ -1,13 +1,16 @@
 /* mqar.c - multi-query associative recall (Arora et al. 2023, Zoology, arXiv
  * 2312.04927): n key-value pairs `k1 v1 .. kn vn`, `|`, then every key once in a random
- * order, each followed by its value: `q` -> `v(q)`. Keys are distinct symbols (so n <=
- * symbols), values uniform symbols. The distance from a pair to its query ranges over
- * the whole instance, and every query is a lookup by content, not by position. */
+ * order, each followed by its value: `q` -> `v(q)`. As in Zoology, keys and values come
+ * from disjoint halves of the alphabet: keys are distinct symbols of the first half (so
+ * n <= symbols / 2), values uniform symbols of the second. (A value that could equal a
+ * key would make a query match twice, once followed by the wrong token.) The distance
+ * from a pair to its query ranges over the whole instance, and every query is a lookup
+ * by content, not by position. */
 #include "st_task.h"
 
 #define SEED_MQAR 0x6d716172ull
 
-static int64_t mqar_max(const st_task_params *p) { return p->symbols; }
+static int64_t mqar_max(const st_task_params *p) { return p->symbols / 2; }
 
 static int64_t mqar_length(const st_task_params *p, int64_t n) { (void)p; return 4 * n + 1; }
 
@@ -16,16 +19,17 @@ static int64_t mqar_generate(const st_task_params *p, int64_t n, uint64_t seed, 
     st_rng_seed(&r, st_hash64(seed, SEED_MQAR));
     /* distinct keys by rejection against the keys so far (no scratch memory; O(n^2)
      * compares, a few ms at the 32x sizes evaluated) */
+    const int half = p->symbols / 2;
     for (int64_t i = 0; i < n; i++) {
         int32_t key;
         int fresh;
-        do {   /* n <= symbols; expected draws S / (S - i) */
-            key = ST_TT_SYMBOL0 + (int32_t)st_rng_below(&r, (uint64_t)p->symbols);
+        do {   /* n <= half; expected draws half / (half - i) */
+            key = ST_TT_SYMBOL0 + (int32_t)st_rng_below(&r, (uint64_t)half);
             fresh = 1;
             for (int64_t j = 0; j < i && fresh; j++) fresh = tok[2 * j] != key;
         } while (!fresh);
         tok[2 * i] = key;
-        tok[2 * i + 1] = ST_TT_SYMBOL0 + (int32_t)st_rng_below(&r, (uint64_t)p->symbols);
+        tok[2 * i + 1] = ST_TT_SYMBOL0 + half + (int32_t)st_rng_below(&r, (uint64_t)(p->symbols - half));
     }
     tok[2 * n] = ST_TT_BAR;
     /* queries: a uniform permutation of the pair indices (Fisher-Yates over the query slots) */
