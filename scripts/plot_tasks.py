@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""plot_tasks.py - task accuracy plots from `stretch sweep` / `stretch eval --task` output.
+
+  scripts/plot_tasks.py runs/sweep_tasks/results.json -o tasks.png
+  scripts/plot_tasks.py runs/a/eval_task_copy.json runs/b/eval_task_copy.json -o copy.png
+  scripts/plot_tasks.py runs/sweep_tasks/results.json --heatmap passkey -o needle.png
+
+Default: exact-match accuracy against the evaluation size as a multiple of the largest
+training size (log2 x), one panel per task, one line per group of runs (a sweep run's name
+without its train.seed part; for eval reports the position method and transform). Runs
+that differ only in train.seed are averaged; the band spans their min and max, since
+length generalization varies between seeds. Needle tasks: the mean over depths.
+
+--metric token_accuracy: the fraction of answer tokens right instead (partial credit:
+how far into an answer a model stays right).
+
+--heatmap GROUP: the depth x size grid of a needle task (passkey) for that group (seed
+mean), accuracy as colour, the way needle-in-a-haystack results are shown.
+
+Run with /usr/bin/python3 (Debian's python3-matplotlib).
+"""
+import argparse
+import json
+import sys
+from collections import OrderedDict
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+
+def die(msg):
+    print("plot_tasks.py: error: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def load(paths):
+    """Every input as a list of {group, task, results}."""
+    runs = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            die("%s: %s" % (path, e))
+        if "runs" in doc:   # a sweep's results.json
+            for r in doc["runs"]:
+                if "task" in r:
+                    runs.append({"group": r.get("group", r["name"]), "task": r["task"]["name"],
+                                 "results": r["task"]["results"]})
+        elif "task" in doc and "results" in doc and "pos" in doc:   # eval --task report
+            xf = doc.get("transform", "none")
+            label = doc["pos"] + ("" if xf in ("", "none") else " + " + xf)
+            runs.append({"group": label, "task": doc["task"], "results": doc["results"]})
+        else:
+            die("%s: neither a sweep's results.json nor an `eval --task` report" % path)
+    if not runs:
+        die("no task results in the inputs")
+    return runs
+
+
+def accuracy_by_scale(results, metric):
+    """{scale: accuracy} over the cells that ran (needle tasks: pooled over depths, weighted
+    by trials); metric "accuracy" (exact match) or "token_accuracy"."""
+    acc = OrderedDict()
+    for r in results:
+        if "trials" not in r:
+            continue
+        c, t = acc.get(r["scale"], (0, 0))
+        acc[r["scale"]] = (c + r[metric] * r["trials"], t + r["trials"])
+    return OrderedDict((s, c / t) for s, (c, t) in acc.items() if t)
+
+
+def plot_curves(runs, out, title, metric):
+    tasks = list(OrderedDict.fromkeys(r["task"] for r in runs))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        groups = OrderedDict()
+        for r in runs:
+            if r["task"] == task:
+                groups.setdefault(r["group"], []).append(accuracy_by_scale(r["results"], metric))
+        for i, (g, members) in enumerate(groups.items()):
+            scales = sorted(set().union(*[m.keys() for m in members]))
+            mean = [sum(m[s] for m in members if s in m) / sum(1 for m in members if s in m) for s in scales]
+            lo = [min(m[s] for m in members if s in m) for s in scales]
+            hi = [max(m[s] for m in members if s in m) for s in scales]
+            style = "-" if i < 10 else "--"
+            line, = ax.plot(scales, mean, style, marker="o", ms=3, label=g)
+            if len(members) > 1:
+                ax.fill_between(scales, lo, hi, color=line.get_color(), alpha=0.15)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "%gx" % v))
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("size / largest training size")
+        ax.set_ylabel("exact-match accuracy" if metric == "accuracy" else "answer-token accuracy")
+        ax.set_title(task)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def plot_heatmap(runs, group, out, title):
+    cells = {}
+    for r in runs:
+        if r["group"] != group:
+            continue
+        for c in r["results"]:
+            if "depth" not in c or "trials" not in c:
+                continue
+            k = (c["depth"], c["size"])
+            a, t = cells.get(k, (0, 0))
+            cells[k] = (a + c["correct"], t + c["trials"])
+    if not cells:
+        die("--heatmap %s: no run of that group has a depth grid (a passkey task)" % group)
+    depths = sorted({d for d, _ in cells})
+    sizes = sorted({s for _, s in cells})
+    grid = [[cells[(d, s)][0] / cells[(d, s)][1] if (d, s) in cells else float("nan") for s in sizes] for d in depths]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.8 * len(sizes), 1.0 + 0.5 * len(depths)))
+    im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels(["%d" % s for s in sizes])
+    ax.set_yticks(range(len(depths)))
+    ax.set_yticklabels(["%g" % d for d in depths])
+    for i in range(len(depths)):
+        for j in range(len(sizes)):
+            if grid[i][j] == grid[i][j]:
+                ax.text(j, i, "%.2f" % grid[i][j], ha="center", va="center", fontsize=7)
+    ax.set_xlabel("prompt tokens")
+    ax.set_ylabel("needle depth")
+    ax.set_title(title or "%s: passkey accuracy" % group)
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("inputs", nargs="+", help="a sweep's results.json and/or `stretch eval --task` reports")
+    p.add_argument("-o", "--out", default="tasks.png", help="output image (default %(default)s)")
+    p.add_argument("--heatmap", default="", metavar="GROUP", help="the depth x size grid of one group")
+    p.add_argument("--only", default="", metavar="GROUP,...", help="only these groups")
+    p.add_argument("--metric", choices=["accuracy", "token_accuracy"], default="accuracy",
+                   help="exact match (default) or the fraction of answer tokens right")
+    p.add_argument("--title", default="")
+    a = p.parse_args()
+    runs = load(a.inputs)
+    if a.only:
+        keep = set(a.only.split(","))
+        runs = [r for r in runs if r["group"] in keep]
+        if not runs:
+            die("--only %s: no such group" % a.only)
+    if a.heatmap:
+        plot_heatmap(runs, a.heatmap, a.out, a.title)
+    else:
+        plot_curves(runs, a.out, a.title, a.metric)
+    print("wrote " + a.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""results_tasks.py - markdown tables for docs/results-tasks.md from task sweeps' results.json.
+
+  scripts/results_tasks.py runs/sweep_task_copy/results.json
+  scripts/results_tasks.py runs/sweep_task_passkey/results.json --depths
+
+One row per group of runs (a sweep run's name without its seed; the transform variants
+of a run are their own rows), one column per evaluation scale (multiples of the largest
+training size), cells the exact-match accuracy (seed mean; needle tasks: the mean over
+depths) and, after a slash, the answer-token accuracy. A row whose accuracy at 1x is
+below 0.95 is marked: it did not learn the task in distribution, so its extrapolation
+columns say little. The last column is the training time (one thread; seconds, seed mean).
+--depths prints, for needle tasks, each group's depth x scale grid instead.
+"""
+import argparse
+import json
+import sys
+from collections import OrderedDict
+
+
+def die(msg):
+    print("results_tasks.py: error: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        die("%s: %s" % (path, e))
+    groups = OrderedDict()
+    for r in doc.get("runs", []):
+        if "task" in r:
+            groups.setdefault(r.get("group", r["name"]), []).append(r)
+    if not groups:
+        die("%s: no task runs" % path)
+    return groups
+
+
+def pooled(runs, keep):
+    """{scale: (accuracy, token accuracy)} pooled over runs and over the cells keep() admits."""
+    acc = OrderedDict()
+    for r in runs:
+        for c in r["task"]["results"]:
+            if "trials" not in c or not keep(c):
+                continue
+            a = acc.setdefault(c["scale"], [0, 0, 0.0, 0])
+            a[0] += c["correct"]
+            a[1] += c["trials"]
+            a[2] += c["token_accuracy"] * c["trials"]
+            a[3] += c["trials"]
+    return OrderedDict((s, (a[0] / a[1], a[2] / a[3])) for s, a in acc.items() if a[1])
+
+
+def table(groups):
+    scales = sorted({c["scale"] for runs in groups.values() for r in runs for c in r["task"]["results"]})
+    print("| run | " + " | ".join("%gx" % s for s in scales) + " | train s |")
+    print("|---|" + "---:|" * (len(scales) + 1))
+    for g, runs in groups.items():
+        acc = pooled(runs, lambda c: True)
+        first = acc.get(scales[0])
+        mark = "" if first and first[0] >= 0.95 else " (below 0.95 at 1x)"
+        cells = ["%.2f / %.2f" % acc[s] if s in acc else "n/a" for s in scales]
+        secs = [r["train"]["seconds"] for r in runs if r.get("train") and r["train"].get("seconds")]
+        # transform variants evaluate another run's checkpoint: no training of their own
+        t = "%.0f" % (sum(secs) / len(secs)) if secs and "trained_in" not in runs[0] else "(same run)"
+        seeds = " (%d seeds)" % len(runs) if len(runs) > 1 else ""
+        print("| %s%s%s | %s | %s |" % (g, seeds, mark, " | ".join(cells), t))
+
+
+def depth_grids(groups):
+    for g, runs in groups.items():
+        depths = sorted({c["depth"] for r in runs for c in r["task"]["results"] if "depth" in c})
+        if not depths:
+            continue
+        scales = sorted({c["scale"] for r in runs for c in r["task"]["results"]})
+        print("\n%s:\n\n| depth | %s |" % (g, " | ".join("%gx" % s for s in scales)))
+        print("|---:|" + "---:|" * len(scales))
+        for d in depths:
+            acc = pooled(runs, lambda c, d=d: c.get("depth") == d)
+            print("| %g | %s |" % (d, " | ".join("%.2f" % acc[s][0] if s in acc else "n/a" for s in scales)))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", help="a task sweep's results.json")
+    p.add_argument("--depths", action="store_true", help="needle tasks: depth x scale grids")
+    a = p.parse_args()
+    groups = load(a.results)
+    if a.depths:
+        depth_grids(groups)
+    else:
+        table(groups)
+
+
+if __name__ == "__main__":
+    main()
