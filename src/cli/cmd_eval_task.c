@@ -199,9 +199,9 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
     int rc = st_task_data_init(&td, &cfg->data, cfg->file, &e);
     if (rc) return cli_report(&e);
     if (a->task && strcmp(a->task, td.task->name) != 0) {
-        st_task_data_free(&td);
         st_fail(&e, ST_ERR_DATA, "--task %s: %s was trained on the %s task (data.task.name)", a->task, a->src,
                 td.task->name);
+        st_task_data_free(&td);
         return cli_report(&e);
     }
     if (a->depths_given && !td.task->has_depth) {
