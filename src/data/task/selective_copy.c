@@ -21,7 +21,10 @@ static int64_t sel_generate(const st_task_params *p, int64_t n, uint64_t seed, i
         kept += !blank;
         ans[i] = 0;
     }
-    if (!kept) tok[st_rng_below(&r, (uint64_t)n)] = ST_TT_SYMBOL0 + (int32_t)st_rng_below(&r, (uint64_t)p->symbols);
+    if (!kept) {   /* two draws, two statements: their order must not be the compiler's choice */
+        const int64_t at = (int64_t)st_rng_below(&r, (uint64_t)n);
+        tok[at] = ST_TT_SYMBOL0 + (int32_t)st_rng_below(&r, (uint64_t)p->symbols);
+    }
     tok[n] = ST_TT_SEP;
     ans[n] = 0;
     int64_t w = n + 1;
