@@ -129,6 +129,20 @@ static void check_structure(const st_task *t, const st_task_params *p, int64_t s
         CHECK_MSG(fill == size - p->digits - 2, "passkey: %lld filler tokens, want %lld", (long long)fill,
                   (long long)(size - p->digits - 2));
         CHECK(tok[size - 1] == ST_TT_QUERY && n == size + p->digits);
+        /* the filler, read around the needle, is one path of the chain: every token an
+         * allowed successor of the `order` before it (a filler sampled in two parts fails) */
+        int32_t f[512];
+        int64_t nf = 0;
+        for (int64_t i = 0; i < size - 1 && nf < 512; i++)
+            if (is_sym(tok[i])) f[nf++] = tok[i] - ST_TT_SYMBOL0;
+        int path = 1;
+        for (int64_t q = p->filler->order; q < nf; q++) {
+            const int64_t ctx = st_markov_context(p->filler, f + q - p->filler->order);
+            int allowed = 0;
+            for (int b = 0; b < p->filler->branch; b++) allowed |= p->filler->next[ctx * p->filler->branch + b] == f[q];
+            path &= allowed;
+        }
+        CHECK_MSG(path, "passkey size %lld: the filler is not one path of the chain", (long long)size);
     } else if (!strcmp(t->name, "addition")) {
         for (int64_t i = 0; i < size; i++) CHECK(is_dig(tok[i]) && is_dig(tok[size + 1 + i]));
         if (size > 1) CHECK(tok[p->reversed ? size - 1 : 0] != ST_TT_DIGIT0);
