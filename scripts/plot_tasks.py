@@ -14,8 +14,8 @@ length generalization varies between seeds. Needle tasks: the mean over depths.
 --metric token_accuracy: the fraction of answer tokens right instead (partial credit:
 how far into an answer a model stays right).
 
---heatmap GROUP: the depth x size grid of a needle task (passkey) for that group (seed
-mean), accuracy as colour, the way needle-in-a-haystack results are shown.
+--heatmap GROUP,...: the depth x size grid of a needle task (passkey) for each group (seed
+mean), side by side, accuracy as colour, the way needle-in-a-haystack results are shown.
 
 Run with /usr/bin/python3 (Debian's python3-matplotlib).
 """
@@ -103,7 +103,8 @@ def plot_curves(runs, out, title, metric):
     fig.savefig(out, dpi=120)
 
 
-def plot_heatmap(runs, group, out, title):
+def depth_grid(runs, group):
+    """(depths, sizes, grid of accuracy) of one group's needle cells (seed-pooled)."""
     cells = {}
     for r in runs:
         if r["group"] != group:
@@ -118,23 +119,32 @@ def plot_heatmap(runs, group, out, title):
         die("--heatmap %s: no run of that group has a depth grid (a passkey task)" % group)
     depths = sorted({d for d, _ in cells})
     sizes = sorted({s for _, s in cells})
-    grid = [[cells[(d, s)][0] / cells[(d, s)][1] if (d, s) in cells else float("nan") for s in sizes] for d in depths]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.8 * len(sizes), 1.0 + 0.5 * len(depths)))
-    im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
-    ax.set_xticks(range(len(sizes)))
-    ax.set_xticklabels(["%d" % s for s in sizes])
-    ax.set_yticks(range(len(depths)))
-    ax.set_yticklabels(["%g" % d for d in depths])
-    for i in range(len(depths)):
-        for j in range(len(sizes)):
-            if grid[i][j] == grid[i][j]:
-                ax.text(j, i, "%.2f" % grid[i][j], ha="center", va="center", fontsize=7)
-    ax.set_xlabel("prompt tokens")
-    ax.set_ylabel("needle depth")
-    ax.set_title(title or "%s: passkey accuracy" % group)
-    fig.colorbar(im, ax=ax)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    return depths, sizes, [[cells[(d, s)][0] / cells[(d, s)][1] if (d, s) in cells else float("nan")
+                            for s in sizes] for d in depths]
+
+
+def plot_heatmap(runs, groups, out, title):
+    grids = [(g,) + depth_grid(runs, g) for g in groups]
+    w = max(len(sizes) for _, _, sizes, _ in grids)
+    fig, axes = plt.subplots(1, len(grids), figsize=((1.0 + 0.8 * w) * len(grids), 1.4 + 0.5 * len(grids[0][1])),
+                             squeeze=False)
+    for ax, (g, depths, sizes, grid) in zip(axes[0], grids):
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels(["%d" % s for s in sizes])
+        ax.set_yticks(range(len(depths)))
+        ax.set_yticklabels(["%g" % d for d in depths])
+        for i in range(len(depths)):
+            for j in range(len(sizes)):
+                if grid[i][j] == grid[i][j]:
+                    ax.text(j, i, "%.2f" % grid[i][j], ha="center", va="center", fontsize=7)
+        ax.set_xlabel("prompt tokens")
+        ax.set_ylabel("needle depth")
+        ax.set_title(g)
+    fig.colorbar(im, ax=list(axes[0]))
+    if title:
+        fig.suptitle(title)
+    fig.savefig(out, dpi=120, bbox_inches="tight")
 
 
 def main():
@@ -142,7 +152,7 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", help="a sweep's results.json and/or `stretch eval --task` reports")
     p.add_argument("-o", "--out", default="tasks.png", help="output image (default %(default)s)")
-    p.add_argument("--heatmap", default="", metavar="GROUP", help="the depth x size grid of one group")
+    p.add_argument("--heatmap", default="", metavar="GROUP,...", help="the depth x size grid of these groups, side by side")
     p.add_argument("--only", default="", metavar="GROUP,...", help="only these groups")
     p.add_argument("--metric", choices=["accuracy", "token_accuracy"], default="accuracy",
                    help="exact match (default) or the fraction of answer tokens right")
@@ -155,7 +165,7 @@ def main():
         if not runs:
             die("--only %s: no such group" % a.only)
     if a.heatmap:
-        plot_heatmap(runs, a.heatmap, a.out, a.title)
+        plot_heatmap(runs, a.heatmap.split(","), a.out, a.title)
     else:
         plot_curves(runs, a.out, a.title, a.metric)
     print("wrote " + a.out)
