@@ -10,7 +10,9 @@ training size), cells the exact-match accuracy (seed mean; needle tasks: the mea
 depths) and, after a slash, the answer-token accuracy. A row whose accuracy at 1x is
 below 0.95 is marked: it did not learn the task in distribution, so its extrapolation
 columns say little. The last column is the training time (one thread; seconds, seed mean).
---depths prints, for needle tasks, each group's depth x scale grid instead.
+--depths prints, for needle tasks, each group's depth x scale grid instead; --spread each
+seed's exact-match row for the groups with two or more seeds. Several inputs are merged
+(a sweep and its seed sweep sharing an out dir).
 """
 import argparse
 import json
@@ -23,18 +25,21 @@ def die(msg):
     sys.exit(2)
 
 
-def load(path):
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        die("%s: %s" % (path, e))
-    groups = OrderedDict()
-    for r in doc.get("runs", []):
-        if "task" in r:
-            groups.setdefault(r.get("group", r["name"]), []).append(r)
+def load(paths):
+    """Task runs of every input by group; a run in several inputs (same dir) counts once."""
+    groups, seen = OrderedDict(), set()
+    for path in paths:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            die("%s: %s" % (path, e))
+        for r in doc.get("runs", []):
+            if "task" in r and r.get("dir", r["name"]) not in seen:
+                seen.add(r.get("dir", r["name"]))
+                groups.setdefault(r.get("group", r["name"]), []).append(r)
     if not groups:
-        die("%s: no task runs" % path)
+        die("%s: no task runs" % ", ".join(paths))
     return groups
 
 
@@ -69,6 +74,20 @@ def table(groups):
         print("| %s%s%s | %s | %s |" % (g, seeds, mark, " | ".join(cells), t))
 
 
+def spread(groups):
+    """Each seed's exact-match accuracy, for the groups with two or more seeds."""
+    scales = sorted({c["scale"] for runs in groups.values() for r in runs for c in r["task"]["results"]})
+    print("| run | seed | " + " | ".join("%gx" % s for s in scales) + " |")
+    print("|---|---:|" + "---:|" * len(scales))
+    for g, runs in groups.items():
+        if len(runs) < 2:
+            continue
+        for r in sorted(runs, key=lambda r: r.get("seed", 0)):
+            acc = pooled([r], lambda c: True)
+            print("| %s | %d | %s |" % (g, r.get("seed", 0), " | ".join("%.2f" % acc[s][0] if s in acc else "n/a"
+                                                                       for s in scales)))
+
+
 def depth_grids(groups):
     for g, runs in groups.items():
         depths = sorted({c["depth"] for r in runs for c in r["task"]["results"] if "depth" in c})
@@ -85,11 +104,14 @@ def depth_grids(groups):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("results", help="a task sweep's results.json")
+    p.add_argument("results", nargs="+", help="task sweeps' results.json (merged: e.g. a sweep and its seed sweep)")
     p.add_argument("--depths", action="store_true", help="needle tasks: depth x scale grids")
+    p.add_argument("--spread", action="store_true", help="each seed's row, for groups with two or more seeds")
     a = p.parse_args()
     groups = load(a.results)
-    if a.depths:
+    if a.spread:
+        spread(groups)
+    elif a.depths:
         depth_grids(groups)
     else:
         table(groups)
