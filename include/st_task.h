@@ -96,6 +96,9 @@ struct st_task_data {
     int loss_all;           /* data.task.loss "all": every next token is a target (but padding) */
     int pack;               /* data.task.pack: several instances per training row */
 };
+/* The sizes a task makes with these parameters, [*lo, *hi]: its min_size (passkey: at
+ * least digits + 2, the needle and the query) to its max_size(p) (INT64_MAX when none). */
+void st_task_size_range(const st_task *t, const st_task_params *p, int64_t *lo, int64_t *hi);
 /* The data.task.* rules relating keys (each key's own range is the config schema's):
  * the sizes against the task, keys the task does not read left at their defaults, task
  * keys on another source refused. Messages name the config file and the key. */

@@ -21,9 +21,10 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
     if (rc) return rc;
     st_task_data td;
     if ((rc = st_task_data_init(&td, &cfg.data, cfg.file, e))) { st_model_free(&m); return rc; }
-    st_transform xf = {.kind = plan->transform < 0 ? 0 : plan->transform, .scale = plan->transform_scale < 0 ? 0 : plan->transform_scale,
-                       .sinks = plan->sinks < 0 ? 0 : plan->sinks, .window = plan->window < 0 ? 0 : plan->window,
-                       .clip = plan->clip < 0 ? 0 : plan->clip, .train_len = cfg.train.seq_len};
+    /* the point's plan has every transform field resolved (point_plan: its eval.* keys,
+     * else the run's config), as the perplexity evaluation uses it */
+    st_transform xf = {.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
+                       .window = plan->window, .clip = plan->clip, .train_len = cfg.train.seq_len};
     rc = st_transform_check(&xf, m.cfg.pos, "eval.transform", e);
     m.xf = !rc && st_transform_active(&xf) ? &xf : NULL;
     int64_t sizes[ST_EVAL_MAX_LENGTHS];

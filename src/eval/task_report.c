@@ -35,8 +35,8 @@ void st_task_sizes_from_scales(const st_task_data *td, const double *scales, int
 }
 
 int st_task_check_sizes(const st_task_data *td, const int64_t *sizes, int n, const char *flag, st_error *e) {
-    int64_t lo = td->task->min_size, hi = td->task->max_size ? td->task->max_size(&td->p) : INT64_MAX;
-    if (td->task->has_depth && lo < td->p.digits + 2) lo = td->p.digits + 2;
+    int64_t lo, hi;
+    st_task_size_range(td->task, &td->p, &lo, &hi);
     for (int i = 0; i < n; i++)
         if (sizes[i] < lo || sizes[i] > hi)
             return st_fail(e, ST_ERR_CONFIG, "%s: size %lld is outside what %s makes with this run's data.task keys "

@@ -328,11 +328,11 @@ static int setup_buffers(trainer *t, st_error *e) {
     st_loader_init(&t->loader, t->ds.tokens[ST_SPLIT_TRAIN], t->ds.n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
     t->loader.draws = t->st.loader_draws;
     t->loader.task = t->ds.task;
-    if (t->ds.task && st_task_data_max_len(t->ds.task) > (int64_t)tc->seq_len + 1)
+    const int64_t task_len = t->ds.task ? st_task_data_max_len(t->ds.task) : 0;
+    if (task_len > (int64_t)tc->seq_len + 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.max_size: a %s instance of size %lld has %lld tokens; "
                        "train.seq_len + 1 is %d (raise train.seq_len or lower data.task.max_size)", c->file,
-                       t->ds.task->task->name, (long long)c->data.task_max_size,
-                       (long long)st_task_data_max_len(t->ds.task), tc->seq_len + 1);
+                       t->ds.task->task->name, (long long)c->data.task_max_size, (long long)task_len, tc->seq_len + 1);
     if (c->data.pk_rate > 0) {   /* passkeys in a fraction of the training windows */
         if ((rc = st_passkey_init(&t->pk, t->ds.tok, c->data.pk_digits, e))) return rc;
         const int64_t need = st_passkey_overhead(&t->pk);

@@ -17,7 +17,11 @@
 #define SEED_SIZE 0x73697a65ull   /* "size" */
 #define SEED_INST 0x696e7374ull   /* "inst" */
 
-static int64_t task_max(const st_task *t, const st_task_params *p) { return t->max_size ? t->max_size(p) : INT64_MAX; }
+void st_task_size_range(const st_task *t, const st_task_params *p, int64_t *lo, int64_t *hi) {
+    *lo = t->min_size;
+    if (t->has_depth && *lo < (int64_t)p->digits + 2) *lo = (int64_t)p->digits + 2;   /* passkey: needle and query */
+    *hi = t->max_size ? t->max_size(p) : INT64_MAX;
+}
 
 /* the parameters a config means (filler not yet built) */
 static void params_of(const st_data_config *c, st_task_params *p) {
@@ -104,9 +108,8 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
     if (rc) return rc;
     st_task_params p;
     params_of(c, &p);
-    int64_t lo = t->min_size;
-    if (t->has_depth && lo < (int64_t)p.digits + 2) lo = (int64_t)p.digits + 2;   /* passkey: needle and query */
-    const int64_t hi = task_max(t, &p);
+    int64_t lo, hi;
+    st_task_size_range(t, &p, &lo, &hi);
     if (c->task_min_size < lo || c->task_min_size > hi)
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.min_size: %s takes sizes (%s) in [%lld, %lld], got %lld", f,
                        t->name, t->size_unit, (long long)lo, (long long)hi, (long long)c->task_min_size);
