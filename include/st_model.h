@@ -14,6 +14,7 @@
 
 #include "st_tensor.h"
 #include "st_ops.h"
+#include "st_transform.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,14 @@ typedef struct st_model_config {
     int attn_scale;         /* st_attn_scale_kind: none (default), logn, learned_logn */
     int attn_scale_len;     /* logn: the training length L (queries seeing n > L keys get
                              * log_L n); 0 in a run config = train.seq_len */
+    /* trained position scaling (model.scaling.*): a transform of st_transform.h that the
+     * training forward and backward apply too (context extension by fine-tuning) */
+    int scaling;            /* st_xf_kind: none (default), pi, ntk, yarn, alibi_interp */
+    double scaling_scale;   /* s >= 1 */
+    int scaling_len;        /* L: the length the model was first trained at (yarn's ramp);
+                             * 0 = unset (yarn needs it) */
+    double yarn_alpha;      /* yarn: ramp bounds in rotations over L (1, 32) */
+    double yarn_beta;
     /* alibi / alibi_rf */
     float alibi_max_bias;   /* 8: slopes 2^(-max_bias*h/n) for n a power of two */
     int rf_kind;            /* st_rf_kind */
@@ -166,15 +175,25 @@ typedef struct st_model {
         int pos[ST_POS_MAX_PARAMS];
         int logn_scale;     /* attn_scale learned_logn: s (H), else -1 */
     } *blocks;
-    /* inference-time transform (include/st_transform.h), owned by the caller; NULL: none.
-     * Read by inference forwards only (training never sets it). */
+    /* the transform every forward applies (include/st_transform.h); NULL: none. Either
+     * &scaling, the model's trained scaling (model.scaling.*, training applies it too), or
+     * an inference-time transform owned by the caller (st_model_set_transform). */
     struct st_transform *xf;
+    st_transform scaling;   /* from the config (kind none: no trained scaling) */
     /* randomized positions (train.random_positions, Ruoss et al. 2023): the positions of
      * the T rows of the next training forward, sorted and shared by the batch rows, owned
      * by the caller (the trainer); NULL: the natural positions pos0 + t. Only methods
      * whose registry entry reads absolute indices (st_pos_abs_indices) use them. */
     const int64_t *positions;
 } st_model;
+
+/* Hand an inference-time transform to the model (eval, generate): an active xf replaces
+ * the trained scaling (logged, naming `who`), except that a window-only xf (sinks +
+ * window, kind none) takes the trained scaling's kind and scale; an inactive or NULL xf
+ * restores the trained scaling. xf stays owned by the caller. */
+void st_model_set_transform(st_model *m, st_transform *xf, const char *who);
+/* The trained scaling of a config as a transform (kind none when there is none). */
+void st_model_scaling(const st_model_config *c, st_transform *xf);
 
 /* A sorted random subset of T distinct positions of [0, N) (T <= N), a function of
  * (seed, N, T) alone: selection sampling (Knuth's Algorithm S), each of the C(N, T)

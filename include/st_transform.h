@@ -20,6 +20,12 @@
  *   alibi_interp alibi   m_h -> m_h / s                          (slope interpolation, m L / n)
  * s = the explicit scale when > 0, else max(1, n / L).
  *
+ * Trained scaling (model.scaling.*, docs/extension.md): pi, ntk, yarn and alibi_interp can
+ * also be part of the model, applied in the training forward and backward with a fixed
+ * scale s and L = model.scaling.train_len: context extension by fine-tuning (Chen et al.
+ * 2023; Peng et al. 2023). dynamic_ntk and rerope stay inference-only
+ * (st_transform_untrainable says why).
+ *
  * Attention sinks + window (any method): query i sees keys j with i - j < window (its last
  * `window` keys, itself included) and the first `sinks` keys j < sinks (StreamingLLM's
  * attention sinks, Xiao et al. 2023), at their positions in the text. window 0 = no
@@ -56,6 +62,8 @@ typedef struct st_transform {
     int64_t sinks;          /* keys 0..sinks-1 always visible (needs window > 0) */
     int64_t window;         /* > 0: a query sees its last `window` keys (and the sinks) */
     int64_t clip;           /* rerope: w, 0 = train_len / 2 */
+    double yarn_alpha;      /* yarn: the ramp's bounds in rotations over L (0: ST_YARN_ALPHA, */
+    double yarn_beta;       /*       ST_YARN_BETA) */
     /* set by the caller before a forward */
     int64_t train_len;      /* L */
     int64_t n;              /* the evaluated length (eval) or the context (generate) */
@@ -77,6 +85,10 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
 double st_transform_scale(const st_transform *xf, int64_t len);
 /* "yarn", "pi s=4", "sinks=4 window=64", "ntk+sinks=4 window=64", "none". */
 void st_transform_label(const st_transform *xf, char *buf, size_t n);
+
+/* Why transform `kind` cannot be a trained scaling (model.scaling.transform), or NULL
+ * when it can. */
+const char *st_transform_untrainable(int kind);
 
 /* rerope's w (clip, or train_len / 2, at least 1); 0 for other kinds. */
 int64_t st_transform_clip(const st_transform *xf);

@@ -65,6 +65,9 @@ def bias_for(cfg, p, layer, T, H):
     d = (i - j).double().clamp(min=0)                      # causal distances
     if pos == "alibi":
         m = torch.tensor(alibi_slopes(H, cfg["alibi_max_bias"]))
+        sc = cfg.get("scaling", {"transform": "none"})
+        if sc["transform"] == "alibi_interp":              # slope interpolation m -> m / s
+            m = m / sc["scale"]
         return -m[:, None, None] * d
     if pos == "alibi_rf":
         m = torch.tensor(alibi_slopes(H, cfg["alibi_max_bias"]))
@@ -117,14 +120,36 @@ def bias_for(cfg, p, layer, T, H):
     return None
 
 
-def rope(x, base, P):
+def rope_theta(cfg, D):
+    """RoPE frequencies theta_i = base^(-2i/D) and the factor on q and k, under the trained
+    scaling model.scaling (docs/extension.md): PI theta/s; NTK base s^(D/(D-2)); YaRN
+    ramps between theta/s and theta by r_i = L theta_i / 2pi (alpha, beta), with q and k
+    times 0.1 ln s + 1 (Peng et al. 2023, eqs. 17-20)."""
+    base = cfg["rope_base"]
+    i = torch.arange(D // 2).double()
+    theta = base ** (-2.0 * i / D)
+    sc = cfg.get("scaling", {"transform": "none"})
+    kind = sc["transform"]
+    if kind == "pi":
+        return theta / sc["scale"], 1.0
+    if kind == "ntk":
+        return (base * sc["scale"] ** (D / (D - 2))) ** (-2.0 * i / D), 1.0
+    if kind == "yarn":
+        s, a, b = sc["scale"], sc["yarn_alpha"], sc["yarn_beta"]
+        r = sc["train_len"] * theta / (2 * math.pi)
+        g = torch.clamp((r - a) / (b - a), 0.0, 1.0)
+        return (1 - g) * theta / s + g * theta, 0.1 * math.log(s) + 1.0
+    return theta, 1.0
+
+
+def rope(x, cfg, P):
     B, H, T, D = x.shape
     half = D // 2
-    inv = base ** (-torch.arange(half).double() * 2 / D)
+    inv, c = rope_theta(cfg, D)
     ang = P.double()[:, None] * inv[None, :]
     cos, sin = torch.cos(ang), torch.sin(ang)
     x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    return c * torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
 def xpos_scale(x, gamma, sign, P):
@@ -183,7 +208,7 @@ def forward(cfg, p, ids, targets):
         q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
         if cfg["pos"] in ("rope", "xpos"):
             P = positions(cfg, T)
-            q, k = rope(q, cfg["rope_base"], P), rope(k, cfg["rope_base"], P)
+            q, k = rope(q, cfg, P), rope(k, cfg, P)
         if cfg["pos"] == "xpos":
             g = cfg["xpos"]["gamma"]
             q, k = xpos_scale(q, g, 1.0, P), xpos_scale(k, g, -1.0, P)

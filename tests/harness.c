@@ -183,3 +183,11 @@ int gradcheck(const char *name, gc_build_fn build, void *user, st_tensor **leave
     st_arena_free(&arena);
     return ok;
 }
+
+st_tensor *th_model_loss(st_ctx *ctx, void *user) {
+    th_fwd *a = user;
+    st_error e = {0};
+    int64_t one = 1;
+    st_tensor *l = st_model_loss(a->m, ctx, a->ids, a->tg, a->B, a->T, 7, NULL, &e);
+    return l ? st_view(ctx, l, 1, &one) : NULL;
+}

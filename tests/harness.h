@@ -40,4 +40,9 @@ typedef struct gc_leaf { st_tensor *t; } gc_leaf;
 int gradcheck(const char *name, gc_build_fn build, void *user, st_tensor **leaves, int n_leaves,
               int train, double eps, double atol, double rtol, int max_per_leaf);
 
+/* A whole model's mean loss over (B,T) ids/targets as a (1) tensor, dropout seed 7: the
+ * gc_build_fn of whole-model gradient checks (user: a th_fwd). */
+typedef struct th_fwd { st_model *m; const int32_t *ids, *tg; int64_t B, T; } th_fwd;
+st_tensor *th_model_loss(st_ctx *ctx, void *user);
+
 #endif

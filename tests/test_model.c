@@ -102,15 +102,7 @@ static void test_bias_symmetry(void) {
 }
 
 /* ---- whole-model helpers ---- */
-typedef struct { st_model *m; int32_t *ids, *tg; int64_t B, T; } fwd_args;
-
-static st_tensor *build_loss(st_ctx *ctx, void *u) {
-    fwd_args *a = u;
-    st_error e = {0};
-    int64_t one = 1;
-    st_tensor *l = st_model_loss(a->m, ctx, a->ids, a->tg, a->B, a->T, 7, NULL, &e);
-    return l ? st_view(ctx, l, 1, &one) : NULL;
-}
+typedef th_fwd fwd_args;
 
 static st_tensor *build_hidden(st_ctx *ctx, void *u) {
     fwd_args *a = u;
@@ -125,7 +117,7 @@ static void gradcheck_model(const char *name, fwd_args *a) {
     st_tensor *leaves[256];
     int n = 0;
     for (int i = 0; i < a->m->params.count; i++) leaves[n++] = st_param(&a->m->params, i);
-    gradcheck(name, build_loss, a, leaves, n, 0, 1e-2, 2e-4, 2e-2, 24);
+    gradcheck(name, th_model_loss, a, leaves, n, 0, 1e-2, 2e-4, 2e-2, 24);
 }
 
 static void test_gradcheck_all(void) {
@@ -208,7 +200,7 @@ static void test_random_positions(void) {
             st_ctx_init(&ctx, &ar, 4096, &e);
             st_ctx_begin(&ctx, 0, 0);
             m.positions = ps[k];
-            st_tensor *t = build_loss(&ctx, &fa);
+            st_tensor *t = th_model_loss(&ctx, &fa);
             l[k] = t ? t->data[0] : NAN;
             st_ctx_free(&ctx); st_arena_free(&ar);
         }

@@ -1,5 +1,6 @@
 /* test_pytorch_ref.c - stretch vs an independent PyTorch implementation (float64) of the
- * same model, for every position method: the loss and every parameter gradient.
+ * same model, for every position method (and the trained scalings of model.scaling.*): the
+ * loss and every parameter gradient.
  * The model is exported with the real safetensors writer and re-read by
  * scripts/torch_ref.py (which builds the model from the documented math). Skips with a
  * clear line if /usr/bin/python3 has no torch. */
@@ -23,14 +24,17 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
                " \"rf\": {\"kind\": \"%s\", \"scope\": \"%s\", \"rho\": %.9g, \"param\": \"%s\"}, \"t5_buckets\": %d,"
                " \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g, \"gelu\": \"%s\","
                " \"kerple\": {\"kind\": \"%s\"}, \"attn_scale\": \"%s\", \"attn_scale_len\": %d,"
-               " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d}}}\n",
+               " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d},"
+               " \"scaling\": {\"transform\": \"%s\", \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g,"
+               " \"yarn_beta\": %.17g}}}\n",
             c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
             c->gelu_exact ? "erf" : "tanh", c->kerple_kind == ST_KERPLE_POWER ? "power" : "log",
             c->attn_scale == ST_ATTN_SCALE_LOGN ? "logn" : c->attn_scale == ST_ATTN_SCALE_LEARNED ? "learned_logn" : "none",
             c->attn_scale_len,
-            c->tie_embeddings ? "true" : "false", c->xpos_gamma, c->cope_npos);
+            c->tie_embeddings ? "true" : "false", c->xpos_gamma, c->cope_npos, st_transform_name(c->scaling),
+            c->scaling_scale, c->scaling_len, c->yarn_alpha, c->yarn_beta);
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -74,6 +78,14 @@ static void fire_small(st_model_config *c) { c->fire_threshold = 4.5f; c->fire_h
 /* log-n scaling past a training length of 4 (T = 11), and learned per head */
 static void logn4(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 4; }
 static void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
+/* trained position scaling (model.scaling.*, context extension) past a base length of 4 */
+static void scale_pi(st_model_config *c) { c->scaling = ST_XF_PI; c->scaling_scale = 4; c->scaling_len = 4; }
+static void scale_ntk(st_model_config *c) { c->scaling = ST_XF_NTK; c->scaling_scale = 3; c->scaling_len = 4; c->rope_base = 100; }
+static void scale_yarn(st_model_config *c) {
+    c->scaling = ST_XF_YARN; c->scaling_scale = 3; c->scaling_len = 4; c->yarn_alpha = 0.25; c->yarn_beta = 2;
+    c->rope_base = 100;   /* the ramp then splits the 2 frequencies of head size 4 */
+}
+static void scale_alibi(st_model_config *c) { c->scaling = ST_XF_ALIBI_INTERP; c->scaling_scale = 4; c->scaling_len = 4; }
 
 int main(void) {
     if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
@@ -110,6 +122,11 @@ int main(void) {
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL, 1},
         {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL, 1},
         {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 1},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_pi, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_ntk, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_yarn, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_yarn, 1},   /* with randomized positions */
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, scale_alibi, 0},
     };
     st_arena ar;
     st_ctx ctx;
@@ -153,9 +170,10 @@ int main(void) {
         CHECK(write_case(dir, &m, ids, tg, B, T, loss->data[0]));
         char cmd[2048];
         snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s", script, dir);
-        printf("[%s heads=%d rf=%s/%d/%s gelu=%s tie=%d%s]\n", st_pos_name(c.pos), c.n_heads, st_rf_name(c.rf_kind),
+        printf("[%s heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s]\n", st_pos_name(c.pos), c.n_heads, st_rf_name(c.rf_kind),
                c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus", c.gelu_exact ? "erf" : "tanh", c.tie_embeddings,
-               vs[vi].rpos ? " random positions" : "");
+               vs[vi].rpos ? " random positions" : "", c.scaling ? " scaling " : "",
+               c.scaling ? st_transform_name(c.scaling) : "");
         fflush(stdout);
         int rc = system(cmd);
         CHECK_MSG(rc == 0, "%s: stretch matches PyTorch (loss and all gradients)", st_pos_name(c.pos));

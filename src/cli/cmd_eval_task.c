@@ -260,7 +260,7 @@ int cmd_eval_task(int argc, char **argv) {
     if (cli_load_trained(a.src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
     a.xf.train_len = cfg.train.seq_len;
     rc = st_transform_check(&a.xf, m.cfg.pos, "--transform", &e);
-    m.xf = !rc && st_transform_active(&a.xf) ? &a.xf : NULL;
+    if (!rc) st_model_set_transform(&m, &a.xf, "eval --task");
     const int task_run = !strcmp(cfg.data.source, "task");
     if (!rc && !strcmp(cfg.data.source, "synthetic"))
         rc = st_fail(&e, ST_ERR_DATA, "%s: --task needs a task run (data.source \"task\") or a text run (passkey); this "

@@ -92,7 +92,7 @@ static int use_transform(st_model *m, st_transform *xf, int64_t train_len, int64
     if (!rc && xf->kind == ST_XF_DYNAMIC_NTK && xf->window > 0)
         rc = st_fail(e, ST_ERR_CONFIG, "--transform dynamic_ntk with --window: the current length of a windowed cache "
                      "is ambiguous; use ntk with --scale");
-    m->xf = !rc && st_transform_active(xf) ? xf : NULL;
+    if (!rc) st_model_set_transform(m, xf, "generate");
     return rc;
 }
 

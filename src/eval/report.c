@@ -118,6 +118,11 @@ char *st_eval_report_json(const st_eval_report *rep) {
     const char *vkey, *variant = st_pos_variant(&c->model, &vkey);
     if (variant) cJSON_AddStringToObject(mo, vkey, variant);
     if (c->model.attn_scale) cJSON_AddStringToObject(mo, "attn_scale", st_attn_scale_name(c->model.attn_scale));
+    if (c->model.scaling) {   /* trained scaling (model.scaling.*): "yarn2" as in the method label */
+        char sc[64];
+        snprintf(sc, sizeof sc, "%s%g", st_transform_name(c->model.scaling), c->model.scaling_scale);
+        cJSON_AddStringToObject(mo, "scaling", sc);
+    }
     cJSON_AddNumberToObject(mo, "n_layers", c->model.n_layers);
     cJSON_AddNumberToObject(mo, "d_model", c->model.d_model);
     cJSON_AddNumberToObject(mo, "n_heads", c->model.n_heads);

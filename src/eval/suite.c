@@ -185,7 +185,7 @@ static int use_transform(const st_eval_plan *plan, const st_eval_plan *plan_in, 
     st_error xe = {0};
     int rc = st_transform_check(xf, m->cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);
     if (rc) return st_fail(e, rc, "%s: %s", from_cli ? "stretch eval" : rep->checkpoint, xe.msg);
-    m->xf = st_transform_active(xf) ? xf : NULL;
+    st_model_set_transform(m, xf, from_cli ? "stretch eval" : rep->checkpoint);
     return ST_OK;
 }
 

@@ -26,7 +26,7 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
     st_transform xf = {.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
                        .window = plan->window, .clip = plan->clip, .train_len = cfg.train.seq_len};
     rc = st_transform_check(&xf, m.cfg.pos, "eval.transform", e);
-    m.xf = !rc && st_transform_active(&xf) ? &xf : NULL;
+    if (!rc) st_model_set_transform(&m, &xf, pt->name);
     int64_t sizes[ST_EVAL_MAX_LENGTHS];
     const int n = s->n_task_scales, n_depth = td.task->has_depth ? s->n_task_depths : 1;
     st_task_sizes_from_scales(&td, s->task_scales, n, sizes);

@@ -10,6 +10,40 @@
 
 #define BAD(...) return st_fail(e, ST_ERR_CONFIG, __VA_ARGS__)
 
+/* model.scaling.*: a trainable transform of the model's method; keys the transform does
+ * not read stay at their defaults (a set key that does nothing is a mistake to report). */
+static int scaling_check(const st_model_config *c, const char *f, st_error *e) {
+    const int k = c->scaling;
+    if (k < 0 || k >= ST_XF_COUNT) BAD("%s: model.scaling.transform: unknown transform %d", f, k);
+    const char *name = st_transform_name(k);
+    if (!(c->scaling_scale >= 1.0 && isfinite(c->scaling_scale)))
+        BAD("%s: model.scaling.scale: %g: must be >= 1 (the factor the context is extended by)", f, c->scaling_scale);
+    if (k == ST_XF_NONE && c->scaling_scale != 1.0)
+        BAD("%s: model.scaling.scale: %g does nothing without model.scaling.transform (pi, ntk, yarn or alibi_interp)",
+            f, c->scaling_scale);
+    if (k == ST_XF_NONE && c->scaling_len != 0)
+        BAD("%s: model.scaling.train_len: %d does nothing without model.scaling.transform (pi, ntk, yarn or "
+            "alibi_interp)", f, c->scaling_len);
+    if (k != ST_XF_NONE && st_transform_untrainable(k))
+        BAD("%s: model.scaling.transform: %s is inference-only (%s); evaluate with eval --transform %s instead", f,
+            name, st_transform_untrainable(k), name);
+    const char *need = st_transform_method(k);
+    if (need && st_pos_from_name(need) != c->pos)
+        BAD("%s: model.scaling.transform: %s applies to model.pos \"%s\" only; this model's is \"%s\"", f, name, need,
+            st_pos_name(c->pos));
+    if (k != ST_XF_YARN && c->yarn_alpha != ST_YARN_ALPHA)
+        BAD("%s: model.scaling.yarn_alpha: applies to model.scaling.transform yarn only (this one is %s)", f, name);
+    if (k != ST_XF_YARN && c->yarn_beta != ST_YARN_BETA)
+        BAD("%s: model.scaling.yarn_beta: applies to model.scaling.transform yarn only (this one is %s)", f, name);
+    if (k == ST_XF_YARN && c->scaling_len < 1)
+        BAD("%s: model.scaling.train_len: yarn needs the length the model was first trained at (its ramp counts "
+            "rotations over it); got %d", f, c->scaling_len);
+    if (k == ST_XF_YARN && !(c->yarn_alpha > 0.0 && c->yarn_beta > c->yarn_alpha && isfinite(c->yarn_beta)))
+        BAD("%s: model.scaling.yarn_beta: the ramp needs 0 < yarn_alpha < yarn_beta (got yarn_alpha %g, yarn_beta %g)",
+            f, c->yarn_alpha, c->yarn_beta);
+    return ST_OK;
+}
+
 int st_model_config_validate(const st_model_config *c, const char *file, st_error *e) {
     const char *f = file ? file : "<config>";
     /* Not ranges (those are the schema's) but what the code below and the model need to
@@ -30,7 +64,9 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
         BAD("%s: model.attn_scale: unknown scaling %d", f, c->attn_scale);
     if (c->attn_scale == ST_ATTN_SCALE_LOGN && c->attn_scale_len < 2)
         BAD("%s: model.attn_scale_len: logn needs the training length (>= 2), got %d", f, c->attn_scale_len);
-    int rc = st_pos_method_check(c->pos, c, f, e);
+    int rc = scaling_check(c, f, e);
+    if (rc) return rc;
+    rc = st_pos_method_check(c->pos, c, f, e);
     if (rc) return rc;
     const st_pos_method *pm = st_pos_method_of(c->pos);
     return pm->validate ? pm->validate(c, f, e) : ST_OK;

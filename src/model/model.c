@@ -72,6 +72,8 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     if (cfg->vocab_size < 2) return st_fail(e, ST_ERR_CONFIG, "model.vocab_size: must be set (>= 2)");
     m->cfg = *cfg;
     st_model_config *c = &m->cfg;
+    st_model_scaling(c, &m->scaling);   /* the trained scaling applies to every forward */
+    m->xf = m->scaling.kind != ST_XF_NONE ? &m->scaling : NULL;
     if (c->d_ff == 0) c->d_ff = 4 * c->d_model;
     const int64_t V = c->vocab_size, C = c->d_model, F = c->d_ff, L = c->n_layers;
     const float std = c->init_std, rstd = c->init_std / sqrtf(2.0f * (float)L);
@@ -135,6 +137,38 @@ size_t st_model_param_floats(const st_model_config *cfg, st_error *e) {
     if (model_declare(&m, cfg, 1, e) == ST_OK) n = m.params.n;
     st_model_free(&m);
     return n;
+}
+
+void st_model_scaling(const st_model_config *c, st_transform *xf) {
+    *xf = (st_transform){0};
+    if (c->scaling <= ST_XF_NONE || c->scaling >= ST_XF_COUNT) return;
+    xf->kind = c->scaling;
+    xf->scale = c->scaling_scale;   /* fixed: the same s at every length, in training and eval */
+    xf->train_len = c->scaling_len;
+    xf->yarn_alpha = c->yarn_alpha;
+    xf->yarn_beta = c->yarn_beta;
+}
+
+void st_model_set_transform(st_model *m, st_transform *xf, const char *who) {
+    const int trained = m->scaling.kind != ST_XF_NONE;
+    if (!st_transform_active(xf)) {
+        m->xf = trained ? &m->scaling : NULL;
+        return;
+    }
+    if (trained && xf->kind == ST_XF_NONE) {   /* sinks + window on top of the trained scaling */
+        const st_transform w = *xf;
+        *xf = m->scaling;
+        xf->sinks = w.sinks;
+        xf->window = w.window;
+        xf->n = w.n;
+    } else if (trained) {
+        char mine[128], theirs[128];
+        st_transform_label(xf, mine, sizeof mine);
+        st_transform_label(&m->scaling, theirs, sizeof theirs);
+        st_log(ST_LOG_WARN, "%s: transform %s replaces the model's trained scaling %s (model.scaling.*)", who, mine,
+               theirs);
+    }
+    m->xf = xf;
 }
 
 int st_model_init(st_model *m, const st_model_config *cfg, uint64_t seed, st_error *e) {
@@ -260,7 +294,8 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
                            uint64_t seed, st_error *e) {
     const st_model_config *c = &m->cfg;
     st_params *p = &m->params;
-    ST_ASSERT(!m->xf || !ctx->grad);   /* transforms are inference-time only */
+    /* training applies the trained scaling only; other transforms are inference-time */
+    ST_ASSERT(!m->xf || !ctx->grad || m->xf == &m->scaling);
     st_tensor *x = st_model_embed(m, ctx, ids, B, T, 0, seed, e);
     /* Inference mode keeps nothing for backward, so each block's intermediates are freed
      * once its output is copied back over x (st_block_keep): memory is one block's

@@ -17,21 +17,22 @@ typedef struct xf_entry {
     const char *method;     /* model.pos it applies to (NULL: none) */
     int dynamic;            /* s from the current length instead of n */
     int clips;              /* relative positions clipped at w (attention uses q2, k2) */
+    const char *untrainable;   /* why it cannot be a trained scaling (NULL: it can) */
     /* RoPE: inv[i] = transformed theta_i (inv holds the plain theta_i on entry) */
-    void (*freqs)(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale);
+    void (*freqs)(const st_transform *xf, double s, int64_t D, double base, double *inv, float *qk_scale);
     /* bias provider: adjust the method's per-head constants */
     void (*bias)(double s, struct st_pos_bias *pb);
 } xf_entry;
 
 /* PI: positions p -> p / s, i.e. theta_i / s */
-static void pi_freqs(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale) {
-    (void)base; (void)L; (void)qk_scale;
+static void pi_freqs(const st_transform *xf, double s, int64_t D, double base, double *inv, float *qk_scale) {
+    (void)xf; (void)base; (void)qk_scale;
     for (int64_t i = 0; i < D / 2; i++) inv[i] /= s;
 }
 
 /* NTK-aware: base' = base s^(D/(D-2)), theta_i = base'^(-2i/D) */
-static void ntk_freqs(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale) {
-    (void)L; (void)qk_scale;
+static void ntk_freqs(const st_transform *xf, double s, int64_t D, double base, double *inv, float *qk_scale) {
+    (void)xf; (void)qk_scale;
     if (s == 1.0) return;   /* base' = base exactly */
     const double b = base * pow(s, (double)D / (double)(D - 2));
     for (int64_t i = 0; i < D / 2; i++) inv[i] = pow(b, -2.0 * (double)i / (double)D);
@@ -40,12 +41,15 @@ static void ntk_freqs(double s, int64_t D, double base, int64_t L, double *inv, 
 /* YaRN (paper eqs. 18-20): r_i = L / lambda_i = L theta_i / (2 pi) rotations of
  * dimension i over the training length; g = ramp of r between alpha and beta; high
  * frequencies (r > beta) keep theta_i, low ones (r < alpha) are interpolated by s. The
- * attention temperature sqrt(1/t) = 0.1 ln s + 1 scales q and k (so q.k by 1/t). */
-static void yarn_freqs(double s, int64_t D, double base, int64_t L, double *inv, float *qk_scale) {
+ * attention temperature sqrt(1/t) = 0.1 ln s + 1 scales q and k (so q.k by 1/t). alpha and
+ * beta are the transform's (model.scaling.yarn_alpha / yarn_beta), 1 and 32 by default. */
+static void yarn_freqs(const st_transform *xf, double s, int64_t D, double base, double *inv, float *qk_scale) {
     (void)base;
+    const double alpha = xf->yarn_alpha > 0 ? xf->yarn_alpha : ST_YARN_ALPHA;
+    const double beta = xf->yarn_beta > 0 ? xf->yarn_beta : ST_YARN_BETA;
     for (int64_t i = 0; i < D / 2; i++) {
-        const double r = (double)L * inv[i] / (2.0 * M_PI);
-        double g = (r - ST_YARN_ALPHA) / (ST_YARN_BETA - ST_YARN_ALPHA);
+        const double r = (double)xf->train_len * inv[i] / (2.0 * M_PI);
+        double g = (r - alpha) / (beta - alpha);
         g = g < 0 ? 0 : g > 1 ? 1 : g;
         inv[i] = (1.0 - g) * inv[i] / s + g * inv[i];
     }
@@ -61,9 +65,14 @@ static const xf_entry table[ST_XF_COUNT] = {
     [ST_XF_NONE] = {.name = "none"},
     [ST_XF_PI] = {.name = "pi", .method = "rope", .freqs = pi_freqs},
     [ST_XF_NTK] = {.name = "ntk", .method = "rope", .freqs = ntk_freqs},
-    [ST_XF_DYNAMIC_NTK] = {.name = "dynamic_ntk", .method = "rope", .dynamic = 1, .freqs = ntk_freqs},
+    [ST_XF_DYNAMIC_NTK] = {.name = "dynamic_ntk", .method = "rope", .dynamic = 1, .freqs = ntk_freqs,
+                           .untrainable = "its scale follows the current length, which never exceeds the training "
+                                          "length in training, so it would train the unscaled model; train with ntk "
+                                          "and a fixed model.scaling.scale"},
     [ST_XF_YARN] = {.name = "yarn", .method = "rope", .freqs = yarn_freqs},
-    [ST_XF_REROPE] = {.name = "rerope", .method = "rope", .clips = 1},
+    [ST_XF_REROPE] = {.name = "rerope", .method = "rope", .clips = 1,
+                      .untrainable = "its two-pass attention (clipped far keys) exists in the inference kernels "
+                                     "only, without a backward"},
     [ST_XF_ALIBI_INTERP] = {.name = "alibi_interp", .method = "alibi", .bias = alibi_interp_bias},
 };
 
@@ -72,6 +81,10 @@ const char *st_transform_name(int kind) { return kind >= 0 && kind < ST_XF_COUNT
 int st_transform_from_name(const char *name) {
     for (int k = 0; k < ST_XF_COUNT; k++) if (strcmp(name, table[k].name) == 0) return k;
     return -1;
+}
+
+const char *st_transform_untrainable(int kind) {
+    return kind >= 0 && kind < ST_XF_COUNT ? table[kind].untrainable : "unknown transform";
 }
 
 const char *st_transform_method(int kind) { return kind >= 0 && kind < ST_XF_COUNT ? table[kind].method : NULL; }
@@ -143,7 +156,7 @@ void st_transform_rope_freqs(const st_transform *xf, int64_t D, double base, int
     *qk_scale = 1.0f;
     if (!xf || xf->kind == ST_XF_NONE || !table[xf->kind].freqs) return;
     const double s = st_transform_scale(xf, len);
-    table[xf->kind].freqs(s, D, base, xf->train_len, inv_freq, qk_scale);
+    table[xf->kind].freqs(xf, s, D, base, inv_freq, qk_scale);
 }
 
 void st_transform_bias(const st_transform *xf, struct st_pos_bias *pb) {

@@ -552,6 +552,9 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
     if (c->model.attn_scale == ST_ATTN_SCALE_LOGN && c->model.attn_scale_len == 0)
         c->model.attn_scale_len = t->seq_len;   /* logn: L = the training length */
     /* cross-key rules */
+    if (c->model.scaling != 0 && c->model.scaling_len > 0 && t->seq_len < c->model.scaling_len)
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d is shorter than model.scaling.train_len %d: a scaled "
+                       "model is trained at the length it extends to", file, t->seq_len, c->model.scaling_len);
     const int64_t max_len = st_pos_max_len(&c->model);
     if (max_len > 0 && t->seq_len > max_len)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds the %lld tokens %s positions represent; %s",

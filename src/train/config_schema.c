@@ -98,6 +98,13 @@ const st_ckey st_config_keys[] = {
     /* log-n attention scaling (any method; src/model/attn_scale.c) */
     ENUM("model.attn_scale", model.attn_scale, en_attn_scale, "none"),
     INT("model.attn_scale_len", model.attn_scale_len, 0, 1 << 24, "0"),
+    /* trained position scaling (context extension; src/model/transform.c, model/config.c) */
+    OBJ("model.scaling"),
+    ENUM("model.scaling.transform", model.scaling, en_transform, "none"),
+    DBL("model.scaling.scale", model.scaling_scale, 1, 1e6, "1"),
+    INT("model.scaling.train_len", model.scaling_len, 0, 1 << 24, "0"),
+    { "model.scaling.yarn_alpha", CK_DOUBLE, OFF(model.yarn_alpha), 0, 0, 0, 1e6, 1, NULL, "1" },   /* (0, 1e6] */
+    { "model.scaling.yarn_beta", CK_DOUBLE, OFF(model.yarn_beta), 0, 0, 0, 1e6, 1, NULL, "32" },
     /* position methods' keys, grouped per method (src/model/pos/<method>.c reads them);
      * alibi, alibi_rf */
     FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 64, 1, "8"),

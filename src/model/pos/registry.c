@@ -2,6 +2,7 @@
  * include/st_model.h) and the public functions that reach a method through it: names,
  * variants, length limits, bias providers, the KV cache's sliding rule, learned rho. */
 #include "pos.h"
+#include "st_transform.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -34,8 +35,10 @@ const char *st_pos_variant(const st_model_config *c, const char **key) {
 
 void st_pos_label(const st_model_config *c, char *buf, size_t n) {
     const char *key, *v = st_pos_variant(c, &key);
-    snprintf(buf, n, "%s%s%s%s%s", st_pos_name(c->pos), v ? "-" : "", v ? v : "",
-             c->attn_scale ? "+" : "", c->attn_scale ? st_attn_scale_name(c->attn_scale) : "");
+    int o = snprintf(buf, n, "%s%s%s%s%s", st_pos_name(c->pos), v ? "-" : "", v ? v : "",
+                     c->attn_scale ? "+" : "", c->attn_scale ? st_attn_scale_name(c->attn_scale) : "");
+    if (c->scaling != 0 && o >= 0 && (size_t)o < n)   /* trained scaling: "rope+yarn4" */
+        snprintf(buf + o, n - (size_t)o, "+%s%g", st_transform_name(c->scaling), c->scaling_scale);
 }
 
 int64_t st_pos_max_len(const st_model_config *c) {

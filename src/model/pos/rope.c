@@ -12,8 +12,9 @@ static int rope_validate(const st_model_config *c, const char *f, st_error *e) {
     return ST_OK;
 }
 
-/* The frequencies come from the inference-time transform when there is one (PI, NTK,
- * YaRN: st_transform.h); its current length is the forward's last position + 1. */
+/* The frequencies come from the transform when there is one (PI, NTK, YaRN:
+ * st_transform.h; the trained scaling or an inference-time one); its current length is
+ * the forward's last position + 1. */
 static int rope_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor **k, int64_t pos0) {
     (void)layer;
     if (!m->xf) {   /* m->positions: randomized training positions, else pos0 + t */
@@ -26,8 +27,8 @@ static int rope_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor
     if (!inv) return 0;
     float c;
     st_transform_rope_freqs(m->xf, D, m->cfg.rope_base, pos0 + (*q)->shape[2], inv, &c);
-    *q = st_rope_freqs(ctx, *q, inv, c, pos0);
-    *k = st_rope_freqs(ctx, *k, inv, c, pos0);
+    *q = st_rope_at(ctx, *q, inv, c, pos0, m->positions);
+    *k = st_rope_at(ctx, *k, inv, c, pos0, m->positions);
     return *q && *k;
 }
 
