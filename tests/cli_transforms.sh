@@ -6,13 +6,7 @@
 # under a transform, and a sweep variant setting eval.transform labels its rows.
 . "$(dirname "$0")/lib_cli.sh" cli_transforms
 
-for i in $(seq 1 300); do echo "the quick brown fox $i jumps over the lazy dog $((i * 7))"; done > corpus.txt
-cat > cfg.json <<'EOF2'
-{"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "alibi", "init_std": 0.3},
- "data": {"source": "text", "path": "corpus.txt", "tokenizer": "byte", "valid_frac": 0.1, "test_frac": 0.1},
- "train": {"seed": 3, "batch_size": 4, "seq_len": 32, "steps": 20, "eval_every": 20, "eval_batches": 1,
-           "log_every": 20, "schedule": {"warmup": 2}}}
-EOF2
+tiny_text_run alibi
 for r in alibi rope; do
     expect_rc 0 "train $r" "$BIN" train cfg.json --out "$r" --quiet --set model.pos="$r"
 done

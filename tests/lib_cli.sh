@@ -9,6 +9,8 @@
 #   finish NAME                  the closing line; exit 1 on failures, else 77 (ctest's
 #                                SKIP_RETURN_CODE: reported skipped) when a part was skipped
 #   same_text WHAT ARGS...       generate with the KV cache and with --no-cache: same text
+#   tiny_text_run POS            corpus.txt (300 short lines) and cfg.json: a 2-layer byte
+#                                model of method POS, 20 steps of 4 x 32 (a run in ~0.2 s)
 # Each test ends with: finish NAME (or echo "NAME: ..."; [ "$fails" -eq 0 ])
 set -u
 BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
@@ -43,4 +45,13 @@ same_text() {
     cp out.txt cached.txt
     expect_rc 0 "$what (--no-cache)" "$BIN" generate "$@" --no-cache
     if cmp -s cached.txt out.txt; then ok; else bad "$what: cached and --no-cache text differ"; diff cached.txt out.txt | head -4; fi
+}
+tiny_text_run() {
+    for i in $(seq 1 300); do echo "the quick brown fox $i jumps over the lazy dog $((i * 7))"; done > corpus.txt
+    cat > cfg.json <<EOF_TINY
+{"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "$1", "init_std": 0.3},
+ "data": {"source": "text", "path": "corpus.txt", "tokenizer": "byte", "valid_frac": 0.1, "test_frac": 0.1},
+ "train": {"seed": 3, "batch_size": 4, "seq_len": 32, "steps": 20, "eval_every": 20, "eval_batches": 1,
+           "log_every": 20, "schedule": {"warmup": 2}}}
+EOF_TINY
 }

@@ -7,10 +7,12 @@
 #include "st_train.h"
 #include "st_dist.h"
 
-/* train, eval and sweep run on every rank of an MPI job (dist: the transport) */
+/* train, extend, eval and sweep run on every rank of an MPI job (dist: the transport) */
 int cmd_train(int argc, char **argv, st_dist *dist);
 int cmd_eval(int argc, char **argv, st_dist *dist);
 int cmd_sweep(int argc, char **argv, st_dist *dist);
+/* `stretch extend RUN --to N`: a fine-tuning run from RUN's weights at a longer length */
+int cmd_extend(int argc, char **argv, st_dist *dist);
 int cmd_generate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 /* `stretch eval RUN --task NAME`: task evaluation (cmd_eval_task.c); cmd_eval hands over

@@ -1,7 +1,7 @@
 /* rundir.c - the run directory: refusing to clobber another run, step checkpoints with
  * a `latest` pointer and keep-last-N pruning, and trimming metrics.jsonl on resume.
  *
- *   RUN_DIR/config.json, tokenizer.json, metrics.jsonl
+ *   RUN_DIR/config.json, tokenizer.json, metrics.jsonl, init_from.json (train.init_from)
  *   RUN_DIR/checkpoints/step_NNNNNNNN.ckpt, best.ckpt, latest
  * Not here: the checkpoint format (checkpoint.c). */
 #define _GNU_SOURCE
@@ -20,7 +20,7 @@ void st_rundir_path(const char *dir, const char *name, char *out, size_t n) {
 }
 
 /* Files of a run: the ones st_train writes. --force removes exactly these. */
-static const char *const run_files[] = {"config.json", "metrics.jsonl", "tokenizer.json", NULL};
+static const char *const run_files[] = {"config.json", "metrics.jsonl", "tokenizer.json", "init_from.json", NULL};
 
 static int is_step_file(const char *name, int64_t *step) {
     long long s;

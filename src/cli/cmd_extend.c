@@ -1,0 +1,154 @@
+/* cmd_extend.c - `stretch extend RUN --to N`: context extension by fine-tuning
+ * (docs/extension.md). A new run that starts from RUN's latest weights (train.init_from),
+ * trains at train.seq_len N with its own steps, warmup and learning rate, and, with
+ * --transform, a trained position scaling (model.scaling.*: PI, NTK, YaRN or ALiBi
+ * interpolation at s = N / L, L = the base run's training length). The new run is an
+ * ordinary run directory: `stretch train --resume OUT` continues it bit for bit, and
+ * OUT/init_from.json records the checkpoint it came from.
+ *
+ * The command only writes overrides onto RUN's config (flags first, then --set), so every
+ * value is checked by the config table and a bad one is named by its key. */
+#include "cli/cli.h"
+#include "st_train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SETS 256
+#define SET_LEN (ST_PATH_BUF + 64)
+
+static void help(void) {
+    printf("usage: stretch extend RUN_DIR --to N (--steps K | --budget F) [--transform NAME] [--scale S]\n"
+           "                      [--batch B] [--lr X] [--warmup W] [--out DIR] [--force] [--set k=v ...]\n\n"
+           "Fine-tune RUN_DIR's latest weights at train.seq_len N (context extension, docs/extension.md).\n"
+           "  --to N          the new training length; longer than RUN_DIR's train.seq_len\n"
+           "  --steps K       fine-tuning steps (0: the base weights under the new keys, a baseline), or\n"
+           "  --budget F      a fraction of RUN_DIR's training tokens (0.05 = 5%%): K = F x its tokens / (B x N)\n"
+           "  --transform T   none (plain fine-tuning, default), pi, ntk, yarn (model.pos rope) or alibi_interp\n"
+           "                  (model.pos alibi): stored as model.scaling.*, applied in training and evaluation\n"
+           "  --scale S       the scaling factor (default N / L, L = the base run's training length)\n"
+           "  --batch B       sequences per step (default: RUN_DIR's tokens per step / N, at least 1)\n"
+           "  --lr X          peak learning rate (default RUN_DIR's train.optimizer.lr)\n"
+           "  --warmup W      warmup steps (default K / 10)\n"
+           "  --out DIR       run directory (default RUN_DIR-to<N>[-<transform>])\n"
+           "  --force, --quiet, --stop-after N, --set k=v: as for stretch train\n"
+           "Resume with: stretch train --resume DIR. Exit codes as stretch train.\n");
+}
+
+typedef struct extend_args {
+    const char *run, *out, *transform;
+    int64_t to, steps, batch, warmup;
+    double budget, scale, lr;
+    const char *sets[MAX_SETS];
+    int n_sets;
+    st_train_opts opts;
+} extend_args;
+
+static int parse(int argc, char **argv, extend_args *a) {
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) { help(); return -1; }
+        if (!strcmp(f, "--force")) { a->opts.force = 1; continue; }
+        if (!strcmp(f, "--quiet") || !strcmp(f, "-q")) { a->opts.quiet = 1; continue; }
+        if (f[0] != '-') {
+            if (a->run) return cli_usage("extend", "unexpected argument '%s'", f);
+            a->run = f;
+            if (cli_path_arg("extend", "RUN_DIR", f)) return ST_ERR_CONFIG;
+            continue;
+        }
+        if (!v) return cli_usage("extend", "%s needs a value", f);
+        i++;
+        if (!strcmp(f, "--to")) { if (!cli_int_arg(v, 1, 1 << 24, &a->to)) return cli_usage("extend", "--to '%s': integer in [1, 16777216] expected", v); }
+        else if (!strcmp(f, "--steps")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->steps)) return cli_usage("extend", "--steps '%s': integer >= 0 expected", v); }
+        else if (!strcmp(f, "--budget")) { if (!cli_num_arg(v, 1e-9, 1e6, &a->budget)) return cli_usage("extend", "--budget '%s': a fraction > 0 of the base run's tokens expected", v); }
+        else if (!strcmp(f, "--scale")) { if (!cli_num_arg(v, 1.0, 1e6, &a->scale)) return cli_usage("extend", "--scale '%s': a number in [1, 1e6] expected", v); }
+        else if (!strcmp(f, "--batch")) { if (!cli_int_arg(v, 1, 1 << 20, &a->batch)) return cli_usage("extend", "--batch '%s': integer >= 1 expected", v); }
+        else if (!strcmp(f, "--lr")) { if (!cli_num_arg(v, 1e-12, 10, &a->lr)) return cli_usage("extend", "--lr '%s': a number in (0, 10] expected", v); }
+        else if (!strcmp(f, "--warmup")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->warmup)) return cli_usage("extend", "--warmup '%s': integer >= 0 expected", v); }
+        else if (!strcmp(f, "--transform")) a->transform = v;
+        else if (!strcmp(f, "--stop-after")) { if (!cli_int_arg(v, 1, INT64_MAX, &a->opts.stop_after)) return cli_usage("extend", "--stop-after needs a step number >= 1"); }
+        else if (!strcmp(f, "--out") || !strcmp(f, "-o")) { a->out = v; if (cli_path_arg("extend", f, v)) return ST_ERR_CONFIG; }
+        else if (!strcmp(f, "--set")) {
+            if (a->n_sets == MAX_SETS) return cli_usage("extend", "too many --set options (max %d)", MAX_SETS);
+            a->sets[a->n_sets++] = v;
+        } else return cli_usage("extend", "unknown option '%s'", f);
+    }
+    if (!a->run) return cli_usage("extend", "needs the base run directory");
+    if (a->to == 0) return cli_usage("extend", "needs --to N (the new training length)");
+    if ((a->steps >= 0) == (a->budget > 0)) return cli_usage("extend", "give one of --steps K or --budget F");
+    return ST_OK;
+}
+
+int cmd_extend(int argc, char **argv, st_dist *dist) {
+    extend_args a = {.warmup = -1, .steps = -1};
+    a.opts.dist = dist;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    st_error e = {0};
+    char path[ST_PATH_BUF];
+    snprintf(path, sizeof path, "%s/config.json", a.run);
+    st_run_config *base = malloc(sizeof *base), *cfg = malloc(sizeof *cfg);
+    char (*own)[SET_LEN] = calloc(16, SET_LEN);
+    const char **sets = calloc(MAX_SETS + 16, sizeof *sets);
+    if (!base || !cfg || !own || !sets) { rc = st_fail(&e, ST_ERR_MEMORY, "out of memory"); goto out; }
+    if ((rc = st_run_config_load(path, NULL, 0, base, &e))) {
+        if (rc == ST_ERR_IO) st_fail(&e, ST_ERR_IO, "%s: not a run directory (no readable config.json)", a.run);
+        goto out;
+    }
+    const st_train_config *bt = &base->train;
+    if (a.to <= bt->seq_len) {
+        rc = cli_usage("extend", "--to %lld: must be longer than the base run's train.seq_len %d (%s)", (long long)a.to,
+                       bt->seq_len, path);
+        goto out;
+    }
+    /* L: the length the model was first trained at (a scaled base keeps its own) */
+    const int64_t L = base->model.scaling ? base->model.scaling_len : bt->seq_len;
+    const int64_t B = a.batch > 0 ? a.batch : ((int64_t)bt->batch_size * bt->seq_len / a.to > 0 ? (int64_t)bt->batch_size * bt->seq_len / a.to : 1);
+    const double base_tokens = (double)bt->steps * bt->batch_size * bt->seq_len * bt->grad_accum;
+    int64_t K = a.steps;   /* 0: the base weights with the scaling, as checkpoint step 0 */
+    if (a.budget > 0) {
+        K = (int64_t)llround(a.budget * base_tokens / ((double)B * (double)a.to * bt->grad_accum));
+        if (K < 1) K = 1;
+    }
+    const int64_t W = a.warmup >= 0 ? a.warmup : K / 10;
+    const char *xf = a.transform ? a.transform : "none";
+    const int scaled = strcmp(xf, "none") != 0;
+    const double s = a.scale > 0 ? a.scale : (double)a.to / (double)L;
+    int n = 0;
+    snprintf(own[n++], SET_LEN, "train.init_from=%s", a.run);
+    snprintf(own[n++], SET_LEN, "train.seq_len=%lld", (long long)a.to);
+    snprintf(own[n++], SET_LEN, "train.batch_size=%lld", (long long)B);
+    snprintf(own[n++], SET_LEN, "train.steps=%lld", (long long)K);
+    snprintf(own[n++], SET_LEN, "train.schedule.warmup=%lld", (long long)W);
+    if (a.lr > 0) snprintf(own[n++], SET_LEN, "train.optimizer.lr=%.17g", a.lr);
+    snprintf(own[n++], SET_LEN, "model.scaling.transform=%s", xf);
+    snprintf(own[n++], SET_LEN, "model.scaling.scale=%.17g", scaled ? s : 1.0);
+    snprintf(own[n++], SET_LEN, "model.scaling.train_len=%lld", scaled ? (long long)L : 0LL);
+    if (!scaled && a.scale > 0) { rc = cli_usage("extend", "--scale needs --transform (pi, ntk, yarn or alibi_interp)"); goto out; }
+    for (int i = 0; i < n; i++) sets[i] = own[i];
+    for (int i = 0; i < a.n_sets; i++) sets[n + i] = a.sets[i];
+    if ((rc = st_run_config_load(path, sets, n + a.n_sets, cfg, &e))) goto out;
+    char dir[ST_PATH_BUF];
+    if (a.out) snprintf(dir, sizeof dir, "%s", a.out);
+    else snprintf(dir, sizeof dir, "%s-to%lld%s%s", a.run, (long long)a.to, scaled ? "-" : "", scaled ? xf : "");
+    if (!a.opts.quiet)
+        st_log(ST_LOG_INFO, "extending %s (L = %lld) to %lld tokens: %s%s, %lld steps of %lld x %lld tokens (%.1f%% of "
+               "the base run's tokens) -> %s", a.run, (long long)L, (long long)a.to, xf, scaled ? " scaling" : " (plain "
+               "fine-tuning)", (long long)cfg->train.steps, (long long)cfg->train.batch_size, (long long)a.to,
+               100.0 * (double)cfg->train.steps * cfg->train.batch_size * a.to * cfg->train.grad_accum / base_tokens, dir);
+    rc = st_train(cfg, dir, &a.opts, NULL, &e);
+    if (rc == ST_ERR_INTERRUPTED) {
+        if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
+        goto done;
+    }
+out:
+    if (rc && e.code) rc = cli_report(&e);
+done:
+    free(base);
+    free(cfg);
+    free(own);
+    free(sets);
+    return rc;
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# cli_extend.sh - context extension by fine-tuning end to end on tiny byte-level runs
+# (docs/extension.md): `stretch extend` with zero steps equals the base run evaluated with
+# the matching --transform; an extension trains, records its origin, resumes bit for bit,
+# keeps model.scaling.* through export, is picked up by eval (an explicit --transform
+# replaces it and says so) and generate; --budget sizes the run; bad input is exit 2
+# naming the flag or key, with nothing written; a sweep point can extend a trained run.
+. "$(dirname "$0")/lib_cli.sh" cli_extend
+
+tiny_text_run rope
+expect_rc 0 "train rope" "$BIN" train cfg.json --out rope --quiet
+expect_rc 0 "train alibi" "$BIN" train cfg.json --out alibi --quiet --set model.pos=alibi
+
+# zero fine-tuning steps: the base weights under model.scaling == the base + --transform
+for x in pi ntk yarn; do
+    expect_rc 0 "extend $x, 0 steps" "$BIN" extend rope --to 64 --transform "$x" --steps 0 --out "z_$x" --quiet
+    expect_rc 0 "eval z_$x" "$BIN" eval "z_$x" --lengths 32,64,128 --json "z_$x.json" --quiet
+    expect_rc 0 "eval rope + $x" "$BIN" eval rope --lengths 32,64,128 --transform "$x" --scale 2 --json "t_$x.json" --quiet
+    "$PY" - "z_$x.json" "t_$x.json" <<'EOF2' && ok || bad "$x: 0-step extension vs base + transform"
+import json, sys
+a, b = (json.load(open(p))["results"] for p in sys.argv[1:3])
+for x, y in zip(a, b):
+    assert abs(x["loss"] - y["loss"]) <= 1e-6 * max(1, abs(y["loss"])), (x["loss"], y["loss"])
+EOF2
+done
+expect_rc 0 "alibi_interp, 0 steps" "$BIN" extend alibi --to 128 --transform alibi_interp --steps 0 --out z_ai --quiet
+expect_rc 0 "eval z_ai" "$BIN" eval z_ai --lengths 128 --json z_ai.json --quiet
+expect_rc 0 "eval alibi + interp" "$BIN" eval alibi --lengths 128 --transform alibi_interp --scale 4 --json t_ai.json --quiet
+"$PY" -c "
+import json
+a, b = json.load(open('z_ai.json'))['results'][0]['loss'], json.load(open('t_ai.json'))['results'][0]['loss']
+assert abs(a - b) <= 1e-6 * abs(b), (a, b)" && ok || bad "alibi_interp: 0-step extension vs base + transform"
+
+# a real extension: yarn at 2x, its origin, the keys in config.json and in the export
+expect_rc 0 "extend yarn" "$BIN" extend rope --to 64 --transform yarn --steps 6 --lr 5e-4 --out ext --quiet \
+    --set train.log_every=1
+"$PY" - <<'EOF2' && ok || bad "extension config and origin"
+import json
+c = json.load(open("ext/config.json"))
+sc = c["model"]["scaling"]
+assert sc == {"transform": "yarn", "scale": 2, "train_len": 32, "yarn_alpha": 1, "yarn_beta": 32}, sc
+t = c["train"]
+assert t["seq_len"] == 64 and t["steps"] == 6 and t["optimizer"]["lr"] == 5e-4 and t["batch_size"] == 2, t
+assert t["schedule"]["warmup"] == 0 and t["init_from"].endswith("rope"), t
+o = json.load(open("ext/init_from.json"))
+assert o["step"] == 20 and o["train_seq_len"] == 32 and o["pos"] == "rope", o
+assert o["checkpoint"].endswith("rope/checkpoints/step_00000020.ckpt"), o
+EOF2
+expect_rc 0 "export ext" "$BIN" export ext --out exp
+"$PY" -c "
+import json
+assert json.load(open('exp/config.json'))['model']['scaling']['transform'] == 'yarn'" && ok || bad "export keeps model.scaling"
+
+# resume across the extension is bit-exact
+expect_rc 0 "extend, stopped" "$BIN" extend rope --to 64 --transform yarn --steps 6 --lr 5e-4 --out ext2 --stop-after 3 \
+    --quiet --set train.log_every=1
+expect_rc 0 "resume" "$BIN" train --resume ext2 --quiet
+"$PY" - <<'EOF2' && ok || bad "resumed extension differs from the uninterrupted one"
+import json
+def losses(p):
+    return [(r["step"], r["loss"]) for r in map(json.loads, open(p)) if "loss" in r and "step" in r]
+a, b = losses("ext/metrics.jsonl"), losses("ext2/metrics.jsonl")
+assert a == b and len(a) == 6, (a, b)
+EOF2
+expect_rc 0 "export ext2" "$BIN" export ext2 --out exp2
+cmp -s exp/model.safetensors exp2/model.safetensors && ok || bad "final weights differ after the resume"
+
+# eval and generate use the scaling; an explicit transform replaces it and says so
+expect_rc 0 "eval ext" "$BIN" eval ext --lengths 64 --quiet
+expect_rc 0 "eval ext --transform pi" "$BIN" eval ext --lengths 64 --transform pi --quiet
+expect_err "replaces the model's trained scaling yarn s=2"
+same_text "generate ext" ext --prompt "the quick" --tokens 40 --context 64 --seed 2
+
+# --budget: 10% of 20 x 4 x 32 tokens at 2 x 64 per step = 2 steps
+expect_rc 0 "extend --budget" "$BIN" extend rope --to 64 --budget 0.1 --out bud --quiet
+"$PY" -c "
+import json
+c = json.load(open('bud/config.json'))
+assert c['train']['steps'] == 2 and c['model']['scaling']['transform'] == 'none', c['train']" && ok || bad "--budget steps"
+
+# bad input: exit 2 naming the flag or key, nothing written
+expect_rc 2 "--to below" "$BIN" extend rope --to 16 --steps 1 --out b1
+expect_err "--to 16: must be longer than the base run's train.seq_len 32"
+expect_rc 2 "pi on alibi" "$BIN" extend alibi --to 64 --transform pi --steps 1 --out b2
+expect_err "model.scaling.transform: pi applies to model.pos \"rope\" only"
+expect_rc 2 "scale below 1" "$BIN" extend rope --to 64 --transform pi --scale 0.5 --steps 1 --out b3
+expect_err "--scale"
+expect_rc 2 "inference-only" "$BIN" extend rope --to 64 --transform dynamic_ntk --steps 1 --out b4
+expect_err "inference-only"
+expect_rc 2 "yarn ramp" "$BIN" extend rope --to 64 --transform yarn --steps 1 --out b5 --set model.scaling.yarn_beta=0.5
+expect_err "model.scaling.yarn_beta"
+expect_rc 2 "yarn key on pi" "$BIN" extend rope --to 64 --transform pi --steps 1 --out b6 --set model.scaling.yarn_alpha=2
+expect_err "model.scaling.yarn_alpha: applies to model.scaling.transform yarn only"
+expect_rc 2 "scale without transform" "$BIN" extend rope --to 64 --scale 2 --steps 1 --out b7
+expect_err "--scale needs --transform"
+expect_rc 2 "neither steps nor budget" "$BIN" extend rope --to 64 --out b8
+expect_rc 3 "no base run" "$BIN" extend nope --to 64 --steps 1 --out b9
+expect_err "nope: not a run directory"
+expect_rc 2 "scaling key in a config" "$BIN" train cfg.json --out b10 --set model.scaling.scale=0
+expect_err "model.scaling.scale"
+expect_rc 2 "shorter than the base, by config" "$BIN" train cfg.json --out b11 --set train.init_from=rope \
+    --set model.scaling.transform=pi --set model.scaling.scale=2 --set train.seq_len=16
+expect_err "train.seq_len: 16 is shorter than the base run's 32"
+for d in b1 b2 b3 b4 b5 b6 b7 b8 b9 b10 b11; do [ -e "$d" ] && bad "$d was written"; done; ok
+
+# a sweep point extends a trained run through train.init_from + model.scaling.*
+cat > sw.json <<'EOF2'
+{"base": "cfg.json", "variants": [
+   {"name": "ext-pi", "train.init_from": "rope", "train.seq_len": 64, "train.batch_size": 2, "train.steps": 4,
+    "model.scaling.transform": "pi", "model.scaling.scale": 2, "model.scaling.train_len": 32}],
+ "eval": {"lengths": [32, 64]}, "out": "sw"}
+EOF2
+expect_rc 0 "extension sweep" "$BIN" sweep sw.json --quiet
+grep -q "rope+pi2" sw/results.md && ok || { bad "sweep row label lacks the scaling"; cat sw/results.md; }
+[ -f sw/ext-pi/init_from.json ] && ok || bad "sweep point lacks init_from.json"
+expect_rc 0 "sweep again: nothing to do" "$BIN" sweep sw.json --quiet
+
+finish cli_extend
