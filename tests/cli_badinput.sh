@@ -300,13 +300,13 @@ cp "$STF" y.st;                           expect 0 "" -- "$BIN" train "$CFG" --o
 head -c $((STSIZE - 10)) "$STF" >y.st;    st_case 5 "do not fit the tensor or the file"
 head -c 100 "$STF" >y.st;                 st_case 5 "not a safetensors file"
 : >y.st;                                  st_case 5 "not a safetensors file (too short)"
-cp "$CK" y.st;                            st_case 5 "not a safetensors file"
+cp "$CK" y.st;                            expect 0 "" -- "$BIN" train "$CFG" --out stout --force --quiet --set "train.init_from=$TMP/y.st"   # a checkpoint: its weights
 cp "$STF" y.st; printf '\xff\xff\xff\xff\xff\xff\xff\x7f' | dd of=y.st bs=1 conv=notrunc 2>/dev/null
 st_case 5 "header length 9223372036854775807"
 cp "$STF" y.st; printf '\x01' | dd of=y.st bs=1 seek=8 conv=notrunc 2>/dev/null
 st_case 5 "header is not a JSON object"
 rm -f y.st; mkfifo y.st;                  st_case 3 "not a regular file"
-rm -f y.st; mkdir y.st;                   st_case 3 "not a regular file"
+rm -f y.st; mkdir y.st;                   st_case 3 "no checkpoint yet"   # a directory is a run to start from
 rm -rf y.st
 if command -v python3 >/dev/null 2>&1; then
     # rewrite the header with a Python edit: st_edit 'PYTHON ON h (dict)'

@@ -101,7 +101,10 @@ expect_err "model.scaling.scale"
 expect_rc 2 "shorter than the base, by config" "$BIN" train cfg.json --out b11 --set train.init_from=rope \
     --set model.scaling.transform=pi --set model.scaling.scale=2 --set train.seq_len=16
 expect_err "train.seq_len: 16 is shorter than the base run's 32"
-for d in b1 b2 b3 b4 b5 b6 b7 b8 b9 b10 b11; do [ -e "$d" ] && bad "$d was written"; done; ok
+expect_rc 5 "init_from a run of another shape" "$BIN" train cfg.json --out b12 --set train.init_from=rope \
+    --set model.d_model=64
+expect_err "train.init_from: .*rope/checkpoints/step_00000020.ckpt: checkpoint has 27 parameters"
+for d in b1 b2 b3 b4 b5 b6 b7 b8 b9 b10 b11 b12; do [ -e "$d" ] && bad "$d was written"; done; ok
 
 # a sweep point extends a trained run through train.init_from + model.scaling.*
 cat > sw.json <<'EOF2'

@@ -390,6 +390,18 @@ int st_checkpoint_load(const char *path, st_run_config *cfg, st_params *p, int w
     return rc;
 }
 
+int st_checkpoint_is(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode)) return 1;
+    if (!S_ISREG(st.st_mode)) return 0;   /* a FIFO would block the read; the loader refuses it */
+    FILE *f = fopen(path, "rb");
+    char hdr[8];
+    const int is = f && fread(hdr, 1, 8, f) == 8 && memcmp(hdr, MAGIC, 8) == 0;
+    if (f) fclose(f);
+    return is;
+}
+
 int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e) {
     struct stat st;
     if (stat(path_or_run_dir, &st) != 0)

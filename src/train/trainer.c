@@ -210,7 +210,7 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     return ST_OK;
 }
 
-/* train.init_from: exported weights (.safetensors), or a stretch checkpoint or run
+/* train.init_from: exported weights (safetensors), or a stretch checkpoint or run
  * directory (its latest checkpoint; the weights only, fresh optimizer state), the way a
  * context extension starts from its base run. A checkpoint must have this model's
  * parameter table exactly. RUN/init_from.json records which checkpoint file (which step
@@ -218,9 +218,7 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
 static int load_init(trainer *t, st_error *e) {
     st_run_config *c = &t->cfg;
     st_train_config *tc = &c->train;
-    const size_t len = strlen(tc->init_from);
-    if (len > 12 && !strcmp(tc->init_from + len - 12, ".safetensors"))
-        return st_model_load_safetensors(&t->model, tc->init_from, e);
+    if (!st_checkpoint_is(tc->init_from)) return st_model_load_safetensors(&t->model, tc->init_from, e);
     char path[ST_PATH_BUF];
     st_run_config *base = malloc(sizeof *base);
     st_train_state bs;
