@@ -78,6 +78,14 @@ import json
 c = json.load(open('bud/config.json'))
 assert c['train']['steps'] == 2 and c['model']['scaling']['transform'] == 'none', c['train']" && ok || bad "--budget steps"
 
+# log-n scaling keeps the base run's length: queries sharpen past L as in the base model
+expect_rc 0 "train logn" "$BIN" train cfg.json --out logn --quiet --set model.attn_scale=logn
+expect_rc 0 "extend logn" "$BIN" extend logn --to 64 --steps 1 --out logn_ext --quiet
+"$PY" -c "
+import json
+m = json.load(open('logn_ext/config.json'))['model']
+assert m['attn_scale'] == 'logn' and m['attn_scale_len'] == 32, m" && ok || bad "extension changed attn_scale_len"
+
 # bad input: exit 2 naming the flag or key, nothing written
 expect_rc 2 "--to below" "$BIN" extend rope --to 16 --steps 1 --out b1
 expect_err "--to 16: must be longer than the base run's train.seq_len 32"
