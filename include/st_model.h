@@ -46,6 +46,10 @@ typedef enum st_pos_kind {
 typedef enum st_attn_scale_kind {
     ST_ATTN_SCALE_NONE = 0, ST_ATTN_SCALE_LOGN, ST_ATTN_SCALE_LEARNED, ST_ATTN_SCALE_COUNT
 } st_attn_scale_kind;
+/* The decoder block's options (src/model/block.c): norm, feed-forward, q/k norm. */
+typedef enum st_norm_kind { ST_NORM_LAYER = 0, ST_NORM_RMS, ST_NORM_COUNT } st_norm_kind;
+typedef enum st_ffn_kind { ST_FFN_GELU = 0, ST_FFN_SWIGLU, ST_FFN_GEGLU, ST_FFN_COUNT } st_ffn_kind;
+typedef enum st_qk_norm_kind { ST_QK_NORM_NONE = 0, ST_QK_NORM_RMS, ST_QK_NORM_COUNT } st_qk_norm_kind;
 typedef enum st_kerple_kind { ST_KERPLE_LOG = 0, ST_KERPLE_POWER } st_kerple_kind;
 typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;
 typedef enum st_rf_scope { ST_RF_FIXED = 0, ST_RF_PER_LAYER, ST_RF_PER_HEAD } st_rf_scope;
@@ -59,7 +63,14 @@ typedef struct st_model_config {
     int n_layers;
     int d_model;
     int n_heads;
-    int d_ff;               /* 0 -> 4 * d_model */
+    int d_ff;               /* 0 -> 4 * d_model (gelu), 8 d_model / 3 up to a multiple of 64
+                             * (swiglu, geglu): st_model_d_ff */
+    int norm;               /* st_norm_kind: layernorm (default) or rmsnorm */
+    int ffn;                /* st_ffn_kind: gelu (default), swiglu, geglu */
+    int bias;               /* 1 (default): biases in the q/k/v, output and FFN projections */
+    int qk_norm;            /* st_qk_norm_kind: none (default) or rmsnorm per head */
+    int n_kv_heads;         /* key/value heads (grouped-query attention; divides n_heads);
+                             * -1 (default) = n_heads: st_model_kv_heads */
     int pos;                /* st_pos_kind */
     int max_len;            /* learned positions: table length (error beyond it) */
     int tie_embeddings;     /* 1 (default): lm head = tok_emb.weight */
@@ -113,6 +124,23 @@ int st_pos_from_name(const char *name);       /* -1 if unknown */
 /* The method's variant, for labels and reports ("exp" of alibi_rf, with *key "rf_kind"),
  * or NULL (key NULL) when the method has none. */
 const char *st_pos_variant(const st_model_config *c, const char **key);
+/* The block options' names and back (-1 if unknown): "layernorm" / "rmsnorm", "gelu" /
+ * "swiglu" / "geglu", "none" / "rmsnorm". */
+const char *st_norm_name(int k);
+int st_norm_from_name(const char *name);
+const char *st_ffn_name(int k);
+int st_ffn_from_name(const char *name);
+const char *st_qk_norm_name(int k);
+int st_qk_norm_from_name(const char *name);
+/* The feed-forward width (model.d_ff, or its default for model.ffn) and the rows of
+ * ffn.fc1.weight (2 d_ff for the gated units: gate rows, then value rows). */
+int st_model_d_ff(const st_model_config *c);
+/* ", rmsnorm, swiglu (d_ff 384), no biases, 2 key/value heads": the block's departures
+ * from the GPT-2 block, for log lines ("" for the default block). */
+void st_block_label(const st_model_config *c, char *buf, size_t n);
+/* Key/value heads: model.n_kv_heads, or n_heads when it is -1. */
+int st_model_kv_heads(const st_model_config *c);
+int st_model_fc1_rows(const st_model_config *c);
 /* "none", "logn" or "learned_logn", and back (-1 if unknown). */
 const char *st_attn_scale_name(int kind);
 int st_attn_scale_from_name(const char *name);
@@ -172,6 +200,7 @@ typedef struct st_model {
     struct st_block_params {
         int ln1_w, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_w, ln2_b;
         int fc1_w, fc1_b, fc2_w, fc2_b;
+        int q_norm, k_norm;     /* qk_norm rmsnorm: (D) weights, else -1 */
         int pos[ST_POS_MAX_PARAMS];
         int logn_scale;     /* attn_scale learned_logn: s (H), else -1 */
     } *blocks;
@@ -263,11 +292,14 @@ size_t st_model_step_bytes(st_model *m, int64_t B, int64_t T, int grad, st_error
  *     query position) cannot slide: every position of the window
  *     changes. st_model_decode refuses (ST_ERR_CONFIG); the caller resets the cache and
  *     prefills the last `window` tokens again (st_kv_cache_slides tells which applies).
- * Layout: k, v (n_layers, n_heads, rows, head_dim); a sliding cache keeps `rows` =
+ * Layout: k, v (n_layers, n_kv_heads, rows, head_dim) (grouped-query attention keeps one
+ * key/value head per group of query heads: n_heads / n_kv_heads times less memory); a
+ * sliding cache keeps `rows` =
  * window + slack and, when full, moves its last window - 1 keys to the front, so keys
  * stay contiguous and the copy costs (window - 1) / (slack + 1) keys per token. */
 typedef struct st_kv_cache {
     int n_layers, n_heads, head_dim;
+    int n_kv_heads;         /* heads of k, v (grouped-query attention: n_heads / group) */
     int slides;             /* st_kv_cache_slides(model.pos) */
     int64_t window;         /* keys a query sees at most */
     int64_t rows;           /* key rows per (layer, head) */
@@ -302,6 +334,8 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
 /* Forget every token (also the bias tables: call it after changing the parameters). */
 void st_kv_cache_reset(st_kv_cache *c);
 void st_kv_cache_free(st_kv_cache *c);
+/* Bytes the cache holds: keys and values (and rerope's unrotated keys), bias tables. */
+double st_kv_cache_bytes(const st_kv_cache *c);
 
 /* Run n_new tokens (ids, each in [0, V)) through the model in inference mode at positions
  * c->n_seen.., appending their keys and values to the cache, and write the logits (V) of

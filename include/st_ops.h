@@ -34,6 +34,12 @@ st_tensor *st_layernorm(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b, f
 /* GELU: exact = 0 -> tanh approximation 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3)));
  *       exact = 1 -> 0.5x(1+erf(x/sqrt 2)). */
 st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact);
+/* RMSNorm over the last dim: x / sqrt(mean(x^2) + eps) * w (no mean, no bias). */
+st_tensor *st_rmsnorm(st_ctx *ctx, st_tensor *x, st_tensor *w, float eps);
+/* Gated linear unit: x (..,2F) = [a, b] -> act(a) * b (..,F); act = silu (swiglu) or
+ * gelu, tanh or erf form (geglu). */
+enum { ST_GLU_SWIGLU = 0, ST_GLU_GEGLU_TANH, ST_GLU_GEGLU_ERF, ST_GLU_COUNT };
+st_tensor *st_glu(st_ctx *ctx, st_tensor *x, int kind);
 /* Inverted dropout with keep-mask from st_hash_uniform(seed, element index): identical
  * for any thread count; identity when p == 0 or !ctx->train. */
 st_tensor *st_dropout(st_ctx *ctx, st_tensor *x, float p, uint64_t seed);
@@ -43,6 +49,12 @@ st_tensor *st_merge_heads(st_ctx *ctx, st_tensor *x);
 /* qkv (B,T,3C) (q rows, then k, then v; head h uses cols h*D..(h+1)*D of each) ->
  * q, k, v each (B,H,T,D). One op, three outputs; returns 0 on failure. */
 int st_split_qkv(st_ctx *ctx, st_tensor *qkv, int H, st_tensor **q, st_tensor **k, st_tensor **v);
+/* The same for grouped-query attention: qkv (B,T,(H+2Hkv)D) -> q (B,H,T,D), k, v
+ * (B,Hkv,T,D); Hkv divides H. */
+int st_split_qkv_gqa(st_ctx *ctx, st_tensor *qkv, int H, int Hkv, st_tensor **q, st_tensor **k, st_tensor **v);
+/* x (B,H,T,D) -> (B,H*g,T,D), head h of the output = head h/g of x (x itself when g = 1);
+ * the backward sums each group's gradients. */
+st_tensor *st_repeat_heads(st_ctx *ctx, st_tensor *x, int g);
 /* Rotary position embedding (rotate-half convention, as GPT-NeoX / HF LLaMA) applied to
  * x (B,H,T,D) at absolute positions pos0..pos0+T-1; frequencies base^(-2i/D). */
 st_tensor *st_rope(st_ctx *ctx, st_tensor *x, float base, int64_t pos0);
@@ -178,12 +190,13 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
  * sink row j (its rows are no positions once keys between them and the window were
  * dropped); required when there is a bias (bias_tab or gbias), else NULL.
  * q2 (like q) and k2 (laid out like k): clipped relative positions as st_attention_clipped
- * (NULL: none). */
+ * (NULL: none). kv_group > 1: grouped-query keys: k, v (and k2) hold H / kv_group heads per
+ * batch row (pair (b, h) reads head h / kv_group); 1: H heads. */
 st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                      int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                      const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale,
                                      int64_t sinks, const float *sink_bias, st_tensor *q2, const float *k2,
-                                     int64_t clip);
+                                     int64_t clip, int64_t kv_group);
 /* Causal self-attention restricted to attention sinks + a window, inference only (the
  * streamed kernel; nothing recorded for backward): query i sees keys j with i - j < window
  * and keys j < sinks, bias as st_attention (distances i - j, positions 0..T-1).

@@ -73,15 +73,56 @@ class Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
 
 
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * w (PyTorch 1.13 has no nn.RMSNorm)"""
+
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.w, self.eps = nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.w
+
+
+class LlamaBlock(nn.Module):
+    """stretch's --block llama: RMSNorm, SwiGLU (d_ff = 3d), no biases, H/2 key/value heads"""
+
+    def __init__(self, d, H, std, rstd):
+        super().__init__()
+        self.H, self.Hkv, D = H, H // 2 if H % 2 == 0 else H, d // H
+        self.ln1, self.ln2 = RMSNorm(d), RMSNorm(d)
+        self.qkv = nn.Linear(d, (H + 2 * self.Hkv) * D, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+        self.fc1 = nn.Linear(d, 2 * 3 * d, bias=False)
+        self.fc2 = nn.Linear(3 * d, d, bias=False)
+        for lin, s in ((self.qkv, std), (self.out, rstd), (self.fc1, std), (self.fc2, rstd)):
+            nn.init.normal_(lin.weight, 0.0, s)
+
+    def forward(self, x, bias):
+        B, T, C = x.shape
+        H, Hkv, D = self.H, self.Hkv, C // self.H
+        q, k, v = self.qkv(self.ln1(x)).split([H * D, Hkv * D, Hkv * D], dim=-1)
+        q = q.view(B, T, H, D).transpose(1, 2)
+        k, v = [z.view(B, T, Hkv, D).transpose(1, 2).repeat_interleave(H // Hkv, dim=1) for z in (k, v)]
+        s = torch.baddbmm(bias.expand(B, H, T, T).reshape(B * H, T, T), q.reshape(B * H, T, D),
+                          k.reshape(B * H, T, D).transpose(1, 2), alpha=1.0 / math.sqrt(D))
+        a = torch.bmm(torch.softmax(s, dim=-1), v.reshape(B * H, T, D))
+        a = a.view(B, H, T, D).transpose(1, 2).reshape(B, T, C)
+        x = x + self.out(a)
+        g, u = self.fc1(self.ln2(x)).chunk(2, dim=-1)
+        return x + self.fc2(F.silu(g) * u)
+
+
 class GPT(nn.Module):
-    def __init__(self, V, L, d, H, pos):
+    def __init__(self, V, L, d, H, pos, block="gpt2"):
         super().__init__()
         std, rstd = 0.02, 0.02 / math.sqrt(2 * L)
         self.H, self.d, self.pos = H, d, pos
         self.tok_emb = nn.Embedding(V, d)
         nn.init.normal_(self.tok_emb.weight, 0.0, std)
-        self.blocks = nn.ModuleList([Block(d, H, std, rstd) for _ in range(L)])
-        self.ln_f = nn.LayerNorm(d)
+        blk = LlamaBlock if block == "llama" else Block
+        self.blocks = nn.ModuleList([blk(d, H, std, rstd) for _ in range(L)])
+        self.ln_f = RMSNorm(d) if block == "llama" else nn.LayerNorm(d)
         self.slopes = torch.tensor(alibi_slopes(H), dtype=torch.float32)
         self._cache = {}
 
@@ -150,6 +191,7 @@ def main():
     for k in ("vocab", "layers", "d", "heads", "batch", "seq", "steps", "warmup"):
         ap.add_argument("--" + k, type=int)
     ap.add_argument("--pos", default="alibi", choices=["alibi", "sinusoidal", "none"])
+    ap.add_argument("--block", default="gpt2", choices=["gpt2", "llama"])
     ap.add_argument("--eval", default=None, help="L1,L2,... or none")
     ap.add_argument("--eval-batch", type=int, default=1)
     ap.add_argument("--eval-reps", type=int, default=2)
@@ -185,8 +227,8 @@ def main():
     V, L, d, H, B, T = p["V"], p["L"], p["d"], p["H"], p["B"], p["T"]
 
     res = {"program": "pytorch", "version": torch.__version__, "preset": a.preset,
-           "config": {"vocab_size": V, "n_layers": L, "d_model": d, "n_heads": H, "d_ff": 4 * d,
-                      "pos": a.pos, "B": B, "T": T, "steps": p["steps"], "warmup": p["warmup"],
+           "config": {"vocab_size": V, "n_layers": L, "d_model": d, "n_heads": H, "d_ff": 3 * d if a.block == "llama" else 4 * d,
+                      "pos": a.pos, "block": a.block, "B": B, "T": T, "steps": p["steps"], "warmup": p["warmup"],
                       "lr": 3e-4, "clip_norm": 1.0, "eval_B": a.eval_batch, "eval_reps": a.eval_reps,
                       "seed": a.seed, "precision": a.precision},
            "env": {"blas_core": os.environ.get("OPENBLAS_CORETYPE", ""),
@@ -207,7 +249,7 @@ def main():
         sg["gflops_median"] = statistics.median(w for w, c in runs)
         sg["gflops_per_cpu_s"] = max(c for w, c in runs)
         log(f"{a.precision} GEMM {a.sgemm}^3: best {sg['gflops_best']:.1f} GFLOPS, median {sg['gflops_median']:.1f}")
-    model = GPT(V, L, d, H, a.pos)
+    model = GPT(V, L, d, H, a.pos, a.block)
     n_params = sum(t.numel() for t in model.parameters())
     fpt = 6.0 * n_params + 6.0 * L * T * d
     res["n_params"], res["flops_per_token"] = n_params, fpt

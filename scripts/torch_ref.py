@@ -192,6 +192,32 @@ def embed(cfg, p, ids):
     return x
 
 
+def norm(cfg, x, p, name, eps):
+    """model.norm: LayerNorm (weight, bias) or RMSNorm x / sqrt(mean(x^2) + eps) * weight"""
+    if cfg.get("norm", "layernorm") == "rmsnorm":
+        return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * p[name + ".weight"]
+    return F.layer_norm(x, (x.shape[-1],), p[name + ".weight"], p[name + ".bias"], eps)
+
+
+def lin(cfg, x, p, name):
+    """x W^T (+ b unless model.bias is false)"""
+    y = x @ p[name + ".weight"].T
+    return y + p[name + ".bias"] if cfg.get("bias", True) else y
+
+
+def ffn(cfg, h, p, pre):
+    """model.ffn: W2 gelu(W1 h), or W2 (act(gate) * value) with W1 = [gate rows; value rows]"""
+    approx = "none" if cfg["gelu"] == "erf" else "tanh"
+    h = lin(cfg, h, p, pre + "ffn.fc1")
+    kind = cfg.get("ffn", "gelu")
+    if kind == "gelu":
+        h = F.gelu(h, approximate=approx)
+    else:
+        a, b = h.chunk(2, dim=-1)
+        h = (F.silu(a) if kind == "swiglu" else F.gelu(a, approximate=approx)) * b
+    return lin(cfg, h, p, pre + "ffn.fc2")
+
+
 def forward(cfg, p, ids, targets):
     B, T = ids.shape
     V, C = p["tok_emb.weight"].shape
@@ -202,10 +228,16 @@ def forward(cfg, p, ids, targets):
     mask = torch.ones(T, T).tril().bool()
     for l in range(L):
         pre = f"blocks.{l}."
-        h = F.layer_norm(x, (C,), p[pre + "ln1.weight"], p[pre + "ln1.bias"], eps)
-        qkv = h @ p[pre + "attn.qkv.weight"].T + p[pre + "attn.qkv.bias"]
-        q, k, v = qkv.split(C, dim=-1)
-        q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
+        h = norm(cfg, x, p, pre + "ln1", eps)
+        qkv = lin(cfg, h, p, pre + "attn.qkv")
+        Hkv = cfg.get("n_kv_heads", -1)
+        Hkv = H if Hkv in (-1, None) else Hkv      # grouped-query: Hkv key/value heads
+        q, k, v = qkv.split([H * D, Hkv * D, Hkv * D], dim=-1)
+        q = q.reshape(B, T, H, D).transpose(1, 2)
+        k, v = [z.reshape(B, T, Hkv, D).transpose(1, 2) for z in (k, v)]
+        if cfg.get("qk_norm", "none") == "rmsnorm":   # per head over D, before the positions
+            q = q * torch.rsqrt((q * q).mean(-1, keepdim=True) + eps) * p[pre + "attn.q_norm.weight"]
+            k = k * torch.rsqrt((k * k).mean(-1, keepdim=True) + eps) * p[pre + "attn.k_norm.weight"]
         if cfg["pos"] in ("rope", "xpos"):
             P = positions(cfg, T)
             q, k = rope(q, cfg, P), rope(k, cfg, P)
@@ -220,6 +252,7 @@ def forward(cfg, p, ids, targets):
         elif cfg.get("attn_scale", "none") == "learned_logn":
             sh = p[pre + "attn.logn_scale"]                   # [H]
             q = q * (sh[:, None, None] * torch.log(n)[:, None])
+        k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
         s = q @ k.transpose(-1, -2) / math.sqrt(D)
         bias = bias_for(cfg, p, l, T, H)
         if bias is not None:
@@ -229,12 +262,9 @@ def forward(cfg, p, ids, targets):
             s = s + cope_term(q, s, p[pre + "attn.cope_pos"], 1 / math.sqrt(D))
         a = torch.softmax(s, dim=-1) @ v
         a = a.transpose(1, 2).reshape(B, T, C)
-        x = x + a @ p[pre + "attn.out.weight"].T + p[pre + "attn.out.bias"]
-        h = F.layer_norm(x, (C,), p[pre + "ln2.weight"], p[pre + "ln2.bias"], eps)
-        h = h @ p[pre + "ffn.fc1.weight"].T + p[pre + "ffn.fc1.bias"]
-        h = F.gelu(h, approximate="none" if cfg["gelu"] == "erf" else "tanh")
-        x = x + h @ p[pre + "ffn.fc2.weight"].T + p[pre + "ffn.fc2.bias"]
-    x = F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"], eps)
+        x = x + lin(cfg, a, p, pre + "attn.out")
+        x = x + ffn(cfg, norm(cfg, x, p, pre + "ln2", eps), p, pre)
+    x = norm(cfg, x, p, "ln_f", eps)
     head = p["tok_emb.weight"] if cfg["tie_embeddings"] else p["lm_head.weight"]
     logits = x @ head.T
     return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(-1), ignore_index=-1)

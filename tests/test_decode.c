@@ -146,12 +146,14 @@ static st_tensor *banded_logits(st_model *m, st_ctx *ctx, const int32_t *ids, in
     for (int l = 0; l < m->cfg.n_layers && x; l++) {
         st_tensor *q, *k, *v;
         st_attn_bias *inner;
-        if (!st_block_qkv(m, ctx, l, x, 0, W, &q, &k, &v) || !st_block_bias(m, ctx, l, &inner)) return NULL;
+        if (!st_block_qkv(m, ctx, l, x, 0, W, &q, &k, &v) || !st_block_expand_kv(m, ctx, &k, &v, NULL) ||
+            !st_block_bias(m, ctx, l, &inner))
+            return NULL;
         band_bias *bb = st_ctx_alloc(ctx, sizeof *bb, 0);
         band_init(bb, inner, W);
         x = st_block_out(m, ctx, l, x, st_attention(ctx, q, k, v, &bb->iface, 1, 0.0f, 0.0f, 0), 0);
     }
-    x = st_layernorm(ctx, x, st_param(&m->params, m->p_ln_f_w), st_param(&m->params, m->p_ln_f_b), m->cfg.ln_eps);
+    x = st_block_norm(m, ctx, x, m->p_ln_f_w, m->p_ln_f_b);
     return st_linear(ctx, x, st_model_head_weight(m), NULL);
 }
 

@@ -117,7 +117,11 @@ static void gradcheck_model(const char *name, fwd_args *a) {
     st_tensor *leaves[256];
     int n = 0;
     for (int i = 0; i < a->m->params.count; i++) leaves[n++] = st_param(&a->m->params, i);
-    gradcheck(name, th_model_loss, a, leaves, n, 0, 1e-2, 2e-4, 2e-2, 24);
+    /* q/k norm (model.qk_norm) divides by |q| per head: the loss curves more in the
+     * embeddings, and eps 1e-2 leaves a truncation error (~ eps^2) near the tolerance;
+     * 3e-3 cuts it ten-fold while rounding noise (~ 1e-7 |L| / eps) stays far below */
+    const double eps = a->m->cfg.qk_norm ? 3e-3 : 1e-2;
+    gradcheck(name, th_model_loss, a, leaves, n, 0, eps, 2e-4, 2e-2, 24);
 }
 
 static void test_gradcheck_all(void) {

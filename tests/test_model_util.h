@@ -42,6 +42,17 @@ static inline void fire_small(st_model_config *c) { c->fire_threshold = 2.5f; c-
 /* log-n attention scaling: past a training length of 3, and learned per head */
 static inline void logn3(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 3; }
 static inline void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
+/* today's decoder block (model.norm, ffn, bias, qk_norm): LLaMA-style, and a GeGLU mix */
+static inline void llama_block(st_model_config *c) {
+    c->norm = ST_NORM_RMS; c->ffn = ST_FFN_SWIGLU; c->bias = 0; c->qk_norm = ST_QK_NORM_RMS;
+    /* q/k norm divides by |q| per head: with init_std 0.02 and no bias, |q| ~ 0.05 and the
+     * loss curves like 1/|q|^2, too sharply for finite differences; O(1) weights keep
+     * every check meaningful (what is checked is the gradient, not the init) */
+    c->init_std = 0.3f;
+}
+/* grouped-query attention: one key/value head for the two query heads (multi-query) */
+static inline void llama_mqa(st_model_config *c) { llama_block(c); c->n_kv_heads = 1; }
+static inline void geglu_block(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->gelu_exact = 1; c->norm = ST_NORM_RMS; }
 static const struct variant variants[] = {
     {ST_POS_NONE, 0, 0, "none", 0, NULL},
     {ST_POS_ALIBI, 0, 0, "alibi", 0, NULL},
@@ -63,6 +74,12 @@ static const struct variant variants[] = {
     {ST_POS_ROPE, 0, 0, "rope + learned_logn", 0, learned_logn},
     {ST_POS_XPOS, 0, 0, "xpos", 0, NULL},
     {ST_POS_COPE, 0, 0, "cope", 0, NULL},
+    {ST_POS_ALIBI, 0, 0, "alibi, llama block", 0, llama_block},
+    {ST_POS_ROPE, 0, 0, "rope, llama block", 0, llama_block},
+    {ST_POS_FIRE, 0, 0, "fire, geglu + rmsnorm", 0, geglu_block},
+    {ST_POS_ROPE, 0, 0, "rope, llama block, multi-query", 0, llama_mqa},
+    {ST_POS_XPOS, 0, 0, "xpos, llama block, multi-query", 0, llama_mqa},
+    {ST_POS_T5, 0, 0, "t5, llama block, multi-query", 0, llama_mqa},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

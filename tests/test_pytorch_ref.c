@@ -26,7 +26,8 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
                " \"kerple\": {\"kind\": \"%s\"}, \"attn_scale\": \"%s\", \"attn_scale_len\": %d,"
                " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d},"
                " \"scaling\": {\"transform\": \"%s\", \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g,"
-               " \"yarn_beta\": %.17g}}}\n",
+               " \"yarn_beta\": %.17g}, \"norm\": \"%s\", \"ffn\": \"%s\", \"bias\": %s, \"qk_norm\": \"%s\","
+               " \"n_kv_heads\": %d}}\n",
             c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
@@ -34,7 +35,8 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
             c->attn_scale == ST_ATTN_SCALE_LOGN ? "logn" : c->attn_scale == ST_ATTN_SCALE_LEARNED ? "learned_logn" : "none",
             c->attn_scale_len,
             c->tie_embeddings ? "true" : "false", c->xpos_gamma, c->cope_npos, st_transform_name(c->scaling),
-            c->scaling_scale, c->scaling_len, c->yarn_alpha, c->yarn_beta);
+            c->scaling_scale, c->scaling_len, c->yarn_alpha, c->yarn_beta, st_norm_name(c->norm), st_ffn_name(c->ffn),
+            c->bias ? "true" : "false", st_qk_norm_name(c->qk_norm), st_model_kv_heads(c));
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -85,6 +87,13 @@ static void scale_yarn(st_model_config *c) {
     c->scaling = ST_XF_YARN; c->scaling_scale = 3; c->scaling_len = 4; c->yarn_alpha = 0.25; c->yarn_beta = 2;
     c->rope_base = 100;   /* the ramp then splits the 2 frequencies of head size 4 */
 }
+/* today's decoder block (model.norm, ffn, bias, qk_norm) */
+static void llama(st_model_config *c) {
+    c->norm = ST_NORM_RMS; c->ffn = ST_FFN_SWIGLU; c->bias = 0; c->qk_norm = ST_QK_NORM_RMS; c->d_ff = 0;
+}
+static void llama_gqa(st_model_config *c) { llama(c); c->n_kv_heads = 2; }
+static void llama_mqa(st_model_config *c) { llama(c); c->n_kv_heads = 1; }
+static void geglu(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->norm = ST_NORM_RMS; }
 static void scale_alibi(st_model_config *c) { c->scaling = ST_XF_ALIBI_INTERP; c->scaling_scale = 4; c->scaling_len = 4; }
 
 int main(void) {
@@ -127,6 +136,14 @@ int main(void) {
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_yarn, 0},
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_yarn, 1},   /* with randomized positions */
         {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, scale_alibi, 0},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, llama, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 0, 0, llama, 0},      /* untied head */
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, llama, 1},      /* with randomized positions */
+        {ST_POS_T5, 0, 0, 4, 0, 1, 0, geglu, 0},        /* tanh GeGLU */
+        {ST_POS_KERPLE, 0, 0, 4, 1, 1, 0, geglu, 0},    /* erf GeGLU */
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, llama_gqa, 0},  /* 2 key/value heads for 4 query heads */
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, llama_mqa, 0}, /* multi-query */
+        {ST_POS_COPE, 0, 0, 4, 0, 1, 0, llama_gqa, 0},
     };
     st_arena ar;
     st_ctx ctx;
@@ -170,10 +187,11 @@ int main(void) {
         CHECK(write_case(dir, &m, ids, tg, B, T, loss->data[0]));
         char cmd[2048];
         snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s", script, dir);
-        printf("[%s heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s]\n", st_pos_name(c.pos), c.n_heads, st_rf_name(c.rf_kind),
+        printf("[%s heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s block %s/%s/bias=%d/qk=%s/kv=%d]\n", st_pos_name(c.pos), c.n_heads, st_rf_name(c.rf_kind),
                c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus", c.gelu_exact ? "erf" : "tanh", c.tie_embeddings,
                vs[vi].rpos ? " random positions" : "", c.scaling ? " scaling " : "",
-               c.scaling ? st_transform_name(c.scaling) : "");
+               c.scaling ? st_transform_name(c.scaling) : "", st_norm_name(c.norm), st_ffn_name(c.ffn), c.bias,
+               st_qk_norm_name(c.qk_norm), st_model_kv_heads(&c));
         fflush(stdout);
         int rc = system(cmd);
         CHECK_MSG(rc == 0, "%s: stretch matches PyTorch (loss and all gradients)", st_pos_name(c.pos));

@@ -46,6 +46,9 @@ static const char *USAGE =
     "       [--pos alibi|sinusoidal|...] [--steps N] [--warmup N] [--eval L1,L2,..|none] [--eval-batch B]\n"
     "       [--eval-reps N] [--sgemm N] [--sgemm-reps N] [--threads N] [--seed S] [--precision fp32|bf16]\n"
     "       [--coretype NAME] [--omp-wait passive|active] [--json FILE] [--no-train] [--no-eval] [--profile]\n"
+    "       [--block gpt2|llama]\n"
+    "--block llama: RMSNorm, SwiGLU with d_ff = 3 d, no biases, n_heads / 2 key/value heads (the\n"
+    "GPT-2 block's matrix parameters; configs/block_llama.json); gpt2: the default block\n"
     "--profile: a per-op table of the timed training steps (forward, backward, share) and the\n"
     "matmuls' implementation and GFLOPS by phase\n"
     "--coretype / --omp-wait re-execute the command with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set\n"
@@ -55,6 +58,7 @@ int cmd_bench(int argc, char **argv) {
     st_error e = {0};
     st_bench_config c;
     const char *preset = "S", *json = NULL, *coretype = NULL, *ompwait = NULL;
+    int llama = 0;
     /* the preset first, so the other flags override it whatever their order */
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--preset") == 0) preset = argv[i + 1];
@@ -92,6 +96,9 @@ int cmd_bench(int argc, char **argv) {
             int p = st_pos_from_name(v);
             if (p < 0) return cli_usage("bench", "--pos: unknown position method '%s'", v);
             c.model.pos = p;
+        } else if (!strcmp(a, "--block")) {
+            if (!strcmp(v, "llama")) llama = 1;
+            else if (strcmp(v, "gpt2")) return cli_usage("bench", "--block: gpt2 or llama, not '%s'", v);
         } else if (!strcmp(a, "--eval")) {
             if (!parse_lengths(v, &c)) return cli_usage("bench", "--eval: expected L1,L2,... (at most %d) or none", ST_BENCH_MAX_EVAL);
         } else if (!strcmp(a, "--precision")) {
@@ -117,6 +124,13 @@ int cmd_bench(int argc, char **argv) {
     }
     if (c.model.d_model % c.model.n_heads)
         return cli_usage("bench", "--d %d is not a multiple of --heads %d", c.model.d_model, c.model.n_heads);
+    if (llama) {   /* after --d and --heads, which it depends on */
+        c.model.norm = ST_NORM_RMS;
+        c.model.ffn = ST_FFN_SWIGLU;
+        c.model.bias = 0;
+        c.model.n_kv_heads = c.model.n_heads % 2 == 0 ? c.model.n_heads / 2 : c.model.n_heads;
+        c.model.d_ff = 3 * c.model.d_model;
+    }
 
     if (!ompwait && !getenv("OMP_WAIT_POLICY")) ompwait = "PASSIVE";
     if (reexec_needed("OPENBLAS_CORETYPE", coretype) || reexec_needed("OMP_WAIT_POLICY", ompwait)) {

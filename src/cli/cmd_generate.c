@@ -171,6 +171,10 @@ int cmd_generate(int argc, char **argv) {
     /* the cache never needs more than the tokens that are fed (the last one sampled is not) */
     const int64_t fed_max = n_prompt + n_tokens - 1;
     if (!rc && !no_cache) rc = st_kv_cache_init(&cache, &m, context < fed_max ? context : fed_max, &e);
+    if (!rc && !no_cache)   /* grouped-query attention keeps n_kv_heads per layer: the cache shrinks by the group */
+        st_log(ST_LOG_INFO, "kv cache: %lld rows x %d layers x %d key/value heads (of %d query heads) x %d: %.1f MiB",
+               (long long)cache.rows, cache.n_layers, cache.n_kv_heads, cache.n_heads, cache.head_dim,
+               st_kv_cache_bytes(&cache) / 1048576.0);
     int64_t fed = 0;   /* ids[0..fed) are in the cache (or were dropped from it) */
     const double t0 = st_time();
     while (!rc && n < n_prompt + n_tokens) {

@@ -54,12 +54,19 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
         c->rf_scope < ST_RF_FIXED || c->rf_scope > ST_RF_PER_HEAD || (c->rf_param != ST_RF_SOFTPLUS && c->rf_param != ST_RF_LOG) ||
         !(c->ln_eps > 0.0f) || !(c->init_std > 0.0f) || !(c->rf_rho > 0.0f) || !(c->alibi_max_bias > 0.0f) ||
         !(c->dropout_emb >= 0.0f && c->dropout_emb < 1.0f) || !(c->dropout_attn >= 0.0f && c->dropout_attn < 1.0f) ||
-        !(c->dropout_resid >= 0.0f && c->dropout_resid < 1.0f) || c->t5_buckets < 2)
+        !(c->dropout_resid >= 0.0f && c->dropout_resid < 1.0f) || c->t5_buckets < 2 || c->norm < 0 ||
+        c->norm >= ST_NORM_COUNT || c->ffn < 0 || c->ffn >= ST_FFN_COUNT || c->qk_norm < 0 ||
+        c->qk_norm >= ST_QK_NORM_COUNT || (c->bias != 0 && c->bias != 1))
         BAD("%s: model: a size, name or scale is outside what any model allows (see configs/README.md for the ranges)", f);
     /* cross-key rules */
     if (c->vocab_size == 1) BAD("%s: model.vocab_size: 0 (the dataset's) or >= 2, got 1", f);
     if (c->d_model % c->n_heads != 0)
         BAD("%s: model.n_heads: must divide model.d_model (%d %% %d != 0)", f, c->d_model, c->n_heads);
+    if (c->n_kv_heads == 0 || c->n_kv_heads < -1)
+        BAD("%s: model.n_kv_heads: %d: must be >= 1 (or left out: model.n_heads key/value heads)", f, c->n_kv_heads);
+    if (c->n_kv_heads > c->n_heads || (c->n_kv_heads > 0 && c->n_heads % c->n_kv_heads != 0))
+        BAD("%s: model.n_kv_heads: %d must divide model.n_heads %d (grouped-query attention: each key/value head "
+            "serves n_heads / n_kv_heads query heads)", f, c->n_kv_heads, c->n_heads);
     if (c->attn_scale < ST_ATTN_SCALE_NONE || c->attn_scale >= ST_ATTN_SCALE_COUNT)
         BAD("%s: model.attn_scale: unknown scaling %d", f, c->attn_scale);
     if (c->attn_scale == ST_ATTN_SCALE_LOGN && c->attn_scale_len < 2)

@@ -37,9 +37,10 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
         return st_fail(e, ST_ERR_CONFIG, "kv cache: a window of %lld tokens is longer than the %lld tokens %s "
                        "positions represent; %s", (long long)window, (long long)max_len, st_pos_name(cfg->pos),
                        st_pos_limit_why(cfg->pos));
-    const int64_t L = cfg->n_layers, H = cfg->n_heads, D = cfg->d_model / cfg->n_heads;
+    const int64_t L = cfg->n_layers, H = cfg->n_heads, D = cfg->d_model / cfg->n_heads, Hkv = st_model_kv_heads(cfg);
     c->n_layers = (int)L;
     c->n_heads = (int)H;
+    c->n_kv_heads = (int)Hkv;
     c->head_dim = (int)D;
     c->slides = st_kv_cache_slides(cfg->pos);
     /* attention sinks + window (st_transform.h): a sliding cache keeps the sinks and the
@@ -54,7 +55,7 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     const int64_t slack = !c->slides ? 0 : window / 4 > 16 ? window / 4 : 16;
     c->window = window;
     c->rows = c->sinks + window + slack;
-    const double kv = (double)L * (double)H * (double)c->rows * (double)D * sizeof(float);
+    const double kv = (double)L * (double)Hkv * (double)c->rows * (double)D * sizeof(float);   /* grouped: / g */
     /* a distance bias is tabulated once per reset; a general one is evaluated per chunk */
     const int tables = st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE;
     const double tab = tables ? (double)L * (double)H * (double)window * sizeof(float) : 0.0;
@@ -79,6 +80,12 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     }
     st_kv_cache_reset(c);
     return ST_OK;
+}
+
+double st_kv_cache_bytes(const st_kv_cache *c) {
+    const double kv = (double)c->n_layers * c->n_kv_heads * (double)c->rows * c->head_dim * sizeof(float);
+    const double tab = c->bias ? (double)c->n_layers * c->n_heads * (double)c->window * sizeof(float) : 0.0;
+    return (c->k2 ? 3.0 : 2.0) * kv + tab;
 }
 
 void st_kv_cache_reset(st_kv_cache *c) {
@@ -134,7 +141,7 @@ static int64_t make_room(st_kv_cache *c, int64_t n) {
     const int64_t tail = c->len - S < c->window - 1 ? c->len - S : c->window - 1;
     if (c->slides && S + tail < c->len) {
         const int64_t D = c->head_dim, from = c->len - tail;
-        const int64_t pairs = (int64_t)c->n_layers * c->n_heads;
+        const int64_t pairs = (int64_t)c->n_layers * c->n_kv_heads;
         for (int64_t lh = 0; lh < pairs; lh++) {
             float *k = c->k + (size_t)(lh * c->rows * D), *v = c->v + (size_t)(lh * c->rows * D);
             memmove(k + S * D, k + from * D, (size_t)(tail * D) * sizeof(float));
@@ -175,7 +182,8 @@ static float *sink_bias(st_model *m, st_ctx *ctx, int l, int64_t H, int64_t n, i
  * returns their residual stream x (1,n,C) before LN_f. */
 static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids,
                                int64_t n, st_error *e) {
-    const int64_t H = c->n_heads, D = c->head_dim, rows = c->rows, len0 = c->len, p0 = c->n_seen;
+    const int64_t H = c->n_heads, Hkv = c->n_kv_heads, D = c->head_dim, rows = c->rows, len0 = c->len,
+                  p0 = c->n_seen;
     const st_pos_method *pm = st_pos_method_of(m->cfg.pos);
     if (pm->cache_keys) pm->cache_keys(m, c, p0, n);
     st_tensor *x = st_model_embed(m, ctx, ids, 1, n, p0, 0, e);
@@ -186,9 +194,9 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         if (!st_block_qkv2(m, ctx, l, x, p0, st_attn_scale_keys(m->xf, c->slides ? c->window : 0), &q, &k, &v,
                            c->k2 ? &q2 : NULL, c->k2 ? &k2 : NULL))
             return NULL;
-        float *kl = c->k + (size_t)(l * H * rows * D), *vl = c->v + (size_t)(l * H * rows * D);
-        float *k2l = c->k2 ? c->k2 + (size_t)(l * H * rows * D) : NULL;
-        for (int64_t h = 0; h < H; h++) {   /* k, v (1,H,n,D) -> rows len0.. of (l, h) */
+        float *kl = c->k + (size_t)(l * Hkv * rows * D), *vl = c->v + (size_t)(l * Hkv * rows * D);
+        float *k2l = c->k2 ? c->k2 + (size_t)(l * Hkv * rows * D) : NULL;
+        for (int64_t h = 0; h < Hkv; h++) {   /* k, v (1,Hkv,n,D) -> rows len0.. of (l, h) */
             memcpy(kl + (h * rows + len0) * D, k->data + h * n * D, (size_t)(n * D) * sizeof(float));
             memcpy(vl + (h * rows + len0) * D, v->data + h * n * D, (size_t)(n * D) * sizeof(float));
             if (k2l) memcpy(k2l + (h * rows + len0) * D, k2->data + h * n * D, (size_t)(n * D) * sizeof(float));
@@ -207,7 +215,7 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
             !(sb = sink_bias(m, ctx, l, H, n, c->sinks, p0)))
             return NULL;
         st_tensor *a = st_attention_cached_sinks(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, gb, p0 - len0,
-                                                 kw, 0.0f, c->sinks, sb, q2, k2l, c->clip);
+                                                 kw, 0.0f, c->sinks, sb, q2, k2l, c->clip, H / Hkv);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {
@@ -225,6 +233,7 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
     if (ctx->grad || ctx->train)
         return st_fail(e, ST_ERR_GENERIC, "decode: the context must be in inference mode (st_ctx_begin(ctx, 0, 0))");
     if (c->n_layers != cfg->n_layers || c->n_heads != cfg->n_heads || c->head_dim * c->n_heads != cfg->d_model ||
+        c->n_kv_heads != st_model_kv_heads(cfg) ||
         c->slides != st_kv_cache_slides(cfg->pos) ||
         (st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE && !c->bias))
         return st_fail(e, ST_ERR_CONFIG, "decode: the kv cache was made for another model");
@@ -258,11 +267,7 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
     /* logits of the last position only: LN_f(x[n-1]) (1,C) @ W^T (C,V) */
     int64_t row[2] = {1, C};
     st_tensor *h = NULL;
-    if (ok) {
-        st_params *p = &m->params;
-        h = st_layernorm(ctx, st_wrap(ctx, x->data + (n - 1) * C, 2, row), st_param(p, m->p_ln_f_w),
-                         st_param(p, m->p_ln_f_b), cfg->ln_eps);
-    }
+    if (ok) h = st_block_norm(m, ctx, st_wrap(ctx, x->data + (n - 1) * C, 2, row), m->p_ln_f_w, m->p_ln_f_b);
     if (h) {   /* one row: the fp32 backend's sgemv (OpenBLAS's sgemm packs W even then) */
         const st_tensor *W = st_model_head_weight(m);
         st_mm_gemm(ctx->mm, 1, V, C, 1.0f, st_mm_a(h->data, NULL, 0, C), st_mm_a(W->data, W->bf16, 1, C), 0.0f,

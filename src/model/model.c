@@ -4,6 +4,8 @@
  *   x = dropout(x)
  *   per block: x += drop(W_o attn(split(W_qkv LN1(x))))  (pre-LN)
  *              x += drop(W_2 gelu(W_1 LN2(x)))
+ *   (the GPT-2 block; model.norm, model.ffn, model.bias and model.qk_norm vary it:
+ *   src/model/block.c)
  *   h = LN_f(x); logits = h W_head^T (W_head = tok_emb when tied)
  *
  * Initialisation (GPT-2 style): every matrix and embedding N(0, init_std); the two
@@ -74,14 +76,18 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     st_model_config *c = &m->cfg;
     st_model_scaling(c, &m->scaling);   /* the trained scaling applies to every forward */
     m->xf = m->scaling.kind != ST_XF_NONE ? &m->scaling : NULL;
-    if (c->d_ff == 0) c->d_ff = 4 * c->d_model;
-    const int64_t V = c->vocab_size, C = c->d_model, F = c->d_ff, L = c->n_layers;
+    c->d_ff = st_model_d_ff(c);
+    const int64_t V = c->vocab_size, C = c->d_model, F = c->d_ff, L = c->n_layers, F1 = st_model_fc1_rows(c);
+    const int64_t D = C / c->n_heads, Hkv = st_model_kv_heads(c), QKV = (c->n_heads + 2 * Hkv) * D;
+    const int ln_b = c->norm == ST_NORM_LAYER, lin_b = c->bias != 0;
     const float std = c->init_std, rstd = c->init_std / sqrtf(2.0f * (float)L);
 
     /* Refuse sizes that cannot fit before allocating anything: parameters, grads and
      * the two AdamW moments are 4 floats per parameter. */
     const st_pos_method *pm = st_pos_method_of(c->pos);
-    double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * (12.0 * C * C + 13.0 * C) + 2.0 * C +
+    const double per_block = (double)(QKV + C) * C + (double)(F1 + F) * C + (ln_b ? 4.0 : 2.0) * C +
+                             (lin_b ? (double)(QKV + C + F1) : 0.0) + (c->qk_norm ? 2.0 * D : 0.0);
+    double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * per_block + (ln_b ? 2.0 : 1.0) * C +
                     pos_param_count(c, pm);
     double need = nparam * (weights_only ? 4.0 : 16.0), have = (double)st_mem_total();
     if (have > 0 && need > 0.9 * have)
@@ -102,15 +108,22 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     char nm[96];
     for (int l = 0; l < L; l++) {
         struct st_block_params *b = &m->blocks[l];
+        /* absent tensors (model.norm rmsnorm: no LN bias; model.bias false: no projection
+         * biases; no qk_norm) keep index -1 and are not declared, so names stay dense */
+        b->ln1_b = b->ln2_b = b->qkv_b = b->out_b = b->fc1_b = b->fc2_b = b->q_norm = b->k_norm = -1;
 #define P(field, suffix, nd, d0, d1, decay, init, v) do { \
         snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix); \
         b->field = add_param(m, nm, nd, d0, d1, decay, init, v); } while (0)
         P(ln1_w, "ln1.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
-        P(ln1_b, "ln1.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
-        P(qkv_w, "attn.qkv.weight", 2, 3 * C, C, 1, ST_INIT_NORMAL, std);
-        P(qkv_b, "attn.qkv.bias", 1, 3 * C, 1, 0, ST_INIT_ZERO, 0);
+        if (ln_b) P(ln1_b, "ln1.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+        P(qkv_w, "attn.qkv.weight", 2, QKV, C, 1, ST_INIT_NORMAL, std);
+        if (lin_b) P(qkv_b, "attn.qkv.bias", 1, QKV, 1, 0, ST_INIT_ZERO, 0);
+        if (c->qk_norm) {
+            P(q_norm, "attn.q_norm.weight", 1, D, 1, 0, ST_INIT_ONE, 0);
+            P(k_norm, "attn.k_norm.weight", 1, D, 1, 0, ST_INIT_ONE, 0);
+        }
         P(out_w, "attn.out.weight", 2, C, C, 1, ST_INIT_NORMAL, rstd);
-        P(out_b, "attn.out.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+        if (lin_b) P(out_b, "attn.out.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
         m->n_pos_block = declare_pos(m, pm, l, b->pos);
         if (m->n_pos_block < 0) return st_fail(e, ST_ERR_MEMORY, "model: cannot declare the parameters");
         const char *sname;
@@ -118,15 +131,15 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
         b->logn_scale = -1;
         if (st_attn_scale_param(c, &sname, &s0)) P(logn_scale, sname, 1, c->n_heads, 1, 0, ST_INIT_CONST, s0);
         P(ln2_w, "ln2.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
-        P(ln2_b, "ln2.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
-        P(fc1_w, "ffn.fc1.weight", 2, F, C, 1, ST_INIT_NORMAL, std);
-        P(fc1_b, "ffn.fc1.bias", 1, F, 1, 0, ST_INIT_ZERO, 0);
+        if (ln_b) P(ln2_b, "ln2.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+        P(fc1_w, "ffn.fc1.weight", 2, F1, C, 1, ST_INIT_NORMAL, std);
+        if (lin_b) P(fc1_b, "ffn.fc1.bias", 1, F1, 1, 0, ST_INIT_ZERO, 0);
         P(fc2_w, "ffn.fc2.weight", 2, C, F, 1, ST_INIT_NORMAL, rstd);
-        P(fc2_b, "ffn.fc2.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+        if (lin_b) P(fc2_b, "ffn.fc2.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
 #undef P
     }
     m->p_ln_f_w = add_param(m, "ln_f.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
-    m->p_ln_f_b = add_param(m, "ln_f.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
+    m->p_ln_f_b = ln_b ? add_param(m, "ln_f.bias", 1, C, 1, 0, ST_INIT_ZERO, 0) : -1;
     if (!c->tie_embeddings) m->p_lm_head = add_param(m, "lm_head.weight", 2, V, C, 1, ST_INIT_NORMAL, std);
     return ST_OK;
 }
@@ -227,10 +240,10 @@ int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, i
                   st_tensor **k, st_tensor **v, st_tensor **q2, st_tensor **k2) {
     const st_model_config *c = &m->cfg;
     const struct st_block_params *b = &m->blocks[l];
-    st_params *p = &m->params;
-    st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln1_w), st_param(p, b->ln1_b), c->ln_eps);
-    st_tensor *qkv = st_linear(ctx, h, st_param(p, b->qkv_w), st_param(p, b->qkv_b));
-    if (!qkv || !st_split_qkv(ctx, qkv, c->n_heads, q, k, v)) return 0;
+    st_tensor *h = st_block_norm(m, ctx, x, b->ln1_w, b->ln1_b);
+    st_tensor *qkv = st_block_linear(m, ctx, h, b->qkv_w, b->qkv_b);
+    if (!qkv || !st_split_qkv_gqa(ctx, qkv, c->n_heads, st_model_kv_heads(c), q, k, v)) return 0;
+    if (!st_block_qk_norm(m, ctx, l, q, k)) return 0;   /* before the position method */
     if (q2 && !clipped_qk(m, ctx, *q, *k, q2, k2)) return 0;
     const st_pos_method *pm = st_pos_method_of(c->pos);
     if (pm->qk && !pm->qk(m, ctx, l, q, k, pos0)) return 0;
@@ -270,15 +283,11 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
 st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a, uint64_t ls) {
     const st_model_config *c = &m->cfg;
     const struct st_block_params *b = &m->blocks[l];
-    st_params *p = &m->params;
-    a = st_linear(ctx, st_merge_heads(ctx, a), st_param(p, b->out_w), st_param(p, b->out_b));
+    a = st_block_linear(m, ctx, st_merge_heads(ctx, a), b->out_w, b->out_b);
     a = st_dropout(ctx, a, c->dropout_resid, st_hash64(ls, 2));
     x = st_add(ctx, x, a);
     /* feed-forward sub-block */
-    st_tensor *h = st_layernorm(ctx, x, st_param(p, b->ln2_w), st_param(p, b->ln2_b), c->ln_eps);
-    h = st_linear(ctx, h, st_param(p, b->fc1_w), st_param(p, b->fc1_b));
-    h = st_gelu(ctx, h, c->gelu_exact);
-    h = st_linear(ctx, h, st_param(p, b->fc2_w), st_param(p, b->fc2_b));
+    st_tensor *h = st_block_ffn(m, ctx, l, st_block_norm(m, ctx, x, b->ln2_w, b->ln2_b));
     h = st_dropout(ctx, h, c->dropout_resid, st_hash64(ls, 3));
     return st_add(ctx, x, h);
 }
@@ -293,7 +302,6 @@ st_tensor *st_block_keep(st_ctx *ctx, st_tensor *x_in, st_tensor *x, st_arena_ma
 st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
                            uint64_t seed, st_error *e) {
     const st_model_config *c = &m->cfg;
-    st_params *p = &m->params;
     /* training applies the trained scaling only; other transforms are inference-time */
     ST_ASSERT(!m->xf || !ctx->grad || m->xf == &m->scaling);
     st_tensor *x = st_model_embed(m, ctx, ids, B, T, 0, seed, e);
@@ -307,7 +315,7 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
         st_attn_bias *bias = NULL;
         if (!st_block_qkv2(m, ctx, l, x, 0, st_attn_scale_keys(m->xf, 0), &q, &k, &v, &q2, &k2) ||
-            !st_block_bias(m, ctx, l, &bias))
+            !st_block_expand_kv(m, ctx, &k, &v, &k2) || !st_block_bias(m, ctx, l, &bias))
             return NULL;
         /* an inference-time transform's sinks + window or clipped positions: the streamed
          * kernel with those fields; else the plain kernel */
@@ -317,7 +325,7 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
                            : st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, ls), mark);
     }
-    return st_layernorm(ctx, x, st_param(p, m->p_ln_f_w), st_param(p, m->p_ln_f_b), c->ln_eps);
+    return st_block_norm(m, ctx, x, m->p_ln_f_w, m->p_ln_f_b);
 }
 
 st_tensor *st_model_head_weight(st_model *m) {

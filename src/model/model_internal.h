@@ -17,7 +17,7 @@
  * the table. */
 st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
                           int64_t pos0, uint64_t seed, st_error *e);
-/* Block l's queries, keys and values (B,H,T,D) of x, transformed by the position method
+/* Block l's queries (B,H,T,D), keys and values (B,Hkv,T,D: model.n_kv_heads) of x, transformed by the position method
  * at positions pos0.. (RoPE rotates them), queries log-n scaled (model.attn_scale; window:
  * the most keys a query sees, 0 = all before it). 0 on failure. */
 int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window,
@@ -44,6 +44,18 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias);
 /* The rest of block l given the attention output a (B,H,T,D): the residual stream x
  * after the attention and feed-forward sub-blocks. ls: the block's dropout seed. */
 st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a, uint64_t ls);
+/* The block's variation points (block.c). The norm (model.norm) of x with weight and
+ * bias parameter indices w, b (b -1 for rmsnorm); a linear layer whose bias index may be
+ * -1 (model.bias false); block l's q/k norm (model.qk_norm; 0 on failure); its
+ * feed-forward W2 act(W1 h) (model.ffn). */
+st_tensor *st_block_norm(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b);
+st_tensor *st_block_linear(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b);
+int st_block_qk_norm(st_model *m, st_ctx *ctx, int l, st_tensor **q, st_tensor **k);
+st_tensor *st_block_ffn(st_model *m, st_ctx *ctx, int l, st_tensor *h);
+/* Grouped-query attention: k, v (and k2 when not NULL) from n_kv_heads to n_heads heads
+ * for the attention kernels that take one key head per query head (no-op without
+ * groups). st_block_qkv2 returns them unexpanded (the KV cache keeps n_kv_heads). */
+int st_block_expand_kv(st_model *m, st_ctx *ctx, st_tensor **k, st_tensor **v, st_tensor **k2);
 /* The LM head's weight (V,C): tok_emb.weight when tied, else lm_head.weight. */
 st_tensor *st_model_head_weight(st_model *m);
 /* Inference: copy the block's output x over its input x_in and free everything the block

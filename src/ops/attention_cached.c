@@ -27,18 +27,18 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale) {
     return st_attention_cached_sinks(ctx, q, k, v, kv_stride, Tk, bias_tab, bias_len, gbias, kpos0, window, scale,
-                                     0, NULL, NULL, NULL, 0);
+                                     0, NULL, NULL, NULL, 0, 1);
 }
 
 st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                      int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                      const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale,
                                      int64_t sinks, const float *sink_bias, st_tensor *q2, const float *k2,
-                                     int64_t clip) {
+                                     int64_t clip, int64_t kv_group) {
     if (!q || ctx->failed) return NULL;
     ST_ASSERT(q->ndim == 4 && st_is_contiguous(q) && !ctx->grad);
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
-    ST_ASSERT(Tq <= Tk && kv_stride >= Tk * D && window >= 0);
+    ST_ASSERT(Tq <= Tk && kv_stride >= Tk * D && window >= 0 && kv_group >= 1 && H % kv_group == 0);
     /* every distance a query can see must be in the table: p - j < window, or p - j < Tk */
     ST_ASSERT(!bias_tab || bias_len >= (window > 0 && window < Tk ? window : Tk));
     /* gbias: a general-form bias and/or CoPE (no distance table with it) */
@@ -57,7 +57,7 @@ st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, 
     if (!scratch) return NULL;
     st_attn_problem pb = {
         .q = q->data, .k = k, .v = v, .out = out->data, .B = B, .H = H, .T = Tq, .D = D,
-        .Tk = Tk, .kv_stride = kv_stride, .koff = Tk - Tq, .window = window,
+        .Tk = Tk, .kv_stride = kv_stride, .kv_group = kv_group, .koff = Tk - Tq, .window = window,
         .rtab = bias_tab, .rtab_len = bias_len, .rtab_top = bias_len - 1, .causal = 1,
         .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0, .sinks = sinks,
         .sink_bias = sink_bias, .q2 = q2 ? q2->data : NULL, .k2 = k2, .clip = clip,

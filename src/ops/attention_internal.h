@@ -35,6 +35,8 @@ typedef struct st_attn_problem {
     int64_t B, H, T, D;
     int64_t Tk;               /* keys per (b,h) pair */
     int64_t kv_stride;        /* floats from one pair's keys to the next's */
+    int64_t kv_group;         /* > 1: grouped-query keys, pair (b, h) reads key/value head
+                               * h / kv_group of H / kv_group (KV cache only); 0, 1: h */
     int64_t koff;             /* key position of query row 0 */
     int64_t window;           /* > 0: row i also sees no key j <= i + koff - window */
     int64_t sinks;            /* with a window: keys j < sinks stay visible (attention sinks) */

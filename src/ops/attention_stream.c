@@ -62,7 +62,9 @@ size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general, int
 static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1,
                          int64_t kblock, float *scratch) {
     const int64_t T = pb->T, Tk = pb->Tk, D = pb->D, rb = i1 - i0, W = pb->window, koff = pb->koff;
-    const float *Q = pb->q + bh * T * D, *K = pb->k + bh * pb->kv_stride, *V = pb->v + bh * pb->kv_stride;
+    /* grouped-query keys: pair (b, h) reads key/value pair (b, h / g) of H / g per b */
+    const int64_t g = pb->kv_group > 1 ? pb->kv_group : 1, kvp = (bh / pb->H) * (pb->H / g) + (bh % pb->H) / g;
+    const float *Q = pb->q + bh * T * D, *K = pb->k + kvp * pb->kv_stride, *V = pb->v + kvp * pb->kv_stride;
     const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * pb->rtab_len : NULL;
     const int dropout = pb->p_drop > 0.0f;
     const float keep = st_attn_keep_scale(pb->p_drop);
@@ -110,7 +112,7 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
         const int clipped = pb->q2 && j0 <= i1 - 1 + koff - pb->clip;
         if (clipped)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D, pb->scale,
-                        pb->q2 + bh * T * D + i0 * D, (int)D, pb->k2 + bh * pb->kv_stride + j0 * D, (int)D, 0.0f,
+                        pb->q2 + bh * T * D + i0 * D, (int)D, pb->k2 + kvp * pb->kv_stride + j0 * D, (int)D, 0.0f,
                         G, (int)nb);
         for (int64_t r = 0; r < rb; r++) {
             const int64_t i = i0 + r, p = i + koff;

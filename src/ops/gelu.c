@@ -1,4 +1,5 @@
-/* gelu.c - GELU, y = x Phi(x), in its two usual forms.
+/* gelu.c - GELU, y = x Phi(x), in its two usual forms (and, at the end, the gated units
+ * SwiGLU and GeGLU built on these activations).
  *
  * tanh approximation (exact = 0):
  *   y = 0.5 x (1 + tanh u),  u = k (x + a x^3),  k = sqrt(2/pi), a = 0.044715
@@ -93,6 +94,74 @@ st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact) {
         if (!sv) return NULL;
         sv->exact = exact != 0;
         if (!st_record(ctx, "gelu", gelu_backward, out, x, NULL, NULL, NULL, sv)) return NULL;
+    }
+    return out;
+}
+
+/* ---- gated linear units (Shazeer 2020, "GLU Variants Improve Transformer") ----
+ * x (..,2F) holds the gate a (first F columns) and the value b (last F):
+ *   swiglu: y = silu(a) b,  silu(a) = a s(a), s = sigmoid, silu'(a) = s + a s (1 - s)
+ *   geglu:  y = gelu(a) b   (the tanh or erf form, as st_gelu)
+ * Backward: da = dy b act'(a), db = dy act(a), recomputed from the saved input. */
+typedef struct glu_saved { int kind; } glu_saved;
+
+static inline float glu_act(float a, int kind, float *grad) {
+    if (kind == ST_GLU_SWIGLU) {
+        const float s = a < -88.0f ? 0.0f : 1.0f / (1.0f + ops_expf(-a));
+        *grad = s + a * s * (1.0f - s);
+        return a * s;
+    }
+    const int exact = kind == ST_GLU_GEGLU_ERF;
+    *grad = exact ? gelu_grad_exact(a) : gelu_grad_tanh(a);
+    if (exact) return a * gelu_phi_cdf(a);
+    return a * gelu_sigmoid2(GELU_K * (a + GELU_A * a * a * a));
+}
+
+static void glu_backward(st_ctx *ctx, st_node *n) {
+    const glu_saved *sv = n->saved;
+    const st_tensor *x = n->in[0];
+    const int64_t F = ops_cols(n->out), N = ops_rows(n->out);
+    int fresh;
+    float *dx = ops_grad_out(ctx, n->in[0], &fresh);
+    if (!dx) return;
+    const float *dy = n->out->grad;
+    #pragma omp parallel for schedule(static) if (N * F > OPS_PAR_MIN)
+    for (int64_t r = 0; r < N; r++) {
+        const float *xa = x->data + r * 2 * F, *xb = xa + F, *g = dy + r * F;
+        float *da = dx + r * 2 * F, *db = da + F;
+        for (int64_t c = 0; c < F; c++) {
+            float act_grad;
+            const float act = glu_act(xa[c], sv->kind, &act_grad);
+            const float ga = g[c] * xb[c] * act_grad, gb = g[c] * act;
+            if (fresh) { da[c] = ga; db[c] = gb; }
+            else { da[c] += ga; db[c] += gb; }
+        }
+    }
+}
+
+st_tensor *st_glu(st_ctx *ctx, st_tensor *x, int kind) {
+    if (!x) return NULL;
+    ST_ASSERT(st_is_contiguous(x) && ops_cols(x) % 2 == 0 && kind >= 0 && kind < ST_GLU_COUNT);
+    int64_t shape[4];
+    for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
+    const int64_t F = shape[x->ndim - 1] / 2, N = ops_rows(x);
+    shape[x->ndim - 1] = F;
+    st_tensor *out = st_new(ctx, x->ndim, shape);
+    if (!out) return NULL;
+    #pragma omp parallel for schedule(static) if (N * F > OPS_PAR_MIN)
+    for (int64_t r = 0; r < N; r++) {
+        const float *xa = x->data + r * 2 * F, *xb = xa + F;
+        float *o = out->data + r * F;
+        for (int64_t c = 0; c < F; c++) {
+            float unused;
+            o[c] = glu_act(xa[c], kind, &unused) * xb[c];
+        }
+    }
+    if (st_needs_grad(ctx, x, NULL, NULL, NULL)) {
+        glu_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);
+        if (!sv) return NULL;
+        sv->kind = kind;
+        if (!st_record(ctx, "glu", glu_backward, out, x, NULL, NULL, NULL, sv)) return NULL;
     }
     return out;
 }

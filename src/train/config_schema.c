@@ -46,6 +46,9 @@ static const st_cenum en_rf_param = NAMES(rf_param_names);
 static const st_cenum en_kerple_kind = NAMES(kerple_kind_names);
 static const st_cenum en_attn_scale = { NULL, 0, st_attn_scale_from_name, st_attn_scale_name, ST_ATTN_SCALE_COUNT };
 static const st_cenum en_gelu = NAMES(gelu_names);
+static const st_cenum en_norm = { NULL, 0, st_norm_from_name, st_norm_name, ST_NORM_COUNT };
+static const st_cenum en_ffn = { NULL, 0, st_ffn_from_name, st_ffn_name, ST_FFN_COUNT };
+static const st_cenum en_qk_norm = { NULL, 0, st_qk_norm_from_name, st_qk_norm_name, ST_QK_NORM_COUNT };
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
 static const st_cenum en_syn_mode = NAMES(syn_mode_names);
@@ -86,6 +89,12 @@ const st_ckey st_config_keys[] = {
     INT("model.d_model", model.d_model, 1, 1 << 16, "256"),
     INT("model.n_heads", model.n_heads, 1, 256, "8"),
     INT("model.d_ff", model.d_ff, 0, 1 << 20, "0"),
+    /* the decoder block (src/model/block.c) */
+    ENUM("model.norm", model.norm, en_norm, "layernorm"),
+    ENUM("model.ffn", model.ffn, en_ffn, "gelu"),
+    BOOL("model.bias", model.bias, "true"),
+    ENUM("model.qk_norm", model.qk_norm, en_qk_norm, "none"),
+    INT("model.n_kv_heads", model.n_kv_heads, -1, 256, "-1"),
     ENUM("model.pos", model.pos, en_pos, "alibi"),
     INT("model.max_len", model.max_len, 1, 1 << 24, "1024"),
     BOOL("model.tie_embeddings", model.tie_embeddings, "true"),

@@ -420,11 +420,14 @@ static int setup_buffers(trainer *t, st_error *e) {
     if ((rc = st_mm_create(&t->mm, tc->precision, t->opts.quiet, e))) return rc;
     if (tc->precision == ST_PREC_BF16 && (rc = st_params_enable_bf16(&t->model.params, e))) return rc;
     t->ctx.mm = t->mm;
-    if (!t->opts.quiet)
-        st_log(ST_LOG_INFO, "model: %s, %d layers, d_model %d, %d heads: %zu parameters; arena %.1f MiB "
+    if (!t->opts.quiet) {
+        char blk[160];
+        st_block_label(&c->model, blk, sizeof blk);
+        st_log(ST_LOG_INFO, "model: %s, %d layers, d_model %d, %d heads%s: %zu parameters; arena %.1f MiB "
                "for (B=%d, T=%d)%s", st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
-               c->model.n_heads, st_model_num_params(&t->model), (double)cap / 1048576.0, tc->batch_size, tc->seq_len,
-               t->ranks > 1 ? " per rank" : "");
+               c->model.n_heads, blk, st_model_num_params(&t->model), (double)cap / 1048576.0, tc->batch_size,
+               tc->seq_len, t->ranks > 1 ? " per rank" : "");
+    }
     if (t->ranks > 1 && !t->opts.quiet)
         st_log(ST_LOG_INFO, "data parallel: %d ranks (%s transport), global batch %d x %d x %d = %lld sequences "
                "per update", t->ranks, t->dist->ops->name, tc->batch_size, tc->grad_accum, t->ranks,

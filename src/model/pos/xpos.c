@@ -65,7 +65,7 @@ static int xpos_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor
 static void xpos_cache_keys(const st_model *m, st_kv_cache *c, int64_t p0, int64_t n) {
     const int64_t centre = xpos_centre(&m->cfg, p0, n);
     if (c->len > 0 && centre != c->pos_ref) {
-        const int64_t D = c->head_dim, half = D / 2, pairs = (int64_t)c->n_layers * c->n_heads;
+        const int64_t D = c->head_dim, half = D / 2, pairs = (int64_t)c->n_layers * c->n_kv_heads;
         float f[ST_XPOS_MAX_HALF];
         ST_ASSERT(half <= ST_XPOS_MAX_HALF);
         for (int64_t k = 0; k < half; k++)

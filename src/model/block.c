@@ -1,0 +1,106 @@
+/* block.c - the decoder block's variation points (model.norm, model.ffn, model.bias,
+ * model.qk_norm): one table per choice, read by the parameter table (model.c) and by the
+ * forward pieces every path shares (st_block_qkv2, st_block_out, the final norm).
+ *
+ *   norm      layernorm: (x - mean) / sqrt(var + eps) w + b   (GPT-2; the default)
+ *             rmsnorm:   x / sqrt(mean(x^2) + eps) w           (LLaMA; no bias tensor)
+ *   ffn       gelu:   W2 gelu(W1 h)                              (GPT-2; d_ff = 4 d)
+ *             swiglu: W2 (silu(W1g h) * W1u h)                   (Shazeer 2020; LLaMA)
+ *             geglu:  W2 (gelu(W1g h) * W1u h)                   (the model's gelu form)
+ *             the gated units' W1 is (2 d_ff, d): gate rows first, then value rows;
+ *             d_ff 0 = 4 d for gelu, 8 d / 3 rounded up to a multiple of 64 for the gated
+ *             ones (about the same parameters as 4 d ungated)
+ *   bias      false: no bias tensor in the q/k/v, output and FFN projections (LLaMA)
+ *   n_kv_heads  grouped-query attention (Ainslie et al. 2023): H / n_kv_heads query heads
+ *             share each key/value head; qkv rows are (H + 2 n_kv_heads) D; the training
+ *             and full forwards repeat k, v to H heads (st_repeat_heads, whose backward sums
+ *             a group's gradients), the KV cache keeps n_kv_heads and maps head h to h / g
+ *   qk_norm   rmsnorm: q and k RMS-normalised per head over the head size, weights (D)
+ *             shared by the heads, before the position method (OLMo 2, Qwen 3); the
+ *             softmax scale stays 1/sqrt(D) */
+#include "model_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const norm_names[ST_NORM_COUNT] = {"layernorm", "rmsnorm"};
+static const char *const ffn_names[ST_FFN_COUNT] = {"gelu", "swiglu", "geglu"};
+static const char *const qk_norm_names[ST_QK_NORM_COUNT] = {"none", "rmsnorm"};
+
+static int find(const char *const *names, int n, const char *name) {
+    for (int i = 0; i < n; i++) if (strcmp(names[i], name) == 0) return i;
+    return -1;
+}
+
+const char *st_norm_name(int k) { return k >= 0 && k < ST_NORM_COUNT ? norm_names[k] : "?"; }
+int st_norm_from_name(const char *name) { return find(norm_names, ST_NORM_COUNT, name); }
+const char *st_ffn_name(int k) { return k >= 0 && k < ST_FFN_COUNT ? ffn_names[k] : "?"; }
+int st_ffn_from_name(const char *name) { return find(ffn_names, ST_FFN_COUNT, name); }
+const char *st_qk_norm_name(int k) { return k >= 0 && k < ST_QK_NORM_COUNT ? qk_norm_names[k] : "?"; }
+int st_qk_norm_from_name(const char *name) { return find(qk_norm_names, ST_QK_NORM_COUNT, name); }
+
+int st_model_d_ff(const st_model_config *c) {
+    if (c->d_ff > 0) return c->d_ff;
+    if (c->ffn == ST_FFN_GELU) return 4 * c->d_model;
+    const int f = (8 * c->d_model + 2) / 3;   /* ceil(8 d / 3) */
+    return (f + 63) / 64 * 64;
+}
+
+int st_model_kv_heads(const st_model_config *c) { return c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads; }
+
+int st_block_expand_kv(st_model *m, st_ctx *ctx, st_tensor **k, st_tensor **v, st_tensor **k2) {
+    const int g = m->cfg.n_heads / st_model_kv_heads(&m->cfg);
+    if (g == 1) return 1;
+    *k = st_repeat_heads(ctx, *k, g);
+    *v = st_repeat_heads(ctx, *v, g);
+    if (k2 && *k2) *k2 = st_repeat_heads(ctx, *k2, g);
+    return *k && *v && (!k2 || !*k2 || *k2);
+}
+
+int st_model_fc1_rows(const st_model_config *c) {
+    return c->ffn == ST_FFN_GELU ? st_model_d_ff(c) : 2 * st_model_d_ff(c);
+}
+
+/* parameter index -> tensor, NULL for an absent one (-1) */
+static st_tensor *opt(st_model *m, int idx) { return idx >= 0 ? st_param(&m->params, idx) : NULL; }
+
+st_tensor *st_block_norm(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b) {
+    if (m->cfg.norm == ST_NORM_RMS) return st_rmsnorm(ctx, x, opt(m, w), m->cfg.ln_eps);
+    return st_layernorm(ctx, x, opt(m, w), opt(m, b), m->cfg.ln_eps);
+}
+
+st_tensor *st_block_linear(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b) {
+    return st_linear(ctx, x, opt(m, w), opt(m, b));
+}
+
+int st_block_qk_norm(st_model *m, st_ctx *ctx, int l, st_tensor **q, st_tensor **k) {
+    if (m->cfg.qk_norm == ST_QK_NORM_NONE) return 1;
+    const struct st_block_params *b = &m->blocks[l];
+    *q = st_rmsnorm(ctx, *q, opt(m, b->q_norm), m->cfg.ln_eps);
+    *k = st_rmsnorm(ctx, *k, opt(m, b->k_norm), m->cfg.ln_eps);
+    return *q && *k;
+}
+
+st_tensor *st_block_ffn(st_model *m, st_ctx *ctx, int l, st_tensor *h) {
+    const struct st_block_params *b = &m->blocks[l];
+    const st_model_config *c = &m->cfg;
+    h = st_block_linear(m, ctx, h, b->fc1_w, b->fc1_b);
+    switch (c->ffn) {
+    case ST_FFN_SWIGLU: h = st_glu(ctx, h, ST_GLU_SWIGLU); break;
+    case ST_FFN_GEGLU: h = st_glu(ctx, h, c->gelu_exact ? ST_GLU_GEGLU_ERF : ST_GLU_GEGLU_TANH); break;
+    default: h = st_gelu(ctx, h, c->gelu_exact); break;
+    }
+    return st_block_linear(m, ctx, h, b->fc2_w, b->fc2_b);
+}
+
+void st_block_label(const st_model_config *c, char *buf, size_t n) {
+    int o = 0;
+    buf[0] = 0;
+#define ADD(...) do { if (o >= 0 && (size_t)o < n) o += snprintf(buf + o, n - (size_t)o, __VA_ARGS__); } while (0)
+    if (c->norm != ST_NORM_LAYER) ADD(", %s", st_norm_name(c->norm));
+    if (c->ffn != ST_FFN_GELU) ADD(", %s (d_ff %d)", st_ffn_name(c->ffn), st_model_d_ff(c));
+    if (!c->bias) ADD(", no biases");
+    if (c->qk_norm != ST_QK_NORM_NONE) ADD(", q/k %s", st_qk_norm_name(c->qk_norm));
+    if (st_model_kv_heads(c) != c->n_heads) ADD(", %d key/value heads", st_model_kv_heads(c));
+#undef ADD
+}
