@@ -78,6 +78,8 @@ static int parse(int argc, char **argv, extend_args *a) {
     if (!a->run) return cli_usage("extend", "needs the base run directory");
     if (a->to == 0) return cli_usage("extend", "needs --to N (the new training length)");
     if ((a->steps >= 0) == (a->budget > 0)) return cli_usage("extend", "give one of --steps K or --budget F");
+    if (a->scale > 0 && (!a->transform || !strcmp(a->transform, "none")))
+        return cli_usage("extend", "--scale needs --transform (pi, ntk, yarn or alibi_interp)");
     return ST_OK;
 }
 
@@ -126,7 +128,6 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
     snprintf(own[n++], SET_LEN, "model.scaling.transform=%s", xf);
     snprintf(own[n++], SET_LEN, "model.scaling.scale=%.17g", scaled ? s : 1.0);
     snprintf(own[n++], SET_LEN, "model.scaling.train_len=%lld", scaled ? (long long)L : 0LL);
-    if (!scaled && a.scale > 0) { rc = cli_usage("extend", "--scale needs --transform (pi, ntk, yarn or alibi_interp)"); goto out; }
     for (int i = 0; i < n; i++) sets[i] = own[i];
     for (int i = 0; i < a.n_sets; i++) sets[n + i] = a.sets[i];
     if ((rc = st_run_config_load(path, sets, n + a.n_sets, cfg, &e))) goto out;

@@ -53,8 +53,8 @@ int st_block_expand_kv(st_model *m, st_ctx *ctx, st_tensor **k, st_tensor **v, s
     if (g == 1) return 1;
     *k = st_repeat_heads(ctx, *k, g);
     *v = st_repeat_heads(ctx, *v, g);
-    if (k2 && *k2) *k2 = st_repeat_heads(ctx, *k2, g);
-    return *k && *v && (!k2 || !*k2 || *k2);
+    if (k2 && *k2 && !(*k2 = st_repeat_heads(ctx, *k2, g))) return 0;
+    return *k && *v;
 }
 
 int st_model_fc1_rows(const st_model_config *c) {

@@ -28,6 +28,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* One of k, v (k2): (L, n_kv_heads, rows, D) floats; grouped-query attention keeps one
+ * key/value head per group of query heads. */
+static double cache_kv_bytes(const st_kv_cache *c) {
+    return (double)c->n_layers * c->n_kv_heads * (double)c->rows * c->head_dim * sizeof(float);
+}
+/* The distance-bias tables: (L, n_heads, window) floats. */
+static double cache_tab_bytes(const st_kv_cache *c) {
+    return (double)c->n_layers * c->n_heads * (double)c->window * sizeof(float);
+}
+/* Everything the cache holds: k, v (and rerope's unrotated keys), the tables if any. */
+static double cache_bytes(const st_kv_cache *c, int tables) {
+    return (c->clip > 0 ? 3.0 : 2.0) * cache_kv_bytes(c) + (tables ? cache_tab_bytes(c) : 0.0);
+}
+
 int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error *e) {
     memset(c, 0, sizeof *c);
     const st_model_config *cfg = &m->cfg;
@@ -55,17 +69,15 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     const int64_t slack = !c->slides ? 0 : window / 4 > 16 ? window / 4 : 16;
     c->window = window;
     c->rows = c->sinks + window + slack;
-    const double kv = (double)L * (double)Hkv * (double)c->rows * (double)D * sizeof(float);   /* grouped: / g */
+    c->clip = st_transform_clip(xf);   /* rerope keeps the unrotated keys too */
     /* a distance bias is tabulated once per reset; a general one is evaluated per chunk */
     const int tables = st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE;
-    const double tab = tables ? (double)L * (double)H * (double)window * sizeof(float) : 0.0;
+    const double kv = cache_kv_bytes(c), tab = tables ? cache_tab_bytes(c) : 0.0, total = cache_bytes(c, tables);
     const double have = (double)st_mem_total();
-    const double nkv = xf && st_transform_clip(xf) > 0 ? 3.0 : 2.0;   /* rerope: unrotated keys too */
-    if (have > 0 && nkv * kv + tab > 0.9 * have)
+    if (have > 0 && total > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "kv cache: a window of %lld tokens (model.n_layers %d, model.d_model %d) "
                        "needs %.2f GiB of keys and values; this machine has %.2f GiB",
-                       (long long)window, cfg->n_layers, cfg->d_model, (nkv * kv + tab) / 1073741824.0, have / 1073741824.0);
-    c->clip = st_transform_clip(xf);   /* rerope keeps the unrotated keys too */
+                       (long long)window, cfg->n_layers, cfg->d_model, total / 1073741824.0, have / 1073741824.0);
     if (c->clip > 0 && c->sinks > 0 && c->slides && c->clip > window)
         return st_fail(e, ST_ERR_CONFIG, "kv cache: rerope's clip window %lld is longer than the attention window %lld: "
                        "once keys are dropped the sinks' distances are no longer their rows' (use a clip <= window)",
@@ -82,11 +94,7 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
     return ST_OK;
 }
 
-double st_kv_cache_bytes(const st_kv_cache *c) {
-    const double kv = (double)c->n_layers * c->n_kv_heads * (double)c->rows * c->head_dim * sizeof(float);
-    const double tab = c->bias ? (double)c->n_layers * c->n_heads * (double)c->window * sizeof(float) : 0.0;
-    return (c->k2 ? 3.0 : 2.0) * kv + tab;
-}
+double st_kv_cache_bytes(const st_kv_cache *c) { return cache_bytes(c, c->bias != NULL); }
 
 void st_kv_cache_reset(st_kv_cache *c) {
     c->xf_scale = 0.0;

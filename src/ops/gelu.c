@@ -105,14 +105,16 @@ st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact) {
  * Backward: da = dy b act'(a), db = dy act(a), recomputed from the saved input. */
 typedef struct glu_saved { int kind; } glu_saved;
 
+/* act(a), and act'(a) into *grad when grad is not NULL (the forward passes NULL: the
+ * derivative is the backward's work) */
 static inline float glu_act(float a, int kind, float *grad) {
     if (kind == ST_GLU_SWIGLU) {
         const float s = a < -88.0f ? 0.0f : 1.0f / (1.0f + ops_expf(-a));
-        *grad = s + a * s * (1.0f - s);
+        if (grad) *grad = s + a * s * (1.0f - s);
         return a * s;
     }
     const int exact = kind == ST_GLU_GEGLU_ERF;
-    *grad = exact ? gelu_grad_exact(a) : gelu_grad_tanh(a);
+    if (grad) *grad = exact ? gelu_grad_exact(a) : gelu_grad_tanh(a);
     if (exact) return a * gelu_phi_cdf(a);
     return a * gelu_sigmoid2(GELU_K * (a + GELU_A * a * a * a));
 }
@@ -152,10 +154,7 @@ st_tensor *st_glu(st_ctx *ctx, st_tensor *x, int kind) {
     for (int64_t r = 0; r < N; r++) {
         const float *xa = x->data + r * 2 * F, *xb = xa + F;
         float *o = out->data + r * F;
-        for (int64_t c = 0; c < F; c++) {
-            float unused;
-            o[c] = glu_act(xa[c], kind, &unused) * xb[c];
-        }
+        for (int64_t c = 0; c < F; c++) o[c] = glu_act(xa[c], kind, NULL) * xb[c];
     }
     if (st_needs_grad(ctx, x, NULL, NULL, NULL)) {
         glu_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);

@@ -38,6 +38,12 @@ void st_rundir_clean_temps(const char *dir);
 /* Keep only metrics.jsonl records with step <= last_step (after a resume). */
 int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e);
 
+/* ---- init_from.c: train.init_from ---- */
+/* Load c's train.init_from into m (safetensors, a checkpoint, or a run's latest
+ * checkpoint; a checkpoint must have m's parameter table), with errors naming the key.
+ * From a checkpoint, *origin gets RUN/init_from.json's text (malloc'd; NULL otherwise). */
+int st_init_from_load(const st_run_config *c, st_model *m, int quiet, char **origin, st_error *e);
+
 /* ---- progress.c: terminal progress and metrics.jsonl ---- */
 typedef struct st_progress {
     FILE *metrics;          /* RUN_DIR/metrics.jsonl (append) */

@@ -21,8 +21,6 @@
 #include "train_internal.h"
 #include "st_task.h"
 
-#include <cjson/cJSON.h>
-
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -68,7 +66,7 @@ typedef struct trainer {
     st_progress pg;
     int have_ds, have_model, have_opt, have_arena, have_ctx, have_pg;
     char last_ckpt[ST_PATH_BUF];
-    char origin[ST_PATH_BUF + 512];   /* init_from.json of a run started from a checkpoint ("": none) */
+    char *origin;           /* init_from.json of a run started from a checkpoint (NULL: none) */
 } trainer;
 
 static void trainer_free(trainer *t) {
@@ -83,6 +81,7 @@ static void trainer_free(trainer *t) {
     free(t->y);
     free(t->positions);
     free(t->val_losses);
+    free(t->origin);
     st_zero_free(&t->zero);
 }
 
@@ -210,57 +209,6 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     return ST_OK;
 }
 
-/* train.init_from: exported weights (safetensors), or a stretch checkpoint or run
- * directory (its latest checkpoint; the weights only, fresh optimizer state), the way a
- * context extension starts from its base run. A checkpoint must have this model's
- * parameter table exactly. RUN/init_from.json records which checkpoint file (which step
- * of which run) this run started from; the key itself keeps what the config said. */
-static int load_init(trainer *t, st_error *e) {
-    st_run_config *c = &t->cfg;
-    st_train_config *tc = &c->train;
-    if (!st_checkpoint_is(tc->init_from)) return st_model_load_safetensors(&t->model, tc->init_from, e);
-    char path[ST_PATH_BUF];
-    st_run_config *base = malloc(sizeof *base);
-    st_train_state bs;
-    st_error le = {0};
-    int rc = base ? st_checkpoint_resolve(tc->init_from, path, sizeof path, &le) : ST_ERR_MEMORY;
-    if (!rc) rc = st_checkpoint_load(path, base, &t->model.params, 0, &bs, &le);
-    if (!rc && strlen(path) > ST_PATH_MAX) rc = st_fail(&le, ST_ERR_CONFIG, "checkpoint path longer than %d bytes", ST_PATH_MAX);
-    const st_model_config *mc = &c->model;
-    /* an extension is at least as long as its base run (a scaled model's L is the base's) */
-    if (!rc && mc->scaling != ST_XF_NONE && tc->seq_len < base->train.seq_len)
-        rc = st_fail(&le, ST_ERR_CONFIG, "train.seq_len: %d is shorter than the base run's %d; a scaled model "
-                     "(model.scaling.transform %s) extends its base run's length", tc->seq_len, base->train.seq_len,
-                     st_transform_name(mc->scaling));
-    if (rc) {
-        free(base);
-        if (!base) return st_fail(e, ST_ERR_MEMORY, "out of memory");
-        return st_fail(e, rc, "%s: train.init_from: %s", c->file, le.msg);
-    }
-    if (!t->opts.quiet)
-        st_log(ST_LOG_INFO, "init_from: %s (step %lld of a run trained at train.seq_len %d, model.pos %s%s%s)", path,
-               (long long)bs.step, base->train.seq_len, st_pos_name(base->model.pos),
-               base->model.scaling ? ", model.scaling.transform " : "",
-               base->model.scaling ? st_transform_name(base->model.scaling) : "");
-    const int base_len = base->model.scaling ? base->model.scaling_len : base->train.seq_len;
-    if (mc->scaling != ST_XF_NONE && mc->scaling_len != base_len && !t->opts.quiet)
-        st_log(ST_LOG_WARN, "model.scaling.train_len %d differs from the base run's training length %d (%s)",
-               mc->scaling_len, base_len, path);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "init_from", tc->init_from);
-    cJSON_AddStringToObject(o, "checkpoint", path);
-    cJSON_AddNumberToObject(o, "step", (double)bs.step);
-    cJSON_AddNumberToObject(o, "train_seq_len", base->train.seq_len);
-    cJSON_AddStringToObject(o, "pos", st_pos_name(base->model.pos));
-    cJSON_AddStringToObject(o, "scaling", st_transform_name(base->model.scaling));
-    char *txt = cJSON_Print(o);
-    cJSON_Delete(o);
-    if (txt) snprintf(t->origin, sizeof t->origin, "%s\n", txt);
-    free(txt);
-    free(base);
-    return ST_OK;
-}
-
 /* The training state: rank 0 reads it from the checkpoint when resuming (the other ranks
  * receive it), else every rank starts from step 0. */
 static int setup_state(trainer *t, const char *ckpt, st_error *e) {
@@ -277,7 +225,7 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
         st_rundir_clean_temps(t->dir);   /* checkpoint-sized leftovers of killed writers */
     } else {
         /* the other ranks receive rank 0's initialisation (st_train_dist_share_state) */
-        if (tc->init_from[0] && t->rank == 0) rc = load_init(t, e);
+        if (tc->init_from[0] && t->rank == 0) rc = st_init_from_load(&t->cfg, &t->model, t->opts.quiet, &t->origin, e);
         memset(&t->st, 0, sizeof t->st);
         st_rng_seed(&t->st.rng, tc->seed ^ SEED_DROPOUT);
         t->st.best_val = INFINITY;
@@ -438,7 +386,7 @@ static int setup_buffers(trainer *t, st_error *e) {
         if (!t->opts.resume && (rc = st_rundir_prepare(t->dir, t->opts.force, e))) return rc;
         join(path, sizeof path, t->dir, "config.json");
         if ((rc = st_run_config_save(c, path, e))) return rc;
-        if (!t->opts.resume && t->origin[0]) {
+        if (!t->opts.resume && t->origin) {
             join(path, sizeof path, t->dir, "init_from.json");
             if ((rc = st_write_file_atomic(path, t->origin, strlen(t->origin), e))) return rc;
         }
