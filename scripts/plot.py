@@ -25,8 +25,8 @@ Run with /usr/bin/python3 (Debian's python3-matplotlib). Writes a PNG (or any fo
 matplotlib knows from the extension).
 """
 import argparse
-import json
 import math
+import os
 import sys
 from collections import OrderedDict
 
@@ -34,6 +34,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_json import die, read_json  # noqa: E402
 
 PLAIN = FuncFormatter(lambda v, _: "%g" % v)
 
@@ -46,11 +48,6 @@ def plain_axes(ax, logy):
         ax.yaxis.set_minor_formatter(PLAIN if ax.get_ylim()[1] / ax.get_ylim()[0] < 10 else NullFormatter())
 
 
-def die(msg):
-    print("plot.py: error: " + msg, file=sys.stderr)
-    sys.exit(2)
-
-
 def pos_label(model):
     rf = model.get("rf_kind")
     return model.get("pos", "?") + ("-" + rf if rf else "")
@@ -60,11 +57,7 @@ def load_runs(paths):
     """Every input as a list of runs: {label, seq_len, seed, unit, results}."""
     runs, seen = [], set()
     for path in paths:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            die("%s: %s" % (path, e))
+        doc = read_json(path)
         if "runs" in doc:            # a sweep's results.json
             for r in doc["runs"]:
                 if "results" not in r or r.get("dir", r.get("name")) in seen:

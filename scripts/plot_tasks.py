@@ -20,7 +20,7 @@ mean), side by side, accuracy as colour, the way needle-in-a-haystack results ar
 Run with /usr/bin/python3 (Debian's python3-matplotlib).
 """
 import argparse
-import json
+import os
 import sys
 from collections import OrderedDict
 
@@ -28,22 +28,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-
-def die(msg):
-    print("plot_tasks.py: error: " + msg, file=sys.stderr)
-    sys.exit(2)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_json import die, read_json  # noqa: E402
 
 
 def load(paths):
     """Every input as a list of {group, task, results}."""
     runs = []
     for path in paths:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            die("%s: %s" % (path, e))
+        doc = read_json(path)
         if "runs" in doc:   # a sweep's results.json
             for r in doc["runs"]:
                 if "task" in r:

@@ -9,14 +9,17 @@ protocol a table of perplexity at every evaluated length for both blocks, and th
 the methods at each length with each block (1 = lowest perplexity), so a change of ranking
 with the block is visible at a glance.
 """
-import json, sys
+import os, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_json import read_json  # noqa: E402
 
 METHODS = ["alibi", "rope", "none", "fire", "kerple"]
 
 
 def load(path):
     runs = {}
-    for r in json.load(open(path))["runs"]:
+    for r in read_json(path)["runs"]:
         if not r.get("results"):
             continue
         runs[r["name"].split("__")[0]] = r
@@ -31,7 +34,7 @@ def ppl(r, n):
 
 
 for path in sys.argv[1:]:
-    doc = json.load(open(path))
+    doc = read_json(path)
     runs = load(path)
     lengths = sorted({x["length"] for r in runs.values() for x in r["results"]})
     print(f"### `{doc.get('sweep', path)}`\n")

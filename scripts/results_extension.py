@@ -13,7 +13,10 @@ a window of the new length (does the model gain from the context it was extended
 and passkey accuracy per prompt size. --plot also draws perplexity at 4L and 8L against
 the budget per transform, and (when the passkey files exist) passkey accuracy against size.
 """
-import json, math, os, sys
+import os, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_json import read_json  # noqa: E402
 
 args = sys.argv[1:]
 plot_out = None
@@ -27,7 +30,7 @@ pk_dir = args[2] if len(args) > 2 else "runs/extend_passkey"
 
 runs = []
 for p in (base_p, ft_p):
-    runs += [r for r in json.load(open(p))["runs"] if r.get("results")]
+    runs += [r for r in read_json(p)["runs"] if r.get("results")]
 by_name = {r["name"].replace("__seed-1", ""): r for r in runs}
 LENGTHS = [64, 128, 256, 512, 1024, 2048]
 
@@ -143,7 +146,7 @@ if os.path.isdir(pk_dir):
     sizes = None
     rows = []
     for f in files:
-        r = json.load(open(os.path.join(pk_dir, f)))
+        r = read_json(os.path.join(pk_dir, f))
         cells = r.get("cells") or r.get("results") or []
         acc = {}
         for c in cells:

@@ -14,25 +14,18 @@ more than one, e.g. a sweep and its seed sweep sharing an out dir, counts once).
 |max - min| / mean of the perplexities per length instead.
 """
 import argparse
-import json
 import math
+import os
 import sys
 from collections import OrderedDict
-
-
-def die(msg):
-    print("results_tables.py: error: " + msg, file=sys.stderr)
-    sys.exit(2)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_json import die, read_json  # noqa: E402
 
 
 def load(paths, mode):
     runs = OrderedDict()
     for path in paths:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            die("%s: %s" % (path, e))
+        doc = read_json(path)
         if "runs" not in doc:
             die("%s: not a sweep's results.json" % path)
         for r in doc["runs"]:

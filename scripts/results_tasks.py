@@ -15,25 +15,18 @@ seed's exact-match row for the groups with two or more seeds. Several inputs are
 (a sweep and its seed sweep sharing an out dir).
 """
 import argparse
-import json
+import os
 import sys
 from collections import OrderedDict
-
-
-def die(msg):
-    print("results_tasks.py: error: " + msg, file=sys.stderr)
-    sys.exit(2)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_json import die, read_json  # noqa: E402
 
 
 def load(paths):
     """Task runs of every input by group; a run in several inputs (same dir) counts once."""
     groups, seen = OrderedDict(), set()
     for path in paths:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            die("%s: %s" % (path, e))
+        doc = read_json(path)
         for r in doc.get("runs", []):
             if "task" in r and r.get("dir", r["name"]) not in seen:
                 seen.add(r.get("dir", r["name"]))
