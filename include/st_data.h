@@ -53,6 +53,7 @@ typedef struct st_data_config {
     int task_symbols;       /* 16: alphabet size */
     char task_loss[8];      /* "answer" (default): loss on answer tokens only | "all" */
     int task_pack;          /* 0: one instance per training row, padded; 1: as many as fit */
+    int task_doc_mask;      /* 1: with pack, a token attends only to its own instance */
     char task_format[16];   /* addition: "plain" (default) | "reversed" */
     int task_digits;        /* passkey: 5 digits per key */
     double task_ignore_prob;/* flip-flop: 0.8 */
@@ -192,6 +193,8 @@ typedef struct st_loader {
     const st_passkey *pk;   /* data.passkey.rate > 0: passkeys inserted (set after init) */
     const st_task_data *task; /* source "task": rows are task instances (st_task_row), not windows */
     double pk_rate;         /* the fraction of windows that get one */
+    int32_t *doc;           /* NULL, or (B*T): st_loader_next writes where each token's task
+                             * instance starts in its row (data.task.doc_mask) */
 } st_loader;
 void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t seed);
 /* Fill x, y (B*T each): window w starts at st_hash64(seed, draws + w) mod (n - T); y is x
@@ -199,7 +202,8 @@ void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t see
  * window w is, with probability pk_rate, a passkey instance of T + 1 tokens whose filler
  * is the window's own text, depth uniform in [0, 1], key and depth functions of (seed,
  * draws + w) too. With a task (source "task"), row w is st_task_row(task, st_hash64(seed,
- * draws + w)): instances, padding, and y = -1 where no loss is taken. */
+ * draws + w)): instances, padding, and y = -1 where no loss is taken; with l->doc set, also
+ * each token's instance start (a task source only). */
 void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y);
 
 /* ---- evaluation partitions ----

@@ -154,6 +154,9 @@ const char *st_pos_variant_key(int pos);
 int64_t st_pos_max_len(const st_model_config *c);
 /* Why method pos has that limit, naming the config key that sets it ("model.max_len: ..."). */
 const char *st_pos_limit_why(int pos);
+/* NULL, or why the method cannot attend to a span with keys masked inside it (attention
+ * sinks + window; data.task.doc_mask): CoPE counts its gates over one contiguous span. */
+const char *st_pos_no_sinks(int pos);
 /* Set the method's keys to a variant in which every parameter it can have is learned
  * (selfcheck, tests). */
 void st_pos_exercise(st_model_config *c);
@@ -214,6 +217,10 @@ typedef struct st_model {
      * by the caller (the trainer); NULL: the natural positions pos0 + t. Only methods
      * whose registry entry reads absolute indices (st_pos_abs_indices) use them. */
     const int64_t *positions;
+    /* per-instance attention mask of packed task rows (data.task.doc_mask): (B,T), row t
+     * of batch row b attends to rows [doc[b T + t], t] only; owned by the caller (the
+     * trainer) for the next forward and its backward; NULL: plain causal attention. */
+    const int32_t *doc;
 } st_model;
 
 /* Hand an inference-time transform to the model (eval, generate): an active xf replaces

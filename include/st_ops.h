@@ -169,6 +169,13 @@ static inline int st_attn_bias_learnable(const st_attn_bias *b) {
 st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                         const st_attn_bias *bias, int causal, float scale,
                         float p_drop, uint64_t seed);
+/* The same with a per-instance (document) mask for packed rows: doc (B,T), row i of batch
+ * row b sees keys j in [doc[b T + i], i] only (0 <= doc[b T + i] <= i; causal, no CoPE
+ * term). Masked scores get probability 0, so their gradients (q, k, v and the bias's)
+ * are 0 too. doc NULL: st_attention. The caller keeps doc alive until backward. */
+st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
+                            const st_attn_bias *bias, int causal, float scale,
+                            float p_drop, uint64_t seed, const int32_t *doc);
 
 /* Attention of new queries against keys and values kept between calls (a KV cache for
  * incremental decoding), inference only (nothing recorded for backward).

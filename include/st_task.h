@@ -112,8 +112,10 @@ int64_t st_task_data_max_len(const st_task_data *td);
 /* One training row of T + 1 tokens from the seed: instances of sizes drawn from
  * [min_size, max_size] (one, or with pack as many as fit), then padding. x = the first
  * T tokens, y = the next T with -1 where no loss is taken (prompt tokens under loss
- * "answer", padding always). */
-void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, int32_t *y);
+ * "answer", padding always). doc: NULL, or (T) the row index where each token's instance
+ * starts (the padding after the last instance is one more span), for the per-instance
+ * attention mask (data.task.doc_mask). */
+void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, int32_t *y, int32_t *doc);
 /* A stream of n tokens: instances back to back (perplexity evaluation of a task run). */
 void st_task_stream(const st_task_data *td, uint64_t seed, int32_t *out, int64_t n);
 

@@ -226,6 +226,9 @@ def forward(cfg, p, ids, targets):
     eps = cfg["ln_eps"]
     x = embed(cfg, p, ids)
     mask = torch.ones(T, T).tril().bool()
+    if "_doc" in cfg:   # data.task.doc_mask: row i of batch row b sees keys j >= doc[b][i] only
+        doc = cfg["_doc"]
+        mask = mask[None, None] & (torch.arange(T)[None, None, None, :] >= doc[:, None, :, None])
     for l in range(L):
         pre = f"blocks.{l}."
         h = norm(cfg, x, p, pre + "ln1", eps)
@@ -282,6 +285,8 @@ def main():
     tg = torch.tensor(batch["targets"])
     if "positions" in batch:
         cfg["_positions"] = torch.tensor(batch["positions"])
+    if "doc" in batch:
+        cfg["_doc"] = torch.tensor(batch["doc"])
     for t in p.values():
         t.requires_grad_(True)
     loss = forward(cfg, p, ids, tg)

@@ -53,7 +53,21 @@ expect_rc 0 "resume" "$BIN" train --resume s2 --quiet
 expect_rc 0 "loss all" "$BIN" train short.json --out all --quiet --set data.task.loss=all
 [ "$(trace s1 | sed -n 3p)" != "$(trace all | sed -n 3p)" ] && ok || bad "data.task.loss changes nothing"
 
+# per-instance mask of packed rows: trains, resumes bit-exactly, and moves the loss
+expect_rc 0 "packed" "$BIN" train short.json --out pk --quiet --set data.task.pack=true
+expect_rc 0 "packed + doc_mask" "$BIN" train short.json --out dm1 --quiet --set data.task.pack=true --set data.task.doc_mask=true
+expect_rc 0 "doc_mask to step 10" "$BIN" train short.json --out dm2 --quiet --stop-after 10 --set data.task.pack=true --set data.task.doc_mask=true
+expect_rc 0 "doc_mask resume" "$BIN" train --resume dm2 --quiet
+[ "$(trace dm1)" = "$(trace dm2)" ] && ok || bad "doc_mask: resumed trace differs"
+[ "$(trace pk | sed -n 1p)" != "$(trace dm1 | sed -n 1p)" ] && ok || bad "data.task.doc_mask changes nothing"
+grep -q '"doc_mask": true' dm1/config.json && ok || bad "doc_mask not in the run's config"
+
 # bad input: exit 2 naming the key, nothing written
+expect_rc 2 "doc_mask without pack" "$BIN" train short.json --out b7 --quiet --set data.task.doc_mask=true
+expect_err "data.task.doc_mask: masks attention between the instances of a packed row"
+expect_rc 2 "doc_mask with cope" "$BIN" train short.json --out b8 --quiet --set data.task.pack=true --set data.task.doc_mask=true --set model.pos=cope
+expect_err "data.task.doc_mask: not available with model.pos \"cope\""
+[ ! -e b7 ] && [ ! -e b8 ] && ok || bad "a refused doc_mask run wrote its directory"
 expect_rc 2 "unknown task" "$BIN" train short.json --out b1 --quiet --set data.task.name=nope
 expect_err "data.task.name"
 expect_rc 2 "min > max" "$BIN" train short.json --out b2 --quiet --set data.task.min_size=5

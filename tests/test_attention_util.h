@@ -66,7 +66,7 @@ static st_tensor *wsum(st_ctx *ctx, st_tensor *x, const float *r) {
     return out;
 }
 
-static int all_finite(const float *x, int64_t n) {
+static inline int all_finite(const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) if (!isfinite(x[i])) return 0;
     return 1;
 }
@@ -79,7 +79,7 @@ typedef struct gc_case {
     float scale, p;
 } gc_case;
 
-static st_tensor *gc_build(st_ctx *ctx, void *user) {
+static inline st_tensor *gc_build(st_ctx *ctx, void *user) {
     gc_case *c = user;
     return st_attention(ctx, c->s->q, c->s->k, c->s->v, c->bias, c->causal, c->scale, c->p, 77);
 }

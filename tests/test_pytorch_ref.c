@@ -13,7 +13,8 @@ static const char *pos_json(int pos) { return st_pos_name(pos); }
 
 static int write_case(const char *dir, st_model *m, const int32_t *ids, const int32_t *tg,
                       int64_t B, int64_t T, float loss) {
-    /* m->positions: randomized training positions, written as "positions" */
+    /* m->positions: randomized training positions, written as "positions"; m->doc: the
+     * per-instance mask, as "doc" */
     char path[1024];
     st_error e = {0};
     const st_model_config *c = &m->cfg;
@@ -65,14 +66,25 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
         for (int64_t t = 0; t < T; t++) fprintf(f, "%s%lld", t ? "," : "", (long long)m->positions[t]);
         fprintf(f, "]");
     }
+    if (m->doc) {   /* per-instance attention mask of packed rows (data.task.doc_mask) */
+        fprintf(f, ", \"doc\": [");
+        for (int64_t b = 0; b < B; b++) {
+            fprintf(f, "%s[", b ? "," : "");
+            for (int64_t t = 0; t < T; t++) fprintf(f, "%s%d", t ? "," : "", m->doc[b * T + t]);
+            fprintf(f, "]");
+        }
+        fprintf(f, "]");
+    }
     fprintf(f, "}\n");
     fclose(f);
     return 1;
 }
 
 /* tweak: sets the method's other keys (NULL: defaults); rpos: randomized training
- * positions (a sorted subset of [0, 30), the learned table has 32 rows) */
-struct variant { int pos, rf_kind, rf_scope, heads, gelu_exact, tie, rf_param; void (*tweak)(st_model_config *c); int rpos; };
+ * positions (a sorted subset of [0, 30), the learned table has 32 rows); doc: the
+ * per-instance attention mask of packed rows (data.task.doc_mask), three instances in
+ * row 0 and two in row 1 */
+struct variant { int pos, rf_kind, rf_scope, heads, gelu_exact, tie, rf_param; void (*tweak)(st_model_config *c); int rpos, doc; };
 
 static void kerple_power(st_model_config *c) { c->kerple_kind = ST_KERPLE_POWER; }
 /* FIRE's threshold inside the sequence (T = 11): rows on both sides of max(L, i) */
@@ -105,46 +117,53 @@ int main(void) {
     char script[1024];
     snprintf(script, sizeof script, "%s/scripts/torch_ref.py", src ? src : "..");
     const struct variant vs[] = {
-        {ST_POS_NONE, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_ALIBI, 0, 0, 6, 1, 0, 0, NULL, 0},       /* non-power-of-two slopes, erf GELU, untied head */
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, 4, 0, 1, ST_RF_LOG, NULL, 0},
-        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_T5, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_SANDWICH, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, kerple_power, 0},
-        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 0},
-        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, logn4, 0},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, learned_logn, 0},
-        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_COPE, 0, 0, 4, 0, 1, 0, NULL, 0},
-        {ST_POS_COPE, 0, 0, 6, 1, 0, 0, NULL, 0},    /* positions clamp at n_pos - 1 = 3 */
-        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL, 1},   /* train.random_positions */
-        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0, NULL, 1},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL, 1},
-        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL, 1},
-        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 1},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_pi, 0},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_ntk, 0},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_yarn, 0},
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_yarn, 1},   /* with randomized positions */
-        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, scale_alibi, 0},
-        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, llama, 0},
-        {ST_POS_ROPE, 0, 0, 4, 0, 0, 0, llama, 0},      /* untied head */
-        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, llama, 1},      /* with randomized positions */
-        {ST_POS_T5, 0, 0, 4, 0, 1, 0, geglu, 0},        /* tanh GeGLU */
-        {ST_POS_KERPLE, 0, 0, 4, 1, 1, 0, geglu, 0},    /* erf GeGLU */
-        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, llama_gqa, 0},  /* 2 key/value heads for 4 query heads */
-        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, llama_mqa, 0}, /* multi-query */
-        {ST_POS_COPE, 0, 0, 4, 0, 1, 0, llama_gqa, 0},
+        {ST_POS_NONE, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_ALIBI, 0, 0, 6, 1, 0, 0, NULL, 0, 0},       /* non-power-of-two slopes, erf GELU, untied head */
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_FIXED, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_LAYER, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_ALIBI_RF, ST_RF_GAUSSIAN, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_ALIBI_RF, ST_RF_RECIPROCAL, ST_RF_PER_HEAD, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_ALIBI_RF, ST_RF_EXP, ST_RF_PER_HEAD, 4, 0, 1, ST_RF_LOG, NULL, 0, 0},
+        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_T5, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_SANDWICH, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_KERPLE, 0, 0, 4, 0, 1, 0, kerple_power, 0, 0},
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 0, 0},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, logn4, 0, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, learned_logn, 0, 0},
+        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_COPE, 0, 0, 4, 0, 1, 0, NULL, 0, 0},
+        {ST_POS_COPE, 0, 0, 6, 1, 0, 0, NULL, 0, 0},    /* positions clamp at n_pos - 1 = 3 */
+        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL, 1, 0},   /* train.random_positions */
+        {ST_POS_LEARNED, 0, 0, 4, 0, 1, 0, NULL, 1, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, NULL, 1, 0},
+        {ST_POS_XPOS, 0, 0, 4, 0, 1, 0, NULL, 1, 0},
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 1, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_pi, 0, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_ntk, 0, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_yarn, 0, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, scale_yarn, 1, 0},   /* with randomized positions */
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, scale_alibi, 0, 0},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, llama, 0, 0},
+        {ST_POS_ROPE, 0, 0, 4, 0, 0, 0, llama, 0, 0},      /* untied head */
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, llama, 1, 0},      /* with randomized positions */
+        {ST_POS_T5, 0, 0, 4, 0, 1, 0, geglu, 0, 0},        /* tanh GeGLU */
+        {ST_POS_KERPLE, 0, 0, 4, 1, 1, 0, geglu, 0, 0},    /* erf GeGLU */
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, llama_gqa, 0, 0},  /* 2 key/value heads for 4 query heads */
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, llama_mqa, 0, 0}, /* multi-query */
+        {ST_POS_COPE, 0, 0, 4, 0, 1, 0, llama_gqa, 0, 0},
+        {ST_POS_NONE, 0, 0, 4, 0, 1, 0, NULL, 0, 1},    /* per-instance mask */
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, NULL, 0, 1},
+        {ST_POS_T5, 0, 0, 4, 0, 1, 0, NULL, 0, 1},
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 1, 1},
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, llama_gqa, 0, 1},
+        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL, 0, 1},
     };
+    static const int32_t doc[22] = {0, 0, 0, 0, 4, 4, 4, 4, 4, 9, 9, 0, 0, 0, 0, 0, 0, 6, 6, 6, 6, 6};
     st_arena ar;
     st_ctx ctx;
     st_error e = {0};
@@ -178,6 +197,7 @@ int main(void) {
             st_positions_sample(1000 + vi, 30, T, P);
             m.positions = P;
         }
+        if (vs[vi].doc) m.doc = doc;
         st_params_zero_grad(&m.params);
         st_ctx_begin(&ctx, 1, 0);
         st_tensor *loss = st_model_loss(&m, &ctx, ids, tg, B, T, 0, NULL, &e);
@@ -189,7 +209,7 @@ int main(void) {
         snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s", script, dir);
         printf("[%s heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s block %s/%s/bias=%d/qk=%s/kv=%d]\n", st_pos_name(c.pos), c.n_heads, st_rf_name(c.rf_kind),
                c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus", c.gelu_exact ? "erf" : "tanh", c.tie_embeddings,
-               vs[vi].rpos ? " random positions" : "", c.scaling ? " scaling " : "",
+               vs[vi].rpos ? " random positions" : vs[vi].doc ? " doc mask" : "", c.scaling ? " scaling " : "",
                c.scaling ? st_transform_name(c.scaling) : "", st_norm_name(c.norm), st_ffn_name(c.ffn), c.bias,
                st_qk_norm_name(c.qk_norm), st_model_kv_heads(&c));
         fflush(stdout);

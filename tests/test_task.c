@@ -299,7 +299,7 @@ static void test_rows(void) {
     const int64_t T = 20;
     int32_t x[20], y[20], x2[20], y2[20];
     for (uint64_t seed = 0; seed < 50; seed++) {
-        st_task_row(&td, seed, T, x, y);
+        st_task_row(&td, seed, T, x, y, NULL);
         int64_t sep = 0;
         while (x[sep] != ST_TT_SEP) sep++;
         const int64_t n = 2 * sep + 2;   /* the instance's tokens */
@@ -309,11 +309,11 @@ static void test_rows(void) {
             CHECK(y[t] == (answer ? (t + 1 < T ? x[t + 1] : y[t]) : -1));
             if (t >= n) CHECK(x[t] == ST_TT_PAD);
         }
-        st_task_row(&td, seed, T, x2, y2);
+        st_task_row(&td, seed, T, x2, y2, NULL);
         CHECK(!memcmp(x, x2, sizeof x) && !memcmp(y, y2, sizeof y));
     }
     td.loss_all = 1;   /* every next token of the instance, padding still ignored */
-    st_task_row(&td, 3, T, x, y);
+    st_task_row(&td, 3, T, x, y, NULL);
     int64_t sep = 0;
     while (x[sep] != ST_TT_SEP) sep++;
     for (int64_t t = 0; t < T; t++) CHECK(y[t] == (t + 1 < 2 * sep + 2 ? (t + 1 < T ? x[t + 1] : y[t]) : -1));
@@ -321,12 +321,40 @@ static void test_rows(void) {
     td.pack = 1;   /* packed: instances back to back while the longest form fits */
     int packed = 0;
     for (uint64_t seed = 0; seed < 20; seed++) {
-        st_task_row(&td, seed, T, x, y);
+        st_task_row(&td, seed, T, x, y, NULL);
         int seps = 0;
         for (int64_t t = 0; t < T; t++) seps += x[t] == ST_TT_SEP;
         packed |= seps >= 2;
     }
     CHECK(packed);
+    /* instance starts (data.task.doc_mask): each span is one copy instance (symbols, SEP,
+     * the copy, end: 2 len + 2 tokens, the last one only in y when it ends the row) or
+     * the padding, and asking for them changes nothing else */
+    int32_t doc[20], x3[20], y3[20];
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        st_task_row(&td, seed, T, x, y, doc);
+        st_task_row(&td, seed, T, x3, y3, NULL);
+        CHECK(!memcmp(x, x3, sizeof x) && !memcmp(y, y3, sizeof y));
+        for (int64_t t = 0, spans = 0; t < T; spans++) {
+            const int64_t st = doc[t];
+            CHECK_MSG(st == t, "seed %llu: token %lld starts a span at %lld", (unsigned long long)seed, (long long)t,
+                      (long long)st);
+            int64_t en = t;
+            while (en < T && doc[en] == st) en++;
+            if (x[st] == ST_TT_PAD) {
+                for (int64_t k = st; k < en; k++) CHECK(x[k] == ST_TT_PAD);
+                CHECK(en == T && spans > 0);
+            } else {
+                int64_t sp = st;
+                while (sp < en && x[sp] != ST_TT_SEP) sp++;
+                const int64_t len = sp - st;
+                CHECK_MSG(en - st == 2 * len + 2 || (en == T && en - st == 2 * len + 1),
+                          "seed %llu: span [%lld, %lld) is not one instance", (unsigned long long)seed, (long long)st,
+                          (long long)en);
+            }
+            t = en;
+        }
+    }
     st_task_data_free(&td);
 }
 
@@ -347,6 +375,12 @@ static void test_config_rules(void) {
     snprintf(c.task_format, sizeof c.task_format, "reversed");
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.format") &&
           strstr(e.msg, "addition"));
+    task_cfg(&c, "copy", 1, 8);   /* the per-instance mask needs packed rows */
+    c.task_doc_mask = 1;
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.doc_mask") &&
+          strstr(e.msg, "data.task.pack"));
+    c.task_pack = 1;
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_OK);
     task_cfg(&c, "addition", 1, 8);
     c.task_symbols = 32;
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.symbols"));
@@ -368,7 +402,7 @@ static void test_answer_only_gradient(void) {
     CHECK(st_task_data_init(&td, &dc, "t.json", &e) == ST_OK);
     enum { B = 2, T = 14 };
     int32_t x[B * T], y[B * T], y1[B * T];
-    for (int b = 0; b < B; b++) st_task_row(&td, 11 + (uint64_t)b, T, x + b * T, y + b * T);
+    for (int b = 0; b < B; b++) st_task_row(&td, 11 + (uint64_t)b, T, x + b * T, y + b * T, NULL);
     st_model_config c;
     base_cfg(&c, ST_POS_ALIBI);
     c.vocab_size = st_task_vocab(16); c.d_model = 16; c.n_heads = 2; c.d_ff = 24;

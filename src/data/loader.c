@@ -24,11 +24,12 @@ void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t see
 void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y) {
     if (l->task) {
         for (int64_t b = 0; b < B; b++)
-            st_task_row(l->task, st_hash64(l->seed, l->draws + (uint64_t)b), T, x + b * T, y + b * T);
+            st_task_row(l->task, st_hash64(l->seed, l->draws + (uint64_t)b), T, x + b * T, y + b * T,
+                        l->doc ? l->doc + b * T : NULL);
         l->draws += (uint64_t)B;
         return;
     }
-    ST_ASSERT(B >= 1 && T >= 1 && l->n > T);
+    ST_ASSERT(B >= 1 && T >= 1 && l->n > T && !l->doc);   /* instance starts: task rows only */
     uint64_t span = (uint64_t)(l->n - T);
     for (int64_t b = 0; b < B; b++) {
         uint64_t start = st_hash64(l->seed, l->draws + (uint64_t)b) % span;

@@ -322,7 +322,7 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         st_tensor *a = m->xf && (m->xf->window > 0 || q2)
                            ? st_attention_clipped(ctx, q, k, v, q2, k2, st_transform_clip(m->xf), bias, 0.0f,
                                                   m->xf->sinks, m->xf->window)
-                           : st_attention(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1));
+                           : st_attention_doc(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1), m->doc);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, ls), mark);
     }
     return st_block_norm(m, ctx, x, m->p_ln_f_w, m->p_ln_f_b);

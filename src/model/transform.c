@@ -115,7 +115,7 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
     if (xf->sinks > 0 && xf->window == 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: %lld attention sinks need a window (keys besides the sinks)", flag,
                        (long long)xf->sinks);
-    const char *why = st_pos_method_of(pos)->no_sinks;
+    const char *why = st_pos_no_sinks(pos);
     if (xf->sinks > 0 && why)
         return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"%s\": %s", flag,
                        st_pos_name(pos), why);

@@ -90,6 +90,8 @@ static void forward_rows(const st_attn_problem *pb, float *P, uint8_t *drop, int
             const float *br = gtab + i * T;   /* br[j] = bias(h, i, j) */
             for (int64_t j = 0; j < jn; j++) p[j] += br[j];
         }
+        if (pb->doc)   /* per-instance mask: keys before the row's instance get p = 0 */
+            for (int64_t j = 0, lo = pb->doc[(bh / pb->H) * T + i]; j < lo; j++) p[j] = -INFINITY;
         if (Zb) {   /* CoPE: gates of this row's scores, counted from the query backwards */
             float csum = 0.0f;
             st_cope_row_forward(Zb + r * npos, npos, p, jn, &csum,
@@ -425,6 +427,12 @@ static void fill_general(const st_attn_bias *bias, int64_t H, int64_t T, int cau
 st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                         const st_attn_bias *bias, int causal, float scale,
                         float p_drop, uint64_t seed) {
+    return st_attention_doc(ctx, q, k, v, bias, causal, scale, p_drop, seed, NULL);
+}
+
+st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
+                            const st_attn_bias *bias, int causal, float scale,
+                            float p_drop, uint64_t seed, const int32_t *doc) {
     if (!q || !k || !v || ctx->failed) return NULL;
     ST_ASSERT(q->ndim == 4 && st_same_shape(q, k) && st_same_shape(q, v));
     ST_ASSERT(!(p_drop < 0.0f));
@@ -443,6 +451,7 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
     const int general = route == ST_ATTN_ROUTE_TILES;
     const st_attn_cope *cope = bias ? bias->cope : NULL;
     ST_ASSERT(!cope || causal);   /* CoPE counts from the query back over the keys it sees */
+    ST_ASSERT(!doc || (causal && !cope));   /* the config refuses doc_mask with CoPE */
     float *rtab = NULL;
     if (route == ST_ATTN_ROUTE_TABLE) {
         rtab = st_ctx_alloc(ctx, (size_t)(H * n) * sizeof(float), 0);
@@ -451,6 +460,7 @@ st_tensor *st_attention(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
     }
     st_attn_problem pb = st_attn_self(q->data, k->data, v->data, out->data, B, H, T, D, rtab, causal,
                                       scale, ctx->train ? p_drop : 0.0f, seed);
+    pb.doc = doc;
     const int nth = omp_get_max_threads();
     /* A learnable bias needs the backward even when q, k, v do not. */
     const int record = st_needs_grad(ctx, q, k, v, NULL) || (ctx->grad && st_attn_bias_learnable(bias));

@@ -53,6 +53,8 @@ typedef struct st_attn_problem {
     float *cope_z;            /* grad mode: z = scale Q E^T (B,H,T,n_pos), kept for backward */
     float *cope_g;            /* grad mode: gates (B,H,T,T) in P's layout, kept for backward */
     int64_t kpos;             /* absolute position of key row 0 (gbias only) */
+    const int32_t *doc;       /* NULL, or (B,T): row i of batch row b sees no key j <
+                               * doc[b T + i] (per-instance mask; self-attention, causal) */
     int64_t rtab_len;         /* floats per head in rtab */
     int64_t rtab_top;         /* rtab[h*rtab_len + m] = bias(h, rtab_top - m) */
     int causal;

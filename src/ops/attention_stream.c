@@ -120,7 +120,8 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
             /* keys of this block row i sees: the window part s[a, a + cnt) = keys [lo, hi),
              * and the sinks [j0, sh) below the window's lower bound lw; the gap between
              * them is masked, so the row's span is [j0 or lo, hi) */
-            const int64_t lw = W > 0 ? p - W + 1 : 0;
+            int64_t lw = W > 0 ? p - W + 1 : 0;
+            if (pb->doc && pb->doc[(bh / pb->H) * T + i] > lw) lw = pb->doc[(bh / pb->H) * T + i];
             int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
             int64_t lo = lw > j0 ? lw : j0;
             lo = lo < j1 ? lo : j1;
@@ -189,6 +190,7 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     const int64_t nq = (pb->T + ST_ATTN_SQBLOCK - 1) / ST_ATTN_SQBLOCK;
     const int64_t ntask = pb->B * pb->H * nq;
     ST_ASSERT(!(pb->gbias && pb->q2));   /* they share the tile */
+    ST_ASSERT(!pb->doc || (pb->koff == 0 && pb->window == 0 && !pb->cope));   /* self-attention rows */
     const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL || pb->q2 != NULL,
                                                      pb->cope ? pb->cope->n_pos : 0);
     /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every

@@ -160,6 +160,7 @@ const st_ckey st_config_keys[] = {
     INT("data.task.symbols", data.task_symbols, 2, ST_TASK_MAX_SYMBOLS, "16"),
     STR("data.task.loss", data.task_loss, &en_task_loss, "answer"),
     BOOL("data.task.pack", data.task_pack, "false"),
+    BOOL("data.task.doc_mask", data.task_doc_mask, "false"),
     STR("data.task.format", data.task_format, &en_task_format, "plain"),
     INT("data.task.digits", data.task_digits, 1, ST_TASK_MAX_DIGITS, "5"),
     DBL("data.task.ignore_prob", data.task_ignore_prob, 0, 1, "0.8"),

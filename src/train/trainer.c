@@ -57,6 +57,7 @@ typedef struct trainer {
     st_loader loader;
     int32_t *x, *y;         /* (B*T) batch buffers */
     int64_t *positions;     /* (T) randomized positions of a micro-batch (train.random_positions) */
+    int32_t *doc;           /* (B*T) instance starts of a batch's rows (data.task.doc_mask), or NULL */
     st_passkey pk;          /* data.passkey.rate > 0: the passkey pieces in the run's tokenizer */
     double *val_losses;     /* (eval_batches) one validation batch's loss per slot */
     st_dist *dist;          /* NULL or the ranks of a data-parallel run */
@@ -80,6 +81,7 @@ static void trainer_free(trainer *t) {
     free(t->x);
     free(t->y);
     free(t->positions);
+    free(t->doc);
     free(t->val_losses);
     free(t->origin);
     st_zero_free(&t->zero);
@@ -104,6 +106,7 @@ static int validate(trainer *t, double *out, st_error *e) {
     st_loader vl;
     st_loader_init(&vl, t->ds.tokens[ST_SPLIT_VALID], t->ds.n[ST_SPLIT_VALID], tc->seed ^ SEED_VALID);
     vl.task = t->ds.task;   /* a task run validates on fresh instances, loss as in training */
+    vl.doc = t->doc;        /* and with the same per-instance mask */
     int rc = ST_OK;
     for (int b = 0; b < tc->eval_batches; b++) {
         t->val_losses[b] = 0;
@@ -356,6 +359,11 @@ static int setup_buffers(trainer *t, st_error *e) {
     if (!t->val_losses) return ST_ERR_MEMORY;
     if (tc->random_positions > 0 && !(t->positions = st_malloc((size_t)tc->seq_len * sizeof(int64_t), e)))
         return ST_ERR_MEMORY;
+    if (c->data.task_doc_mask) {   /* the loader writes it with every batch, the model reads it */
+        if (!(t->doc = st_malloc(bt * sizeof(int32_t), e))) return ST_ERR_MEMORY;
+        t->loader.doc = t->doc;
+        t->model.doc = t->doc;
+    }
     size_t cap = step_bytes + step_bytes / 16 + ((size_t)1 << 20);
     size_t limit = cap * 4, mem = st_mem_total();
     if (mem && limit > mem / 10 * 9) limit = mem / 10 * 9;

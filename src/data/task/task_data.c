@@ -75,6 +75,7 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
                           : c->task_symbols != d.task_symbols ? "symbols"
                           : strcmp(c->task_loss, d.task_loss) ? "loss"
                           : c->task_pack != d.task_pack ? "pack"
+                          : c->task_doc_mask != d.task_doc_mask ? "doc_mask"
                           : strcmp(c->task_format, d.task_format) ? "format"
                           : c->task_digits != d.task_digits ? "digits"
                           : c->task_ignore_prob != d.task_ignore_prob ? "ignore_prob"
@@ -98,6 +99,9 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
                        "data.task.name \"passkey\"", f);
     if (strcmp(c->task_loss, "answer") && strcmp(c->task_loss, "all"))
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.loss: expected \"answer\" or \"all\", got \"%s\"", f, c->task_loss);
+    if (c->task_doc_mask && !c->task_pack)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.doc_mask: masks attention between the instances of a packed "
+                       "row; set data.task.pack true (unpacked rows hold one instance)", f);
     if (strcmp(c->task_format, "plain") && strcmp(c->task_format, "reversed"))
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.format: expected \"plain\" or \"reversed\", got \"%s\"", f,
                        c->task_format);
@@ -162,7 +166,7 @@ static int64_t draw_size(const st_task_data *td, uint64_t seed, uint64_t k) {
     return td->min_size + (int64_t)(st_hash64(seed ^ SEED_SIZE, k) % span);
 }
 
-void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, int32_t *y) {
+void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, int32_t *y, int32_t *doc) {
     const int64_t n = T + 1;
     int32_t *tok = malloc((size_t)n * sizeof *tok);
     uint8_t *ans = malloc((size_t)n);
@@ -172,9 +176,14 @@ void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, i
         const int64_t size = draw_size(td, seed, k);
         if (k > 0 && (!td->pack || td->task->length(&td->p, size) > n - used)) break;
         ST_ASSERT(td->task->length(&td->p, size) <= n - used);   /* the trainer checked max_len <= T + 1 */
-        used += td->task->generate(&td->p, size, st_hash64(seed ^ SEED_INST, k), tok + used, ans + used);
+        const int64_t m = td->task->generate(&td->p, size, st_hash64(seed ^ SEED_INST, k), tok + used, ans + used);
+        if (doc)
+            for (int64_t t = used; t < used + m && t < T; t++) doc[t] = (int32_t)used;
+        used += m;
         if (used == n) break;
     }
+    if (doc)
+        for (int64_t t = used; t < T; t++) doc[t] = (int32_t)used;   /* the padding: a span of its own */
     for (int64_t i = used; i < n; i++) { tok[i] = ST_TT_PAD; ans[i] = 0; }
     for (int64_t t = 0; t < T; t++) {
         x[t] = tok[t];

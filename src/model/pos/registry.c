@@ -51,6 +51,8 @@ const char *st_pos_limit_why(int pos) {
     return w ? w : "the method cannot represent longer sequences";
 }
 
+const char *st_pos_no_sinks(int pos) { return st_pos_method_of(pos)->no_sinks; }
+
 void st_pos_exercise(st_model_config *c) {
     const st_pos_method *pm = st_pos_method_of(c->pos);
     if (pm->exercise) pm->exercise(c);
