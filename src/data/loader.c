@@ -16,6 +16,7 @@ void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t see
     l->pk = NULL;
     l->pk_rate = 0;
     l->task = NULL;
+    l->doc = NULL;
 }
 
 #define SEED_PASSKEY 0x706b6579ull   /* "pkey" */
