@@ -28,6 +28,10 @@
  *     softmax Jacobian) against 4 2^-7 in the same norm. Measured: 0.4-0.5 2^-7 for the
  *     outputs, 0.1-0.9 2^-7 for the gradients (printed). Indexing errors of the batched
  *     schedule would show as O(1) differences, far beyond either bound.
+ *   - the streamed inference kernel (block-major in bf16: QK^T and PV of every (b,h) pair
+ *     per query and key block as batched products) under the same output bound, for
+ *     distance and general biases, non-causal, CoPE, sinks + window, the per-instance
+ *     mask and clipped positions; deterministic.
  * Reference kernels in this file are plain double loops (test code, not library GEMMs). */
 #include "test_ops_util.h"
 
@@ -393,6 +397,62 @@ static void test_attention(st_mm *bf) {
     st_params_free(&L.p);
 }
 
+/* The streamed inference kernel (no gradients) in bf16: its block-major schedule with
+ * batched products. kind: 0 causal distance bias, 1 causal general bias, 2 non-causal,
+ * 3 causal CoPE, 4 sinks 2 + window 40 with the distance bias, 5 per-instance mask,
+ * 6 clipped positions (ReRoPE's second product; q2, k2 stand-ins: k and q). */
+static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
+    const int64_t n = st_numel(L->t[0]), B = L->t[0]->shape[0], T = L->t[0]->shape[2], D = L->t[0]->shape[3];
+    att_bias ab = {{0.5f, 0.25f, 0.125f, 0.0625f}, {0}};
+    float *ge = calloc((size_t)(12 * D), sizeof(float));
+    st_attn_cope cp = {e, ge, 12};
+    st_attn_bias bias = {0};
+    bias.state = &ab;
+    if (kind != 1 && kind != 3) bias.fill = dist_fill;
+    if (kind == 1) bias.fill_block = gen_fill;
+    if (kind == 3) bias.cope = &cp;
+    int32_t *doc = malloc((size_t)(B * T) * sizeof(int32_t));
+    for (int64_t x = 0; x < B * T; x++) doc[x] = (int32_t)((x % T) / 37 * 37);   /* instances of 37 tokens */
+    env en;
+    st_ctx *ctx = env_open(&en, 0, 0);
+    ctx->mm = mm;
+    st_tensor *o = kind == 6   ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], L->t[1], L->t[0], 20, &bias, 0.0f, 0, 0)
+                   : kind == 4 ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, 2, 40)
+                   : kind == 5 ? st_attention_doc(ctx, L->t[0], L->t[1], L->t[2], &bias, 1, 0.0f, 0.0f, 0, doc)
+                               : st_attention(ctx, L->t[0], L->t[1], L->t[2], &bias, kind != 2, 0.0f, 0.0f, 0);
+    CHECK(o && ctx->n_nodes == 0);   /* inference: the streamed kernel, nothing recorded */
+    float *out = malloc((size_t)n * sizeof(float));
+    if (o) memcpy(out, o->data, (size_t)n * sizeof(float));
+    env_close(&en);
+    free(ge);
+    free(doc);
+    return out;
+}
+
+/* Same bound as the grad-mode forward: ||O_bf16 - O_fp32|| <= 2 2^-7 ||O_fp32||. */
+static void test_attention_streamed(st_mm *bf) {
+    const int64_t B = 2, H = 3, T = 300, D = 16, n = B * H * T * D;   /* T: 5 query blocks, 2 key blocks */
+    const int64_t spec[3][5] = {{4, B, H, T, D}, {4, B, H, T, D}, {4, B, H, T, D}};
+    static const char *const kinds[] = {"causal, distance bias", "causal, general bias", "non-causal", "causal, CoPE",
+                                        "sinks 2 + window 40", "per-instance mask", "clipped at 20"};
+    leaves L;
+    leaves_init(&L, 41, 3, spec, 1.0f);
+    float *e = malloc(12 * D * sizeof(float));
+    fill_normal(e, 12 * D, 43, 0.5f, 0.0f);
+    printf("streamed attention (inference) bf16 vs fp32:\n");
+    for (int kind = 0; kind < 7; kind++) {
+        float *f = run_streamed(NULL, kind, &L, e), *h = run_streamed(bf, kind, &L, e), *h2 = run_streamed(bf, kind, &L, e);
+        char what[96];
+        snprintf(what, sizeof what, "streamed %s: out", kinds[kind]);
+        CHECK(norm_close(what, h, f, n, 2));
+        CHECK_MSG(memcmp(h, f, (size_t)n * sizeof(float)) != 0, "%s: bf16 output equals fp32", what);
+        CHECK_MSG(!memcmp(h, h2, (size_t)n * sizeof(float)), "%s: not deterministic", what);
+        free(f); free(h); free(h2);
+    }
+    free(e);
+    st_params_free(&L.p);
+}
+
 /* -------------------------------------------------------------- linear ---- */
 /* y = x W^T + b and its gradients under fp32 and bf16, same inputs and upstream dy. */
 typedef struct lin_run { float *y, *dx, *dw, *db; } lin_run;
@@ -594,6 +654,7 @@ int main(void) {
     test_linear(bf);
     test_lce(bf);
     test_attention(bf);
+    test_attention_streamed(bf);
     st_mm_free(bf);
     return test_finish("test_bf16");
 }

@@ -9,6 +9,7 @@
 #ifndef ST_ATTENTION_INTERNAL_H
 #define ST_ATTENTION_INTERNAL_H
 
+#include "st_matmul.h"
 #include "st_ops.h"
 #include "ops_internal.h"
 
@@ -53,6 +54,9 @@ typedef struct st_attn_problem {
     float *cope_z;            /* grad mode: z = scale Q E^T (B,H,T,n_pos), kept for backward */
     float *cope_g;            /* grad mode: gates (B,H,T,T) in P's layout, kept for backward */
     int64_t kpos;             /* absolute position of key row 0 (gbias only) */
+    st_mm *mm;                /* streamed kernel: a backend that must run its products
+                               * outside parallel regions (bf16) gets the block-major
+                               * schedule with batched products; NULL or fp32: per task */
     const int32_t *doc;       /* NULL, or (B,T): row i of batch row b sees no key j <
                                * doc[b T + i] (per-instance mask; self-attention, causal) */
     int64_t rtab_len;         /* floats per head in rtab */
@@ -187,7 +191,10 @@ void st_cope_row_backward(const float *z, int64_t npos, const float *gates, int6
 void st_cope_z_backward(const st_attn_cope *cp, const float *dZ, const float *Q, int64_t rows, int64_t D,
                         float scale, float *dq, float *de);
 /* Streamed forward over all (b, h, query block) tasks with `nthreads` OpenMP threads;
- * scratch holds nthreads * st_attn_stream_scratch_floats(D, kblock) floats. */
+ * scratch holds st_attn_stream_slots(pb, nthreads) * st_attn_stream_scratch_floats(D,
+ * kblock, ...) floats: one block per thread (per-task schedule), or one per (b,h) pair
+ * (block-major schedule of a bf16 backend, pb->mm). */
+int64_t st_attn_stream_slots(const st_attn_problem *pb, int nthreads);
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads);
 
 #endif

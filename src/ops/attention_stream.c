@@ -56,134 +56,250 @@ size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general, int
            (cope_npos > 0 ? (((size_t)ST_ATTN_SQBLOCK * (size_t)cope_npos + 15) & ~(size_t)15) + ST_ATTN_SQBLOCK : 0);
 }
 
-/* One (b,h) pair, query rows [i0, i1): out rows written, nothing else. Row i sits at key
- * position p = i + koff and sees keys j in [lo(p), hi(p)): hi = p + 1 when causal (else
- * Tk), lo = p - window + 1 with a window (else 0). Self-attention: p = i, lo = 0. */
-static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1,
-                         int64_t kblock, float *scratch) {
-    const int64_t T = pb->T, Tk = pb->Tk, D = pb->D, rb = i1 - i0, W = pb->window, koff = pb->koff;
-    /* grouped-query keys: pair (b, h) reads key/value pair (b, h / g) of H / g per b */
-    const int64_t g = pb->kv_group > 1 ? pb->kv_group : 1, kvp = (bh / pb->H) * (pb->H / g) + (bh % pb->H) / g;
-    const float *Q = pb->q + bh * T * D, *K = pb->k + kvp * pb->kv_stride, *V = pb->v + kvp * pb->kv_stride;
+/* The scratch of one (b,h) pair's query block: scores (rb, nb), accumulator (rb, D),
+ * running max and sum (rb), the general-bias or clipped-score tile (rb, nb), CoPE's z rows
+ * (rb, n_pos) and running gate sums (rb); laid out as st_attn_stream_scratch_floats. */
+typedef struct stream_buf { float *Sc, *acc, *m, *l, *G, *Z, *csum; } stream_buf;
+
+static stream_buf stream_buf_of(const st_attn_problem *pb, int64_t kblock, float *scratch) {
+    stream_buf sb;
+    const int64_t npos = pb->cope ? pb->cope->n_pos : 0;
+    sb.Sc = scratch;
+    sb.acc = sb.Sc + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15);
+    sb.m = sb.acc + (((size_t)ST_ATTN_SQBLOCK * (size_t)pb->D + 15) & ~(size_t)15);
+    sb.l = sb.m + ST_ATTN_SQBLOCK;
+    sb.G = sb.l + ST_ATTN_SQBLOCK;
+    sb.Z = sb.G + (pb->gbias || pb->q2 ? ((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15 : 0);
+    sb.csum = sb.Z + (((size_t)ST_ATTN_SQBLOCK * (size_t)npos + 15) & ~(size_t)15);
+    return sb;
+}
+
+/* The key/value pair a (b,h) pair reads: grouped-query heads share one, (b, h / g) of
+ * H / g per b. */
+static int64_t stream_kvp(const st_attn_problem *pb, int64_t bh) {
+    const int64_t g = pb->kv_group > 1 ? pb->kv_group : 1;
+    return (bh / pb->H) * (pb->H / g) + (bh % pb->H) / g;
+}
+
+/* The key blocks of query rows [i0, i1): row i sits at key position p = i + koff and sees
+ * keys j in [lo(p), hi(p)): hi = p + 1 when causal (else Tk), lo = p - window + 1 with a
+ * window (else 0), raised to the row's instance start with a per-instance mask. The
+ * blocks: first the nks blocks of sinks [0, send) below the window, then the blocks of
+ * [kbeg, kend) in order (from the newest to the oldest with CoPE). */
+typedef struct stream_keys { int64_t kbeg, kend, send, nks, nkw; } stream_keys;
+
+static stream_keys stream_keys_of(const st_attn_problem *pb, int64_t i0, int64_t i1, int64_t kblock) {
+    stream_keys k;
+    const int64_t W = pb->window, koff = pb->koff;
+    k.kend = pb->causal ? (i1 + koff < pb->Tk ? i1 + koff : pb->Tk) : pb->Tk;
+    k.kbeg = W > 0 && i0 + koff - W + 1 > 0 ? i0 + koff - W + 1 : 0;
+    const int64_t S = W > 0 ? pb->sinks : 0;
+    k.send = S < k.kbeg ? S : k.kbeg;
+    k.nks = (k.send + kblock - 1) / kblock;
+    k.nkw = k.kend > k.kbeg ? (k.kend - k.kbeg + kblock - 1) / kblock : 0;
+    return k;
+}
+
+/* Key block kb (< nks + nkw) of that range: [*j0, *j1). */
+static void stream_block_keys(const st_attn_problem *pb, const stream_keys *k, int64_t kb, int64_t kblock,
+                              int64_t *j0, int64_t *j1) {
+    const int64_t w = kb - k->nks;   /* window block, < 0 for a sink block */
+    *j0 = w < 0 ? kb * kblock : k->kbeg + (pb->cope ? k->nkw - 1 - w : w) * kblock;
+    const int64_t jend = w < 0 ? k->send : k->kend;
+    *j1 = *j0 + kblock < jend ? *j0 + kblock : jend;
+}
+
+/* Before the first key block of pair bh, rows [i0, i1). */
+static void stream_begin(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1, const stream_buf *sb) {
+    const int64_t rb = i1 - i0;
+    ST_ASSERT(!pb->cope || ((pb->window == 0 || pb->sinks == 0) && !pb->q2));   /* one contiguous span */
+    for (int64_t r = 0; r < rb; r++) { sb->m[r] = -INFINITY; sb->l[r] = 0.0f; }
+    memset(sb->acc, 0, (size_t)(rb * pb->D) * sizeof(float));
+    if (pb->cope) {   /* CoPE: z rows of the block, no gate counted yet */
+        st_cope_z(pb->cope, pb->q + bh * pb->T * pb->D + i0 * pb->D, rb, pb->D, pb->scale, sb->Z);
+        for (int64_t r = 0; r < rb; r++) sb->csum[r] = 0.0f;
+    }
+}
+
+/* The row work of key block [j0, j1) once S (rb, nb) = scale Q K^T is in sb->Sc (and, for
+ * clipped positions, the clipped scores in sb->G): bias, masks, CoPE, the online-softmax
+ * update of m, l and acc, and the block's P (rb, nb) left in sb->Sc for acc += P V. */
+static void stream_rows(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                        int clipped, const stream_buf *sb) {
+    const int64_t T = pb->T, D = pb->D, rb = i1 - i0, nb = j1 - j0, W = pb->window, koff = pb->koff;
+    const int64_t S = W > 0 ? pb->sinks : 0, npos = pb->cope ? pb->cope->n_pos : 0;
     const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * pb->rtab_len : NULL;
     const int dropout = pb->p_drop > 0.0f;
     const float keep = st_attn_keep_scale(pb->p_drop);
-    float *Sc = scratch;                                                 /* (rb, nb) */
-    float *acc = Sc + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15); /* (rb, D) */
-    float *m = acc + (((size_t)ST_ATTN_SQBLOCK * (size_t)D + 15) & ~(size_t)15);      /* (rb) */
-    float *l = m + ST_ATTN_SQBLOCK;                                       /* (rb) */
-    float *G = l + ST_ATTN_SQBLOCK;                         /* (rb, nb) general-bias tile */
-    const int64_t npos = pb->cope ? pb->cope->n_pos : 0;
-    float *Z = G + (pb->gbias || pb->q2 ? ((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15 : 0); /* (rb, npos) */
-    float *csum = Z + (((size_t)ST_ATTN_SQBLOCK * (size_t)npos + 15) & ~(size_t)15);              /* (rb) */
     const int h = (int)(bh % pb->H);
-    for (int64_t r = 0; r < rb; r++) { m[r] = -INFINITY; l[r] = 0.0f; }
-    memset(acc, 0, (size_t)(rb * D) * sizeof(float));
-
-    /* keys some row of the block sees: causal, none after the last row's position;
-     * windowed, none before the first row's lower bound except the sinks [0, sinks),
-     * visited first (phase 0) */
-    const int64_t kend = pb->causal ? (i1 + koff < Tk ? i1 + koff : Tk) : Tk;
-    const int64_t kbeg = W > 0 && i0 + koff - W + 1 > 0 ? i0 + koff - W + 1 : 0;
-    const int64_t S = W > 0 ? pb->sinks : 0;
-    const int64_t send = S < kbeg ? S : kbeg;
-    ST_ASSERT(!npos || (S == 0 && !pb->q2));   /* CoPE counts gates over one contiguous span */
-    if (npos) {   /* CoPE: z rows of the block, no gate counted yet */
-        st_cope_z(pb->cope, Q + i0 * D, rb, D, pb->scale, Z);
-        for (int64_t r = 0; r < rb; r++) csum[r] = 0.0f;
+    float *Sc = sb->Sc, *G = sb->G, *m = sb->m, *l = sb->l;
+    /* general bias: G[r][c] = bias(h, kpos + koff + i0 + r, kpos + j0 + c) */
+    if (pb->gbias) pb->gbias->fill_block(pb->gbias, h, pb->kpos + koff + i0, rb, pb->kpos + j0, nb, G, nb);
+    for (int64_t r = 0; r < rb; r++) {
+        const int64_t i = i0 + r, p = i + koff;
+        float *s = Sc + r * nb;
+        /* keys of this block row i sees: the window part s[a, a + cnt) = keys [lo, hi),
+         * and the sinks [j0, sh) below the window's lower bound lw; the gap between
+         * them is masked, so the row's span is [j0 or lo, hi) */
+        int64_t lw = W > 0 ? p - W + 1 : 0;
+        if (pb->doc && pb->doc[(bh / pb->H) * T + i] > lw) lw = pb->doc[(bh / pb->H) * T + i];
+        int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
+        int64_t lo = lw > j0 ? lw : j0;
+        lo = lo < j1 ? lo : j1;
+        if (hi < lo) hi = lo;
+        int64_t sh = S < lw ? S : lw;
+        sh = sh < j1 ? sh : j1;
+        sh = sh < p + 1 ? sh : p + 1;
+        const int64_t span_lo = sh > j0 ? j0 : lo;
+        int64_t a = span_lo - j0, cnt = hi - span_lo;
+        if (cnt <= 0) { a = 0; cnt = 0; }
+        float *sv = s + a;
+        if (clipped)   /* keys j <= p - clip: relative position clipped to clip */
+            for (int64_t j = j0, cut = p - pb->clip + 1 < j1 ? p - pb->clip + 1 : j1; j < cut; j++)
+                s[j - j0] = G[r * nb + (j - j0)];
+        /* the row's bias over [b0, hi): the whole span, or only the window part when
+         * the sinks have their own (sink_bias: a cache whose rows are not positions) */
+        const int own = sh > j0 && pb->sink_bias;
+        const int64_t b0 = own ? lo : span_lo;
+        if (rtab) {
+            const float *br = rtab + (pb->rtab_top - p + b0);   /* br[j] = bias(p - b0 - j) */
+            for (int64_t j = 0; j < hi - b0; j++) s[b0 - j0 + j] += br[j];
+        } else if (pb->gbias) {
+            const float *gr = G + r * nb;
+            for (int64_t j = b0 - j0; j < hi - j0; j++) s[j] += gr[j];
+        }
+        if (npos) st_cope_row_forward(sb->Z + r * npos, npos, sv, cnt, &sb->csum[r], NULL);
+        if (own) {
+            const float *sbias = pb->sink_bias + ((size_t)h * (size_t)T + (size_t)i) * (size_t)S;
+            for (int64_t j = j0; j < sh; j++) s[j - j0] += sbias[j];
+        }
+        for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = -INFINITY;   /* the gap */
+        const float bm = st_attn_max(sv, cnt);
+        const float mn = m[r] > bm ? m[r] : bm;
+        if (mn == -INFINITY) {   /* every key so far masked: contributes nothing */
+            memset(s, 0, (size_t)nb * sizeof(float));
+            continue;
+        }
+        const float alpha = st_attn_exp(m[r] - mn);   /* m = -inf -> 0 */
+        const float sum = st_attn_exp_sum(sv, cnt, mn);
+        for (int64_t j = 0; j < a; j++) s[j] = 0.0f;
+        for (int64_t j = a + cnt; j < nb; j++) s[j] = 0.0f;
+        for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = 0.0f;   /* exp(-inf) is ~1e-38 here */
+        l[r] = l[r] * alpha + sum;
+        m[r] = mn;
+        if (alpha != 1.0f) {
+            float *ac = sb->acc + r * D;
+            for (int64_t c = 0; c < D; c++) ac[c] *= alpha;
+        }
+        if (dropout)   /* self-attention only (training forward without grad) */
+            for (int64_t j = 0; j < cnt; j++)
+                sv[j] = st_attn_dropped(pb->seed, bh, T, i, span_lo + j, pb->p_drop) ? 0.0f : sv[j] * keep;
     }
-    /* key blocks: first the nks blocks of sinks [0, send) below the window, then the nkw
-     * blocks of [kbeg, kend), in order, or from the newest to the oldest with CoPE */
-    const int64_t nks = (send + kblock - 1) / kblock;
-    const int64_t nkw = kend > kbeg ? (kend - kbeg + kblock - 1) / kblock : 0;
-    for (int64_t kb = 0; kb < nks + nkw; kb++) {
-        const int64_t w = kb - nks;   /* window block, < 0 for a sink block */
-        const int64_t j0 = w < 0 ? kb * kblock : kbeg + (npos ? nkw - 1 - w : w) * kblock;
-        const int64_t jend = w < 0 ? send : kend;
-        const int64_t j1 = j0 + kblock < jend ? j0 + kblock : jend, nb = j1 - j0;
+}
+
+/* After the last key block: out rows = acc / l. */
+static void stream_end(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1, const stream_buf *sb) {
+    const int64_t D = pb->D;
+    float *O = pb->out + bh * pb->T * D + i0 * D;
+    for (int64_t r = 0; r < i1 - i0; r++) {
+        /* l == 0 only for a row with every key at -inf: its output is 0, not 0/0 */
+        const float inv = sb->l[r] > 0.0f ? 1.0f / sb->l[r] : 0.0f;
+        for (int64_t c = 0; c < D; c++) O[r * D + c] = sb->acc[r * D + c] * inv;
+    }
+}
+
+/* Clipped positions: the block holds a key at distance >= clip from the last row. */
+static int stream_clipped(const st_attn_problem *pb, int64_t i1, int64_t j0) {
+    return pb->q2 && j0 <= i1 - 1 + pb->koff - pb->clip;
+}
+
+/* One (b,h) pair, query rows [i0, i1), its own products (fp32: cblas_sgemm inside the
+ * parallel loop): out rows written, nothing else. */
+static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1,
+                         int64_t kblock, float *scratch) {
+    const int64_t T = pb->T, D = pb->D, rb = i1 - i0, kvp = stream_kvp(pb, bh);
+    const float *Q = pb->q + bh * T * D, *K = pb->k + kvp * pb->kv_stride, *V = pb->v + kvp * pb->kv_stride;
+    const stream_buf sb = stream_buf_of(pb, kblock, scratch);
+    const stream_keys ks = stream_keys_of(pb, i0, i1, kblock);
+    stream_begin(pb, bh, i0, i1, &sb);
+    for (int64_t kb = 0; kb < ks.nks + ks.nkw; kb++) {
+        int64_t j0, j1;
+        stream_block_keys(pb, &ks, kb, kblock, &j0, &j1);
+        const int64_t nb = j1 - j0;
         /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
-                    pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, Sc, (int)nb);
-        /* general bias: G[r][c] = bias(h, kpos + koff + i0 + r, kpos + j0 + c) */
-        if (pb->gbias)
-            pb->gbias->fill_block(pb->gbias, h, pb->kpos + koff + i0, rb, pb->kpos + j0, nb, G, nb);
-        /* clipped positions: G (rb, nb) = scale Q2 K2^T when a key of the block is at
-         * distance >= clip from the last row (the rows' clipped scores replace S below) */
-        const int clipped = pb->q2 && j0 <= i1 - 1 + koff - pb->clip;
+                    pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, sb.Sc, (int)nb);
+        /* clipped positions: G (rb, nb) = scale Q2 K2^T (the rows' clipped scores) */
+        const int clipped = stream_clipped(pb, i1, j0);
         if (clipped)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D, pb->scale,
                         pb->q2 + bh * T * D + i0 * D, (int)D, pb->k2 + kvp * pb->kv_stride + j0 * D, (int)D, 0.0f,
-                        G, (int)nb);
-        for (int64_t r = 0; r < rb; r++) {
-            const int64_t i = i0 + r, p = i + koff;
-            float *s = Sc + r * nb;
-            /* keys of this block row i sees: the window part s[a, a + cnt) = keys [lo, hi),
-             * and the sinks [j0, sh) below the window's lower bound lw; the gap between
-             * them is masked, so the row's span is [j0 or lo, hi) */
-            int64_t lw = W > 0 ? p - W + 1 : 0;
-            if (pb->doc && pb->doc[(bh / pb->H) * T + i] > lw) lw = pb->doc[(bh / pb->H) * T + i];
-            int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
-            int64_t lo = lw > j0 ? lw : j0;
-            lo = lo < j1 ? lo : j1;
-            if (hi < lo) hi = lo;
-            int64_t sh = S < lw ? S : lw;
-            sh = sh < j1 ? sh : j1;
-            sh = sh < p + 1 ? sh : p + 1;
-            const int64_t span_lo = sh > j0 ? j0 : lo;
-            int64_t a = span_lo - j0, cnt = hi - span_lo;
-            if (cnt <= 0) { a = 0; cnt = 0; }
-            float *sv = s + a;
-            if (clipped)   /* keys j <= p - clip: relative position clipped to clip */
-                for (int64_t j = j0, cut = p - pb->clip + 1 < j1 ? p - pb->clip + 1 : j1; j < cut; j++)
-                    s[j - j0] = G[r * nb + (j - j0)];
-            /* the row's bias over [b0, hi): the whole span, or only the window part when
-             * the sinks have their own (sink_bias: a cache whose rows are not positions) */
-            const int own = sh > j0 && pb->sink_bias;
-            const int64_t b0 = own ? lo : span_lo;
-            if (rtab) {
-                const float *br = rtab + (pb->rtab_top - p + b0);   /* br[j] = bias(p - b0 - j) */
-                for (int64_t j = 0; j < hi - b0; j++) s[b0 - j0 + j] += br[j];
-            } else if (pb->gbias) {
-                const float *gr = G + r * nb;
-                for (int64_t j = b0 - j0; j < hi - j0; j++) s[j] += gr[j];
-            }
-            if (npos) st_cope_row_forward(Z + r * npos, npos, sv, cnt, &csum[r], NULL);
-            if (own) {
-                const float *sb = pb->sink_bias + ((size_t)h * (size_t)T + (size_t)i) * (size_t)S;
-                for (int64_t j = j0; j < sh; j++) s[j - j0] += sb[j];
-            }
-            for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = -INFINITY;   /* the gap */
-            const float bm = st_attn_max(sv, cnt);
-            const float mn = m[r] > bm ? m[r] : bm;
-            if (mn == -INFINITY) {   /* every key so far masked: contributes nothing */
-                memset(s, 0, (size_t)nb * sizeof(float));
-                continue;
-            }
-            const float alpha = st_attn_exp(m[r] - mn);   /* m = -inf -> 0 */
-            const float sum = st_attn_exp_sum(sv, cnt, mn);
-            for (int64_t j = 0; j < a; j++) s[j] = 0.0f;
-            for (int64_t j = a + cnt; j < nb; j++) s[j] = 0.0f;
-            for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = 0.0f;   /* exp(-inf) is ~1e-38 here */
-            l[r] = l[r] * alpha + sum;
-            m[r] = mn;
-            if (alpha != 1.0f) {
-                float *ac = acc + r * D;
-                for (int64_t c = 0; c < D; c++) ac[c] *= alpha;
-            }
-            if (dropout)   /* self-attention only (training forward without grad) */
-                for (int64_t j = 0; j < cnt; j++)
-                    sv[j] = st_attn_dropped(pb->seed, bh, T, i, span_lo + j, pb->p_drop) ? 0.0f : sv[j] * keep;
-        }
-        /* acc (rb, D) += S (rb, nb) V[j0:j1] (nb, D) */
+                        sb.G, (int)nb);
+        stream_rows(pb, bh, i0, i1, j0, j1, clipped, &sb);
+        /* acc (rb, D) += P (rb, nb) V[j0:j1] (nb, D) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)nb,
-                    1.0f, Sc, (int)nb, V + j0 * D, (int)D, 1.0f, acc, (int)D);
+                    1.0f, sb.Sc, (int)nb, V + j0 * D, (int)D, 1.0f, sb.acc, (int)D);
     }
-    float *O = pb->out + bh * T * D + i0 * D;
-    for (int64_t r = 0; r < rb; r++) {
-        /* l == 0 only for a row with every key at -inf: its output is 0, not 0/0 */
-        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        for (int64_t c = 0; c < D; c++) O[r * D + c] = acc[r * D + c] * inv;
+    stream_end(pb, bh, i0, i1, &sb);
+}
+
+/* c_bh = alpha a_bh op(b_bh) + beta c_bh over every (b,h) pair in one batched product:
+ * a at a0 + bh astride (leading dimension lda), b at b0 + bh kv_stride, c at c0 + bh per
+ * (ldc). Self-attention only: every pair has its own keys and values (the grouped-query
+ * KV cache, kv_group > 1, keeps the per-task schedule). */
+static void stream_batched(st_mm *mm, const st_attn_problem *pb, int64_t M, int64_t N, int64_t K, float alpha,
+                           const float *a0, int64_t astride, int64_t lda, const float *b0, int btrans, float beta,
+                           float *c0, int64_t per, int64_t ldc) {
+    const st_mm_batch bt = {pb->B * pb->H, astride, pb->kv_stride, per};
+    st_mm_gemm_batched(mm, bt, M, N, K, alpha, st_mm_a(a0, NULL, 0, lda), st_mm_a(b0, NULL, btrans, pb->D), beta, c0,
+                       ldc);
+}
+
+/* The block-major schedule for a backend whose products must run outside parallel
+ * regions (bf16: oneDNN, one primitive cache): per query block, for each key block, S of
+ * every (b,h) pair in one batched product, the row work in parallel over pairs, then
+ * acc += P V of every pair in one batched product. Every pair keeps its own online-
+ * softmax state (scratch: B*H blocks). The key blocks of a query block are the same for
+ * every pair (they depend on rows and positions, not on b or h). */
+static void stream_run_batched(st_mm *mm, const st_attn_problem *pb, int64_t kblock, float *scratch, size_t per) {
+    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H;
+    for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_SQBLOCK) {
+        const int64_t i1 = i0 + ST_ATTN_SQBLOCK < T ? i0 + ST_ATTN_SQBLOCK : T, rb = i1 - i0;
+        const stream_keys ks = stream_keys_of(pb, i0, i1, kblock);
+#pragma omp parallel for schedule(static)
+        for (int64_t bh = 0; bh < BH; bh++) {
+            const stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * per);
+            stream_begin(pb, bh, i0, i1, &sb);
+        }
+        const stream_buf sb0 = stream_buf_of(pb, kblock, scratch);
+        for (int64_t kb = 0; kb < ks.nks + ks.nkw; kb++) {
+            int64_t j0, j1;
+            stream_block_keys(pb, &ks, kb, kblock, &j0, &j1);
+            const int64_t nb = j1 - j0;
+            stream_batched(mm, pb, rb, nb, D, pb->scale, pb->q + i0 * D, T * D, D, pb->k + j0 * D, 1, 0.0f, sb0.Sc,
+                           (int64_t)per, nb);
+            const int clipped = stream_clipped(pb, i1, j0);
+            if (clipped)
+                stream_batched(mm, pb, rb, nb, D, pb->scale, pb->q2 + i0 * D, T * D, D, pb->k2 + j0 * D, 1, 0.0f,
+                               sb0.G, (int64_t)per, nb);
+#pragma omp parallel for schedule(dynamic, 1)
+            for (int64_t bh = 0; bh < BH; bh++) {
+                const stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * per);
+                stream_rows(pb, bh, i0, i1, j0, j1, clipped, &sb);
+            }
+            stream_batched(mm, pb, rb, D, nb, 1.0f, sb0.Sc, (int64_t)per, nb, pb->v + j0 * D, 0, 1.0f, sb0.acc,
+                           (int64_t)per, D);
+        }
+#pragma omp parallel for schedule(static)
+        for (int64_t bh = 0; bh < BH; bh++) {
+            const stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * per);
+            stream_end(pb, bh, i0, i1, &sb);
+        }
     }
+}
+
+int64_t st_attn_stream_slots(const st_attn_problem *pb, int nthreads) {
+    return pb->mm && !st_mm_parallel_safe(pb->mm) ? pb->B * pb->H : nthreads;
 }
 
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads) {
@@ -193,6 +309,11 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     ST_ASSERT(!pb->doc || (pb->koff == 0 && pb->window == 0 && !pb->cope));   /* self-attention rows */
     const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL || pb->q2 != NULL,
                                                      pb->cope ? pb->cope->n_pos : 0);
+    if (pb->mm && !st_mm_parallel_safe(pb->mm)) {
+        ST_ASSERT(pb->kv_group <= 1);   /* one key/value head per pair: uniform batch strides */
+        stream_run_batched(pb->mm, pb, kblock, scratch, per);
+        return;
+    }
     /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every
      * thread. Causal blocks differ in cost (block q sees q+1 key ranges), so tasks go out
      * dearest first (the last query block of every pair, then the one before, ...) to
