@@ -98,10 +98,18 @@ typedef struct st_mm_arg {
                              * length), or NULL */
     int trans;              /* 1: the stored matrix is the transpose of the operand */
     int64_t ld;
+    const uint64_t *ver;    /* a weight's shadow version (st_tensor.bf16_ver), or NULL: the
+                             * bf16 backend keeps such a b operand packed in the layout its
+                             * kernel wants and re-packs it only when the version moves */
 } st_mm_arg;
 
 static inline st_mm_arg st_mm_a(const float *f, const uint16_t *h, int trans, int64_t ld) {
-    st_mm_arg a = {f, h, trans, ld};
+    st_mm_arg a = {f, h, trans, ld, NULL};
+    return a;
+}
+/* A weight as operand: its fp32 data, bf16 shadow and the shadow's version. */
+static inline st_mm_arg st_mm_w(const float *f, const uint16_t *h, const uint64_t *ver, int trans, int64_t ld) {
+    st_mm_arg a = {f, h, trans, ld, h ? ver : NULL};
     return a;
 }
 

@@ -71,6 +71,8 @@ struct st_tensor {
     const char *name;       /* parameters and debugging */
     const uint16_t *bf16;   /* parameters with a bf16 shadow (st_params_enable_bf16): data
                              * rounded to bf16, refreshed once per update; else NULL */
+    const uint64_t *bf16_ver; /* with a shadow: its version, bumped by every refresh (the
+                             * bf16 backend re-packs a weight when it changes); else NULL */
 };
 
 int64_t st_numel(const st_tensor *t);
@@ -166,6 +168,7 @@ typedef struct st_params {
     float *data, *grad, *m, *v;   /* four blocks of n floats, same layout; grad, m and v are
                                      NULL when weights_only (inference: eval, generate, export) */
     uint16_t *bf16;               /* NULL, or n bf16 values: data rounded (precision bf16) */
+    uint64_t *bf16_ver;           /* with bf16: the shadow's version, + 1 per refresh */
     int weights_only;             /* set before finalize: allocate data only */
     size_t n;
     st_param_info *info;
@@ -190,8 +193,10 @@ void st_params_zero_grad(st_params *p);
 /* Precision bf16: a shadow block holding data rounded to bf16, in the same layout, which
  * the matmuls read instead of rounding a weight at every use. Enable allocates it (2 bytes
  * per parameter), points every tensor's bf16 at its slice and fills it; refresh re-rounds
- * it and must follow every change of data (optimizer step, checkpoint or weight load).
- * Refresh is a no-op when no shadow is enabled. */
+ * it and must follow every change of data (optimizer step, checkpoint or weight load),
+ * and bumps the shadow's version (tensors' bf16_ver), by which the bf16 backend knows a
+ * weight it keeps packed in its own layout has changed. Refresh is a no-op when no shadow
+ * is enabled. */
 int st_params_enable_bf16(st_params *p, st_error *e);
 void st_params_refresh_bf16(st_params *p);
 void st_params_free(st_params *p);

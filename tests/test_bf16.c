@@ -616,6 +616,44 @@ static void test_lce(st_mm *bf) {
     st_params_free(&L.p);
 }
 
+/* ------------------------------------------------------- packed weights ---- */
+/* A weight operand (st_mm_w: shadow + version) runs on a primitive that chose its own B
+ * layout; its packed copy must give the plain product's results and follow the weight
+ * when the shadow's version moves (and only then is it re-packed). */
+static void test_packed(st_mm *bf) {
+    const int64_t N = 64, IN = 256, OUT = 192;
+    const int64_t spec[2][5] = {{2, N, IN}, {2, OUT, IN}};
+    leaves L;
+    leaves_init(&L, 71, 2, spec, 1.0f);
+    ST_ASSERT(st_params_enable_bf16(&L.p, NULL) == ST_OK);
+    const st_tensor *x = L.t[0], *w = L.t[1];
+    float *yp = malloc((size_t)(N * OUT) * sizeof(float)), *yr = malloc((size_t)(N * OUT) * sizeof(float));
+    float *y1 = malloc((size_t)(N * OUT) * sizeof(float)), *dp = malloc((size_t)(N * IN) * sizeof(float));
+    float *dr = malloc((size_t)(N * IN) * sizeof(float));
+    char impl[96] = "";
+    for (int round = 0; round < 3; round++) {
+        /* y = x W^T (the forward orientation) and dx = y W (the backward one), packed vs plain */
+        st_mm_gemm(bf, N, OUT, IN, 1.0f, st_mm_a(x->data, NULL, 0, IN), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, IN),
+                   0.0f, yp, OUT);
+        snprintf(impl, sizeof impl, "%s", st_mm_last_impl(bf));
+        st_mm_gemm(bf, N, OUT, IN, 1.0f, st_mm_a(x->data, NULL, 0, IN), st_mm_a(w->data, w->bf16, 1, IN), 0.0f, yr, OUT);
+        st_mm_gemm(bf, N, IN, OUT, 1.0f, st_mm_a(yr, NULL, 0, OUT), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, IN), 0.0f,
+                   dp, IN);
+        st_mm_gemm(bf, N, IN, OUT, 1.0f, st_mm_a(yr, NULL, 0, OUT), st_mm_a(w->data, w->bf16, 0, IN), 0.0f, dr, IN);
+        CHECK_MSG(th_close("packed forward == plain", yp, yr, N * OUT, 1e-6, 1e-5), "round %d (%s)", round, impl);
+        CHECK_MSG(th_close("packed backward == plain", dp, dr, N * IN, 1e-6, 1e-5), "round %d", round);
+        if (round == 0) memcpy(y1, yp, (size_t)(N * OUT) * sizeof(float));
+        if (round == 1)   /* the weight changed and was refreshed: the packed copy followed */
+            CHECK_MSG(memcmp(y1, yp, (size_t)(N * OUT) * sizeof(float)) != 0, "packed weight not re-packed");
+        /* an optimizer update: new values, then the shadow's refresh (version + 1) */
+        for (int64_t i = 0; i < OUT * IN; i++) w->data[i] = 0.5f * w->data[i] + 0.01f * (float)(i % 7);
+        st_params_refresh_bf16(&L.p);
+    }
+    printf("packed weights: %s\n", impl);
+    free(yp); free(yr); free(y1); free(dp); free(dr);
+    st_params_free(&L.p);
+}
+
 /* ----------------------------------------------------- parameter shadow ---- */
 static void test_shadow(void) {
     const int64_t spec[2][5] = {{2, 5, 7}, {1, 3}};
@@ -655,6 +693,7 @@ int main(void) {
     test_lce(bf);
     test_attention(bf);
     test_attention_streamed(bf);
+    test_packed(bf);
     st_mm_free(bf);
     return test_finish("test_bf16");
 }

@@ -8,6 +8,15 @@
  * on first use and kept in a small LRU cache (a training step uses ~30 shapes; creating
  * a primitive JIT-compiles its kernel and costs milliseconds).
  *
+ * Packed weights: a b operand that is a weight's shadow (st_mm_arg.ver set: the linear
+ * layers and the LM head, forward and backward) is declared to oneDNN with format "any",
+ * so the primitive picks the layout its kernel reads (brgemm wants B in VNNI-blocked
+ * tiles, e.g. BA16a64b2a; from a plain layout it re-blocks B inside every call). The
+ * backend keeps one packed copy per (weight, primitive), reordered from the shadow when
+ * the shadow's version moved (once per optimizer update, st_params_refresh_bf16) and
+ * reused by every call until then. A primitive whose chosen layout is the plain one
+ * packs nothing.
+ *
  * ISA: oneDNN picks its kernels at run time. With AVX512-BF16 (Cooper Lake, Sapphire
  * Rapids) or AMX it runs native bf16 dot products (brg:avx512_core_bf16 / _amx); on plain
  * AVX-512 (avx512_core, _vnni) it emulates them with fp32 FMAs (gemm:jit with bf16
@@ -27,11 +36,13 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #define MM_CACHE 128   /* cached primitives; least recently used is replaced when full */
+#define PK_CACHE 256   /* packed weight copies (a few per weight matrix); LRU as well */
 
 typedef struct mm_key {
     int64_t count, M, N, K, ldc, cstride;   /* cstride: c's batch stride (count > 1) */
     int ta, tb;
     float alpha, beta;
+    int packed;             /* b is a weight: its layout is the primitive's choice */
 } mm_key;
 
 typedef struct mm_entry {
@@ -40,14 +51,30 @@ typedef struct mm_entry {
     dnnl_memory_t a, b, c;  /* descriptors fixed, data handles set per call */
     uint64_t used;          /* LRU clock */
     char impl[64];          /* oneDNN implementation name */
+    /* packed b (key.packed and a layout other than the plain one): the reorder from the
+     * plain bf16 shadow (b_plain) into b's layout, and the packed size in bytes */
+    dnnl_primitive_t reorder;
+    dnnl_memory_t b_plain;
+    size_t b_bytes;
+    uint64_t id;            /* distinguishes this primitive's packed copies */
 } mm_entry;
+
+/* A weight packed for one primitive: from shadow src at version ver. */
+typedef struct pk_entry {
+    const uint16_t *src;
+    uint64_t prim_id, ver, used;
+    void *buf;
+    size_t bytes;
+} pk_entry;
 
 typedef struct bf16_state {
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     mm_entry cache[MM_CACHE];
     int n;
-    uint64_t clock;
+    uint64_t clock, next_id;
+    pk_entry packs[PK_CACHE];
+    int n_packs;
     uint16_t *scratch[2];   /* rounded a, b */
     size_t cap[2];          /* in values */
 } bf16_state;
@@ -98,8 +125,14 @@ static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) 
     operand_md(&amd, k->count, k->M, k->K, k->ta, k->ta ? k->M : k->K, k->M * k->K, dnnl_bf16);
     operand_md(&bmd, k->count, k->K, k->N, k->tb, k->tb ? k->K : k->N, k->K * k->N, dnnl_bf16);
     operand_md(&cmd, k->count, k->M, k->N, 0, k->ldc, k->cstride, dnnl_f32);
+    dnnl_memory_desc_t bany;
+    if (k->packed) {   /* a weight: let the primitive choose its layout */
+        ST_ASSERT(k->count == 1);
+        const dnnl_dims_t bdims = {k->K, k->N};
+        DNNL_OK(dnnl_memory_desc_init_by_tag(&bany, 2, bdims, dnnl_bf16, dnnl_format_tag_any));
+    }
     dnnl_matmul_desc_t desc;
-    DNNL_OK(dnnl_matmul_desc_init(&desc, &amd, &bmd, NULL, &cmd));
+    DNNL_OK(dnnl_matmul_desc_init(&desc, &amd, k->packed ? &bany : &bmd, NULL, &cmd));
     dnnl_primitive_attr_t attr;
     dnnl_post_ops_t po = NULL;
     DNNL_OK(dnnl_primitive_attr_create(&attr));
@@ -117,11 +150,23 @@ static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) 
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) impl = "?";
     snprintf(en->impl, sizeof en->impl, "%s", impl);
+    dnnl_memory_desc_t wmd = bmd;
+    if (k->packed) wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     st = dnnl_primitive_create(&en->prim, pd);
     dnnl_primitive_desc_destroy(pd);
     if (st != dnnl_success) return st;
+    if (k->packed && !dnnl_memory_desc_equal(&wmd, &bmd)) {   /* packed: a reorder from the shadow */
+        dnnl_primitive_desc_t rpd = NULL;
+        DNNL_OK(dnnl_reorder_primitive_desc_create(&rpd, &bmd, s->eng, &wmd, s->eng, NULL));
+        DNNL_OK(dnnl_primitive_create(&en->reorder, rpd));
+        dnnl_primitive_desc_destroy(rpd);
+        DNNL_OK(dnnl_memory_create(&en->b_plain, &bmd, s->eng, DNNL_MEMORY_NONE));
+        en->b_bytes = dnnl_memory_desc_get_size(&wmd);
+        snprintf(en->impl + strlen(en->impl), sizeof en->impl - strlen(en->impl), " (packed B)");
+    }
+    en->id = ++s->next_id;
     DNNL_OK(dnnl_memory_create(&en->a, &amd, s->eng, DNNL_MEMORY_NONE));
-    DNNL_OK(dnnl_memory_create(&en->b, &bmd, s->eng, DNNL_MEMORY_NONE));
+    DNNL_OK(dnnl_memory_create(&en->b, &wmd, s->eng, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&en->c, &cmd, s->eng, DNNL_MEMORY_NONE));
     en->key = *k;
     st_log(ST_LOG_DEBUG, "bf16 matmul %lld x %lldx%lldx%lld (ta %d tb %d alpha %g beta %g): %s", (long long)k->count,
@@ -134,7 +179,41 @@ static void entry_destroy(mm_entry *en) {
     if (en->a) dnnl_memory_destroy(en->a);
     if (en->b) dnnl_memory_destroy(en->b);
     if (en->c) dnnl_memory_destroy(en->c);
+    if (en->reorder) dnnl_primitive_destroy(en->reorder);
+    if (en->b_plain) dnnl_memory_destroy(en->b_plain);
     memset(en, 0, sizeof *en);
+}
+
+/* The packed copy of weight shadow src for primitive en at version ver: reused while the
+ * version holds, else (re)ordered from the shadow into it. */
+static void *packed_weight(bf16_state *s, mm_entry *en, const uint16_t *src, uint64_t ver) {
+    pk_entry *pk = NULL, *lru = NULL;
+    for (int i = 0; i < s->n_packs && !pk; i++) {
+        pk_entry *p = &s->packs[i];
+        if (p->src == src && p->prim_id == en->id) pk = p;
+        else if (!lru || p->used < lru->used) lru = p;
+    }
+    if (!pk) {
+        pk = s->n_packs < PK_CACHE ? &s->packs[s->n_packs++] : lru;
+        free(pk->buf);
+        memset(pk, 0, sizeof *pk);
+        pk->buf = aligned_alloc(64, (en->b_bytes + 63) & ~(size_t)63);
+        ST_ASSERT(pk->buf != NULL);
+        pk->bytes = en->b_bytes;
+        pk->src = src;
+        pk->prim_id = en->id;
+        pk->ver = ver + 1;   /* not yet packed */
+    }
+    pk->used = ++s->clock;
+    if (pk->ver != ver) {
+        DNNL_OK(dnnl_memory_set_data_handle(en->b_plain, (void *)src));
+        DNNL_OK(dnnl_memory_set_data_handle(en->b, pk->buf));
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, en->b_plain}, {DNNL_ARG_TO, en->b}};
+        DNNL_OK(dnnl_primitive_execute(en->reorder, s->stream, 2, args));
+        DNNL_OK(dnnl_stream_wait(s->stream));
+        pk->ver = ver;
+    }
+    return pk->buf;
 }
 
 static mm_entry *entry_get(bf16_state *s, const mm_key *k) {
@@ -200,9 +279,10 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
     memset(&k, 0, sizeof k);   /* padding too: keys are compared with memcmp */
     k.count = bt->count; k.cstride = bt->count > 1 ? bt->c : 0;
     k.M = M; k.N = N; k.K = K; k.ldc = ldc; k.ta = a.trans; k.tb = b.trans; k.alpha = alpha; k.beta = beta;
+    k.packed = b.h && b.ver && bt->count == 1;
     mm_entry *en = entry_get(s, &k);
     DNNL_OK(dnnl_memory_set_data_handle(en->a, (void *)ah));
-    DNNL_OK(dnnl_memory_set_data_handle(en->b, (void *)bh));
+    DNNL_OK(dnnl_memory_set_data_handle(en->b, en->reorder ? packed_weight(s, en, bh, *b.ver) : (void *)bh));
     DNNL_OK(dnnl_memory_set_data_handle(en->c, c));
     dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, en->a}, {DNNL_ARG_WEIGHTS, en->b}, {DNNL_ARG_DST, en->c}};
     DNNL_OK(dnnl_primitive_execute(en->prim, s->stream, 3, args));
@@ -214,6 +294,7 @@ static void bf16_close(st_mm *mm) {
     bf16_state *s = mm->state;
     if (!s) return;
     for (int i = 0; i < s->n; i++) entry_destroy(&s->cache[i]);
+    for (int i = 0; i < s->n_packs; i++) free(s->packs[i].buf);
     if (s->stream) dnnl_stream_destroy(s->stream);
     if (s->eng) dnnl_engine_destroy(s->eng);
     free(s->scratch[0]);

@@ -102,19 +102,30 @@ int st_params_enable_bf16(st_params *p, st_error *e) {
     ST_ASSERT(p->finalized);
     if (!p->bf16) {
         p->bf16 = st_aligned_alloc((p->n ? p->n : 16) * sizeof(uint16_t), e);
-        if (!p->bf16) return ST_ERR_MEMORY;
-        for (int i = 0; i < p->count; i++) p->tensors[i].bf16 = p->bf16 + p->info[i].offset;
+        p->bf16_ver = p->bf16 ? st_calloc(1, sizeof *p->bf16_ver, e) : NULL;
+        if (!p->bf16_ver) {
+            st_aligned_free(p->bf16);
+            p->bf16 = NULL;
+            return ST_ERR_MEMORY;
+        }
+        for (int i = 0; i < p->count; i++) {
+            p->tensors[i].bf16 = p->bf16 + p->info[i].offset;
+            p->tensors[i].bf16_ver = p->bf16_ver;
+        }
     }
     st_params_refresh_bf16(p);
     return ST_OK;
 }
 
 void st_params_refresh_bf16(st_params *p) {
-    if (p->bf16) st_bf16_round(p->bf16, p->data, (int64_t)p->n);
+    if (!p->bf16) return;
+    st_bf16_round(p->bf16, p->data, (int64_t)p->n);
+    ++*p->bf16_ver;
 }
 
 void st_params_free(st_params *p) {
     st_aligned_free(p->bf16);
+    free(p->bf16_ver);
     st_aligned_free(p->data); st_aligned_free(p->grad);
     st_aligned_free(p->m); st_aligned_free(p->v);
     free(p->tensors);

@@ -219,7 +219,7 @@ static void lce_backward(st_ctx *ctx, st_node *n) {
 static void lce_chunk(st_mm *mm, float *buf, double *rowloss, float *dx, float *dw, float dw_beta,
                       const float *x, const st_tensor *w, const int32_t *targets, int32_t ignore_index,
                       float inv_count, int64_t rows, int64_t C, int64_t V) {
-    st_mm_gemm(mm, rows, V, C, 1.0f, st_mm_a(x, NULL, 0, C), st_mm_a(w->data, w->bf16, 1, C), 0.0f, buf, V);
+    st_mm_gemm(mm, rows, V, C, 1.0f, st_mm_a(x, NULL, 0, C), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, C), 0.0f, buf, V);
     int grad = dx || dw;
     #pragma omp parallel for schedule(static) if (rows * V > OPS_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
@@ -235,7 +235,7 @@ static void lce_chunk(st_mm *mm, float *buf, double *rowloss, float *dx, float *
         }
     }
     if (dx)   /* dx (rows,C) = dz (rows,V) W (V,C) */
-        st_mm_gemm(mm, rows, C, V, 1.0f, st_mm_a(buf, NULL, 0, V), st_mm_a(w->data, w->bf16, 0, C), 0.0f, dx, C);
+        st_mm_gemm(mm, rows, C, V, 1.0f, st_mm_a(buf, NULL, 0, V), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, C), 0.0f, dx, C);
     if (dw)   /* dW (V,C) (+)= dz^T (V,rows) x (rows,C) */
         st_mm_gemm(mm, V, C, rows, 1.0f, st_mm_a(buf, NULL, 1, V), st_mm_a(x, NULL, 0, C), dw_beta, dw, C);
 }

@@ -23,7 +23,8 @@ static void linear_forward(st_mm *mm, float *out, const float *x, const st_tenso
         for (int64_t r = 0; r < N; r++) memcpy(out + r * OUT, b, (size_t)OUT * sizeof(float));
         beta = 1.0f;
     }
-    st_mm_gemm(mm, N, OUT, IN, 1.0f, st_mm_a(x, NULL, 0, IN), st_mm_a(w->data, w->bf16, 1, IN), beta, out, OUT);
+    st_mm_gemm(mm, N, OUT, IN, 1.0f, st_mm_a(x, NULL, 0, IN), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, IN), beta,
+               out, OUT);
 }
 
 /* dx_fresh: dx is a new, uninitialised buffer (ops_grad_out): written with beta = 0. */
@@ -31,7 +32,7 @@ static void linear_backward_kernel(st_mm *mm, float *dx, int dx_fresh, float *dw
                                    const float *dout, const float *x, const st_tensor *w,
                                    int64_t N, int64_t IN, int64_t OUT) {
     if (dx)   /* dx (N,IN) (+)= dout (N,OUT) W (OUT,IN) */
-        st_mm_gemm(mm, N, IN, OUT, 1.0f, st_mm_a(dout, NULL, 0, OUT), st_mm_a(w->data, w->bf16, 0, IN),
+        st_mm_gemm(mm, N, IN, OUT, 1.0f, st_mm_a(dout, NULL, 0, OUT), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, IN),
                    dx_fresh ? 0.0f : 1.0f, dx, IN);
     if (dw)   /* dW (OUT,IN) += dout^T (OUT,N) x (N,IN) */
         st_mm_gemm(mm, OUT, IN, N, 1.0f, st_mm_a(dout, NULL, 1, OUT), st_mm_a(x, NULL, 0, IN), 1.0f, dw, IN);
