@@ -12,7 +12,7 @@
  * layers and the LM head, forward and backward) is declared to oneDNN with format "any",
  * so the primitive picks the layout its kernel reads (brgemm wants B in VNNI-blocked
  * tiles, e.g. BA16a64b2a; from a plain layout it re-blocks B inside every call). The
- * backend keeps one packed copy per (weight, primitive), reordered from the shadow when
+ * backend keeps one packed copy per (weight, layout), reordered from the shadow when
  * the shadow's version moved (once per optimizer update, st_params_refresh_bf16) and
  * reused by every call until then. A primitive whose chosen layout is the plain one
  * packs nothing.
@@ -55,16 +55,17 @@ typedef struct mm_entry {
      * plain bf16 shadow (b_plain) into b's layout, and the packed size in bytes */
     dnnl_primitive_t reorder;
     dnnl_memory_t b_plain;
+    dnnl_memory_desc_t b_md; /* the packed layout */
     size_t b_bytes;
-    uint64_t id;            /* distinguishes this primitive's packed copies */
 } mm_entry;
 
-/* A weight packed for one primitive: from shadow src at version ver. */
+/* A weight packed into one layout (shared by the primitives that chose it, e.g. the LM
+ * head's chunks of different row counts): from shadow src at version ver. */
 typedef struct pk_entry {
     const uint16_t *src;
-    uint64_t prim_id, ver, used;
+    dnnl_memory_desc_t md;
+    uint64_t ver, used;
     void *buf;
-    size_t bytes;
 } pk_entry;
 
 typedef struct bf16_state {
@@ -72,7 +73,7 @@ typedef struct bf16_state {
     dnnl_stream_t stream;
     mm_entry cache[MM_CACHE];
     int n;
-    uint64_t clock, next_id;
+    uint64_t clock;
     pk_entry packs[PK_CACHE];
     int n_packs;
     uint16_t *scratch[2];   /* rounded a, b */
@@ -161,10 +162,10 @@ static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) 
         DNNL_OK(dnnl_primitive_create(&en->reorder, rpd));
         dnnl_primitive_desc_destroy(rpd);
         DNNL_OK(dnnl_memory_create(&en->b_plain, &bmd, s->eng, DNNL_MEMORY_NONE));
+        en->b_md = wmd;
         en->b_bytes = dnnl_memory_desc_get_size(&wmd);
         snprintf(en->impl + strlen(en->impl), sizeof en->impl - strlen(en->impl), " (packed B)");
     }
-    en->id = ++s->next_id;
     DNNL_OK(dnnl_memory_create(&en->a, &amd, s->eng, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&en->b, &wmd, s->eng, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&en->c, &cmd, s->eng, DNNL_MEMORY_NONE));
@@ -184,13 +185,13 @@ static void entry_destroy(mm_entry *en) {
     memset(en, 0, sizeof *en);
 }
 
-/* The packed copy of weight shadow src for primitive en at version ver: reused while the
+/* The copy of weight shadow src in primitive en's layout at version ver: reused while the
  * version holds, else (re)ordered from the shadow into it. */
 static void *packed_weight(bf16_state *s, mm_entry *en, const uint16_t *src, uint64_t ver) {
     pk_entry *pk = NULL, *lru = NULL;
     for (int i = 0; i < s->n_packs && !pk; i++) {
         pk_entry *p = &s->packs[i];
-        if (p->src == src && p->prim_id == en->id) pk = p;
+        if (p->src == src && dnnl_memory_desc_equal(&p->md, &en->b_md)) pk = p;
         else if (!lru || p->used < lru->used) lru = p;
     }
     if (!pk) {
@@ -199,9 +200,8 @@ static void *packed_weight(bf16_state *s, mm_entry *en, const uint16_t *src, uin
         memset(pk, 0, sizeof *pk);
         pk->buf = aligned_alloc(64, (en->b_bytes + 63) & ~(size_t)63);
         ST_ASSERT(pk->buf != NULL);
-        pk->bytes = en->b_bytes;
         pk->src = src;
-        pk->prim_id = en->id;
+        pk->md = en->b_md;
         pk->ver = ver + 1;   /* not yet packed */
     }
     pk->used = ++s->clock;
