@@ -57,6 +57,8 @@ typedef struct mm_entry {
     dnnl_memory_t b_plain;
     dnnl_memory_desc_t b_md; /* the packed layout */
     size_t b_bytes;
+    dnnl_memory_t sp;       /* the primitive's scratchpad (user mode), handle set per call */
+    size_t sp_bytes;
 } mm_entry;
 
 /* A weight packed into one layout (shared by the primitives that chose it, e.g. the LM
@@ -76,6 +78,8 @@ typedef struct bf16_state {
     uint64_t clock;
     pk_entry packs[PK_CACHE];
     int n_packs;
+    void *sp;               /* one scratchpad for every primitive (calls are sequential) */
+    size_t sp_cap;
     uint16_t *scratch[2];   /* rounded a, b */
     size_t cap[2];          /* in values */
 } bf16_state;
@@ -137,6 +141,9 @@ static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) 
     dnnl_primitive_attr_t attr;
     dnnl_post_ops_t po = NULL;
     DNNL_OK(dnnl_primitive_attr_create(&attr));
+    /* one scratchpad of ours for every primitive (the calls are sequential), grown to the
+     * largest need and kept, instead of oneDNN's own allocations */
+    DNNL_OK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
     if (k->alpha != 1.0f) DNNL_OK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &k->alpha));
     if (k->beta != 0.0f) {
         DNNL_OK(dnnl_post_ops_create(&po));
@@ -153,6 +160,7 @@ static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) 
     snprintf(en->impl, sizeof en->impl, "%s", impl);
     dnnl_memory_desc_t wmd = bmd;
     if (k->packed) wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     st = dnnl_primitive_create(&en->prim, pd);
     dnnl_primitive_desc_destroy(pd);
     if (st != dnnl_success) return st;
@@ -166,6 +174,8 @@ static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) 
         en->b_bytes = dnnl_memory_desc_get_size(&wmd);
         snprintf(en->impl + strlen(en->impl), sizeof en->impl - strlen(en->impl), " (packed B)");
     }
+    en->sp_bytes = dnnl_memory_desc_get_size(&smd);
+    if (en->sp_bytes) DNNL_OK(dnnl_memory_create(&en->sp, &smd, s->eng, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&en->a, &amd, s->eng, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&en->b, &wmd, s->eng, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&en->c, &cmd, s->eng, DNNL_MEMORY_NONE));
@@ -182,6 +192,7 @@ static void entry_destroy(mm_entry *en) {
     if (en->c) dnnl_memory_destroy(en->c);
     if (en->reorder) dnnl_primitive_destroy(en->reorder);
     if (en->b_plain) dnnl_memory_destroy(en->b_plain);
+    if (en->sp) dnnl_memory_destroy(en->sp);
     memset(en, 0, sizeof *en);
 }
 
@@ -284,8 +295,16 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
     DNNL_OK(dnnl_memory_set_data_handle(en->a, (void *)ah));
     DNNL_OK(dnnl_memory_set_data_handle(en->b, en->reorder ? packed_weight(s, en, bh, *b.ver) : (void *)bh));
     DNNL_OK(dnnl_memory_set_data_handle(en->c, c));
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, en->a}, {DNNL_ARG_WEIGHTS, en->b}, {DNNL_ARG_DST, en->c}};
-    DNNL_OK(dnnl_primitive_execute(en->prim, s->stream, 3, args));
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, en->a}, {DNNL_ARG_WEIGHTS, en->b}, {DNNL_ARG_DST, en->c},
+                               {DNNL_ARG_SCRATCHPAD, en->sp}};
+    if (en->sp_bytes > s->sp_cap) {
+        free(s->sp);
+        s->sp = aligned_alloc(64, (en->sp_bytes + 63) & ~(size_t)63);
+        ST_ASSERT(s->sp != NULL);
+        s->sp_cap = en->sp_bytes;
+    }
+    if (en->sp) DNNL_OK(dnnl_memory_set_data_handle(en->sp, s->sp));
+    DNNL_OK(dnnl_primitive_execute(en->prim, s->stream, en->sp ? 4 : 3, args));
     DNNL_OK(dnnl_stream_wait(s->stream));
     snprintf(mm->last_impl, sizeof mm->last_impl, "%s", en->impl);
 }
@@ -295,6 +314,7 @@ static void bf16_close(st_mm *mm) {
     if (!s) return;
     for (int i = 0; i < s->n; i++) entry_destroy(&s->cache[i]);
     for (int i = 0; i < s->n_packs; i++) free(s->packs[i].buf);
+    free(s->sp);
     if (s->stream) dnnl_stream_destroy(s->stream);
     if (s->eng) dnnl_engine_destroy(s->eng);
     free(s->scratch[0]);
