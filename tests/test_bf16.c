@@ -619,9 +619,9 @@ static void test_lce(st_mm *bf) {
 /* ------------------------------------------------------- packed weights ---- */
 /* A weight operand (st_mm_w: shadow + version) runs on a primitive that chose its own B
  * layout; its packed copy must give the plain product's results and follow the weight
- * when the shadow's version moves (and only then is it re-packed). */
-static void test_packed(st_mm *bf) {
-    const int64_t N = 64, IN = 256, OUT = 192;
+ * when the shadow's version moves (and only then is it re-packed). A square weight's two
+ * orientations share a packed layout, not their contents. */
+static void packed_case(st_mm *bf, int64_t N, int64_t IN, int64_t OUT) {
     const int64_t spec[2][5] = {{2, N, IN}, {2, OUT, IN}};
     leaves L;
     leaves_init(&L, 71, 2, spec, 1.0f);
@@ -649,9 +649,14 @@ static void test_packed(st_mm *bf) {
         for (int64_t i = 0; i < OUT * IN; i++) w->data[i] = 0.5f * w->data[i] + 0.01f * (float)(i % 7);
         st_params_refresh_bf16(&L.p);
     }
-    printf("packed weights: %s\n", impl);
+    printf("packed weights %lldx%lld: %s\n", (long long)OUT, (long long)IN, impl);
     free(yp); free(yr); free(y1); free(dp); free(dr);
     st_params_free(&L.p);
+}
+
+static void test_packed(st_mm *bf) {
+    packed_case(bf, 64, 256, 192);
+    packed_case(bf, 64, 128, 128);   /* square: forward and backward read W^T and W */
 }
 
 /* ----------------------------------------------------- parameter shadow ---- */

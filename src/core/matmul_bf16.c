@@ -55,17 +55,19 @@ typedef struct mm_entry {
      * plain bf16 shadow (b_plain) into b's layout, and the packed size in bytes */
     dnnl_primitive_t reorder;
     dnnl_memory_t b_plain;
-    dnnl_memory_desc_t b_md; /* the packed layout */
+    dnnl_memory_desc_t b_md, b_src_md; /* the packed layout, and the shadow's as read */
     size_t b_bytes;
     dnnl_memory_t sp;       /* the primitive's scratchpad (user mode), handle set per call */
     size_t sp_bytes;
 } mm_entry;
 
 /* A weight packed into one layout (shared by the primitives that chose it, e.g. the LM
- * head's chunks of different row counts): from shadow src at version ver. */
+ * head's chunks of different row counts): from shadow src, read as src_md (the weight or
+ * its transpose: a square weight's two orientations have the same packed layout but not
+ * the same contents), at version ver. */
 typedef struct pk_entry {
     const uint16_t *src;
-    dnnl_memory_desc_t md;
+    dnnl_memory_desc_t src_md, md;
     uint64_t ver, used;
     void *buf;
 } pk_entry;
@@ -171,6 +173,7 @@ static dnnl_status_t entry_create(bf16_state *s, mm_entry *en, const mm_key *k) 
         dnnl_primitive_desc_destroy(rpd);
         DNNL_OK(dnnl_memory_create(&en->b_plain, &bmd, s->eng, DNNL_MEMORY_NONE));
         en->b_md = wmd;
+        en->b_src_md = bmd;
         en->b_bytes = dnnl_memory_desc_get_size(&wmd);
         snprintf(en->impl + strlen(en->impl), sizeof en->impl - strlen(en->impl), " (packed B)");
     }
@@ -202,7 +205,9 @@ static void *packed_weight(bf16_state *s, mm_entry *en, const uint16_t *src, uin
     pk_entry *pk = NULL, *lru = NULL;
     for (int i = 0; i < s->n_packs && !pk; i++) {
         pk_entry *p = &s->packs[i];
-        if (p->src == src && dnnl_memory_desc_equal(&p->md, &en->b_md)) pk = p;
+        if (p->src == src && dnnl_memory_desc_equal(&p->md, &en->b_md) &&
+            dnnl_memory_desc_equal(&p->src_md, &en->b_src_md))
+            pk = p;
         else if (!lru || p->used < lru->used) lru = p;
     }
     if (!pk) {
@@ -213,6 +218,7 @@ static void *packed_weight(bf16_state *s, mm_entry *en, const uint16_t *src, uin
         ST_ASSERT(pk->buf != NULL);
         pk->src = src;
         pk->md = en->b_md;
+        pk->src_md = en->b_src_md;
         pk->ver = ver + 1;   /* not yet packed */
     }
     pk->used = ++s->clock;
