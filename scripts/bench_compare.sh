@@ -119,6 +119,12 @@ for r in $(seq 1 "$ROUNDS"); do round SkylakeX "$r" "$THREADS" SkylakeX; done
 if [ "$HASWELL" = 1 ]; then for r in 1 2; do round Haswell "$r" "$THREADS" Haswell; done; fi
 if [ "$SINGLE" = 1 ]; then for r in 1 2; do round SkylakeX "$r" 1 SkylakeX-t1; done; fi
 export OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
+case " $PRECISIONS " in *" bf16 "*)   # the bf16 primitive table: every oneDNN call of an M step, logged
+    echo "== onednn_M (ONEDNN_VERBOSE=1)" >&2
+    ONEDNN_VERBOSE=1 "$STRETCH" bench --threads "$THREADS" --preset M --precision bf16 --no-eval --steps 2 --warmup 1 \
+        --json "$WORK/onednn_M.json" > "$WORK/onednn_M.log" 2> "$WORK/onednn_M.err" || {
+        echo "bench_compare.sh: onednn_M failed:" >&2; tail -5 "$WORK/onednn_M.err" >&2; exit 1; } ;;
+esac
 stretch_run stretch_long --preset "$EVAL_PRESET" --no-train --eval "$LONG" --eval-reps 1 --sgemm-reps 3
 case " $PRECISIONS " in *" bf16 "*)
     stretch_run stretchbf16_long --preset "$EVAL_PRESET" --no-train --eval "$LONG" --eval-reps 1 --sgemm-reps 3 \
@@ -425,6 +431,25 @@ P("- Per CPU-second a step therefore runs at ~80-90% of the 2048^3 sgemm rate (\
   "OpenBLAS's own hand-offs between its threads and the cache traffic of time-slicing cost "
   "both programs alike.")
 P("")
+vlog = os.path.join(work, "onednn_M.log")
+if os.path.exists(vlog):
+    vj = json.load(open(os.path.join(work, "onednn_M.json")))
+    sq = vj["sgemm"]["gflops_best"]
+    table = cmd(f"/usr/bin/python3 scripts/onednn_table.py {vlog} --top 20 --square-gflops {sq}")
+    P("## bf16 primitives (ONEDNN_VERBOSE)")
+    P("")
+    P(f"Every oneDNN call of `ONEDNN_VERBOSE=1 stretch bench --preset M --precision bf16 --no-eval "
+      f"--steps 2 --warmup 1` ({threads} threads; one warmup and two timed steps, set-up included), "
+      f"grouped by implementation, weights layout and problem (`scripts/onednn_table.py`); "
+      f"\"% of square\" divides by the 2048^3 bf16 GEMM of the same run ({sq:,.0f} GFLOPS, "
+      f"{vj['sgemm']['impl']}). Weights run packed in the layout the primitive chose "
+      f"(`BA16a64b2a` and the like; `ab`/`ba` rows are products whose B is an activation or a "
+      f"gradient), re-packed by one `reorder` per weight and orientation per update.")
+    P("")
+    for l in table.splitlines():
+        P(l)
+    P("")
+
 P("## What was optimised (issue #7)")
 P("")
 P("- Fused head + loss chunks sized by memory (up to 32 Mi logits, 128 MiB) instead of 256 "
