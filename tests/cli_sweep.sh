@@ -147,5 +147,11 @@ expect_rc 2 "no args" "$BIN" sweep
 expect_rc 2 "bad option" "$BIN" sweep cfg/sweep.json --frob
 expect_rc 3 "missing sweep file" "$BIN" sweep cfg/none.json
 
+# every shipped sweep file validates (each point's config, keys and cross-key rules)
+for f in "$SRC"/configs/sweep*.json "$SRC"/configs/results/*.json; do
+    expect_rc 0 "shipped sweep $(basename "$f")" "$BIN" sweep "$f" --dry-run --out shipped
+done
+[ ! -e shipped ] && ok || bad "a dry run wrote its out dir"
+
 echo "cli_sweep: $passes passed, $fails failed"
 [ "$fails" = 0 ]
