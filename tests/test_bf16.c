@@ -431,6 +431,8 @@ static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
 
 /* Same bound as the grad-mode forward: ||O_bf16 - O_fp32|| <= 2 2^-7 ||O_fp32||. */
 static void test_attention_streamed(st_mm *bf) {
+    const int chosen = st_mm_stream_attention(bf);
+    st_mm_set_stream_attention(bf, 1);   /* bf16 products whatever the CPU (AMX picks them itself) */
     const int64_t B = 2, H = 3, T = 300, D = 16, n = B * H * T * D;   /* T: 5 query blocks, 2 key blocks */
     const int64_t spec[3][5] = {{4, B, H, T, D}, {4, B, H, T, D}, {4, B, H, T, D}};
     static const char *const kinds[] = {"causal, distance bias", "causal, general bias", "non-causal", "causal, CoPE",
@@ -449,6 +451,12 @@ static void test_attention_streamed(st_mm *bf) {
         CHECK_MSG(!memcmp(h, h2, (size_t)n * sizeof(float)), "%s: not deterministic", what);
         free(f); free(h); free(h2);
     }
+    /* without AMX the eval kernel stays fp32: the same bits as fp32 */
+    st_mm_set_stream_attention(bf, 0);
+    float *f = run_streamed(NULL, 0, &L, e), *h = run_streamed(bf, 0, &L, e);
+    CHECK_MSG(!memcmp(h, f, (size_t)n * sizeof(float)), "streamed attention not routed to fp32");
+    free(f); free(h);
+    st_mm_set_stream_attention(bf, chosen);
     free(e);
     st_params_free(&L.p);
 }
