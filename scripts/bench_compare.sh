@@ -165,8 +165,13 @@ def cpu_model():
         txt = open("/proc/cpuinfo").read()
     except OSError:
         return "unknown CPU", False
-    name = next((l.split(":", 1)[1].strip() for l in txt.splitlines() if l.startswith("model name")), "unknown CPU")
-    return name, ("avx512_bf16" in txt or "amx_bf16" in txt)
+    field = lambda k: next((l.split(":", 1)[1].strip() for l in txt.splitlines() if l.split(":")[0].strip() == k), "?")
+    flags = set(field("flags").split())
+    name = "%s (family %s, model %s, %s; bf16: %s)" % (
+        field("model name"), field("cpu family"), field("model"), field("vendor_id"),
+        "AMX (amx_bf16) and AVX512-BF16" if "amx_bf16" in flags else
+        "AVX512-BF16, no AMX" if "avx512_bf16" in flags else "none, emulated")
+    return name, ("avx512_bf16" in flags or "amx_bf16" in flags)
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 mib = lambda b: b / 2**20
 
@@ -256,7 +261,7 @@ def targets():
     best = max([x["sgemm"]["gflops_best"] for p in presets for x in runs("stretch", "SkylakeX", "train", p)] or [0])
     if best:
         name, native = cpu_model()
-        P(f"CPU: {name} ({'native bf16: avx512_bf16/AMX' if native else 'no native bf16: bf16 runs emulated'}). "
+        P(f"CPU: {name}. "
           f"The best 2048^3 sgemm rate of this run (2 threads, SkylakeX kernels) is {best:.0f} GFLOPS. "
           "The two programs alternate round by round under the same conditions, so the ratios "
           "are the robust figures; absolute tokens/s move with the machine, and MFU is taken "
