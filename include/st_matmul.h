@@ -83,13 +83,15 @@ int st_mm_precision(const st_mm *mm);       /* NULL: ST_PREC_FP32 */
 const char *st_mm_describe(const st_mm *mm);
 /* 1 when the bf16 products run on native bf16 instructions (AVX512-BF16 or AMX). */
 int st_mm_native(const st_mm *mm);
-/* 1 when the streamed inference attention (eval) should run its QK^T and PV through this
- * backend: bf16 on a CPU with AMX, whose tiles beat sgemm on attention's 64-row blocks.
- * With AVX512-BF16 alone the batched bf16 products ran the streamed kernel at a third of
- * its fp32 speed (docs/performance.md), so there it stays fp32 (cblas_sgemm). fp32: 0.
- * st_mm_set_stream_attention overrides the choice (tests; 1 = bf16). */
-int st_mm_stream_attention(const st_mm *mm);
-void st_mm_set_stream_attention(st_mm *mm, int on);
+/* 1 when attention (the grad-mode kernel of training and the streamed kernel of eval)
+ * should run its products through this backend: bf16 on a CPU with AMX, whose tiles beat
+ * sgemm on attention's 64-row blocks. With AVX512-BF16 alone the batched bf16 products
+ * were slower than cblas_sgemm (streamed: a third of its fp32 speed; training: 128 against
+ * 100 ms of attention per S step, docs/precision.md), so there attention stays fp32 and
+ * only the linear layers and the LM head run in bf16. fp32: 0. st_mm_set_attention
+ * overrides the choice (tests; 1 = bf16). */
+int st_mm_attention(const st_mm *mm);
+void st_mm_set_attention(st_mm *mm, int on);
 /* 1 when st_mm_gemm may be called from inside an OpenMP parallel region (fp32: OpenBLAS
  * runs single-threaded there); 0 when products must be batched outside parallel loops
  * (bf16: one primitive cache). Attention picks its schedule by this (per-pair tasks with

@@ -352,6 +352,8 @@ static int norm_close(const char *what, const float *a, const float *b, int64_t 
 }
 
 static void test_attention(st_mm *bf) {
+    const int chosen = st_mm_attention(bf);
+    st_mm_set_attention(bf, 1);   /* the block-major bf16 schedule whatever the CPU (AMX picks it itself) */
     const int64_t B = 2, H = 3, T = 150, D = 16, n = B * H * T * D;   /* T: three query blocks */
     const int64_t spec[3][5] = {{4, B, H, T, D}, {4, B, H, T, D}, {4, B, H, T, D}};
     static const char *const kinds[] = {"causal, distance bias", "causal, general bias", "non-causal",
@@ -392,6 +394,15 @@ static void test_attention(st_mm *bf) {
                   "%s: bf16 attention not deterministic", kinds[kind]);
         att_free(&f); att_free(&h); att_free(&h2);
     }
+    /* without AMX training attention stays fp32 (per pair, cblas_sgemm): fp32's bits */
+    st_mm_set_attention(bf, 0);
+    att_run f, h;
+    run_attention(NULL, 0, &L, dy, e, &f);
+    run_attention(bf, 0, &L, dy, e, &h);
+    CHECK_MSG(!memcmp(h.out, f.out, (size_t)n * sizeof(float)) && !memcmp(h.dq, f.dq, (size_t)n * sizeof(float)),
+              "grad-mode attention not routed to fp32");
+    att_free(&f); att_free(&h);
+    st_mm_set_attention(bf, chosen);
     free(dy);
     free(e);
     st_params_free(&L.p);
@@ -431,8 +442,8 @@ static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
 
 /* Same bound as the grad-mode forward: ||O_bf16 - O_fp32|| <= 2 2^-7 ||O_fp32||. */
 static void test_attention_streamed(st_mm *bf) {
-    const int chosen = st_mm_stream_attention(bf);
-    st_mm_set_stream_attention(bf, 1);   /* bf16 products whatever the CPU (AMX picks them itself) */
+    const int chosen = st_mm_attention(bf);
+    st_mm_set_attention(bf, 1);   /* bf16 products whatever the CPU (AMX picks them itself) */
     const int64_t B = 2, H = 3, T = 300, D = 16, n = B * H * T * D;   /* T: 5 query blocks, 2 key blocks */
     const int64_t spec[3][5] = {{4, B, H, T, D}, {4, B, H, T, D}, {4, B, H, T, D}};
     static const char *const kinds[] = {"causal, distance bias", "causal, general bias", "non-causal", "causal, CoPE",
@@ -452,11 +463,11 @@ static void test_attention_streamed(st_mm *bf) {
         free(f); free(h); free(h2);
     }
     /* without AMX the eval kernel stays fp32: the same bits as fp32 */
-    st_mm_set_stream_attention(bf, 0);
+    st_mm_set_attention(bf, 0);
     float *f = run_streamed(NULL, 0, &L, e), *h = run_streamed(bf, 0, &L, e);
     CHECK_MSG(!memcmp(h, f, (size_t)n * sizeof(float)), "streamed attention not routed to fp32");
     free(f); free(h);
-    st_mm_set_stream_attention(bf, chosen);
+    st_mm_set_attention(bf, chosen);
     free(e);
     st_params_free(&L.p);
 }

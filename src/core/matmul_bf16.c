@@ -341,7 +341,7 @@ static int bf16_open(st_mm *mm, st_error *e) {
     const dnnl_version_t *v = dnnl_version();
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     mm->native = isa_native_bf16(isa);
-    mm->stream_attn = ((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx;
+    mm->attn = ((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx;
     /* one small product of each kind the ops use: refuse up front, not mid-training */
     for (int t = 0; t < 4; t++) {
         mm_key k;
@@ -360,9 +360,9 @@ static int bf16_open(st_mm *mm, st_error *e) {
         en->used = ++s->clock;
         s->n++;
     }
-    snprintf(mm->describe, sizeof mm->describe, "bf16 (oneDNN %d.%d.%d, ISA %s, %s bf16, kernel %s; streamed "
+    snprintf(mm->describe, sizeof mm->describe, "bf16 (oneDNN %d.%d.%d, ISA %s, %s bf16, kernel %s; "
              "attention %s)", v->major, v->minor, v->patch, isa_name(isa), mm->native ? "native" : "emulated",
-             s->cache[0].impl, mm->stream_attn ? "bf16" : "fp32");
+             s->cache[0].impl, mm->attn ? "bf16" : "fp32");
     if (!mm->quiet) st_log(ST_LOG_INFO, "matmul precision: %s", mm->describe);
     if (!mm->native)
         st_log(ST_LOG_WARN, "precision bf16: this CPU has no native bf16 (oneDNN ISA %s; native needs "

@@ -19,8 +19,8 @@ struct st_mm {
     int precision;
     int quiet;
     int native;             /* bf16: native instructions (not emulated) */
-    int stream_attn;        /* the streamed inference attention runs its products here
-                             * (bf16 with AMX; st_mm_set_stream_attention) */
+    int attn;               /* attention (grad-mode and streamed kernels) runs its products
+                             * here (bf16 with AMX; st_mm_set_attention) */
     char describe[192];
     char last_impl[96];
     void *state;            /* the backend's own (oneDNN engine, stream, cache, scratch) */
