@@ -22,7 +22,7 @@
  * Every product works on a block of ST_ATTN_QBLOCK query rows; for causal attention a
  * block [i0, i1) only touches keys [0, i1), which skips the upper triangle except inside
  * the diagonal block (masked to 0 there). Two schedules, chosen by the matmul backend
- * (attn_batched): per pair (fp32: tasks in an OpenMP loop, one cblas_sgemm per
+ * (st_attn_batched): per pair (fp32: tasks in an OpenMP loop, one cblas_sgemm per
  * block each) or block-major (bf16: per query block, one st_mm_gemm_batched call over
  * every (b,h) pair outside the parallel loop, the row work in parallel between the
  * calls). The row work (forward_rows, prime_rows, ds_rows) is shared by both.
@@ -39,13 +39,6 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
-
-/* The block-major schedule with batched products through the backend: a backend that
- * must run its products outside parallel regions and that attention should use (bf16 with
- * AMX, st_mm_attention); otherwise per pair with cblas_sgemm (fp32 also under a bf16
- * backend without AMX, where it is the faster of the two). Forward and backward ask the
- * same backend, so they always take the same schedule. */
-static int attn_batched(const st_mm *mm) { return !st_mm_parallel_safe(mm) && st_mm_attention(mm); }
 
 typedef struct attn_saved {
     float *P;            /* (B,H,T,T) probabilities before dropout; causal: row i holds
@@ -379,7 +372,7 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
     }
     const int nth = omp_get_max_threads();
     const attn_grads G = {dq, dk, dv, gacc, gfull, de, n};
-    if (attn_batched(ctx->mm)) {
+    if (st_attn_batched(ctx->mm)) {
         const size_t all = (size_t)BH * (size_t)ST_ATTN_QBLOCK * (size_t)T;
         float *g = st_ctx_alloc(ctx, all * (s->drop ? 2 : 1) * sizeof(float), 1);
         float *cs = npos ? st_ctx_alloc(ctx, (size_t)nth * (size_t)(ST_ATTN_QBLOCK * npos + T) * sizeof(float), 1) : NULL;
@@ -476,7 +469,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
         /* inference: streamed online softmax, O(block) scratch per thread, nothing kept */
         const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
         const size_t per = st_attn_stream_scratch_floats(D, kb, general, cope ? cope->n_pos : 0);
-        pb.mm = st_mm_attention(ctx->mm) ? ctx->mm : NULL;   /* bf16 (AMX): block-major, bf16 products */
+        pb.mm = ctx->mm;
         float *scratch = st_ctx_alloc(ctx, (size_t)st_attn_stream_slots(&pb, nth) * per * sizeof(float), 0);
         if (!scratch) return NULL;
         pb.gbias = general ? bias : NULL;
@@ -496,7 +489,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     if (dropout) {
         s->drop = st_ctx_alloc(ctx, tt, 1);
         /* P' rows: one block a thread (per-pair schedule) or of every pair (block-major) */
-        const int64_t rows = attn_batched(ctx->mm) ? B * H : nth;
+        const int64_t rows = st_attn_batched(ctx->mm) ? B * H : nth;
         pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)ST_ATTN_QBLOCK * (size_t)T * sizeof(float), 0);
         if (!s->drop || !pd) return NULL;
     }
@@ -528,7 +521,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
      * free: a cyclic static split gave one thread of two every odd block, 25-50% more
      * work at T = 512-256. Results do not depend on which thread runs a task. */
     const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
-    if (attn_batched(ctx->mm)) {
+    if (st_attn_batched(ctx->mm)) {
         forward_batched(ctx->mm, &pb, s->P, s->drop, pd);
     } else {
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)

@@ -54,9 +54,8 @@ typedef struct st_attn_problem {
     float *cope_z;            /* grad mode: z = scale Q E^T (B,H,T,n_pos), kept for backward */
     float *cope_g;            /* grad mode: gates (B,H,T,T) in P's layout, kept for backward */
     int64_t kpos;             /* absolute position of key row 0 (gbias only) */
-    st_mm *mm;                /* streamed kernel: a backend that must run its products
-                               * outside parallel regions (bf16) gets the block-major
-                               * schedule with batched products; NULL or fp32: per task */
+    st_mm *mm;                /* streamed kernel: the context's backend; the block-major
+                               * schedule when st_attn_batched(mm), else per task */
     const int32_t *doc;       /* NULL, or (B,T): row i of batch row b sees no key j <
                                * doc[b T + i] (per-instance mask; self-attention, causal) */
     int64_t rtab_len;         /* floats per head in rtab */
@@ -168,6 +167,13 @@ static inline float st_attn_dot(const float *a, const float *b, int64_t n) {
     for (int k = 0; k < ST_ATTN_LANES; k++) r += s[k];
     return r;
 }
+
+/* The block-major schedule with batched products through the backend: a backend that
+ * must run its products outside parallel regions and that attention should use (bf16 with
+ * AMX, st_mm_attention); otherwise per pair / per task with cblas_sgemm (fp32, also under a
+ * bf16 backend without AMX, where it is the faster of the two). Every attention kernel
+ * (grad-mode forward and backward, streamed) asks this, so they all agree. */
+static inline int st_attn_batched(const st_mm *mm) { return !st_mm_parallel_safe(mm) && st_mm_attention(mm); }
 
 /* Floats of per-thread scratch the streamed kernel needs for a key block of kblock;
  * general: the problem has a general-form bias (one more (QBLOCK, kblock) tile);

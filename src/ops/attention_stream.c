@@ -299,7 +299,7 @@ static void stream_run_batched(st_mm *mm, const st_attn_problem *pb, int64_t kbl
 }
 
 int64_t st_attn_stream_slots(const st_attn_problem *pb, int nthreads) {
-    return pb->mm && !st_mm_parallel_safe(pb->mm) ? pb->B * pb->H : nthreads;
+    return st_attn_batched(pb->mm) ? pb->B * pb->H : nthreads;
 }
 
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads) {
@@ -309,7 +309,7 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     ST_ASSERT(!pb->doc || (pb->koff == 0 && pb->window == 0 && !pb->cope));   /* self-attention rows */
     const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL || pb->q2 != NULL,
                                                      pb->cope ? pb->cope->n_pos : 0);
-    if (pb->mm && !st_mm_parallel_safe(pb->mm)) {
+    if (st_attn_batched(pb->mm)) {
         ST_ASSERT(pb->kv_group <= 1);   /* one key/value head per pair: uniform batch strides */
         stream_run_batched(pb->mm, pb, kblock, scratch, per);
         return;
