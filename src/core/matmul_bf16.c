@@ -82,8 +82,8 @@ typedef struct bf16_state {
     int n_packs;
     void *sp;               /* one scratchpad for every primitive (calls are sequential) */
     size_t sp_cap;
-    uint16_t *scratch[2];   /* rounded a, b */
-    size_t cap[2];          /* in values */
+    void *scratch[2];       /* rounded a, b */
+    size_t cap[2];          /* in bytes */
 } bf16_state;
 
 /* A failed oneDNN call on a shape that was already accepted is a broken invariant (or
@@ -111,9 +111,22 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     }
 }
 
-/* The ISA bits include avx512_core_bf16's (AMX's do too). */
-static int isa_native_bf16(dnnl_cpu_isa_t isa) {
-    return ((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) == (unsigned)dnnl_cpu_isa_avx512_core_bf16;
+/* oneDNN's ISA values are bit sets, each including the ones below it: isa has all of
+ * want's bits (avx512_core_amx includes avx512_core_bf16). */
+static int isa_has(dnnl_cpu_isa_t isa, dnnl_cpu_isa_t want) {
+    return ((unsigned)isa & (unsigned)want) == (unsigned)want;
+}
+
+/* *buf holds at least bytes (64-byte aligned), grown and kept: the backend's scratch
+ * buffers are reused by every call. */
+static void *grow(void **buf, size_t *cap, size_t bytes) {
+    if (bytes > *cap) {
+        free(*buf);
+        *buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        ST_ASSERT(*buf != NULL);
+        *cap = bytes;
+    }
+    return *buf;
 }
 
 /* Descriptor of a row-major (rows, cols) operand stored transposed or not with leading
@@ -263,13 +276,7 @@ static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_
         return x.h;
     }
     size_t need = (size_t)(count * rows * cols);
-    if (need > s->cap[slot]) {
-        free(s->scratch[slot]);
-        s->scratch[slot] = malloc(need * sizeof(uint16_t));
-        ST_ASSERT(s->scratch[slot] != NULL);
-        s->cap[slot] = need;
-    }
-    uint16_t *d = s->scratch[slot];
+    uint16_t *d = grow(&s->scratch[slot], &s->cap[slot], need * sizeof(uint16_t));
     if (dense) {
         st_bf16_round(d, x.f, count * rows * cols);
     } else {   /* row q of the batch: matrix q / rows, row q % rows */
@@ -303,13 +310,7 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
     DNNL_OK(dnnl_memory_set_data_handle(en->c, c));
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, en->a}, {DNNL_ARG_WEIGHTS, en->b}, {DNNL_ARG_DST, en->c},
                                {DNNL_ARG_SCRATCHPAD, en->sp}};
-    if (en->sp_bytes > s->sp_cap) {
-        free(s->sp);
-        s->sp = aligned_alloc(64, (en->sp_bytes + 63) & ~(size_t)63);
-        ST_ASSERT(s->sp != NULL);
-        s->sp_cap = en->sp_bytes;
-    }
-    if (en->sp) DNNL_OK(dnnl_memory_set_data_handle(en->sp, s->sp));
+    if (en->sp) DNNL_OK(dnnl_memory_set_data_handle(en->sp, grow(&s->sp, &s->sp_cap, en->sp_bytes)));
     DNNL_OK(dnnl_primitive_execute(en->prim, s->stream, en->sp ? 4 : 3, args));
     DNNL_OK(dnnl_stream_wait(s->stream));
     snprintf(mm->last_impl, sizeof mm->last_impl, "%s", en->impl);
@@ -340,8 +341,8 @@ static int bf16_open(st_mm *mm, st_error *e) {
     }
     const dnnl_version_t *v = dnnl_version();
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    mm->native = isa_native_bf16(isa);
-    mm->attn = ((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_amx) == (unsigned)dnnl_cpu_isa_avx512_core_amx;
+    mm->native = isa_has(isa, dnnl_cpu_isa_avx512_core_bf16);
+    mm->attn = isa_has(isa, dnnl_cpu_isa_avx512_core_amx);
     /* one small product of each kind the ops use: refuse up front, not mid-training */
     for (int t = 0; t < 4; t++) {
         mm_key k;
