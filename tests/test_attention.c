@@ -35,29 +35,7 @@ static st_attn_bias make_alibi(alibi_bias *a) {
     return b;
 }
 
-/* (b) learnable table: bias(h, d) = w[h, d + tmax - 1], w (H, 2 tmax - 1) a parameter;
- * grad accumulates into the parameter's gradient. */
-typedef struct table_bias {
-    st_tensor *w;          /* (H, 2*tmax-1) */
-    int64_t tmax;
-} table_bias;
-
-static void table_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, float *out) {
-    const table_bias *t = self->state;
-    const int64_t len = 2 * t->tmax - 1;
-    for (int64_t k = 0; k < n; k++) out[k] = t->w->data[h * len + d0 + k + t->tmax - 1];
-}
-
-static void table_grad(const st_attn_bias *self, int h, int64_t d0, int64_t n, const float *g) {
-    const table_bias *t = self->state;
-    const int64_t len = 2 * t->tmax - 1;
-    for (int64_t k = 0; k < n; k++) t->w->grad[h * len + d0 + k + t->tmax - 1] += g[k];
-}
-
-static st_attn_bias make_table(table_bias *t) {
-    st_attn_bias b = {.fill = table_fill, .grad = table_grad, .state = t};
-    return b;
-}
+/* (b) the learnable distance table: table_bias in test_attention_util.h */
 
 /* (c) every distance at -inf: every row is fully masked. */
 static void neginf_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, float *out) {

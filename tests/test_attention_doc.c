@@ -22,18 +22,6 @@ static void slope_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, f
     }
 }
 
-typedef struct table_bias { st_tensor *w; int64_t tmax; } table_bias;
-
-static void table_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, float *out) {
-    const table_bias *t = self->state;
-    for (int64_t k = 0; k < n; k++) out[k] = t->w->data[h * (2 * t->tmax - 1) + d0 + k + t->tmax - 1];
-}
-
-static void table_grad(const st_attn_bias *self, int h, int64_t d0, int64_t n, const float *g) {
-    const table_bias *t = self->state;
-    for (int64_t k = 0; k < n; k++) t->w->grad[h * (2 * t->tmax - 1) + d0 + k + t->tmax - 1] += g[k];
-}
-
 /* instance starts of B rows of T tokens: instances of lengths 1..max_len cycling by seed */
 static void make_doc(int32_t *doc, int64_t B, int64_t T, int64_t max_len, uint64_t seed) {
     st_rng r;
@@ -121,7 +109,7 @@ static void gradcheck_doc(const char *name, int64_t B, int64_t T, int64_t D, int
     int32_t *doc = malloc((size_t)(B * T) * sizeof(int32_t));
     make_doc(doc, B, T, max_len, 5);
     table_bias tb = {s.w, T};
-    st_attn_bias bt = {.fill = table_fill, .grad = table_grad, .state = &tb};
+    st_attn_bias bt = make_table(&tb);
     st_tensor *leaves[4] = {s.q, s.k, s.v, s.w};
     doc_case c = {&s, &bt, p, doc};
     gradcheck(name, doc_build, &c, leaves, 4, p > 0, eps, atol, rtol, every);

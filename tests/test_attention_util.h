@@ -34,6 +34,30 @@ static void qkv_init(qkv *s, int64_t B, int64_t H, int64_t T, int64_t D, uint64_
     s->B = B; s->H = H; s->T = T; s->D = D;
 }
 
+/* A learnable distance-form bias: bias(h, d) = w[h, d + tmax - 1], w (H, 2 tmax - 1) a
+ * parameter (qkv.w); grad accumulates into the parameter's gradient. */
+typedef struct table_bias {
+    st_tensor *w;          /* (H, 2*tmax-1) */
+    int64_t tmax;
+} table_bias;
+
+static inline void table_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, float *out) {
+    const table_bias *t = self->state;
+    const int64_t len = 2 * t->tmax - 1;
+    for (int64_t k = 0; k < n; k++) out[k] = t->w->data[h * len + d0 + k + t->tmax - 1];
+}
+
+static inline void table_grad(const st_attn_bias *self, int h, int64_t d0, int64_t n, const float *g) {
+    const table_bias *t = self->state;
+    const int64_t len = 2 * t->tmax - 1;
+    for (int64_t k = 0; k < n; k++) t->w->grad[h * len + d0 + k + t->tmax - 1] += g[k];
+}
+
+static inline st_attn_bias make_table(table_bias *t) {
+    st_attn_bias b = {.fill = table_fill, .grad = table_grad, .state = t};
+    return b;
+}
+
 typedef struct env { st_arena arena; st_ctx ctx; } env;
 
 static void env_init(env *v) {
