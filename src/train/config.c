@@ -1,15 +1,15 @@
-/* config.c - run configs from JSON: strict parsing, --set assignments, derived defaults
- * and validation. cJSON stays inside src/train/config*.c; everything else sees the plain
- * st_run_config struct.
+/* config.c - run configs from JSON: strict parsing, --set assignments and defaults
+ * (validation after parsing: config_validate.c). cJSON stays inside src/train/config*.c;
+ * everything else sees the plain st_run_config struct.
  *
  * Strictness: an unknown key, a duplicated key, a wrong type, an out-of-range number or an
  * unknown name is an error naming the file and the key path ("--set key" for command-line
  * assignments), so a typo never silently trains with a default. Not here: the semantic
  * checks of the model and data sections, which their modules own
- * (st_model_config_validate, st_data_config_validate); validation calls them. */
+ * (st_model_config_validate, st_data_config_validate); validation (config_validate.c)
+ * calls them. */
 #define _GNU_SOURCE
 #include "config_schema.h"
-#include "st_transform.h"
 #include "train_internal.h"
 
 #include <cjson/cJSON.h>
@@ -17,15 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------------ messages ---- */
-/* Where a value came from: "FILE: model.d_model" or "--set model.d_model". */
-static void where(char *buf, size_t n, const char *file, const char *path) {
-    if (file) snprintf(buf, n, "%s: %s", file, path);
-    else snprintf(buf, n, "--set %s", path);
-}
-
 static void describe(const cJSON *v, char *buf, size_t n) {
     if (cJSON_IsNumber(v)) snprintf(buf, n, "%.17g", v->valuedouble);
     else if (cJSON_IsString(v)) snprintf(buf, n, "\"%.60s\"%s", v->valuestring, strlen(v->valuestring) > 60 ? "..." : "");
@@ -42,45 +35,12 @@ static int type_error(st_error *e, const char *loc, const char *want, const cJSO
     return st_fail(e, ST_ERR_CONFIG, "%s: expected %s, got %s", loc, want, got);
 }
 
-/* Shortest text that reads back as the same double; integers up to 1e9 in full, larger
- * magnitudes as "1e12" / "1.23e29" (a count of digits is unreadable), 2^53 by name. */
-static void num(char *buf, size_t n, double d) {
-    if (d == 9007199254740992.0) { snprintf(buf, n, "2^53"); return; }
-    if (d == floor(d) && fabs(d) <= 1e9) { snprintf(buf, n, "%.0f", d); return; }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, n, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d) break;
-    }
-    char *x = strchr(buf, 'e');   /* "1e+12" -> "1e12", "1e-05" -> "1e-5" */
-    if (x) {
-        char *digits = x + 1 + (x[1] == '+' || x[1] == '-'), *from = digits;
-        while (*from == '0' && from[1]) from++;
-        if (x[1] == '+') digits--;
-        memmove(digits, from, strlen(from) + 1);
-    }
-}
-
-/* Always the whole range, upper bound included: "must be in [1, 1e12], got 1.23e29". */
-static int range_error(st_error *e, const char *loc, const st_ckey *k, double x) {
-    char lo[32], hi[32], got[32];
-    num(lo, sizeof lo, k->min);
-    num(hi, sizeof hi, k->max);
-    num(got, sizeof got, x);
-    return st_fail(e, ST_ERR_CONFIG, "%s: must be in %c%s, %s], got %s", loc, k->xmin ? '(' : '[', lo, hi, got);
-}
-
-
-static int in_range(const st_ckey *k, double x) {
-    if (!isfinite(x) || x > k->max) return 0;
-    return k->xmin ? x > k->min : x >= k->min;
-}
-
 /* An integer-valued JSON number within the key's range. */
 static int get_integer(const cJSON *v, const st_ckey *k, const char *loc, double *out, st_error *e) {
     if (!cJSON_IsNumber(v)) return type_error(e, loc, "an integer", v);
     double d = v->valuedouble;
     if (!isfinite(d) || d != floor(d)) return type_error(e, loc, "an integer", v);
-    if (!in_range(k, d)) return range_error(e, loc, k, d);
+    if (!st_ckey_in_range(k, d)) return st_ckey_range_error(e, loc, k, d);
     *out = d;
     return ST_OK;
 }
@@ -108,7 +68,7 @@ static int apply_value(st_run_config *c, const st_ckey *k, const cJSON *v, const
     case CK_FLOAT:
     case CK_DOUBLE:
         if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return type_error(e, loc, "a number", v);
-        if (!in_range(k, v->valuedouble)) return range_error(e, loc, k, v->valuedouble);
+        if (!st_ckey_in_range(k, v->valuedouble)) return st_ckey_range_error(e, loc, k, v->valuedouble);
         if (k->kind == CK_FLOAT) *(float *)field(c, k) = (float)v->valuedouble;
         else *(double *)field(c, k) = v->valuedouble;
         return ST_OK;
@@ -233,7 +193,7 @@ static int unknown_key(const char *file, const char *path, st_error *e) {
         if (d < best_d) { best_d = d; best = kp; }
     }
     char loc[ST_PATH_BUF + 512];
-    where(loc, sizeof loc, file, path);
+    st_ckey_where(loc, sizeof loc, file, path);
     if (best && best_d <= 2 + (int)strlen(leaf) / 4)
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown key (did you mean \"%s\"?)", loc, best);
     return st_fail(e, ST_ERR_CONFIG, "%s: unknown key (see configs/README.md)", loc);
@@ -247,7 +207,7 @@ static int walk(st_run_config *c, const cJSON *obj, const char *prefix, const ch
         if (prefix[0]) snprintf(path, sizeof path, "%s.%s", prefix, it->string);
         else snprintf(path, sizeof path, "%s", it->string);
         char loc[ST_PATH_BUF + 512];
-        where(loc, sizeof loc, file, path);
+        st_ckey_where(loc, sizeof loc, file, path);
         for (const cJSON *prev = obj->child; prev != it; prev = prev->next)
             if (strcmp(prev->string, it->string) == 0)
                 return st_fail(e, ST_ERR_CONFIG, "%s: duplicate key", loc);
@@ -294,7 +254,7 @@ int st_run_config_set(st_run_config *c, const char *assignment, st_error *e) {
     cJSON *v = set_value(eq + 1);
     if (!v) return st_fail(e, ST_ERR_MEMORY, "--set %s: out of memory", path);
     char loc[ST_PATH_BUF + 512];
-    where(loc, sizeof loc, NULL, path);
+    st_ckey_where(loc, sizeof loc, NULL, path);
     int rc = apply_value(c, k, v, loc, e);
     cJSON_Delete(v);
     return rc;
@@ -404,202 +364,4 @@ int st_run_config_load(const char *path, const char *const *sets, int n_sets,
     int rc = st_run_config_parse(text, len, path, sets, n_sets, c, e);
     free(text);
     return rc;
-}
-
-/* ---------------------------------------------------------- validation ---- */
-/* Expand "$STRETCH_DATA_DIR" / "${STRETCH_DATA_DIR}" and make the path absolute, then
- * drop "." and resolve ".." lexically. */
-int st_resolve_path(const char *in, char *out, size_t n) {
-    char tmp[ST_PATH_BUF];
-    const char *rest = NULL;
-    if (strncmp(in, "${STRETCH_DATA_DIR}", 19) == 0) rest = in + 19;
-    else if (strncmp(in, "$STRETCH_DATA_DIR", 17) == 0 && (in[17] == 0 || in[17] == '/')) rest = in + 17;
-    if (rest) {
-        const char *dir = getenv("STRETCH_DATA_DIR");
-        if (!dir || !*dir) dir = "../shared/data";
-        snprintf(tmp, sizeof tmp, "%s%s", dir, rest);
-    } else {
-        snprintf(tmp, sizeof tmp, "%s", in);
-    }
-    char full[ST_PATH_BUF + 4097];   /* cwd + "/" + the path */
-    if (tmp[0] != '/') {
-        char cwd[4096];
-        if (!getcwd(cwd, sizeof cwd)) return ST_ERR_IO;
-        snprintf(full, sizeof full, "%s/%s", cwd, tmp);
-    } else {
-        snprintf(full, sizeof full, "%s", tmp);
-    }
-    /* lexical normalisation into out */
-    size_t used = 0;
-    const char *p = full;
-    if (n < 2) return ST_ERR_CONFIG;
-    out[0] = 0;
-    while (*p) {
-        while (*p == '/') p++;
-        const char *q = p;
-        while (*q && *q != '/') q++;
-        size_t l = (size_t)(q - p);
-        if (l == 0) break;
-        if (l == 1 && p[0] == '.') { /* skip */ }
-        else if (l == 2 && p[0] == '.' && p[1] == '.') {
-            while (used > 0 && out[used - 1] != '/') used--;
-            if (used > 0) used--;
-            out[used] = 0;
-        } else {
-            if (used + 1 + l + 1 > n) return ST_ERR_CONFIG;
-            out[used++] = '/';
-            memcpy(out + used, p, l);
-            used += l;
-            out[used] = 0;
-        }
-        p = q;
-    }
-    if (used == 0) { out[0] = '/'; out[1] = 0; }
-    return ST_OK;
-}
-
-static int resolve_field(char *field_buf, size_t size, const char *file, const char *key, st_error *e) {
-    if (!field_buf[0]) return ST_OK;
-    char tmp[ST_PATH_BUF];
-    if (st_resolve_path(field_buf, tmp, sizeof tmp) || strlen(tmp) >= size || strlen(tmp) > ST_PATH_MAX)
-        return st_fail(e, ST_ERR_CONFIG, "%s: %s: path longer than %d bytes after expansion: %.200s...", file, key,
-                       ST_PATH_MAX, field_buf);
-    snprintf(field_buf, size, "%s", tmp);
-    return ST_OK;
-}
-
-/* Every key's range, read back from the struct (configs built in code get the same checks). */
-static int check_ranges(const st_run_config *c, const char *file, st_error *e) {
-    char loc[ST_PATH_BUF + 512], allowed[256];
-    for (int i = 0; i < st_config_nkeys; i++) {
-        const st_ckey *k = &st_config_keys[i];
-        const void *f = (const char *)c + k->off;
-        double x;
-        where(loc, sizeof loc, file, k->path);
-        switch (k->kind) {
-        case CK_INT: x = *(const int *)f; break;
-        case CK_I64: x = (double)*(const int64_t *)f; break;
-        case CK_U64: x = (double)*(const uint64_t *)f; break;
-        case CK_FLOAT: x = *(const float *)f; break;
-        case CK_DOUBLE: x = *(const double *)f; break;
-        case CK_BOOL:
-            if (*(const int *)f != 0 && *(const int *)f != 1)
-                return st_fail(e, ST_ERR_CONFIG, "%s: must be true or false", loc);
-            continue;
-        case CK_ENUM:
-            if (!st_cenum_to(k->en, *(const int *)f)) {
-                st_cenum_list(k->en, allowed, sizeof allowed);
-                return st_fail(e, ST_ERR_CONFIG, "%s: invalid value %d (expected %s)", loc, *(const int *)f, allowed);
-            }
-            continue;
-        case CK_STR:
-            if (k->en && st_cenum_from(k->en, (const char *)f) < 0) {
-                st_cenum_list(k->en, allowed, sizeof allowed);
-                return st_fail(e, ST_ERR_CONFIG, "%s: unknown value \"%.60s\" (expected %s)", loc, (const char *)f, allowed);
-            }
-            continue;
-        case CK_I64_LIST:
-        case CK_I64_3: {
-            int cnt = k->kind == CK_I64_3 ? 3 : *(const int *)((const char *)c + k->off_n);
-            if (cnt < 0 || cnt > (int)k->size)
-                return st_fail(e, ST_ERR_CONFIG, "%s: at most %zu entries, got %d", loc, k->size, cnt);
-            for (int j = 0; j < cnt; j++) {
-                double v = (double)((const int64_t *)f)[j];
-                if (!in_range(k, v)) {
-                    char eloc[ST_PATH_BUF + 512 + 16];
-                    snprintf(eloc, sizeof eloc, "%s[%d]", loc, j);
-                    return range_error(e, eloc, k, v);
-                }
-            }
-            continue;
-        }
-        default: continue;
-        }
-        if (!in_range(k, x)) return range_error(e, loc, k, x);
-    }
-    return ST_OK;
-}
-
-/* The data module names the synthetic fields by their struct names ("data.syn_order");
- * users write them as "data.synthetic.order": rewrite the message to the JSON path. */
-static void name_json_keys(st_error *e) {
-    if (!e) return;
-    char *p = strstr(e->msg, "data.syn_");
-    while (p) {
-        char out[sizeof e->msg];
-        size_t head = (size_t)(p - e->msg);
-        snprintf(out, sizeof out, "%.*sdata.synthetic.%s", (int)head, e->msg, p + 9);
-        snprintf(e->msg, sizeof e->msg, "%s", out);
-        p = strstr(e->msg + head + 15, "data.syn_");
-    }
-}
-
-int st_run_config_validate(st_run_config *c, st_error *e) {
-    if (!c->file[0]) snprintf(c->file, sizeof c->file, "config");
-    const char *file = c->file;
-    int rc = check_ranges(c, file, e);
-    if (rc) return rc;
-    if ((rc = resolve_field(c->data.path, sizeof c->data.path, file, "data.path", e))) return rc;
-    if ((rc = resolve_field(c->data.cache_dir, sizeof c->data.cache_dir, file, "data.cache_dir", e))) return rc;
-    if ((rc = resolve_field(c->train.init_from, sizeof c->train.init_from, file, "train.init_from", e))) return rc;
-
-    const st_train_config *t = &c->train;
-    /* derived defaults */
-    if (c->eval.n_lengths == 0) {
-        for (int i = 0; i < 4; i++) c->eval.lengths[i] = (int64_t)t->seq_len << i;
-        c->eval.n_lengths = 4;
-    }
-    if (c->model.attn_scale == ST_ATTN_SCALE_LOGN && c->model.attn_scale_len == 0)
-        c->model.attn_scale_len = t->seq_len;   /* logn: L = the training length */
-    /* cross-key rules */
-    if (c->model.scaling != 0 && c->model.scaling_len > 0 && t->seq_len < c->model.scaling_len)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d is shorter than model.scaling.train_len %d: a scaled "
-                       "model is trained at the length it extends to", file, t->seq_len, c->model.scaling_len);
-    const int64_t max_len = st_pos_max_len(&c->model);
-    if (max_len > 0 && t->seq_len > max_len)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds the %lld tokens %s positions represent; %s",
-                       file, t->seq_len, (long long)max_len, st_pos_name(c->model.pos), st_pos_limit_why(c->model.pos));
-    if (c->data.task_doc_mask && st_pos_no_sinks(c->model.pos))
-        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.doc_mask: not available with model.pos \"%s\" in training: %s",
-                       file, st_pos_name(c->model.pos), st_pos_no_sinks(c->model.pos));
-    if (t->random_positions > 0) {
-        if (t->random_positions <= t->seq_len)
-            return st_fail(e, ST_ERR_CONFIG, "%s: train.random_positions: %lld must exceed train.seq_len (%d): the "
-                           "positions of a window are a subset of [0, N)", file, (long long)t->random_positions, t->seq_len);
-        if (!st_pos_abs_indices(c->model.pos)) {
-            char list[256];
-            st_pos_abs_list(list, sizeof list);
-            return st_fail(e, ST_ERR_CONFIG, "%s: train.random_positions: model.pos \"%s\" reads no absolute token "
-                           "indices (it applies to %s)", file, st_pos_name(c->model.pos), list);
-        }
-        if (max_len > 0 && t->random_positions > max_len)
-            return st_fail(e, ST_ERR_CONFIG, "%s: train.random_positions: %lld exceeds the %lld tokens %s positions "
-                           "represent; %s", file, (long long)t->random_positions, (long long)max_len,
-                           st_pos_name(c->model.pos), st_pos_limit_why(c->model.pos));
-    }
-    if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
-    if (t->sched.kind == ST_SCHED_COSINE && t->steps > 0 && t->sched.warmup > t->steps)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: %lld exceeds train.steps (%lld)",
-                       file, (long long)t->sched.warmup, (long long)t->steps);
-    /* in either mode: a nonoverlapping config may be evaluated with --mode sliding */
-    if (c->eval.stride > 0) {
-        for (int i = 0; i < c->eval.n_lengths; i++)
-            if (c->eval.stride > c->eval.lengths[i])
-                return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: %lld exceeds eval.lengths[%d] = %lld",
-                               file, (long long)c->eval.stride, i, (long long)c->eval.lengths[i]);
-    }
-    const st_transform xf = {.kind = c->eval.transform, .scale = c->eval.transform_scale, .sinks = c->eval.sinks,
-                             .window = c->eval.window, .clip = c->eval.clip};
-    st_error xe = {0};
-    if ((rc = st_transform_check(&xf, c->model.pos, "eval.transform", &xe))) return st_fail(e, rc, "%s: %s", file, xe.msg);
-    /* the modules' own rules; vocab_size 0 means "the dataset's", checked at load time */
-    st_model_config m = c->model;
-    if (m.vocab_size == 0) m.vocab_size = 256;
-    if ((rc = st_model_config_validate(&m, file, e))) return rc;
-    if ((rc = st_data_config_validate(&c->data, file, e))) {
-        name_json_keys(e);
-        return rc;
-    }
-    return ST_OK;
 }

@@ -12,7 +12,9 @@
 #include "st_task.h"
 #include "st_transform.h"
 
+#include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +27,7 @@ static const st_cname gelu_names[] = {{"tanh", 0}, {"erf", 1}};
 static const st_cname source_names[] = {{"synthetic", 0}, {"wikitext", 1}, {"text", 2}, {"task", 3}};
 static const st_cname task_loss_names[] = {{"answer", 0}, {"all", 1}};
 static const st_cname task_format_names[] = {{"plain", 0}, {"reversed", 1}};
+static const st_cname task_queries_names[] = {{"each", 0}, {"random", 1}};
 static const st_cname tokenizer_names[] = {{"auto", 0}, {"word", 1}, {"byte", 2}, {"bpe", 3}, {"synthetic", 4}, {"task", 5}};
 static const st_cname syn_mode_names[] = {{"markov", 0}, {"copy", 1}};
 static const st_cname optim_names[] = {{"adamw", ST_OPT_ADAMW}, {"sgd", ST_OPT_SGD}};
@@ -55,6 +58,7 @@ static const st_cenum en_syn_mode = NAMES(syn_mode_names);
 static const st_cenum en_task = { NULL, 0, st_task_index, st_task_name_at, ST_TASK_COUNT };
 static const st_cenum en_task_loss = NAMES(task_loss_names);
 static const st_cenum en_task_format = NAMES(task_format_names);
+static const st_cenum en_task_queries = NAMES(task_queries_names);
 static const st_cenum en_optim = NAMES(optim_names);
 static const st_cenum en_nodecay = NAMES(nodecay_names);
 static const st_cenum en_sched = NAMES(sched_names);
@@ -162,6 +166,7 @@ const st_ckey st_config_keys[] = {
     BOOL("data.task.pack", data.task_pack, "false"),
     BOOL("data.task.doc_mask", data.task_doc_mask, "false"),
     STR("data.task.format", data.task_format, &en_task_format, "plain"),
+    STR("data.task.queries", data.task_queries, &en_task_queries, "each"),
     INT("data.task.digits", data.task_digits, 1, ST_TASK_MAX_DIGITS, "5"),
     DBL("data.task.ignore_prob", data.task_ignore_prob, 0, 1, "0.8"),
     DBL("data.task.blank_prob", data.task_blank_prob, 0, 1, "0.75"),
@@ -258,4 +263,44 @@ void st_cenum_list(const st_cenum *en, char *buf, size_t n) {
         if (k < 0) break;
         used += (size_t)k;
     }
+}
+
+/* ------------------------------------------------------------ messages ---- */
+/* Where a value came from: "FILE: model.d_model" or "--set model.d_model". */
+void st_ckey_where(char *buf, size_t n, const char *file, const char *path) {
+    if (file) snprintf(buf, n, "%s: %s", file, path);
+    else snprintf(buf, n, "--set %s", path);
+}
+
+/* Shortest text that reads back as the same double; integers up to 1e9 in full, larger
+ * magnitudes as "1e12" / "1.23e29" (a count of digits is unreadable), 2^53 by name. */
+static void num(char *buf, size_t n, double d) {
+    if (d == 9007199254740992.0) { snprintf(buf, n, "2^53"); return; }
+    if (d == floor(d) && fabs(d) <= 1e9) { snprintf(buf, n, "%.0f", d); return; }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d) break;
+    }
+    char *x = strchr(buf, 'e');   /* "1e+12" -> "1e12", "1e-05" -> "1e-5" */
+    if (x) {
+        char *digits = x + 1 + (x[1] == '+' || x[1] == '-'), *from = digits;
+        while (*from == '0' && from[1]) from++;
+        if (x[1] == '+') digits--;
+        memmove(digits, from, strlen(from) + 1);
+    }
+}
+
+/* Always the whole range, upper bound included: "must be in [1, 1e12], got 1.23e29". */
+int st_ckey_range_error(st_error *e, const char *loc, const st_ckey *k, double x) {
+    char lo[32], hi[32], got[32];
+    num(lo, sizeof lo, k->min);
+    num(hi, sizeof hi, k->max);
+    num(got, sizeof got, x);
+    return st_fail(e, ST_ERR_CONFIG, "%s: must be in %c%s, %s], got %s", loc, k->xmin ? '(' : '[', lo, hi, got);
+}
+
+
+int st_ckey_in_range(const st_ckey *k, double x) {
+    if (!isfinite(x) || x > k->max) return 0;
+    return k->xmin ? x > k->min : x >= k->min;
 }

@@ -55,4 +55,11 @@ const char *st_cenum_to(const st_cenum *en, int value);       /* NULL if none */
 /* "\"a\", \"b\" or \"c\"" */
 void st_cenum_list(const st_cenum *en, char *buf, size_t n);
 
+/* Messages shared by parsing (config.c) and validation (config_validate.c): where a
+ * value came from ("FILE: model.d_model", or "--set model.d_model" when file is NULL),
+ * whether a number is in a key's range, and the error naming the whole range. */
+void st_ckey_where(char *buf, size_t n, const char *file, const char *path);
+int st_ckey_in_range(const st_ckey *k, double x);
+int st_ckey_range_error(st_error *e, const char *loc, const st_ckey *k, double x);
+
 #endif
