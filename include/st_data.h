@@ -55,6 +55,7 @@ typedef struct st_data_config {
     int task_pack;          /* 0: one instance per training row, padded; 1: as many as fit */
     int task_doc_mask;      /* 1: with pack, a token attends only to its own instance */
     char task_format[16];   /* addition: "plain" (default) | "reversed" */
+    char task_queries[8];   /* mqar: "each" (default: every key once) | "random" (drawn with replacement) */
     int task_digits;        /* passkey: 5 digits per key */
     double task_ignore_prob;/* flip-flop: 0.8 */
     double task_blank_prob; /* selective copy: 0.75 */

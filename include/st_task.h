@@ -47,11 +47,13 @@ enum {
     ST_TASK_KEY_DIGITS = 1 << 2,    /* data.task.digits: passkey */
     ST_TASK_KEY_IGNORE = 1 << 3,    /* data.task.ignore_prob: flip-flop */
     ST_TASK_KEY_BLANK = 1 << 4,     /* data.task.blank_prob: selective copy */
+    ST_TASK_KEY_QUERIES = 1 << 5,   /* data.task.queries: MQAR */
 };
 
 typedef struct st_task_params {
     int symbols;            /* alphabet size: ids ST_TT_SYMBOL0 .. ST_TT_SYMBOL0 + symbols - 1 */
     int reversed;           /* addition: operands and sum least-significant digit first */
+    int random_queries;     /* MQAR: each query a uniform draw of the keys (with replacement) */
     int digits;             /* passkey: digits of a key, in [1, ST_TASK_MAX_DIGITS] */
     double ignore_prob;     /* flip-flop: P(ignore) of an instruction between the first and last */
     double blank_prob;      /* selective copy: P(blank) of a prompt position */

@@ -33,14 +33,16 @@
 #define KNOWN_ADD_REV "6 6 2 + 6 4 5 = ^2 ^1 ^8 ^."
 #define KNOWN_PASSKEY "d K 2 5 7 0 9 a g k g ? ^2 ^5 ^7 ^0 ^9"
 #define KNOWN_MQAR "a p h i d k | a ^p h ^i d ^k"
+#define KNOWN_MQAR_RANDOM "a p h i d k f p e n g o | f ^p e ^n a ^p e ^n h ^i d ^k"   /* e asked twice, g never */
 #define KNOWN_FLIPFLOP "W 0 I 0 I 1 R ^0 I 0 R ^0"
 #define KNOWN_SEL "_ g _ _ k e o _ = ^g ^k ^e ^o ^."
 
 static st_markov chain;
 
-static st_task_params params(int reversed) {
-    st_task_params p = {.symbols = SYMBOLS, .reversed = reversed, .digits = 5, .ignore_prob = 0.8,
-                        .blank_prob = 0.75, .filler = &chain, .depth = -1.0};
+/* variant 1: addition's reversed format, MQAR's random queries (each task reads its own) */
+static st_task_params params(int variant) {
+    st_task_params p = {.symbols = SYMBOLS, .reversed = variant, .random_queries = variant, .digits = 5,
+                        .ignore_prob = 0.8, .blank_prob = 0.75, .filler = &chain, .depth = -1.0};
     return p;
 }
 
@@ -114,10 +116,16 @@ static void check_structure(const st_task *t, const st_task_params *p, int64_t s
     if (!strcmp(t->name, "mqar")) {
         for (int64_t i = 0; i < 2 * size; i += 2)
             for (int64_t j = 0; j < i; j += 2) CHECK_MSG(tok[i] != tok[j], "mqar: keys %lld and %lld equal", (long long)i, (long long)j);
-        int64_t seen = 0;   /* queries: each key once */
-        for (int64_t i = 0; i < 2 * size; i += 2)
-            for (int64_t q = 2 * size + 1; q < n; q += 2) seen += tok[q] == tok[i];
-        CHECK(seen == size && n == 4 * size + 1);
+        int64_t seen = 0, distinct = 0;   /* queries "each": every key once */
+        for (int64_t i = 0; i < 2 * size; i += 2) {
+            int64_t asked = 0;
+            for (int64_t q = 2 * size + 1; q < n; q += 2) asked += tok[q] == tok[i];
+            seen += asked;
+            distinct += asked > 0;
+        }
+        CHECK(seen == size && n == 4 * size + 1);   /* "random": size queries, each of a key */
+        if (!p->random_queries) CHECK_MSG(distinct == size, "mqar: %lld of %lld keys asked", (long long)distinct,
+                                          (long long)size);
         for (int64_t i = 0; i < 2 * size; i += 2)   /* keys from the first half, values the second */
             CHECK(tok[i] < ST_TT_SYMBOL0 + p->symbols / 2 && tok[i + 1] >= ST_TT_SYMBOL0 + p->symbols / 2);
     } else if (!strcmp(t->name, "flipflop")) {
@@ -153,7 +161,8 @@ static void test_generators(void) {
     const int64_t sizes[] = {1, 2, 3, 5, 17, 64};
     for (int ti = 0; ti < st_task_count(); ti++) {
         const st_task *t = st_task_at(ti);
-        for (int rev = 0; rev <= (!strcmp(t->name, "addition") ? 1 : 0); rev++) {
+        const int n_variants = !strcmp(t->name, "addition") || !strcmp(t->name, "mqar") ? 2 : 1;
+        for (int rev = 0; rev < n_variants; rev++) {
             st_task_params p = params(rev);
             const int64_t hi = t->max_size ? t->max_size(&p) : INT64_MAX;
             int bad = 0;
@@ -210,6 +219,7 @@ static void test_known(void) {
         {"addition", 1, 3, KNOWN_ADD_REV},
         {"passkey", 0, 12, KNOWN_PASSKEY},
         {"mqar", 0, 3, KNOWN_MQAR},
+        {"mqar", 1, 6, KNOWN_MQAR_RANDOM},
         {"flipflop", 0, 6, KNOWN_FLIPFLOP},
         {"selective_copy", 0, 8, KNOWN_SEL},
     };
@@ -375,6 +385,15 @@ static void test_config_rules(void) {
     snprintf(c.task_format, sizeof c.task_format, "reversed");
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.format") &&
           strstr(e.msg, "addition"));
+    task_cfg(&c, "copy", 1, 8);
+    snprintf(c.task_queries, sizeof c.task_queries, "random");
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.queries") &&
+          strstr(e.msg, "mqar"));
+    task_cfg(&c, "mqar", 1, 4);
+    snprintf(c.task_queries, sizeof c.task_queries, "random");
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_OK);
+    snprintf(c.task_queries, sizeof c.task_queries, "some");
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.queries"));
     task_cfg(&c, "copy", 1, 8);   /* the per-instance mask needs packed rows */
     c.task_doc_mask = 1;
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.doc_mask") &&

@@ -1,6 +1,7 @@
 /* mqar.c - multi-query associative recall (Arora et al. 2023, Zoology, arXiv
  * 2312.04927): n key-value pairs `k1 v1 .. kn vn`, `|`, then every key once in a random
- * order, each followed by its value: `q` -> `v(q)`. As in Zoology, keys and values come
+ * order (data.task.queries "each"; "random": n keys drawn with replacement), each
+ * followed by its value: `q` -> `v(q)`. As in Zoology, keys and values come
  * from disjoint halves of the alphabet: keys are distinct symbols of the first half (so
  * n <= symbols / 2), values uniform symbols of the second. (A value that could equal a
  * key would make a query match twice, once followed by the wrong token.) The distance
@@ -32,14 +33,23 @@ static int64_t mqar_generate(const st_task_params *p, int64_t n, uint64_t seed, 
         tok[2 * i + 1] = ST_TT_SYMBOL0 + half + (int32_t)st_rng_below(&r, (uint64_t)(p->symbols - half));
     }
     tok[2 * n] = ST_TT_BAR;
-    /* queries: a uniform permutation of the pair indices (Fisher-Yates over the query slots) */
+    /* queries, "each": a uniform permutation of the pair indices (Fisher-Yates over the
+     * query slots); "random": n independent uniform draws, so a key may come back and
+     * another never. With "each" the last query's value is the one not yet asked, and a
+     * model that only eliminates the values already answered reaches a loss of
+     * sum_n log n! / sum_n n without binding any key to its value (0.566 nats for sizes
+     * 1..4); with "random" elimination gains almost nothing. */
     const int64_t q0 = 2 * n + 1;
-    for (int64_t i = 0; i < n; i++) tok[q0 + 2 * i] = (int32_t)i;
-    for (int64_t i = n - 1; i > 0; i--) {
-        const int64_t j = (int64_t)st_rng_below(&r, (uint64_t)i + 1);
-        const int32_t t = tok[q0 + 2 * i];
-        tok[q0 + 2 * i] = tok[q0 + 2 * j];
-        tok[q0 + 2 * j] = t;
+    if (p->random_queries) {
+        for (int64_t i = 0; i < n; i++) tok[q0 + 2 * i] = (int32_t)st_rng_below(&r, (uint64_t)n);
+    } else {
+        for (int64_t i = 0; i < n; i++) tok[q0 + 2 * i] = (int32_t)i;
+        for (int64_t i = n - 1; i > 0; i--) {
+            const int64_t j = (int64_t)st_rng_below(&r, (uint64_t)i + 1);
+            const int32_t t = tok[q0 + 2 * i];
+            tok[q0 + 2 * i] = tok[q0 + 2 * j];
+            tok[q0 + 2 * j] = t;
+        }
     }
     for (int64_t i = 0; i < q0; i++) ans[i] = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -54,6 +64,6 @@ static int64_t mqar_generate(const st_task_params *p, int64_t n, uint64_t seed, 
 
 const st_task st_task_mqar = {
     .name = "mqar", .cite = "Arora et al. 2023 (Zoology), arXiv 2312.04927", .size_unit = "pairs",
-    .min_size = 1, .keys = ST_TASK_KEY_SYMBOLS, .has_depth = 0,
+    .min_size = 1, .keys = ST_TASK_KEY_SYMBOLS | ST_TASK_KEY_QUERIES, .has_depth = 0,
     .max_size = mqar_max, .length = mqar_length, .generate = mqar_generate,
 };

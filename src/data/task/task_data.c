@@ -28,6 +28,7 @@ static void params_of(const st_data_config *c, st_task_params *p) {
     memset(p, 0, sizeof *p);
     p->symbols = c->task_symbols;
     p->reversed = !strcmp(c->task_format, "reversed");
+    p->random_queries = !strcmp(c->task_queries, "random");
     p->digits = c->task_digits;
     p->ignore_prob = c->task_ignore_prob;
     p->blank_prob = c->task_blank_prob;
@@ -44,6 +45,7 @@ static int foreign_key(const st_data_config *c, const st_data_config *d, const s
         {"digits", ST_TASK_KEY_DIGITS, c->task_digits != d->task_digits},
         {"ignore_prob", ST_TASK_KEY_IGNORE, c->task_ignore_prob != d->task_ignore_prob},
         {"blank_prob", ST_TASK_KEY_BLANK, c->task_blank_prob != d->task_blank_prob},
+        {"queries", ST_TASK_KEY_QUERIES, strcmp(c->task_queries, d->task_queries) != 0},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!keys[i].set || (t->keys & keys[i].bit)) continue;
@@ -65,7 +67,7 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
     st_data_config d;
     st_data_config_default(&d);
     if (!memchr(c->task_name, 0, sizeof c->task_name) || !memchr(c->task_loss, 0, sizeof c->task_loss) ||
-        !memchr(c->task_format, 0, sizeof c->task_format))
+        !memchr(c->task_format, 0, sizeof c->task_format) || !memchr(c->task_queries, 0, sizeof c->task_queries))
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task: a string field is not terminated", f);
     if (strcmp(c->source, "task") != 0) {
         /* task keys on another source: the first one set names itself */
@@ -79,7 +81,8 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
                           : strcmp(c->task_format, d.task_format) ? "format"
                           : c->task_digits != d.task_digits ? "digits"
                           : c->task_ignore_prob != d.task_ignore_prob ? "ignore_prob"
-                          : c->task_blank_prob != d.task_blank_prob ? "blank_prob" : NULL;
+                          : c->task_blank_prob != d.task_blank_prob ? "blank_prob"
+                          : strcmp(c->task_queries, d.task_queries) ? "queries" : NULL;
         if (set)
             return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to data.source \"task\" (this run's source is "
                            "\"%s\")", f, set, c->source);
@@ -105,6 +108,9 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
     if (strcmp(c->task_format, "plain") && strcmp(c->task_format, "reversed"))
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.format: expected \"plain\" or \"reversed\", got \"%s\"", f,
                        c->task_format);
+    if (strcmp(c->task_queries, "each") && strcmp(c->task_queries, "random"))
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.queries: expected \"each\" or \"random\", got \"%s\"", f,
+                       c->task_queries);
     if (c->task_symbols < 2 || c->task_symbols > ST_TASK_MAX_SYMBOLS || c->task_digits < 1 ||
         c->task_digits > ST_TASK_MAX_DIGITS)
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.symbols / digits: out of range (configs/README.md)", f);
