@@ -215,11 +215,16 @@ static void lce_backward(st_ctx *ctx, st_node *n) {
 
 /* One chunk of `rows` rows: logits buf (rows,V) = x W^T, row losses, and in grad mode
  * dx_chunk = dz W, dW (+)= dz^T x with dz = (softmax - onehot) / count (the first chunk
- * writes dW: dw_beta = 0). */
-static void lce_chunk(st_mm *mm, float *buf, double *rowloss, float *dx, float *dw, float dw_beta,
-                      const float *x, const st_tensor *w, const int32_t *targets, int32_t ignore_index,
-                      float inv_count, int64_t rows, int64_t C, int64_t V) {
-    st_mm_gemm(mm, rows, V, C, 1.0f, st_mm_a(x, NULL, 0, C), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, C), 0.0f, buf, V);
+ * writes dW: dw_beta = 0).
+ * hbuf (rows,V) and xh (rows,C): bf16 scratch when the backend is bf16 in grad mode, else
+ * NULL. Each of dz and x feeds two products; the backend would round each on every call
+ * (two passes over the chunk's rows x V values for dz), so they are rounded here once:
+ * x up front, each dz row right after its softmax, while the row is still in cache. */
+static void lce_chunk(st_mm *mm, float *buf, uint16_t *hbuf, uint16_t *xh, double *rowloss, float *dx, float *dw,
+                      float dw_beta, const float *x, const st_tensor *w, const int32_t *targets,
+                      int32_t ignore_index, float inv_count, int64_t rows, int64_t C, int64_t V) {
+    if (xh) st_bf16_round(xh, x, rows * C);
+    st_mm_gemm(mm, rows, V, C, 1.0f, st_mm_a(x, xh, 0, C), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, C), 0.0f, buf, V);
     int grad = dx || dw;
     #pragma omp parallel for schedule(static) if (rows * V > OPS_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
@@ -233,11 +238,17 @@ static void lce_chunk(st_mm *mm, float *buf, double *rowloss, float *dx, float *
         } else {
             rowloss[r] = row_lse(z, V) - (double)z[t];
         }
+        if (hbuf) {
+            uint16_t *restrict h = hbuf + r * V;
+            #pragma omp simd
+            for (int64_t j = 0; j < V; j++) h[j] = st_f32_to_bf16(z[j]);
+        }
     }
     if (dx)   /* dx (rows,C) = dz (rows,V) W (V,C) */
-        st_mm_gemm(mm, rows, C, V, 1.0f, st_mm_a(buf, NULL, 0, V), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, C), 0.0f, dx, C);
+        st_mm_gemm(mm, rows, C, V, 1.0f, st_mm_a(buf, hbuf, 0, V), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, C), 0.0f,
+                   dx, C);
     if (dw)   /* dW (V,C) (+)= dz^T (V,rows) x (rows,C) */
-        st_mm_gemm(mm, V, C, rows, 1.0f, st_mm_a(buf, NULL, 1, V), st_mm_a(x, NULL, 0, C), dw_beta, dw, C);
+        st_mm_gemm(mm, V, C, rows, 1.0f, st_mm_a(buf, hbuf, 1, V), st_mm_a(x, xh, 0, C), dw_beta, dw, C);
 }
 
 st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
@@ -284,6 +295,12 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     int64_t chunk = lce_chunk_rows(rows_n, V, C);
     float *buf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(float), 0);
     if (!buf) return NULL;
+    uint16_t *hbuf = NULL, *xh = NULL;   /* bf16 rounding of dz and x, once per chunk */
+    if ((need_dx || need_dw) && st_mm_precision(ctx->mm) == ST_PREC_BF16) {
+        hbuf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(uint16_t), 0);
+        xh = hbuf ? st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * C) * sizeof(uint16_t), 0) : NULL;
+        if (!xh) return NULL;
+    }
     lce_saved *sv = NULL;
     float *dxg = NULL;   /* dx of the rows the chunks see: sv->dx, or the gathered rows' */
     if (grad) {
@@ -297,7 +314,7 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     }
     for (int64_t r0 = 0; r0 < rows_n; r0 += chunk) {
         int64_t rows = rows_n - r0 < chunk ? rows_n - r0 : chunk;
-        lce_chunk(ctx->mm, buf, rl + r0, dxg ? dxg + r0 * C : NULL, sv ? sv->dw : NULL,
+        lce_chunk(ctx->mm, buf, hbuf, xh, rl + r0, dxg ? dxg + r0 * C : NULL, sv ? sv->dw : NULL,
                   r0 == 0 ? 0.0f : 1.0f, xs + r0 * C, w, ts + r0, ignore_index,
                   inv_count, rows, C, V);
     }

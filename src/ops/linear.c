@@ -7,15 +7,31 @@
  * (beta = 0 for a linear dx that is the input's first gradient: ops_grad_out).
  * The linear's three products go through st_mm_gemm with the context's precision
  * backend (include/st_matmul.h): fp32 sgemm, or bf16 inputs with fp32 accumulation, the
- * weight read from its bf16 shadow when it has one. The batched matmul stays fp32. */
+ * weight read from its bf16 shadow when it has one. With bf16 the activations are rounded
+ * once each: x in the forward (the copy is saved for dW's product, N IN 2 bytes of the
+ * arena, instead of rounding x again in the backward) and dy once for both backward
+ * products (the backend would round an operand without a copy on every call). The
+ * rounding is the same elementwise map wherever it runs, so results do not change. The
+ * batched matmul stays fp32. */
 #include "ops_internal.h"
 #include "st_matmul.h"
 
 #include <cblas.h>
 
 /* ---------------------------------------------------------------- linear ---- */
-static void linear_forward(st_mm *mm, float *out, const float *x, const st_tensor *w, const float *b,
-                           int64_t N, int64_t IN, int64_t OUT) {
+/* x's bf16 copy (N*IN values) in the arena when the backend is bf16 (saved for the
+ * backward when `for_backward`), else NULL; *fail set on arena overflow. */
+static uint16_t *bf16_copy(st_ctx *ctx, const float *x, int64_t count, int for_backward, int *fail) {
+    *fail = 0;
+    if (st_mm_precision(ctx->mm) != ST_PREC_BF16 || count == 0) return NULL;
+    uint16_t *h = st_ctx_alloc(ctx, (size_t)count * sizeof(uint16_t), for_backward);
+    if (!h) { *fail = 1; return NULL; }
+    st_bf16_round(h, x, count);
+    return h;
+}
+
+static void linear_forward(st_mm *mm, float *out, const float *x, const uint16_t *xh, const st_tensor *w,
+                           const float *b, int64_t N, int64_t IN, int64_t OUT) {
     float beta = 0.0f;
     if (b) {
         /* pre-fill every row with the bias, then let sgemm add x W^T on top (beta = 1) */
@@ -23,19 +39,20 @@ static void linear_forward(st_mm *mm, float *out, const float *x, const st_tenso
         for (int64_t r = 0; r < N; r++) memcpy(out + r * OUT, b, (size_t)OUT * sizeof(float));
         beta = 1.0f;
     }
-    st_mm_gemm(mm, N, OUT, IN, 1.0f, st_mm_a(x, NULL, 0, IN), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, IN), beta,
+    st_mm_gemm(mm, N, OUT, IN, 1.0f, st_mm_a(x, xh, 0, IN), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, IN), beta,
                out, OUT);
 }
 
 /* dx_fresh: dx is a new, uninitialised buffer (ops_grad_out): written with beta = 0. */
+/* dh, xh: bf16 copies of dout and x, or NULL (fp32, or the backend rounds them itself) */
 static void linear_backward_kernel(st_mm *mm, float *dx, int dx_fresh, float *dw, float *db,
-                                   const float *dout, const float *x, const st_tensor *w,
-                                   int64_t N, int64_t IN, int64_t OUT) {
+                                   const float *dout, const uint16_t *dh, const float *x, const uint16_t *xh,
+                                   const st_tensor *w, int64_t N, int64_t IN, int64_t OUT) {
     if (dx)   /* dx (N,IN) (+)= dout (N,OUT) W (OUT,IN) */
-        st_mm_gemm(mm, N, IN, OUT, 1.0f, st_mm_a(dout, NULL, 0, OUT), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, IN),
+        st_mm_gemm(mm, N, IN, OUT, 1.0f, st_mm_a(dout, dh, 0, OUT), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, IN),
                    dx_fresh ? 0.0f : 1.0f, dx, IN);
     if (dw)   /* dW (OUT,IN) += dout^T (OUT,N) x (N,IN) */
-        st_mm_gemm(mm, OUT, IN, N, 1.0f, st_mm_a(dout, NULL, 1, OUT), st_mm_a(x, NULL, 0, IN), 1.0f, dw, IN);
+        st_mm_gemm(mm, OUT, IN, N, 1.0f, st_mm_a(dout, dh, 1, OUT), st_mm_a(x, xh, 0, IN), 1.0f, dw, IN);
     if (db) ops_colsum_acc(db, dout, N, OUT);
 }
 
@@ -47,7 +64,11 @@ static void linear_backward(st_ctx *ctx, st_node *n) {
     if (x->requires_grad && !(dx = ops_grad_out(ctx, x, &fresh))) return;
     if (w->requires_grad && !(dw = st_grad(ctx, w))) return;
     if (b && b->requires_grad && !(db = st_grad(ctx, b))) return;
-    linear_backward_kernel(ctx->mm, dx, fresh, dw, db, n->out->grad, x->data, w, N, IN, OUT);
+    /* dy rounded once when both products read it (one product: the backend rounds it) */
+    int fail;
+    const uint16_t *dh = dx && dw ? bf16_copy(ctx, n->out->grad, N * OUT, 0, &fail) : NULL;
+    if (dx && dw && fail) return;
+    linear_backward_kernel(ctx->mm, dx, fresh, dw, db, n->out->grad, dh, x->data, n->saved, w, N, IN, OUT);
 }
 
 st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {
@@ -61,9 +82,13 @@ st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {
     shape[x->ndim - 1] = OUT;
     st_tensor *out = st_new(ctx, x->ndim, shape);
     if (!out) return NULL;
-    linear_forward(ctx->mm, out->data, x->data, w, b ? b->data : NULL, N, IN, OUT);
-    if (st_needs_grad(ctx, x, w, b, NULL) &&
-        !st_record(ctx, "linear", linear_backward, out, x, w, b, NULL, NULL))
+    const int grad = st_needs_grad(ctx, x, w, b, NULL);
+    int fail;
+    /* saved only when dW's product will read x */
+    uint16_t *xh = bf16_copy(ctx, x->data, N * IN, grad && w->requires_grad, &fail);
+    if (fail) return NULL;
+    linear_forward(ctx->mm, out->data, x->data, xh, w, b ? b->data : NULL, N, IN, OUT);
+    if (grad && !st_record(ctx, "linear", linear_backward, out, x, w, b, NULL, w->requires_grad ? xh : NULL))
         return NULL;
     return out;
 }
