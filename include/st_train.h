@@ -175,12 +175,15 @@ float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm);
  * correction). AdamW (Loshchilov & Hutter 2019, PyTorch form):
  *   p *= 1 - lr*wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
  *   p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
- * SGD: p *= 1 - lr*wd; buf = momentum*buf + g (buf in m); p -= lr * buf. */
+ * SGD: p *= 1 - lr*wd; buf = momentum*buf + g (buf in m); p -= lr * buf.
+ * With a bf16 shadow (st_params_enable_bf16) it is rewritten too and its version bumped:
+ * the step is all st_params_refresh_bf16 would do. */
 void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t);
 /* The same update for items [first, end) only, with the moments of those items in m / v
  * at index (parameter offset - base): a ZeRO-1 shard (docs/distributed.md) holds just its
  * items' moments. st_optim_step = all items, p->m / p->v, base 0. Element-wise, so a
- * sharded update gives the bits of the full one. */
+ * sharded update gives the bits of the full one. The bf16 shadow is not touched (the
+ * caller refreshes it after gathering the shards). */
 void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end,
                          float *m, float *v, size_t base);
 /* 1 if every parameter value is finite. */

@@ -4,6 +4,7 @@
  * thread-count independence of the norm, and learning rates at key steps. */
 #include "harness.h"
 #include "st_train.h"
+#include "st_matmul.h"
 #include "st_model.h"
 
 #include <omp.h>
@@ -296,11 +297,39 @@ static void test_schedule(void) {
     CHECK_NEAR(st_lr_at(t, 100), lr * sqrt(4.0 / 100), 1e-15);
 }
 
+/* With a bf16 shadow, st_optim_step rewrites it (every value the rounding of the updated
+ * weight) and bumps its version once; st_optim_step_items (ZeRO's shard) leaves it. */
+static void test_bf16_shadow(void) {
+    for (int name = 0; name < 2; name++) {
+        st_params p;
+        make_params(&p, 2000);   /* 74,000 + 1,000 values: three optimizer items */
+        st_error e = {0};
+        CHECK(st_params_enable_bf16(&p, &e) == ST_OK);
+        st_optim_config oc = optim_cfg(name ? ST_OPT_SGD : ST_OPT_ADAMW, 0.05f);
+        oc.weight_decay = 0.1f;
+        st_optim o;
+        CHECK(st_optim_init(&o, &oc, &p, &e) == ST_OK);
+        const uint64_t v0 = *p.bf16_ver;
+        for (int t = 1; t <= 2; t++) st_optim_step(&o, &p, oc.lr, t);
+        size_t bad = 0;
+        for (size_t i = 0; i < p.n; i++) bad += p.bf16[i] != st_f32_to_bf16(p.data[i]);
+        CHECK_MSG(bad == 0, "%s: %zu of %zu shadow values are not the rounded weights", name ? "sgd" : "adamw", bad,
+                  p.n);
+        CHECK(*p.bf16_ver == v0 + 2);
+        uint16_t first = p.bf16[0];
+        st_optim_step_items(&o, &p, oc.lr, 3, 0, o.n_items, p.m, p.v, 0);
+        CHECK(*p.bf16_ver == v0 + 2 && p.bf16[0] == first && p.data[0] != st_bf16_to_f32(first));
+        st_optim_free(&o);
+        st_params_free(&p);
+    }
+}
+
 int main(void) {
     test_decay_groups();
     test_model_no_decay();
     test_sgd();
     test_adamw();
+    test_bf16_shadow();
     test_norm_clip();
     test_schedule();
     return test_finish("test_optim");

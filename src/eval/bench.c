@@ -246,8 +246,7 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
             goto out;
         }
         st_clip_grad(&opt, &m->params, gn, c->clip_norm);
-        st_optim_step(&opt, &m->params, c->lr, s + 1);
-        st_params_refresh_bf16(&m->params);   /* bf16: part of the optimiser's cost */
+        st_optim_step(&opt, &m->params, c->lr, s + 1);   /* bf16: rewrites the weights' shadow too */
         st_params_zero_grad(&m->params);
         double t3 = st_time(), c3 = cpu_time();
         st_mm_set_profile(mm, NULL);

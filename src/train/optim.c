@@ -6,8 +6,14 @@
  * gradient norm) store one partial per item and add the partials in item order, so the
  * result does not depend on the thread count or the schedule.
  *
+ * With a bf16 shadow (precision bf16), st_optim_step also writes it: each item's new
+ * values are rounded right after its update, while the item (<= 128 KiB) is still in
+ * cache, instead of a separate pass over the whole block (st_params_refresh_bf16); the
+ * ZeRO path updates a shard, gathers, then refreshes.
+ *
  * Not here: the learning-rate schedule (schedule.c) and loss scaling for gradient
  * accumulation (the trainer seeds backward with 1/grad_accum). */
+#include "st_matmul.h"
 #include "st_train.h"
 
 #include <math.h>
@@ -107,9 +113,16 @@ float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm) {
     return f;
 }
 
+/* h: the item's slice of the bf16 shadow, or NULL */
+static void round_item(uint16_t *restrict h, const float *restrict w, size_t n) {
+    if (!h) return;
+    #pragma omp simd
+    for (size_t j = 0; j < n; j++) h[j] = st_f32_to_bf16(w[j]);
+}
+
 static void adamw_item(float *restrict w, float *restrict m, float *restrict v, const float *restrict g,
-                       size_t n, float b1, float b2, float eps, float step_size, float inv_bc2_sqrt,
-                       float decay_mul) {
+                       uint16_t *restrict h, size_t n, float b1, float b2, float eps, float step_size,
+                       float inv_bc2_sqrt, float decay_mul) {
     if (decay_mul != 1.0f)
         for (size_t j = 0; j < n; j++) w[j] *= decay_mul;
     for (size_t j = 0; j < n; j++) {
@@ -117,11 +130,12 @@ static void adamw_item(float *restrict w, float *restrict m, float *restrict v, 
         v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
         w[j] -= step_size * m[j] / (sqrtf(v[j]) * inv_bc2_sqrt + eps);
     }
+    round_item(h, w, n);
 }
 
 /* w - lr * d with one rounding (fmaf): exactly the rounded value of the SGD update. */
-static void sgd_item(float *restrict w, float *restrict buf, const float *restrict g, size_t n,
-                     float lr, float momentum, float decay_mul) {
+static void sgd_item(float *restrict w, float *restrict buf, const float *restrict g, uint16_t *restrict h,
+                     size_t n, float lr, float momentum, float decay_mul) {
     if (decay_mul != 1.0f)
         for (size_t j = 0; j < n; j++) w[j] *= decay_mul;
     if (momentum > 0.0f) {
@@ -132,14 +146,12 @@ static void sgd_item(float *restrict w, float *restrict buf, const float *restri
     } else {
         for (size_t j = 0; j < n; j++) w[j] = fmaf(-lr, g[j], w[j]);
     }
+    round_item(h, w, n);
 }
 
-void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t) {
-    st_optim_step_items(o, p, lr, t, 0, o->n_items, p->m, p->v, 0);
-}
-
-void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end,
-                         float *m, float *v, size_t base) {
+/* items [first, end); shadow: p->bf16 to round each item into, or NULL */
+static void step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end, float *m,
+                       float *v, size_t base, uint16_t *shadow) {
     const st_optim_config *c = &o->cfg;
     const st_optim_item *items = o->items;
     const float decay_mul = 1.0f - lr * c->weight_decay;
@@ -147,8 +159,8 @@ void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t
         #pragma omp parallel for schedule(static)
         for (int64_t i = first; i < end; i++) {
             size_t off = items[i].offset;
-            sgd_item(p->data + off, m + (off - base), p->grad + off, items[i].len, lr, c->momentum,
-                     items[i].decay ? decay_mul : 1.0f);
+            sgd_item(p->data + off, m + (off - base), p->grad + off, shadow ? shadow + off : NULL, items[i].len, lr,
+                     c->momentum, items[i].decay ? decay_mul : 1.0f);
         }
         return;
     }
@@ -161,10 +173,20 @@ void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t
     #pragma omp parallel for schedule(static)
     for (int64_t i = first; i < end; i++) {
         size_t off = items[i].offset;
-        adamw_item(p->data + off, m + (off - base), v + (off - base), p->grad + off, items[i].len,
-                   c->beta1, c->beta2, c->eps, step_size, inv_bc2_sqrt,
+        adamw_item(p->data + off, m + (off - base), v + (off - base), p->grad + off, shadow ? shadow + off : NULL,
+                   items[i].len, c->beta1, c->beta2, c->eps, step_size, inv_bc2_sqrt,
                    items[i].decay ? decay_mul : 1.0f);
     }
+}
+
+void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t) {
+    step_items(o, p, lr, t, 0, o->n_items, p->m, p->v, 0, p->bf16);
+    if (p->bf16) ++*p->bf16_ver;   /* the shadow changed: packed copies are stale */
+}
+
+void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end,
+                         float *m, float *v, size_t base) {
+    step_items(o, p, lr, t, first, end, m, v, base, NULL);
 }
 
 int st_params_finite(const st_params *p) {
