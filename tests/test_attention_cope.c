@@ -63,7 +63,8 @@ static void cope_reference_d(const double *q, const double *k, const double *v, 
 }
 
 static double *to_double(const float *x, int64_t n) {
-    double *d = malloc((size_t)n * sizeof(double));
+    double *d = calloc((size_t)n, sizeof(double));   /* calloc: gcc cannot see n > 0 (-Wmaybe-uninitialized) */
+    ST_ASSERT(d);
     for (int64_t i = 0; i < n; i++) d[i] = x[i];
     return d;
 }
