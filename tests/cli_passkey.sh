@@ -63,4 +63,29 @@ expect_err "data.passkey.rate: an instance needs 29 tokens"
 expect_rc 2 "digits 0" "$BIN" train cfg.json --out bad3 --quiet --set data.passkey.digits=0
 expect_err "data.passkey.digits"
 for d in bad1 bad2 bad3; do [ ! -e "$d" ] && ok || bad "$d written for a refused config"; done
+# a sweep of text runs with passkeys: retrieval beside perplexity, at task_scales x
+# train.seq_len, in the task table, task_results.csv and results.json (a run without
+# passkeys gets none)
+cat > sweep.json <<'EOF2'
+{"base": "cfg.json", "set": {"train.steps": 6},
+ "variants": [{"name": "pk-alibi", "model.pos": "alibi"}, {"name": "plain", "data.passkey.rate": 0}],
+ "eval": {"lengths": [48, 96], "task_scales": [1, 2], "task_trials": 2, "task_depths": [0, 1]},
+ "out": "sw"}
+EOF2
+expect_rc 0 "sweep with passkeys" "$BIN" sweep sweep.json --quiet
+grep -qE '^\| pk-alibi \| alibi \| passkey \| 48\.\.48 \|' sw/results.md && ! grep -qE '^\| plain \|.*passkey' sw/results.md \
+    && ok || { bad "results.md passkey row"; cat sw/results.md; }
+[ "$(grep -c '^pk-alibi,' sw/task_results.csv)" = 4 ] && ! grep -q '^plain,' sw/task_results.csv && ok \
+    || { bad "task_results.csv rows"; cat sw/task_results.csv; }
+"$PY" - sw/results.json <<'EOF2' && ok || bad "results.json passkey object"
+import json, sys
+runs = {r["name"]: r for r in json.load(open(sys.argv[1]))["runs"]}
+t = runs["pk-alibi"]["task"]
+assert t["name"] == "passkey" and t["train_max_size"] == 48 and "task" not in runs["plain"], runs
+rows = t["results"]
+assert [(x["size"], x["scale"], x["depth"]) for x in rows] == [(48, 1, 0), (48, 1, 1), (96, 2, 0), (96, 2, 1)], rows
+for x in rows:
+    assert x["trials"] == 2 and 0 <= x["correct"] <= 2 and x["accuracy"] == x["correct"] / 2 and x["answer_loss"] > 0, x
+EOF2
+
 finish cli_passkey

@@ -67,6 +67,10 @@ int sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e);
  * transform) as the marker's "task" object; the task tables of results.md and
  * task_results.csv. */
 int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e);
+/* the same for a text run trained with passkeys (data.passkey.rate > 0): retrieval at
+ * eval.task_scales x train.seq_len tokens on the run's own text */
+int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out,
+                            st_error *e);
 void sweep_task_md(const sweep *s, FILE *f);
 int sweep_task_csv(const sweep *s, st_error *e);
 

@@ -274,11 +274,12 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         cJSON_AddStringToObject(m, "eval_plan", sig);
         cJSON_AddItemToObject(m, "train", train_summary(&st, &rep->cfg));
         cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
-        if (!strcmp(pt->cfg.data.source, "task")) {   /* task runs: accuracy by size too */
-            cJSON *task = NULL;
+        cJSON *task = NULL;
+        if (!strcmp(pt->cfg.data.source, "task"))   /* task runs: accuracy by size too */
             rc = sweep_eval_task(s, pt, &plan, &task, e);
-            if (task) cJSON_AddItemToObject(m, "task", task);
-        }
+        else if (pt->cfg.data.pk_rate > 0)   /* text runs trained with passkeys: retrieval */
+            rc = sweep_eval_passkey_text(s, pt, &plan, &task, e);
+        if (task) cJSON_AddItemToObject(m, "task", task);
     }
     if (!rc) {
         char *text = cJSON_Print(m);

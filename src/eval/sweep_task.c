@@ -10,8 +10,11 @@
 #include "st_transform.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void print_scales(const sweep *s, const char *point, const cJSON *task);
 
 int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e) {
     *out = NULL;
@@ -46,19 +49,89 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
         cJSON_AddStringToObject(o, "transform", label);
         cJSON_AddItemToObject(o, "results", st_task_results_json(&td, cells, n, n_depth));
         *out = o;
-        /* the printed table, as `eval --task` prints it */
-        printf("%s: task %s accuracy by scale:", pt->name, td.task->name);
-        for (int i = 0; i < n; i++) {
-            int tr = 0, co = 0;
-            for (int d = 0; d < n_depth; d++) { tr += cells[i * n_depth + d].trials; co += cells[i * n_depth + d].correct; }
-            if (tr) printf("  %gx %.3f", s->task_scales[i], (double)co / tr);
-            else printf("  %gx n/a", s->task_scales[i]);
-        }
-        printf("\n");
-        fflush(stdout);
+        print_scales(s, pt->name, o);
     }
     free(cells);
     st_task_data_free(&td);
+    st_model_free(&m);
+    return rc;
+}
+
+/* A text run trained with inserted passkeys (data.passkey.rate > 0): retrieval at
+ * eval.task_scales x train.seq_len tokens, eval.task_depths, eval.task_trials per cell, on
+ * the run's own split text (what `stretch eval RUN --task passkey` runs), so the sweep
+ * puts retrieval beside the perplexity of the same lengths. Rows as a task's, with size =
+ * the prompt's tokens and scale = size / train.seq_len. */
+int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out,
+                            st_error *e) {
+    *out = NULL;
+    st_model m;
+    st_run_config cfg;
+    int rc = st_checkpoint_load_model(pt->train_dir, &m, &cfg, e);
+    if (rc) return rc;
+    st_transform xf = {.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
+                       .window = plan->window, .clip = plan->clip, .train_len = cfg.train.seq_len};
+    rc = st_transform_check(&xf, m.cfg.pos, "eval.transform", e);
+    if (!rc) st_model_set_transform(&m, &xf, pt->name);
+    char ckpt[ST_PATH_BUF], tok_path[ST_PATH_BUF + 16];
+    st_train_state ts;
+    st_tokenizer *tok = NULL;
+    st_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    st_passkey pk;
+    st_passkey_cell *cells = NULL;
+    const int n = s->n_task_scales, n_depth = s->n_task_depths;
+    int64_t lengths[ST_EVAL_MAX_LENGTHS];
+    for (int i = 0; i < n; i++) {
+        const double l = floor(s->task_scales[i] * cfg.train.seq_len + 0.5);
+        lengths[i] = l < 1 ? 1 : (int64_t)l;
+    }
+    if (!rc) rc = st_checkpoint_resolve(pt->train_dir, ckpt, sizeof ckpt, e);
+    if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &ts, e);
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", pt->train_dir);
+    if (!rc && !(tok = st_tokenizer_load_expect(tok_path, ts.tok_hash, m.cfg.vocab_size, e))) rc = e ? e->code : ST_ERR_DATA;
+    if (!rc) rc = st_passkey_init(&pk, tok, cfg.data.pk_digits, e);
+    if (!rc) rc = st_dataset_load(&cfg.data, cfg.file, &ds, e);
+    if (!rc && !(cells = calloc((size_t)n * (size_t)n_depth, sizeof *cells))) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");
+    const int split = plan->split >= 0 ? plan->split : cfg.eval.split;
+    if (!rc)
+        rc = st_passkey_eval(&m, &pk, ds.tokens[split], ds.n[split], lengths, n, s->task_depths, n_depth,
+                             (int)s->task_trials, 1, cells, e);
+    if (!rc) {
+        cJSON *o = cJSON_CreateObject(), *rows = cJSON_CreateArray();
+        char label[160];
+        st_transform_label(&xf, label, sizeof label);
+        cJSON_AddStringToObject(o, "name", "passkey");
+        cJSON_AddStringToObject(o, "size_unit", "tokens");
+        cJSON_AddNumberToObject(o, "train_min_size", cfg.train.seq_len);
+        cJSON_AddNumberToObject(o, "train_max_size", cfg.train.seq_len);
+        cJSON_AddNumberToObject(o, "trials", (double)s->task_trials);
+        cJSON_AddStringToObject(o, "transform", label);
+        cJSON_AddStringToObject(o, "split", split == ST_SPLIT_TEST ? "test" : "valid");
+        for (int i = 0; i < n * n_depth; i++) {
+            const st_passkey_cell *c = &cells[i];
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddNumberToObject(r, "size", (double)c->len);
+            cJSON_AddNumberToObject(r, "scale", (double)c->len / (double)cfg.train.seq_len);
+            cJSON_AddNumberToObject(r, "depth", c->depth);
+            if (c->status || c->trials <= 0) {
+                cJSON_AddStringToObject(r, "error", "not evaluated (shorter than the format or past the method's max_len)");
+            } else {
+                cJSON_AddNumberToObject(r, "tokens", (double)(c->len + pk.digits));
+                cJSON_AddNumberToObject(r, "trials", c->trials);
+                cJSON_AddNumberToObject(r, "correct", c->correct);
+                cJSON_AddNumberToObject(r, "accuracy", (double)c->correct / c->trials);
+                cJSON_AddNumberToObject(r, "answer_loss", c->loss);
+            }
+            cJSON_AddItemToArray(rows, r);
+        }
+        cJSON_AddItemToObject(o, "results", rows);
+        *out = o;
+        print_scales(s, pt->name, o);
+    }
+    free(cells);
+    st_dataset_free(&ds);
+    if (tok) st_tokenizer_free(tok);
     st_model_free(&m);
     return rc;
 }
@@ -115,8 +188,9 @@ void sweep_task_md(const sweep *s, FILE *f) {
         const cJSON *task = get(pt->record, "task");
         if (!task) continue;
         run_label(pt, task, label, sizeof label);
-        fprintf(f, "| %s | %s | %s | %.0f..%.0f |", pt->name, label, pt->cfg.data.task_name, num(task, "train_min_size"),
-                num(task, "train_max_size"));
+        const cJSON *tn = get(task, "name");
+        fprintf(f, "| %s | %s | %s | %.0f..%.0f |", pt->name, label, cJSON_IsString(tn) ? tn->valuestring : "?",
+                num(task, "train_min_size"), num(task, "train_max_size"));
         double sc[ST_EVAL_MAX_LENGTHS];
         const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
         for (int j = 0; j < s->n_task_scales; j++) {
@@ -135,6 +209,21 @@ static int run_scales(const cJSON *task, double *sc, int cap) {
     for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next)
         if ((ns == 0 || fabs(sc[ns - 1] - num(r, "scale")) > 1e-9) && ns < cap) sc[ns++] = num(r, "scale");
     return ns;
+}
+
+/* One line per point: exact-match accuracy by scale, the mean over depths. */
+static void print_scales(const sweep *s, const char *point, const cJSON *task) {
+    const cJSON *tn = get(task, "name");
+    printf("%s: task %s accuracy by scale:", point, cJSON_IsString(tn) ? tn->valuestring : "?");
+    double sc[ST_EVAL_MAX_LENGTHS];
+    const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
+    for (int i = 0; i < s->n_task_scales; i++) {
+        const double acc = i < ns ? accuracy_at(task, sc[i]) : NAN;
+        if (isfinite(acc)) printf("  %gx %.3f", s->task_scales[i], acc);
+        else printf("  %gx n/a", s->task_scales[i]);
+    }
+    printf("\n");
+    fflush(stdout);
 }
 
 /* With train.seed swept: per group (the run name without its seed), the mean accuracy
@@ -191,12 +280,17 @@ int sweep_task_csv(const sweep *s, st_error *e) {
         run_label(pt, task, label, sizeof label);
         const cJSON *rs = get(task, "results");
         for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next) {
+            const cJSON *tn = get(task, "name");
             fprintf(a.f, "%s,%s,%s,\"%s\",%s,%llu,%.0f,%g,", pt->name, pt->group, st_pos_name(pt->cfg.model.pos), label,
-                    pt->cfg.data.task_name, (unsigned long long)pt->cfg.train.seed, num(r, "size"), num(r, "scale"));
+                    cJSON_IsString(tn) ? tn->valuestring : "?", (unsigned long long)pt->cfg.train.seed, num(r, "size"),
+                    num(r, "scale"));
             if (isfinite(num(r, "depth"))) fprintf(a.f, "%g", num(r, "depth"));
-            if (isfinite(num(r, "trials")))
-                fprintf(a.f, ",%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", num(r, "tokens"), num(r, "trials"), num(r, "correct"),
-                        num(r, "accuracy"), num(r, "token_accuracy"), num(r, "answer_loss"));
+            if (isfinite(num(r, "trials"))) {
+                fprintf(a.f, ",%.0f,%.0f,%.0f,%.6f,", num(r, "tokens"), num(r, "trials"), num(r, "correct"),
+                        num(r, "accuracy"));
+                if (isfinite(num(r, "token_accuracy"))) fprintf(a.f, "%.6f", num(r, "token_accuracy"));   /* tasks only */
+                fprintf(a.f, ",%.6f\n", num(r, "answer_loss"));
+            }
             else
                 fprintf(a.f, ",,,,,,\n");
         }
