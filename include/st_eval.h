@@ -209,6 +209,7 @@ typedef struct st_passkey_cell {
     int64_t len;            /* prompt tokens n */
     double depth;
     int trials, correct;    /* correct <= trials; -1 trials: not evaluated (status) */
+    int64_t digits_correct; /* answer tokens that were the argmax (teacher forced), of trials x digits */
     double loss;            /* mean nats per answer token */
     int status;             /* ST_OK, or why the length could not be run (e.g. max_len) */
 } st_passkey_cell;

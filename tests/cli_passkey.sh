@@ -38,6 +38,8 @@ rows = r["results"]
 assert [(x["length"], x["depth"]) for x in rows] == [(n, d) for n in (48, 96, 192) for d in (0, 0.5, 1)], rows
 for x in rows:
     assert x["trials"] == 3 and 0 <= x["correct"] <= 3 and x["accuracy"] == x["correct"] / 3 and x["answer_loss"] > 0, x
+    # digits right (teacher forced), of 3 x 4: every digit right in a correct trial
+    assert x["accuracy"] <= x["token_accuracy"] <= 1 and round(x["token_accuracy"] * 12) == x["token_accuracy"] * 12, x
 EOF2
 cp run/eval_valid_passkey.json first.json
 expect_rc 0 "eval again, same seed" "$BIN" eval run --task passkey --lengths 48,96,192 --depths 0,0.5,1 --trials 3 --quiet
@@ -86,6 +88,7 @@ rows = t["results"]
 assert [(x["size"], x["scale"], x["depth"]) for x in rows] == [(48, 1, 0), (48, 1, 1), (96, 2, 0), (96, 2, 1)], rows
 for x in rows:
     assert x["trials"] == 2 and 0 <= x["correct"] <= 2 and x["accuracy"] == x["correct"] / 2 and x["answer_loss"] > 0, x
+    assert x["accuracy"] <= x["token_accuracy"] <= 1, x
 EOF2
 
 finish cli_passkey

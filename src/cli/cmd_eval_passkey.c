@@ -67,6 +67,7 @@ static int save_json(const task_args *a, const st_passkey_cell *cells, const st_
             cJSON_AddNumberToObject(r, "trials", c->trials);
             cJSON_AddNumberToObject(r, "correct", c->correct);
             cJSON_AddNumberToObject(r, "accuracy", (double)c->correct / c->trials);
+            cJSON_AddNumberToObject(r, "token_accuracy", (double)c->digits_correct / ((double)c->trials * digits));
             cJSON_AddNumberToObject(r, "answer_loss", c->loss);
         }
         cJSON_AddItemToArray(rows, r);

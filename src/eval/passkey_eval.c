@@ -45,6 +45,7 @@ static int eval_length(st_model *m, const st_passkey *pk, const int32_t *text, i
                 int hit;
                 loss += st_answer_nll(logits, V, inst[n + k], &hit);
                 all &= hit;
+                cell->digits_correct += hit;
                 if (k + 1 < dg) rc = st_model_decode(m, &c, ctx, inst + n + k, 1, logits, e);
             }
             cell->correct += all;

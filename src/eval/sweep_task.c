@@ -121,6 +121,7 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
                 cJSON_AddNumberToObject(r, "trials", c->trials);
                 cJSON_AddNumberToObject(r, "correct", c->correct);
                 cJSON_AddNumberToObject(r, "accuracy", (double)c->correct / c->trials);
+                cJSON_AddNumberToObject(r, "token_accuracy", (double)c->digits_correct / ((double)c->trials * pk.digits));
                 cJSON_AddNumberToObject(r, "answer_loss", c->loss);
             }
             cJSON_AddItemToArray(rows, r);
@@ -288,7 +289,7 @@ int sweep_task_csv(const sweep *s, st_error *e) {
             if (isfinite(num(r, "trials"))) {
                 fprintf(a.f, ",%.0f,%.0f,%.0f,%.6f,", num(r, "tokens"), num(r, "trials"), num(r, "correct"),
                         num(r, "accuracy"));
-                if (isfinite(num(r, "token_accuracy"))) fprintf(a.f, "%.6f", num(r, "token_accuracy"));   /* tasks only */
+                if (isfinite(num(r, "token_accuracy"))) fprintf(a.f, "%.6f", num(r, "token_accuracy"));
                 fprintf(a.f, ",%.6f\n", num(r, "answer_loss"));
             }
             else
