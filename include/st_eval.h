@@ -224,6 +224,13 @@ int st_passkey_eval(st_model *m, const st_passkey *pk, const int32_t *text, int6
                     int n_len, const double *depths, int n_depth, int trials, uint64_t seed, st_passkey_cell *cells,
                     st_error *e);
 
+/* st_passkey_eval on a run's own text: the passkey pieces encoded by the run's tokenizer
+ * (data->pk_digits digits), the instances cut from split `split` of the run's data
+ * (st_dataset_load of data, cfg_file naming it in messages). *digits: the key's length. */
+int st_passkey_eval_text(st_model *m, const st_tokenizer *tok, const st_data_config *data, const char *cfg_file,
+                         int split, const int64_t *lengths, int n_len, const double *depths, int n_depth, int trials,
+                         uint64_t seed, st_passkey_cell *cells, int *digits, st_error *e);
+
 /* -log softmax(z)[t] over V logits, and *hit = whether t is the argmax (ties: the lowest
  * index wins, as greedy decoding picks). */
 double st_answer_nll(const float *z, int V, int t, int *hit);

@@ -87,32 +87,26 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
     }
     st_error e = {0};
     st_tokenizer *tok = NULL;
-    st_dataset ds;
-    memset(&ds, 0, sizeof ds);
     st_passkey_cell *cells = NULL;
-    int rc = ST_OK;
+    int rc = ST_OK, digits = 0;
     struct stat sb;
     if (!(tok = stat(tok_path, &sb) == 0 ? st_tokenizer_load_expect(tok_path, ts->tok_hash, m->cfg.vocab_size, &e)
                                          : NULL))
         rc = e.code ? e.code : st_fail(&e, ST_ERR_DATA, "%s: the run has no tokenizer.json", a->src);
-    st_passkey pk;
-    if (!rc) rc = st_passkey_init(&pk, tok, cfg->data.pk_digits, &e);
-    if (!rc) rc = st_dataset_load(&cfg->data, cfg->file, &ds, &e);
     if (!rc && !(cells = calloc((size_t)a->n_lengths * (size_t)a->n_depths, sizeof *cells)))
         rc = st_fail(&e, ST_ERR_MEMORY, "eval: out of memory");
     if (!rc)
-        rc = st_passkey_eval(m, &pk, ds.tokens[a->split], ds.n[a->split], a->lengths, a->n_lengths, a->depths,
-                             a->n_depths, (int)a->trials, a->seed, cells, &e);
+        rc = st_passkey_eval_text(m, tok, &cfg->data, cfg->file, a->split, a->lengths, a->n_lengths, a->depths,
+                                  a->n_depths, (int)a->trials, a->seed, cells, &digits, &e);
     if (!rc) {
-        print_grid(a, cells, pk.digits);
+        print_grid(a, cells, digits);
         char path[ST_PATH_BUF];
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
         else default_path(a, path, sizeof path);
-        rc = save_json(a, cells, cfg, pk.digits, path, &e);
+        rc = save_json(a, cells, cfg, digits, path, &e);
         if (!rc && !a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
     }
     free(cells);
-    st_dataset_free(&ds);
     if (tok) st_tokenizer_free(tok);
     return rc ? cli_report(&e) : 0;
 }

@@ -98,3 +98,19 @@ int st_passkey_eval(st_model *m, const st_passkey *pk, const int32_t *text, int6
     free(inst);
     return rc;
 }
+
+int st_passkey_eval_text(st_model *m, const st_tokenizer *tok, const st_data_config *data, const char *cfg_file,
+                         int split, const int64_t *lengths, int n_len, const double *depths, int n_depth, int trials,
+                         uint64_t seed, st_passkey_cell *cells, int *digits, st_error *e) {
+    st_passkey pk;
+    int rc = st_passkey_init(&pk, tok, data->pk_digits, e);
+    if (rc) return rc;
+    *digits = pk.digits;
+    st_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    if (!(rc = st_dataset_load(data, cfg_file, &ds, e)))
+        rc = st_passkey_eval(m, &pk, ds.tokens[split], ds.n[split], lengths, n_len, depths, n_depth, trials, seed,
+                             cells, e);
+    st_dataset_free(&ds);
+    return rc;
+}

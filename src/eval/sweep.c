@@ -450,8 +450,7 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     /* the task evaluation's plan joins it when a point is a task run or a text run with
      * passkeys (its marker records both; other sweeps keep their signature) */
     int tasks = 0;
-    for (int i = 0; i < s->n_points; i++)
-        tasks |= !strcmp(s->points[i].cfg.data.source, "task") || s->points[i].cfg.data.pk_rate > 0;
+    for (int i = 0; i < s->n_points; i++) tasks |= sweep_has_task(&s->points[i].cfg);
     if (!tasks) return ST_OK;
     o = (int)strlen(s->plan_sig);
     o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, ";task_trials=%lld;task_scales=",

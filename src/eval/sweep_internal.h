@@ -66,6 +66,9 @@ int sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e);
 /* sweep_task.c: a task run's accuracy by size (eval.task_* of the sweep, the point's
  * transform) as the marker's "task" object; the task tables of results.md and
  * task_results.csv. */
+/* 1 when a point with this config gets a task evaluation: a task run, or a text run
+ * trained with passkeys */
+int sweep_has_task(const st_run_config *cfg);
 int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e);
 /* the same for a text run trained with passkeys (data.passkey.rate > 0): retrieval at
  * eval.task_scales x train.seq_len tokens on the run's own text */

@@ -16,6 +16,21 @@
 
 static void print_scales(const sweep *s, const char *point, const cJSON *task);
 
+int sweep_has_task(const st_run_config *cfg) { return !strcmp(cfg->data.source, "task") || cfg->data.pk_rate > 0; }
+
+/* The point's inference transform on its model, in *xf (kept by the model: it must
+ * outlive the evaluation). The point's plan has every transform field resolved
+ * (point_plan: its eval.* keys, else the run's config), as the perplexity evaluation
+ * uses it. */
+static int point_transform(const sweep_point *pt, const st_eval_plan *plan, const st_run_config *cfg, st_model *m,
+                           st_transform *xf, st_error *e) {
+    *xf = (st_transform){.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
+                         .window = plan->window, .clip = plan->clip, .train_len = cfg->train.seq_len};
+    int rc = st_transform_check(xf, m->cfg.pos, "eval.transform", e);
+    if (!rc) st_model_set_transform(m, xf, pt->name);
+    return rc;
+}
+
 int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e) {
     *out = NULL;
     st_model m;
@@ -24,12 +39,8 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
     if (rc) return rc;
     st_task_data td;
     if ((rc = st_task_data_init(&td, &cfg.data, cfg.file, e))) { st_model_free(&m); return rc; }
-    /* the point's plan has every transform field resolved (point_plan: its eval.* keys,
-     * else the run's config), as the perplexity evaluation uses it */
-    st_transform xf = {.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
-                       .window = plan->window, .clip = plan->clip, .train_len = cfg.train.seq_len};
-    rc = st_transform_check(&xf, m.cfg.pos, "eval.transform", e);
-    if (!rc) st_model_set_transform(&m, &xf, pt->name);
+    st_transform xf;
+    rc = point_transform(pt, plan, &cfg, &m, &xf, e);
     int64_t sizes[ST_EVAL_MAX_LENGTHS];
     const int n = s->n_task_scales, n_depth = td.task->has_depth ? s->n_task_depths : 1;
     st_task_sizes_from_scales(&td, s->task_scales, n, sizes);
@@ -69,16 +80,11 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
     st_run_config cfg;
     int rc = st_checkpoint_load_model(pt->train_dir, &m, &cfg, e);
     if (rc) return rc;
-    st_transform xf = {.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
-                       .window = plan->window, .clip = plan->clip, .train_len = cfg.train.seq_len};
-    rc = st_transform_check(&xf, m.cfg.pos, "eval.transform", e);
-    if (!rc) st_model_set_transform(&m, &xf, pt->name);
+    st_transform xf;
+    rc = point_transform(pt, plan, &cfg, &m, &xf, e);
     char ckpt[ST_PATH_BUF], tok_path[ST_PATH_BUF + 16];
     st_train_state ts;
     st_tokenizer *tok = NULL;
-    st_dataset ds;
-    memset(&ds, 0, sizeof ds);
-    st_passkey pk;
     st_passkey_cell *cells = NULL;
     const int n = s->n_task_scales, n_depth = s->n_task_depths;
     int64_t lengths[ST_EVAL_MAX_LENGTHS];
@@ -90,13 +96,12 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &ts, e);
     snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", pt->train_dir);
     if (!rc && !(tok = st_tokenizer_load_expect(tok_path, ts.tok_hash, m.cfg.vocab_size, e))) rc = e ? e->code : ST_ERR_DATA;
-    if (!rc) rc = st_passkey_init(&pk, tok, cfg.data.pk_digits, e);
-    if (!rc) rc = st_dataset_load(&cfg.data, cfg.file, &ds, e);
     if (!rc && !(cells = calloc((size_t)n * (size_t)n_depth, sizeof *cells))) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");
     const int split = plan->split >= 0 ? plan->split : cfg.eval.split;
+    int digits = 0;
     if (!rc)
-        rc = st_passkey_eval(&m, &pk, ds.tokens[split], ds.n[split], lengths, n, s->task_depths, n_depth,
-                             (int)s->task_trials, 1, cells, e);
+        rc = st_passkey_eval_text(&m, tok, &cfg.data, cfg.file, split, lengths, n, s->task_depths, n_depth,
+                                  (int)s->task_trials, 1, cells, &digits, e);
     if (!rc) {
         cJSON *o = cJSON_CreateObject(), *rows = cJSON_CreateArray();
         char label[160];
@@ -117,11 +122,11 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
             if (c->status || c->trials <= 0) {
                 cJSON_AddStringToObject(r, "error", "not evaluated (shorter than the format or past the method's max_len)");
             } else {
-                cJSON_AddNumberToObject(r, "tokens", (double)(c->len + pk.digits));
+                cJSON_AddNumberToObject(r, "tokens", (double)(c->len + digits));
                 cJSON_AddNumberToObject(r, "trials", c->trials);
                 cJSON_AddNumberToObject(r, "correct", c->correct);
                 cJSON_AddNumberToObject(r, "accuracy", (double)c->correct / c->trials);
-                cJSON_AddNumberToObject(r, "token_accuracy", (double)c->digits_correct / ((double)c->trials * pk.digits));
+                cJSON_AddNumberToObject(r, "token_accuracy", (double)c->digits_correct / ((double)c->trials * digits));
                 cJSON_AddNumberToObject(r, "answer_loss", c->loss);
             }
             cJSON_AddItemToArray(rows, r);
@@ -131,13 +136,18 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
         print_scales(s, pt->name, o);
     }
     free(cells);
-    st_dataset_free(&ds);
     if (tok) st_tokenizer_free(tok);
     st_model_free(&m);
     return rc;
 }
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+/* a task object's "name" (the registry task, or "passkey" for a text run) */
+static const char *task_name(const cJSON *task) {
+    const cJSON *tn = get(task, "name");
+    return cJSON_IsString(tn) ? tn->valuestring : "?";
+}
 
 static int has_task(const sweep *s) {
     int any = 0;
@@ -189,9 +199,8 @@ void sweep_task_md(const sweep *s, FILE *f) {
         const cJSON *task = get(pt->record, "task");
         if (!task) continue;
         run_label(pt, task, label, sizeof label);
-        const cJSON *tn = get(task, "name");
-        fprintf(f, "| %s | %s | %s | %.0f..%.0f |", pt->name, label, cJSON_IsString(tn) ? tn->valuestring : "?",
-                num(task, "train_min_size"), num(task, "train_max_size"));
+        fprintf(f, "| %s | %s | %s | %.0f..%.0f |", pt->name, label, task_name(task), num(task, "train_min_size"),
+                num(task, "train_max_size"));
         double sc[ST_EVAL_MAX_LENGTHS];
         const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
         for (int j = 0; j < s->n_task_scales; j++) {
@@ -214,8 +223,7 @@ static int run_scales(const cJSON *task, double *sc, int cap) {
 
 /* One line per point: exact-match accuracy by scale, the mean over depths. */
 static void print_scales(const sweep *s, const char *point, const cJSON *task) {
-    const cJSON *tn = get(task, "name");
-    printf("%s: task %s accuracy by scale:", point, cJSON_IsString(tn) ? tn->valuestring : "?");
+    printf("%s: task %s accuracy by scale:", point, task_name(task));
     double sc[ST_EVAL_MAX_LENGTHS];
     const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < s->n_task_scales; i++) {
@@ -281,10 +289,8 @@ int sweep_task_csv(const sweep *s, st_error *e) {
         run_label(pt, task, label, sizeof label);
         const cJSON *rs = get(task, "results");
         for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next) {
-            const cJSON *tn = get(task, "name");
             fprintf(a.f, "%s,%s,%s,\"%s\",%s,%llu,%.0f,%g,", pt->name, pt->group, st_pos_name(pt->cfg.model.pos), label,
-                    cJSON_IsString(tn) ? tn->valuestring : "?", (unsigned long long)pt->cfg.train.seed, num(r, "size"),
-                    num(r, "scale"));
+                    task_name(task), (unsigned long long)pt->cfg.train.seed, num(r, "size"), num(r, "scale"));
             if (isfinite(num(r, "depth"))) fprintf(a.f, "%g", num(r, "depth"));
             if (isfinite(num(r, "trials"))) {
                 fprintf(a.f, ",%.0f,%.0f,%.0f,%.6f,", num(r, "tokens"), num(r, "trials"), num(r, "correct"),
