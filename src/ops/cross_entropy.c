@@ -238,11 +238,7 @@ static void lce_chunk(st_mm *mm, float *buf, uint16_t *hbuf, uint16_t *xh, doubl
         } else {
             rowloss[r] = row_lse(z, V) - (double)z[t];
         }
-        if (hbuf) {
-            uint16_t *restrict h = hbuf + r * V;
-            #pragma omp simd
-            for (int64_t j = 0; j < V; j++) h[j] = st_f32_to_bf16(z[j]);
-        }
+        if (hbuf) st_bf16_round(hbuf + r * V, z, V);
     }
     if (dx)   /* dx (rows,C) = dz (rows,V) W (V,C) */
         st_mm_gemm(mm, rows, C, V, 1.0f, st_mm_a(buf, hbuf, 0, V), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, C), 0.0f,

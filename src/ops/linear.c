@@ -65,9 +65,9 @@ static void linear_backward(st_ctx *ctx, st_node *n) {
     if (w->requires_grad && !(dw = st_grad(ctx, w))) return;
     if (b && b->requires_grad && !(db = st_grad(ctx, b))) return;
     /* dy rounded once when both products read it (one product: the backend rounds it) */
-    int fail;
+    int fail = 0;
     const uint16_t *dh = dx && dw ? bf16_copy(ctx, n->out->grad, N * OUT, 0, &fail) : NULL;
-    if (dx && dw && fail) return;
+    if (fail) return;
     linear_backward_kernel(ctx->mm, dx, fresh, dw, db, n->out->grad, dh, x->data, n->saved, w, N, IN, OUT);
 }
 

@@ -299,7 +299,6 @@ int st_ckey_range_error(st_error *e, const char *loc, const st_ckey *k, double x
     return st_fail(e, ST_ERR_CONFIG, "%s: must be in %c%s, %s], got %s", loc, k->xmin ? '(' : '[', lo, hi, got);
 }
 
-
 int st_ckey_in_range(const st_ckey *k, double x) {
     if (!isfinite(x) || x > k->max) return 0;
     return k->xmin ? x > k->min : x >= k->min;

@@ -113,13 +113,6 @@ float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm) {
     return f;
 }
 
-/* h: the item's slice of the bf16 shadow, or NULL */
-static void round_item(uint16_t *restrict h, const float *restrict w, size_t n) {
-    if (!h) return;
-    #pragma omp simd
-    for (size_t j = 0; j < n; j++) h[j] = st_f32_to_bf16(w[j]);
-}
-
 static void adamw_item(float *restrict w, float *restrict m, float *restrict v, const float *restrict g,
                        uint16_t *restrict h, size_t n, float b1, float b2, float eps, float step_size,
                        float inv_bc2_sqrt, float decay_mul) {
@@ -130,7 +123,7 @@ static void adamw_item(float *restrict w, float *restrict m, float *restrict v, 
         v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
         w[j] -= step_size * m[j] / (sqrtf(v[j]) * inv_bc2_sqrt + eps);
     }
-    round_item(h, w, n);
+    if (h) st_bf16_round(h, w, (int64_t)n);   /* one slice: no nested parallel region */
 }
 
 /* w - lr * d with one rounding (fmaf): exactly the rounded value of the SGD update. */
@@ -146,7 +139,7 @@ static void sgd_item(float *restrict w, float *restrict buf, const float *restri
     } else {
         for (size_t j = 0; j < n; j++) w[j] = fmaf(-lr, g[j], w[j]);
     }
-    round_item(h, w, n);
+    if (h) st_bf16_round(h, w, (int64_t)n);
 }
 
 /* items [first, end); shadow: p->bf16 to round each item into, or NULL */

@@ -207,10 +207,14 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     t->st.opt_t++;
     /* bf16: the weights' shadow is rewritten once per update, by the optimizer itself
      * (each item rounded while in cache) or, under ZeRO, after the gather */
-    if (!t->zero.on) st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
-    else if (st_zero_step(&t->zero, t->dist, &t->opt, &t->model.params, (float)lr, t->st.opt_t))
-        return st_fail(e, ST_ERR_GENERIC, "step %lld: gathering the updated parameters failed", (long long)t->st.step);
-    else st_params_refresh_bf16(&t->model.params);
+    if (!t->zero.on) {
+        st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
+    } else {
+        if (st_zero_step(&t->zero, t->dist, &t->opt, &t->model.params, (float)lr, t->st.opt_t))
+            return st_fail(e, ST_ERR_GENERIC, "step %lld: gathering the updated parameters failed",
+                           (long long)t->st.step);
+        st_params_refresh_bf16(&t->model.params);
+    }
     return ST_OK;
 }
 
