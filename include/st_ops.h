@@ -213,10 +213,16 @@ st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tenso
 /* The same with clipped relative positions (ReRoPE): a key at distance i - j >= clip scores
  * scale q2_i.k2_j instead of scale q_i.k_j (q2 = q rotated at position clip, k2 = the
  * unrotated keys: relative position clip). q2 = k2 = NULL: st_attention_window. A general
- * bias cannot be combined with clipping. */
+ * bias cannot be combined with clipping.
+ * q (and q2) may hold only the last Tq <= T query rows (B,H,Tq,D) of the T positions of k,
+ * v (and k2): the result is those rows of the call with every query, bit for bit when
+ * T - Tq is a multiple of st_attention_row_block() (a forward that needs the last rows
+ * only: the last block in sliding-window evaluation). */
 st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v, st_tensor *q2,
                                 st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
                                 int64_t sinks, int64_t window);
+/* Query rows the streamed kernel takes per block (see st_attention_clipped). */
+int64_t st_attention_row_block(void);
 /* tab (H, n): each head's causal bias over distances 0..n-1 in reversed order,
  * tab[h*n + m] = bias(h, n-1-m), the layout st_attention_cached reads. */
 void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, float *tab);

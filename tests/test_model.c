@@ -5,6 +5,7 @@
  * positions, T5 buckets, KERPLE), learned-position length error, safetensors round trip,
  * and overfitting a small batch with every method. */
 #include "harness.h"
+#include "test_tail_util.h"
 #include "test_model_util.h"
 
 #include <math.h>
@@ -377,6 +378,29 @@ static void test_overfit(void) {
     }
 }
 
+/* Inference needs the last block only at the scored rows (sliding-window evaluation):
+ * every variant's token losses equal the full forward's bit for bit, for scored tails
+ * that start inside, at and past the kernel's 64-row blocks (T = 150: blocks 0, 64, 128). */
+static void test_loss_tail(void) {
+    const int64_t T = 150, froms[][2] = {{100, 70}, {64, 149}, {1, 130}, {0, 90}, {149, 149}};
+    for (int i = 0; i < N_VARIANTS; i++) {
+        const struct variant *v = &variants[i];
+        st_model_config c;
+        variant_cfg(&c, v);
+        c.max_len = T;   /* learned positions cover the rows */
+        st_model m;
+        make_model_cfg(&m, &c, 600 + (uint64_t)i);
+        for (size_t k = 0; k < sizeof froms / sizeof froms[0]; k++) {
+            double d;
+            const int same = tail_loss_matches(&m, T, froms[k], 700 + k, &d);
+            CHECK_MSG(same,
+                      "%s: losses scored from rows %lld / %lld equal the full forward's (max diff %.3g)", v->name,
+                      (long long)froms[k][0], (long long)froms[k][1], d);
+        }
+        st_model_free(&m);
+    }
+}
+
 static void test_config_errors(void) {
     st_model_config c;
     st_model_config_default(&c);
@@ -401,6 +425,7 @@ int main(void) {
     test_random_positions();
     test_causality_and_length();
     test_modes_agree();
+    test_loss_tail();
     test_safetensors();
     test_overfit();
     return test_finish("test_model");

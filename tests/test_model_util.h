@@ -100,13 +100,17 @@ static inline void make_model_cfg(st_model *m, const st_model_config *c, uint64_
 }
 
 /* The base config with variant v's position method. */
+static inline void variant_cfg(st_model_config *c, const struct variant *v) {
+    base_cfg(c, v->pos);
+    c->rf_kind = v->rf_kind;
+    c->rf_scope = v->rf_scope;
+    c->rf_param = v->rf_param;
+    if (v->tweak) v->tweak(c);
+}
+
 static inline void make_model(st_model *m, const struct variant *v, uint64_t seed) {
     st_model_config c;
-    base_cfg(&c, v->pos);
-    c.rf_kind = v->rf_kind;
-    c.rf_scope = v->rf_scope;
-    c.rf_param = v->rf_param;
-    if (v->tweak) v->tweak(&c);
+    variant_cfg(&c, v);
     make_model_cfg(m, &c, seed);
 }
 

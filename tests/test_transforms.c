@@ -10,6 +10,7 @@
  *     cache that drops keys between its sinks and its window, and dynamic NTK's re-prefill;
  *   - st_rope_freqs' gradient (finite differences) and the applicability errors. */
 #include "harness.h"
+#include "test_tail_util.h"
 #include "st_transform.h"
 
 #include <stdlib.h>
@@ -87,6 +88,19 @@ static void test_kernel(void) {
             snprintf(what, sizeof what, "window kernel, %s, sinks %lld window %lld", names[b], (long long)cases[c][0],
                      (long long)cases[c][1]);
             CHECK_MSG(o && th_close(what, o->data, ref, n, 2e-5, 2e-5), "%s matches the masked double reference", what);
+            /* the last rows' queries alone, from a row block's start: the same rows bit for bit */
+            for (int64_t from = 64; from < T; from += 320) {
+                int64_t qs[4] = {1, H, T - from, D};
+                float *qt = st_ctx_alloc(&ctx, (size_t)(H * (T - from) * D) * 4, 0);
+                for (int64_t h = 0; qt && h < H; h++)
+                    memcpy(qt + h * (T - from) * D, q + (h * T + from) * D, (size_t)((T - from) * D) * 4);
+                st_tensor *ot = qt ? st_attention_clipped(&ctx, st_wrap(&ctx, qt, 4, qs), tk, tv, NULL, NULL, 0, biases[b],
+                                                          0.0f, cases[c][0], cases[c][1]) : NULL;
+                int same = ot && o;
+                for (int64_t h = 0; same && h < H; h++)
+                    same = !memcmp(ot->data + h * (T - from) * D, o->data + (h * T + from) * D, (size_t)((T - from) * D) * 4);
+                CHECK_MSG(same, "%s: queries from row %lld alone give the same rows bit for bit", what, (long long)from);
+            }
             if (cases[c][1] >= T) {   /* w >= n: the full attention kernel, bit for bit */
                 st_tensor *full = st_attention(&ctx, tq, tk, tv, biases[b], 1, 0.0f, 0.0f, 0);
                 CHECK_MSG(full && o && memcmp(full->data, o->data, (size_t)n * 4) == 0,
@@ -320,6 +334,32 @@ static void test_cached(const int32_t *ids) {
     free(step);
 }
 
+/* The last block on the scored rows only (model.c: hidden_rows) under every transform:
+ * token losses equal the full forward's bit for bit (T = 150 crosses the 64-row blocks;
+ * the windows and clips of the cases sit inside the tail). */
+static void test_tail(void) {
+    const int64_t T = 150, froms[][2] = {{100, 70}, {64, 149}, {1, 130}};
+    for (int i = 0; i < NCASES; i++) {
+        st_model m;
+        CHECK(make_model(&m, cases[i].pos, 110 + (uint64_t)i));
+        m.cfg.max_len = T;
+        st_transform xf;
+        set_xf(&xf, &cases[i]);
+        xf.n = T;
+        m.xf = &xf;
+        char what[160];
+        label(&cases[i], what, sizeof what);
+        for (size_t k = 0; k < sizeof froms / sizeof froms[0]; k++) {
+            double d;
+            const int same = tail_loss_matches(&m, T, froms[k], 120 + k, &d);
+            CHECK_MSG(same,
+                      "%s: losses scored from rows %lld / %lld equal the full forward's (max diff %.3g)", what,
+                      (long long)froms[k][0], (long long)froms[k][1], d);
+        }
+        st_model_free(&m);
+    }
+}
+
 /* ------------------------------------------------------ rope op, errors ---- */
 typedef struct { st_tensor *x; double inv[4]; float c; } rope_args;
 static st_tensor *build_rope(st_ctx *cx, void *u) {
@@ -396,6 +436,7 @@ int main(void) {
     test_kernel();
     test_identities(ids);
     test_cached(ids);
+    test_tail();
     test_torch(ids);
     st_ctx_free(&ctx);
     st_arena_free(&ar);

@@ -299,11 +299,42 @@ st_tensor *st_block_keep(st_ctx *ctx, st_tensor *x_in, st_tensor *x, st_arena_ma
     return x_in;
 }
 
-st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
-                           uint64_t seed, st_error *e) {
+/* Rows [r0, n) along dim `dim` of t (outer..., n, inner...) as a new contiguous tensor.
+ * Inference only: nothing is recorded for backward. */
+static st_tensor *rows_from(st_ctx *ctx, st_tensor *t, int dim, int64_t r0) {
+    if (!t || r0 == 0) return t;
+    ST_ASSERT(!ctx->grad && dim < t->ndim && r0 > 0 && r0 < t->shape[dim]);
+    t = st_contiguous(ctx, t);
+    if (!t) return NULL;
+    int64_t outer = 1, inner = 1, shape[4];
+    for (int d = 0; d < t->ndim; d++) {
+        shape[d] = t->shape[d];
+        if (d < dim) outer *= shape[d];
+        if (d > dim) inner *= shape[d];
+    }
+    const int64_t n = shape[dim], keep = n - r0;
+    shape[dim] = keep;
+    st_tensor *out = st_new(ctx, t->ndim, shape);
+    if (!out) return NULL;
+    for (int64_t o = 0; o < outer; o++)
+        memcpy(out->data + o * keep * inner, t->data + (o * n + r0) * inner, (size_t)(keep * inner) * sizeof(float));
+    return out;
+}
+
+/* The final hidden states of rows [from, T) only, (B, T-from, C). Every block but the last
+ * needs all T rows (their keys and values feed later rows), but the last block's output
+ * is read only by the LM head, so from > 0 (inference) runs its queries, attention
+ * output, feed-forward and LN_f on the rows from the kernel's row block containing `from`
+ * on: sliding-window evaluation scores S of L rows, so a 2-layer model's forward at
+ * L = 2048, S = 32 costs about half. Keys and values are computed for every row as in the
+ * full forward, and the attention keeps the full call's row blocks (st_attention_clipped),
+ * so the rows come out as the full forward's. */
+static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T, int64_t from,
+                              uint64_t seed, st_error *e) {
     const st_model_config *c = &m->cfg;
     /* training applies the trained scaling only; other transforms are inference-time */
     ST_ASSERT(!m->xf || !ctx->grad || m->xf == &m->scaling);
+    ST_ASSERT(from == 0 || (!ctx->grad && !ctx->train && !m->doc && from < T));
     st_tensor *x = st_model_embed(m, ctx, ids, B, T, 0, seed, e);
     /* Inference mode keeps nothing for backward, so each block's intermediates are freed
      * once its output is copied back over x (st_block_keep): memory is one block's
@@ -317,15 +348,29 @@ st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
         if (!st_block_qkv2(m, ctx, l, x, 0, st_attn_scale_keys(m->xf, 0), &q, &k, &v, &q2, &k2) ||
             !st_block_expand_kv(m, ctx, &k, &v, &k2) || !st_block_bias(m, ctx, l, &bias))
             return NULL;
-        /* an inference-time transform's sinks + window or clipped positions: the streamed
-         * kernel with those fields; else the plain kernel */
-        st_tensor *a = m->xf && (m->xf->window > 0 || q2)
+        const int tail = from > 0 && l == c->n_layers - 1;
+        const int64_t f = tail ? from - from % st_attention_row_block() : 0;   /* first query row */
+        q = rows_from(ctx, q, 2, f);
+        q2 = rows_from(ctx, q2, 2, f);
+        /* an inference-time transform's sinks + window or clipped positions, or a tail of
+         * the queries: the streamed kernel with those fields; else the plain kernel */
+        const int windowed = m->xf && m->xf->window > 0;
+        st_tensor *a = windowed || q2 || f > 0
                            ? st_attention_clipped(ctx, q, k, v, q2, k2, st_transform_clip(m->xf), bias, 0.0f,
-                                                  m->xf->sinks, m->xf->window)
+                                                  windowed ? m->xf->sinks : 0, windowed ? m->xf->window : 0)
                            : st_attention_doc(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1), m->doc);
+        if (tail) {   /* the rest of the block on rows [from, T) */
+            x = st_block_out(m, ctx, l, rows_from(ctx, x, 1, from), rows_from(ctx, a, 2, from - f), ls);
+            break;
+        }
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, ls), mark);
     }
     return st_block_norm(m, ctx, x, m->p_ln_f_w, m->p_ln_f_b);
+}
+
+st_tensor *st_model_hidden(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
+                           uint64_t seed, st_error *e) {
+    return hidden_rows(m, ctx, ids, B, T, 0, seed, e);
 }
 
 st_tensor *st_model_head_weight(st_model *m) {
@@ -338,12 +383,39 @@ st_tensor *st_model_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t
     return st_linear(ctx, h, st_model_head_weight(m), NULL);
 }
 
+/* The first row any batch row scores (targets -1 are not scored) when the forward may
+ * skip the rows before it (inference without a per-instance mask), else 0. */
+static int64_t first_scored_row(const st_model *m, const st_ctx *ctx, const int32_t *targets, int64_t B, int64_t T) {
+    if (ctx->grad || ctx->train || m->doc) return 0;
+    int64_t from = T - 1;   /* at least one row, even when none is scored */
+    for (int64_t b = 0; b < B && from > 0; b++)
+        for (int64_t r = 0; r < from; r++)
+            if (targets[b * T + r] != -1) { from = r; break; }
+    return from;
+}
+
 st_tensor *st_model_loss(st_model *m, st_ctx *ctx, const int32_t *ids, const int32_t *targets,
                          int64_t B, int64_t T, uint64_t seed, float *tok_loss, st_error *e) {
-    st_tensor *h = st_model_hidden(m, ctx, ids, B, T, seed, e);
+    const int64_t from = first_scored_row(m, ctx, targets, B, T), n = T - from;
+    st_tensor *h = hidden_rows(m, ctx, ids, B, T, from, seed, e);
     if (!h) return NULL;
-    int64_t shape[2] = {B * T, m->cfg.d_model};
-    return st_linear_cross_entropy(ctx, st_view(ctx, h, 2, shape), st_model_head_weight(m), targets, -1, tok_loss);
+    const int32_t *tg = targets;
+    float *tl = tok_loss;
+    if (from > 0) {   /* the targets of rows [from, T), and their losses scattered back below */
+        int32_t *tt = st_ctx_alloc(ctx, (size_t)(B * n) * sizeof *tt, 0);
+        tl = tok_loss && tt ? st_ctx_alloc(ctx, (size_t)(B * n) * sizeof *tl, 0) : NULL;
+        if (!tt || (tok_loss && !tl)) return NULL;
+        for (int64_t b = 0; b < B; b++) memcpy(tt + b * n, targets + b * T + from, (size_t)n * sizeof *tt);
+        tg = tt;
+    }
+    int64_t shape[2] = {B * n, m->cfg.d_model};
+    st_tensor *loss = st_linear_cross_entropy(ctx, st_view(ctx, h, 2, shape), st_model_head_weight(m), tg, -1, tl);
+    if (loss && from > 0 && tok_loss)
+        for (int64_t b = 0; b < B; b++) {
+            memset(tok_loss + b * T, 0, (size_t)from * sizeof *tok_loss);   /* unscored rows: 0, as the op writes */
+            memcpy(tok_loss + b * T + from, tl + b * n, (size_t)n * sizeof *tok_loss);
+        }
+    return loss;
 }
 
 /* One step of (B,T) in a scratch arena capped at `limit` bytes: its high-water mark. */

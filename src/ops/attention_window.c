@@ -11,6 +11,8 @@
 
 #include <omp.h>
 
+int64_t st_attention_row_block(void) { return ST_ATTN_SQBLOCK; }
+
 st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                                const st_attn_bias *bias, float scale, int64_t sinks, int64_t window) {
     return st_attention_clipped(ctx, q, k, v, NULL, NULL, 0, bias, scale, sinks, window);
@@ -20,7 +22,10 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
                                 st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
                                 int64_t sinks, int64_t window) {
     if (!q || !k || !v || ctx->failed) return NULL;
-    ST_ASSERT(q->ndim == 4 && st_same_shape(q, k) && st_same_shape(q, v) && !ctx->grad);
+    /* q (B,H,Tq,D): the last Tq of the T positions of k, v (B,H,T,D) */
+    ST_ASSERT(q->ndim == 4 && k->ndim == 4 && st_same_shape(k, v) && !ctx->grad);
+    ST_ASSERT(q->shape[0] == k->shape[0] && q->shape[1] == k->shape[1] && q->shape[3] == k->shape[3] &&
+              q->shape[2] <= k->shape[2]);
     ST_ASSERT(sinks >= 0 && window >= 0);
     q = st_contiguous(ctx, q);
     k = st_contiguous(ctx, k);
@@ -28,17 +33,17 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     if (!q || !k || !v) return NULL;
     const int route = st_attn_bias_route(bias);
     /* ReRoPE's clipped scores take a distance-form bias or none */
-    ST_ASSERT(!q2 == !k2 && clip >= 0 && (!q2 || (st_same_shape(q, q2) && st_same_shape(q, k2) &&
+    ST_ASSERT(!q2 == !k2 && clip >= 0 && (!q2 || (st_same_shape(q, q2) && st_same_shape(k, k2) &&
                                                  route != ST_ATTN_ROUTE_TILES && !(bias && bias->cope))));
     if (q2) {
         q2 = st_contiguous(ctx, q2);
         k2 = st_contiguous(ctx, k2);
         if (!q2 || !k2) return NULL;
     }
-    const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3];
-    st_tensor *out = st_new4(ctx, B, H, T, D);
+    const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], T = k->shape[2], D = q->shape[3];
+    st_tensor *out = st_new4(ctx, B, H, Tq, D);
     if (!out) return NULL;
-    if (B * H * T * D == 0) return out;
+    if (B * H * Tq * D == 0) return out;
     const int general = route == ST_ATTN_ROUTE_TILES;
     const st_attn_cope *cope = bias ? bias->cope : NULL;   /* CoPE: needs one contiguous span (no sinks) */
     ST_ASSERT(!cope || (sinks == 0 && !q2));
@@ -49,6 +54,11 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
         st_attn_bias_tables(bias, H, T, 1, rtab);
     }
     st_attn_problem pb = st_attn_self(q->data, k->data, v->data, out->data, B, H, T, D, rtab, 1, scale, 0.0f, 0);
+    /* query row i at key position i + T - Tq. A query block's key blocks and products
+     * depend only on its rows' positions, so when T - Tq is a multiple of
+     * st_attention_row_block() the rows come out bit for bit as in the call over all T. */
+    pb.T = Tq;
+    pb.koff = T - Tq;
     pb.gbias = general ? bias : NULL;
     pb.cope = cope;
     pb.window = window < T ? window : 0;   /* a window covering every key is no window */
