@@ -326,6 +326,10 @@ typedef struct st_kv_cache {
     double xf_scale;
     float *k2;              /* rerope: the unrotated keys (L, H, rows, D); NULL otherwise */
     int64_t clip;           /* rerope's w, 0: none */
+    /* ST_PREC_BF16: k, v, k2 are NULL and the rows are kept as bf16 in kh, vh, k2h (half the
+     * memory; rounded to nearest even when appended, widened exactly for the products) */
+    int precision;
+    uint16_t *kh, *vh, *k2h;
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for
@@ -335,9 +339,11 @@ int st_kv_cache_slides(int pos);
  * an absolute-position cache that would slide, or a dynamic_ntk transform whose scale at
  * the new length differs from the one the cached keys were rotated with. */
 int st_kv_cache_must_reset(const st_kv_cache *c, const st_model *m, int64_t n_new);
-/* Allocate for model m. Fails with ST_ERR_CONFIG for window < 1 or learned positions
+/* Allocate for model m. precision ST_PREC_FP32 or ST_PREC_BF16 (keys and values kept in
+ * bf16: half the memory, the error of bf16 operands; xpos, which rescales its cached keys
+ * in place, keeps fp32). Fails with ST_ERR_CONFIG for window < 1 or learned positions
  * with window > model.max_len, ST_ERR_MEMORY when it would not fit. */
-int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error *e);
+int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int precision, st_error *e);
 /* Forget every token (also the bias tables: call it after changing the parameters). */
 void st_kv_cache_reset(st_kv_cache *c);
 void st_kv_cache_free(st_kv_cache *c);

@@ -196,14 +196,23 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
  * query besides its last `window` rows. sink_bias (H, Tq, sinks): the bias of query r on
  * sink row j (its rows are no positions once keys between them and the window were
  * dropped); required when there is a bias (bias_tab or gbias), else NULL.
- * q2 (like q) and k2 (laid out like k): clipped relative positions as st_attention_clipped
- * (NULL: none). kv_group > 1: grouped-query keys: k, v (and k2) hold H / kv_group heads per
- * batch row (pair (b, h) reads head h / kv_group); 1: H heads. */
-st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
-                                     int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
-                                     const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale,
-                                     int64_t sinks, const float *sink_bias, st_tensor *q2, const float *k2,
-                                     int64_t clip, int64_t kv_group);
+ * kv: the cached keys and values, fp32 or bf16 (st_kv_rows). q2 (like q) and kv->k2:
+ * clipped relative positions as st_attention_clipped (NULL: none). kv_group > 1:
+ * grouped-query keys: k, v (and k2) hold H / kv_group heads per batch row (pair (b, h)
+ * reads head h / kv_group); 1: H heads. */
+typedef struct st_kv_rows {
+    /* fp32: k, v (and rerope's unrotated k2, else NULL); pair (b,h) from bh * stride */
+    const float *k, *v, *k2;
+    /* bf16 instead (a bf16 KV cache; k, v, k2 then NULL): each key block is widened to fp32
+     * (exactly) into per-thread tiles before its products, so the products are the fp32
+     * kernel's on the rounded keys and values */
+    const uint16_t *kh, *vh, *k2h;
+    int64_t stride;   /* elements from one pair's rows to the next's */
+} st_kv_rows;
+st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const st_kv_rows *kv, int64_t Tk,
+                                     const float *bias_tab, int64_t bias_len, const st_attn_bias *gbias,
+                                     int64_t kpos0, int64_t window, float scale, int64_t sinks,
+                                     const float *sink_bias, st_tensor *q2, int64_t clip, int64_t kv_group);
 /* Causal self-attention restricted to attention sinks + a window, inference only (the
  * streamed kernel; nothing recorded for backward): query i sees keys j with i - j < window
  * and keys j < sinks, bias as st_attention (distances i - j, positions 0..T-1).

@@ -42,8 +42,25 @@ expect_rc 0 "alibi sliding cache" "$BIN" generate alibi --prompt "the quick" --t
 grep -q "^the quick" out.txt && ok || bad "sliding generation does not start with the prompt"
 [ "$(head -c -1 out.txt | wc -c)" -ge 60 ] && ok || bad "sliding generation shorter than prompt + 60 bytes"
 
+# --precision bf16: the products in bf16 and the cache's keys and values in bf16, half
+# the cache's memory (logged); sliding past the window so the bf16 rows shift too
+expect_rc 0 "alibi fp32 cache" "$BIN" generate alibi --prompt "the quick" --tokens 40 --context 8 --precision fp32
+b32=$(sed -n 's/.*kv cache: .*, fp32: .* MiB (\([0-9]*\) bytes).*/\1/p' err.txt)
+"$BIN" generate alibi --prompt "the quick" --tokens 40 --context 8 --precision bf16 >out.txt 2>err.txt; rc=$?
+if [ $rc -ne 0 ] && grep -q "built without oneDNN" err.txt; then
+    skip "generate --precision bf16: $(tail -1 err.txt)"
+else
+    [ $rc -eq 0 ] && ok || bad "generate --precision bf16: exit $rc: $(tail -2 err.txt)"
+    b16=$(sed -n 's/.*kv cache: .*, bf16: .* MiB (\([0-9]*\) bytes).*/\1/p' err.txt)
+    # keys and values take half; the distance-bias tables (2 layers x 4 heads x 8 floats) stay fp32
+    [ -n "$b32" ] && [ -n "$b16" ] && [ $((2 * b16 - 256)) -eq "$b32" ] &&
+        ok || bad "bf16 kv cache ${b16:-?} bytes against ${b32:-?} in fp32 (expected half the keys and values)"
+    grep -q "^the quick" out.txt && [ "$(head -c -1 out.txt | wc -c)" -ge 40 ] && ok || bad "bf16 generation: $(cat out.txt)"
+fi
+expect_rc 2 "generate --precision fp16" "$BIN" generate alibi --precision fp16
+expect_msg "--precision 'fp16': expected fp32 or bf16"
+
 expect_rc 2 "generate --no-cache=1" "$BIN" generate alibi --no-cache=1
 expect_msg "unknown option '--no-cache=1'"
 
-echo "cli_generate: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish cli_generate

@@ -197,7 +197,7 @@ static void test_decode(const int32_t *ids) {
         CHECK(logits(&m, ids, TN, full));
         st_error e = {0};
         st_kv_cache kv;
-        CHECK(st_kv_cache_init(&kv, &m, TN, &e) == ST_OK);
+        CHECK(st_kv_cache_init(&kv, &m, TN, ST_PREC_FP32, &e) == ST_OK);
         st_ctx_begin(&ctx, 0, 0);
         double worst = 0;
         int ok = st_model_decode(&m, &kv, &ctx, ids, 5, lg, &e) == ST_OK;

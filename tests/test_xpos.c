@@ -121,7 +121,7 @@ static void test_model_lengths(void) {
     for (int64_t i = 0; finite && i < T * c.vocab_size; i++) finite = isfinite(lg->data[i]);
     CHECK_MSG(finite, "xpos: logits at %lld tokens are finite", (long long)T);
     st_kv_cache kv;
-    CHECK(st_kv_cache_init(&kv, &m, lim + 1, &e) == ST_ERR_CONFIG && strstr(e.msg, "model.xpos.gamma"));
+    CHECK(st_kv_cache_init(&kv, &m, lim + 1, ST_PREC_FP32, &e) == ST_ERR_CONFIG && strstr(e.msg, "model.xpos.gamma"));
     /* eval past the limit: refused before any forward, naming the key */
     int32_t *more = malloc((size_t)(lim + 2) * sizeof(int32_t));
     rand_ids(more, lim + 2, c.vocab_size, 8);

@@ -18,6 +18,9 @@
  *     there).
  * --no-cache: every token reruns the forward over the last --context tokens (inference
  * mode), the behaviour before the cache.
+ * --precision fp32|bf16 (default: the run's train.precision): bf16 runs the products
+ * through the bf16 backend and keeps the cache's keys and values in bf16 (half the memory;
+ * st_kv_cache_init).
  *
  * Inference-time transforms (include/st_transform.h, docs/evaluation.md): --transform
  * pi|ntk|dynamic_ntk|yarn|rerope (rope runs) or alibi_interp (alibi runs) with --scale S
@@ -103,6 +106,7 @@ int cmd_generate(int argc, char **argv) {
     double temp = 0.8;
     int no_cache = 0;
     uint64_t seed = 1;
+    int precision = -1;   /* -1: the run's train.precision */
     st_transform xf = {0};
     int rc = ST_OK;
     for (int i = 1; i < argc; i++) {
@@ -114,6 +118,7 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--temperature") && i + 1 < argc) { if (!cli_num_arg(argv[++i], 0, 1e6, &temp)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", argv[i]); }
         else if (!strcmp(a, "--seed") && i + 1 < argc) { if (!cli_u64_arg(argv[++i], &seed)) return cli_usage("generate", "--seed '%s': integer >= 0 expected", argv[i]); }
         else if (!strcmp(a, "--no-cache")) no_cache = 1;
+        else if (!strcmp(a, "--precision") && i + 1 < argc) { if ((precision = st_precision_from_name(argv[++i])) < 0) return cli_usage("generate", "--precision '%s': expected fp32 or bf16", argv[i]); }
         else if (cli_transform_arg("generate", a, i + 1 < argc ? argv[i + 1] : NULL, &xf, &rc)) { if (rc) return rc; i++; }
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
         else if (!src) { src = a; if (cli_path_arg("generate", "RUN_DIR|CHECKPOINT", src)) return ST_ERR_CONFIG; }
@@ -161,20 +166,26 @@ int cmd_generate(int argc, char **argv) {
     st_ctx ctx;
     st_kv_cache cache;
     memset(&cache, 0, sizeof cache);
+    /* precision: the products' backend, the weights' bf16 shadow and the cache's rows */
+    if (precision < 0) precision = cfg.train.precision;
+    st_mm *mm = NULL;
+    rc = st_mm_create(&mm, precision, 0, &e);
+    if (!rc && precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, &e);
     float *logits = st_malloc(sizeof(float) * 2 * (size_t)V, &e);
     st_rng rng;
     st_rng_seed(&rng, seed);
-    rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e) : ST_ERR_MEMORY;
+    if (!rc) rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e) : ST_ERR_MEMORY;
     int have_arena = !rc;
     if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, &e);
     int have_ctx = !rc;
+    if (have_ctx) ctx.mm = mm;
     /* the cache never needs more than the tokens that are fed (the last one sampled is not) */
     const int64_t fed_max = n_prompt + n_tokens - 1;
-    if (!rc && !no_cache) rc = st_kv_cache_init(&cache, &m, context < fed_max ? context : fed_max, &e);
+    if (!rc && !no_cache) rc = st_kv_cache_init(&cache, &m, context < fed_max ? context : fed_max, precision, &e);
     if (!rc && !no_cache)   /* grouped-query attention keeps n_kv_heads per layer: the cache shrinks by the group */
-        st_log(ST_LOG_INFO, "kv cache: %lld rows x %d layers x %d key/value heads (of %d query heads) x %d: %.1f MiB",
-               (long long)cache.rows, cache.n_layers, cache.n_kv_heads, cache.n_heads, cache.head_dim,
-               st_kv_cache_bytes(&cache) / 1048576.0);
+        st_log(ST_LOG_INFO, "kv cache: %lld rows x %d layers x %d key/value heads (of %d query heads) x %d, %s: %.1f MiB "
+               "(%.0f bytes)", (long long)cache.rows, cache.n_layers, cache.n_kv_heads, cache.n_heads, cache.head_dim,
+               st_precision_name(cache.precision), st_kv_cache_bytes(&cache) / 1048576.0, st_kv_cache_bytes(&cache));
     int64_t fed = 0;   /* ids[0..fed) are in the cache (or were dropped from it) */
     const double t0 = st_time();
     while (!rc && n < n_prompt + n_tokens) {
@@ -211,6 +222,7 @@ int cmd_generate(int argc, char **argv) {
         }
     }
     st_kv_cache_free(&cache);
+    st_mm_free(mm);
     if (have_ctx) st_ctx_free(&ctx);
     if (have_arena) st_arena_free(&ar);
     free(logits); free(ids);

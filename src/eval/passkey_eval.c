@@ -3,6 +3,7 @@
  * query), then feed the true answer one token at a time and compare each token with the
  * argmax of the logits before it. */
 #include "st_eval.h"
+#include "st_matmul.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static int eval_length(st_model *m, const st_passkey *pk, const int32_t *text, i
     if (m->xf) m->xf->n = n;   /* a transform's scale for this length (s = max(1, n / L)) */
     st_kv_cache c;
     memset(&c, 0, sizeof c);
-    int rc = st_kv_cache_init(&c, m, n + dg, e);
+    int rc = st_kv_cache_init(&c, m, n + dg, st_mm_precision(ctx->mm), e);
     for (int di = 0; di < n_depth && !rc; di++) {
         st_passkey_cell *cell = &row[di];
         cell->len = n;

@@ -9,6 +9,7 @@
  * the first miss, and one miss fails the instance either way. The per-token loss needs
  * the true tokens, which greedy decoding would not feed after a miss. */
 #include "st_eval.h"
+#include "st_matmul.h"
 #include "st_task.h"
 
 #include <math.h>
@@ -74,7 +75,7 @@ static int eval_size(st_model *m, const st_task_data *td, int64_t size, const do
     if (m->xf) m->xf->n = longest;   /* a transform's scale for this length (s = max(1, n / L)) */
     st_kv_cache c;
     memset(&c, 0, sizeof c);
-    int rc = st_kv_cache_init(&c, m, longest, e);
+    int rc = st_kv_cache_init(&c, m, longest, st_mm_precision(ctx->mm), e);
     for (int di = 0; di < n_depth && !rc; di++) {
         st_task_cell *cell = &row[di];
         for (int tr = 0; tr < trials && !rc; tr++) {

@@ -28,10 +28,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* One of k, v (k2): (L, n_kv_heads, rows, D) floats; grouped-query attention keeps one
+/* Bytes of one cached element: a float, or a bf16 in a bf16 cache. */
+static size_t cache_elem(const st_kv_cache *c) { return c->precision == ST_PREC_BF16 ? sizeof(uint16_t) : sizeof(float); }
+/* One of k, v (k2): (L, n_kv_heads, rows, D) elements; grouped-query attention keeps one
  * key/value head per group of query heads. */
 static double cache_kv_bytes(const st_kv_cache *c) {
-    return (double)c->n_layers * c->n_kv_heads * (double)c->rows * c->head_dim * sizeof(float);
+    return (double)c->n_layers * c->n_kv_heads * (double)c->rows * c->head_dim * (double)cache_elem(c);
 }
 /* The distance-bias tables: (L, n_heads, window) floats. */
 static double cache_tab_bytes(const st_kv_cache *c) {
@@ -42,10 +44,14 @@ static double cache_bytes(const st_kv_cache *c, int tables) {
     return (c->clip > 0 ? 3.0 : 2.0) * cache_kv_bytes(c) + (tables ? cache_tab_bytes(c) : 0.0);
 }
 
-int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error *e) {
+int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int precision, st_error *e) {
     memset(c, 0, sizeof *c);
     const st_model_config *cfg = &m->cfg;
     if (window < 1) return st_fail(e, ST_ERR_CONFIG, "kv cache: window of %lld tokens: must be >= 1", (long long)window);
+    ST_ASSERT(precision == ST_PREC_FP32 || precision == ST_PREC_BF16);
+    /* bf16 keys and values, except for a method that rescales the cached keys in place
+     * (xpos re-centres them every 2 gamma tokens): each rescale would round them again */
+    c->precision = precision == ST_PREC_BF16 && !st_pos_method_of(cfg->pos)->cache_keys ? ST_PREC_BF16 : ST_PREC_FP32;
     const int64_t max_len = st_pos_max_len(cfg);
     if (max_len > 0 && window > max_len)
         return st_fail(e, ST_ERR_CONFIG, "kv cache: a window of %lld tokens is longer than the %lld tokens %s "
@@ -82,11 +88,14 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, st_error
         return st_fail(e, ST_ERR_CONFIG, "kv cache: rerope's clip window %lld is longer than the attention window %lld: "
                        "once keys are dropped the sinks' distances are no longer their rows' (use a clip <= window)",
                        (long long)c->clip, (long long)window);
-    c->k = st_aligned_alloc((size_t)kv, e);
-    c->v = c->k ? st_aligned_alloc((size_t)kv, e) : NULL;
-    c->k2 = c->v && c->clip > 0 ? st_aligned_alloc((size_t)kv, e) : NULL;
-    c->bias = c->v && tab > 0 ? st_aligned_alloc((size_t)tab, e) : NULL;
-    if (!c->v || (c->clip > 0 && !c->k2) || (tab > 0 && !c->bias)) {
+    /* the rows as floats (k, v, k2) or bf16 (kh, vh, k2h): one buffer each */
+    void **kv_buf[3] = {c->precision == ST_PREC_BF16 ? (void **)&c->kh : (void **)&c->k,
+                        c->precision == ST_PREC_BF16 ? (void **)&c->vh : (void **)&c->v,
+                        c->precision == ST_PREC_BF16 ? (void **)&c->k2h : (void **)&c->k2};
+    int ok = 1;
+    for (int i = 0; i < (c->clip > 0 ? 3 : 2) && ok; i++) ok = (*kv_buf[i] = st_aligned_alloc((size_t)kv, e)) != NULL;
+    c->bias = ok && tab > 0 ? st_aligned_alloc((size_t)tab, e) : NULL;
+    if (!ok || (tab > 0 && !c->bias)) {
         st_kv_cache_free(c);
         return ST_ERR_MEMORY;
     }
@@ -123,6 +132,9 @@ void st_kv_cache_free(st_kv_cache *c) {
     st_aligned_free(c->k);
     st_aligned_free(c->v);
     st_aligned_free(c->k2);
+    st_aligned_free(c->kh);
+    st_aligned_free(c->vh);
+    st_aligned_free(c->k2h);
     st_aligned_free(c->bias);
     memset(c, 0, sizeof *c);
 }
@@ -148,17 +160,14 @@ static int64_t make_room(st_kv_cache *c, int64_t n) {
     const int64_t S = c->sinks < c->len ? c->sinks : c->len;
     const int64_t tail = c->len - S < c->window - 1 ? c->len - S : c->window - 1;
     if (c->slides && S + tail < c->len) {
-        const int64_t D = c->head_dim, from = c->len - tail;
-        const int64_t pairs = (int64_t)c->n_layers * c->n_kv_heads;
-        for (int64_t lh = 0; lh < pairs; lh++) {
-            float *k = c->k + (size_t)(lh * c->rows * D), *v = c->v + (size_t)(lh * c->rows * D);
-            memmove(k + S * D, k + from * D, (size_t)(tail * D) * sizeof(float));
-            memmove(v + S * D, v + from * D, (size_t)(tail * D) * sizeof(float));
-            if (c->k2) {
-                float *k2 = c->k2 + (size_t)(lh * c->rows * D);
-                memmove(k2 + S * D, k2 + from * D, (size_t)(tail * D) * sizeof(float));
-            }
-        }
+        const size_t D = (size_t)c->head_dim, el = cache_elem(c), pair = (size_t)c->rows * D * el;
+        const size_t pairs = (size_t)c->n_layers * (size_t)c->n_kv_heads, from = (size_t)(c->len - tail);
+        char *bufs[3] = {c->k ? (char *)c->k : (char *)c->kh, c->v ? (char *)c->v : (char *)c->vh,
+                         c->k2 ? (char *)c->k2 : (char *)c->k2h};
+        for (int b = 0; b < 3; b++)
+            for (size_t lh = 0; bufs[b] && lh < pairs; lh++)
+                memmove(bufs[b] + lh * pair + (size_t)S * D * el, bufs[b] + lh * pair + from * D * el,
+                        (size_t)tail * D * el);
         c->len = S + tail;
     }
     const int64_t room = c->rows - c->len;
@@ -186,12 +195,36 @@ static float *sink_bias(st_model *m, st_ctx *ctx, int l, int64_t H, int64_t n, i
     return sb;
 }
 
+/* Append the n new keys and values (k2: rerope's unrotated keys, or NULL) of layer l, (1,
+ * n_kv_heads, n, D) each, at rows len.. of every head (a bf16 cache rounds them to
+ * nearest even); returns layer l's rows for the attention. */
+static st_kv_rows append_rows(st_kv_cache *c, int l, const st_tensor *k, const st_tensor *v, const st_tensor *k2,
+                              int64_t n) {
+    const int64_t Hkv = c->n_kv_heads, D = c->head_dim, rows = c->rows, len = c->len;
+    const size_t off = (size_t)(l * Hkv * rows * D);
+    st_kv_rows kv = {.stride = rows * D};
+    const st_tensor *src[3] = {k, v, k2};
+    if (c->precision == ST_PREC_BF16) {
+        uint16_t *dst[3] = {c->kh + off, c->vh + off, c->k2h ? c->k2h + off : NULL};
+        for (int b = 0; b < 3; b++)
+            for (int64_t h = 0; dst[b] && h < Hkv; h++)
+                st_bf16_round(dst[b] + (h * rows + len) * D, src[b]->data + h * n * D, n * D);
+        kv.kh = dst[0], kv.vh = dst[1], kv.k2h = dst[2];
+    } else {
+        float *dst[3] = {c->k + off, c->v + off, c->k2 ? c->k2 + off : NULL};
+        for (int b = 0; b < 3; b++)
+            for (int64_t h = 0; dst[b] && h < Hkv; h++)
+                memcpy(dst[b] + (h * rows + len) * D, src[b]->data + h * n * D, (size_t)(n * D) * sizeof(float));
+        kv.k = dst[0], kv.v = dst[1], kv.k2 = dst[2];
+    }
+    return kv;
+}
+
 /* n tokens (n <= rows - len) through every block, their keys and values appended;
  * returns their residual stream x (1,n,C) before LN_f. */
 static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids,
                                int64_t n, st_error *e) {
-    const int64_t H = c->n_heads, Hkv = c->n_kv_heads, D = c->head_dim, rows = c->rows, len0 = c->len,
-                  p0 = c->n_seen;
+    const int64_t H = c->n_heads, Hkv = c->n_kv_heads, len0 = c->len, p0 = c->n_seen;
     const st_pos_method *pm = st_pos_method_of(m->cfg.pos);
     if (pm->cache_keys) pm->cache_keys(m, c, p0, n);
     st_tensor *x = st_model_embed(m, ctx, ids, 1, n, p0, 0, e);
@@ -200,15 +233,9 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
         st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
         if (!st_block_qkv2(m, ctx, l, x, p0, st_attn_scale_keys(m->xf, c->slides ? c->window : 0), &q, &k, &v,
-                           c->k2 ? &q2 : NULL, c->k2 ? &k2 : NULL))
+                           c->clip > 0 ? &q2 : NULL, c->clip > 0 ? &k2 : NULL))
             return NULL;
-        float *kl = c->k + (size_t)(l * Hkv * rows * D), *vl = c->v + (size_t)(l * Hkv * rows * D);
-        float *k2l = c->k2 ? c->k2 + (size_t)(l * Hkv * rows * D) : NULL;
-        for (int64_t h = 0; h < Hkv; h++) {   /* k, v (1,Hkv,n,D) -> rows len0.. of (l, h) */
-            memcpy(kl + (h * rows + len0) * D, k->data + h * n * D, (size_t)(n * D) * sizeof(float));
-            memcpy(vl + (h * rows + len0) * D, v->data + h * n * D, (size_t)(n * D) * sizeof(float));
-            if (k2l) memcpy(k2l + (h * rows + len0) * D, k2->data + h * n * D, (size_t)(n * D) * sizeof(float));
-        }
+        const st_kv_rows kv = append_rows(c, l, k, v, k2, n);
         const float *tab = c->bias ? c->bias + (size_t)(l * H * c->window) : NULL;
         st_attn_bias *gb = NULL;   /* general (i, j) bias: cache row 0 is position p0 - len0 */
         if (!tab && st_pos_method_of(m->cfg.pos)->bias_form == ST_POS_BIAS_GENERAL &&
@@ -222,8 +249,8 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         if (c->sinks > 0 && st_pos_method_of(m->cfg.pos)->bias_form != ST_POS_BIAS_NONE &&
             !(sb = sink_bias(m, ctx, l, H, n, c->sinks, p0)))
             return NULL;
-        st_tensor *a = st_attention_cached_sinks(ctx, q, kl, vl, rows * D, len0 + n, tab, c->window, gb, p0 - len0,
-                                                 kw, 0.0f, c->sinks, sb, q2, k2l, c->clip, H / Hkv);
+        st_tensor *a = st_attention_cached_sinks(ctx, q, &kv, len0 + n, tab, c->window, gb, p0 - len0, kw, 0.0f,
+                                                 c->sinks, sb, q2, c->clip, H / Hkv);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {

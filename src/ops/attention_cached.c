@@ -13,6 +13,9 @@
  * A distance bias comes as precomputed reversed tables (st_attention_bias_table): a cache
  * that outlives many calls fills them once instead of once per token and layer. A general
  * (i, j) bias is evaluated tile by tile at the absolute positions kpos0 + j.
+ * Keys and values come as fp32 or bf16 rows (st_kv_rows): a bf16 cache halves the memory,
+ * and each key block is widened to fp32 before its products (exact), so the result is the
+ * fp32 kernel's on the rounded keys and values.
  * Inference only: nothing is recorded for backward (cached keys are plain floats). */
 #include "attention_internal.h"
 
@@ -26,19 +29,21 @@ void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, flo
 st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale) {
-    return st_attention_cached_sinks(ctx, q, k, v, kv_stride, Tk, bias_tab, bias_len, gbias, kpos0, window, scale,
-                                     0, NULL, NULL, NULL, 0, 1);
+    const st_kv_rows kv = {.k = k, .v = v, .stride = kv_stride};
+    return st_attention_cached_sinks(ctx, q, &kv, Tk, bias_tab, bias_len, gbias, kpos0, window, scale, 0, NULL, NULL,
+                                     0, 1);
 }
 
-st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
-                                     int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
-                                     const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale,
-                                     int64_t sinks, const float *sink_bias, st_tensor *q2, const float *k2,
-                                     int64_t clip, int64_t kv_group) {
+st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const st_kv_rows *kv, int64_t Tk,
+                                     const float *bias_tab, int64_t bias_len, const st_attn_bias *gbias,
+                                     int64_t kpos0, int64_t window, float scale, int64_t sinks,
+                                     const float *sink_bias, st_tensor *q2, int64_t clip, int64_t kv_group) {
     if (!q || ctx->failed) return NULL;
     ST_ASSERT(q->ndim == 4 && st_is_contiguous(q) && !ctx->grad);
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
-    ST_ASSERT(Tq <= Tk && kv_stride >= Tk * D && window >= 0 && kv_group >= 1 && H % kv_group == 0);
+    const int half = kv->kh != NULL;   /* bf16 rows */
+    ST_ASSERT(Tq <= Tk && kv->stride >= Tk * D && window >= 0 && kv_group >= 1 && H % kv_group == 0);
+    ST_ASSERT(half ? kv->vh && !kv->k && !kv->v && !kv->k2 : kv->k && kv->v && !kv->vh && !kv->k2h);
     /* every distance a query can see must be in the table: p - j < window, or p - j < Tk */
     ST_ASSERT(!bias_tab || bias_len >= (window > 0 && window < Tk ? window : Tk));
     /* gbias: a general-form bias and/or CoPE (no distance table with it) */
@@ -51,18 +56,20 @@ st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const float *k, 
     const int nth = omp_get_max_threads();
     const int general = st_attn_bias_route(gbias) == ST_ATTN_ROUTE_TILES;
     const st_attn_cope *cope = gbias ? gbias->cope : NULL;
-    ST_ASSERT(!q2 == !k2 && (!q2 || (st_same_shape(q, q2) && st_is_contiguous(q2) && !gbias)));
-    const size_t per = st_attn_stream_scratch_floats(D, kb, general || q2 != NULL, cope ? cope->n_pos : 0);
-    float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
-    if (!scratch) return NULL;
+    const int clipped = q2 != NULL;
+    ST_ASSERT(clipped == (kv->k2 || kv->k2h) && (!q2 || (st_same_shape(q, q2) && st_is_contiguous(q2) && !gbias)));
     st_attn_problem pb = {
-        .q = q->data, .k = k, .v = v, .out = out->data, .B = B, .H = H, .T = Tq, .D = D,
-        .Tk = Tk, .kv_stride = kv_stride, .kv_group = kv_group, .koff = Tk - Tq, .window = window,
+        .q = q->data, .k = kv->k, .v = kv->v, .kh = kv->kh, .vh = kv->vh, .out = out->data, .B = B, .H = H,
+        .T = Tq, .D = D, .Tk = Tk, .kv_stride = kv->stride, .kv_group = kv_group, .koff = Tk - Tq, .window = window,
         .rtab = bias_tab, .rtab_len = bias_len, .rtab_top = bias_len - 1, .causal = 1,
         .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0, .sinks = sinks,
-        .sink_bias = sink_bias, .q2 = q2 ? q2->data : NULL, .k2 = k2, .clip = clip,
+        .sink_bias = sink_bias, .q2 = q2 ? q2->data : NULL, .k2 = kv->k2, .k2h = kv->k2h, .clip = clip,
         .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D), .p_drop = 0.0f, .seed = 0,
     };
+    const size_t per = st_attn_stream_scratch_floats(D, kb, general || clipped, cope ? cope->n_pos : 0) +
+                       (half ? st_attn_stream_widen_floats(D, kb, clipped) : 0);
+    float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
+    if (!scratch) return NULL;
     /* tasks are (b,h,query block): one new token still spreads its H heads over threads */
     st_attn_stream_run(&pb, kb, scratch, nth);
     return out;

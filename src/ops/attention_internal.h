@@ -32,6 +32,8 @@
  * kernel reads Tk, kv_stride, koff and window; the grad-mode kernels need self-attention. */
 typedef struct st_attn_problem {
     const float *q, *k, *v;   /* q (B,H,T,D); k, v: pair bh starts at bh * kv_stride, Tk rows of D */
+    const uint16_t *kh, *vh, *k2h; /* streamed kernel, per-task schedule: bf16 k, v (k2) instead
+                               * of k, v (k2) (a bf16 KV cache); widened per key block */
     float *out;               /* (B,H,T,D) */
     int64_t B, H, T, D;
     int64_t Tk;               /* keys per (b,h) pair */
@@ -179,6 +181,9 @@ static inline int st_attn_batched(const st_mm *mm) { return !st_mm_parallel_safe
  * general: the problem has a general-form bias (one more (QBLOCK, kblock) tile);
  * cope_npos: CoPE's n_pos (z rows and running gate sums of a query block), 0: none. */
 size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general, int64_t cope_npos);
+/* Floats a problem with bf16 keys (kh) adds after that: the widened key and value tiles
+ * (kblock, D) of a block, and the clipped keys' with clipped (rerope). */
+size_t st_attn_stream_widen_floats(int64_t D, int64_t kblock, int clipped);
 
 /* ---- CoPE (attention_cope.c); notation of st_attn_bias in include/st_ops.h ---- */
 /* Z (rows, n_pos) = scale Q (rows, D) E^T: each query's term at the integer positions. */

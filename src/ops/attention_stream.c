@@ -56,10 +56,14 @@ size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general, int
            (cope_npos > 0 ? (((size_t)ST_ATTN_SQBLOCK * (size_t)cope_npos + 15) & ~(size_t)15) + ST_ATTN_SQBLOCK : 0);
 }
 
+size_t st_attn_stream_widen_floats(int64_t D, int64_t kblock, int clipped) {
+    return (size_t)(clipped ? 3 : 2) * (((size_t)kblock * (size_t)D + 15) & ~(size_t)15);
+}
+
 /* The scratch of one (b,h) pair's query block: scores (rb, nb), accumulator (rb, D),
  * running max and sum (rb), the general-bias or clipped-score tile (rb, nb), CoPE's z rows
  * (rb, n_pos) and running gate sums (rb); laid out as st_attn_stream_scratch_floats. */
-typedef struct stream_buf { float *Sc, *acc, *m, *l, *G, *Z, *csum; } stream_buf;
+typedef struct stream_buf { float *Sc, *acc, *m, *l, *G, *Z, *csum, *Kw, *Vw, *K2w; } stream_buf;
 
 static stream_buf stream_buf_of(const st_attn_problem *pb, int64_t kblock, float *scratch) {
     stream_buf sb;
@@ -71,6 +75,11 @@ static stream_buf stream_buf_of(const st_attn_problem *pb, int64_t kblock, float
     sb.G = sb.l + ST_ATTN_SQBLOCK;
     sb.Z = sb.G + (pb->gbias || pb->q2 ? ((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15 : 0);
     sb.csum = sb.Z + (((size_t)ST_ATTN_SQBLOCK * (size_t)npos + 15) & ~(size_t)15);
+    /* bf16 keys: the widened tiles after st_attn_stream_scratch_floats */
+    const size_t tile = ((size_t)kblock * (size_t)pb->D + 15) & ~(size_t)15;
+    sb.Kw = pb->kh ? scratch + st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias || pb->q2, npos) : NULL;
+    sb.Vw = sb.Kw ? sb.Kw + tile : NULL;
+    sb.K2w = sb.Kw && pb->k2h ? sb.Vw + tile : NULL;
     return sb;
 }
 
@@ -215,10 +224,24 @@ static int stream_clipped(const st_attn_problem *pb, int64_t i1, int64_t j0) {
 
 /* One (b,h) pair, query rows [i0, i1), its own products (fp32: cblas_sgemm inside the
  * parallel loop): out rows written, nothing else. */
+/* Rows [j0, j1) of one pair's keys (or values) as fp32: the fp32 rows themselves, or the
+ * bf16 rows widened into the tile w (exact: a bf16 is the top half of a float). */
+static const float *stream_rows_f32(const float *f, const uint16_t *h, int64_t j0, int64_t j1, int64_t D, float *w) {
+    if (!h) return f + j0 * D;
+    const uint16_t *src = h + j0 * D;
+    const int64_t n = (j1 - j0) * D;
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) w[i] = st_bf16_to_f32(src[i]);
+    return w;
+}
+
 static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1,
                          int64_t kblock, float *scratch) {
-    const int64_t T = pb->T, D = pb->D, rb = i1 - i0, kvp = stream_kvp(pb, bh);
-    const float *Q = pb->q + bh * T * D, *K = pb->k + kvp * pb->kv_stride, *V = pb->v + kvp * pb->kv_stride;
+    const int64_t T = pb->T, D = pb->D, rb = i1 - i0, kvp = stream_kvp(pb, bh), ko = kvp * pb->kv_stride;
+    const float *Q = pb->q + bh * T * D;
+    const float *K = pb->k ? pb->k + ko : NULL, *V = pb->v ? pb->v + ko : NULL, *K2 = pb->k2 ? pb->k2 + ko : NULL;
+    const uint16_t *Kh = pb->kh ? pb->kh + ko : NULL, *Vh = pb->vh ? pb->vh + ko : NULL;
+    const uint16_t *K2h = pb->k2h ? pb->k2h + ko : NULL;
     const stream_buf sb = stream_buf_of(pb, kblock, scratch);
     const stream_keys ks = stream_keys_of(pb, i0, i1, kblock);
     stream_begin(pb, bh, i0, i1, &sb);
@@ -227,18 +250,18 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
         stream_block_keys(pb, &ks, kb, kblock, &j0, &j1);
         const int64_t nb = j1 - j0;
         /* S (rb, nb) = scale Q[i0:i1] K[j0:j1]^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D,
-                    pb->scale, Q + i0 * D, (int)D, K + j0 * D, (int)D, 0.0f, sb.Sc, (int)nb);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D, pb->scale, Q + i0 * D, (int)D,
+                    stream_rows_f32(K, Kh, j0, j1, D, sb.Kw), (int)D, 0.0f, sb.Sc, (int)nb);
         /* clipped positions: G (rb, nb) = scale Q2 K2^T (the rows' clipped scores) */
         const int clipped = stream_clipped(pb, i1, j0);
         if (clipped)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)nb, (int)D, pb->scale,
-                        pb->q2 + bh * T * D + i0 * D, (int)D, pb->k2 + kvp * pb->kv_stride + j0 * D, (int)D, 0.0f,
-                        sb.G, (int)nb);
+                        pb->q2 + bh * T * D + i0 * D, (int)D, stream_rows_f32(K2, K2h, j0, j1, D, sb.K2w), (int)D,
+                        0.0f, sb.G, (int)nb);
         stream_rows(pb, bh, i0, i1, j0, j1, clipped, &sb);
         /* acc (rb, D) += P (rb, nb) V[j0:j1] (nb, D) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)nb,
-                    1.0f, sb.Sc, (int)nb, V + j0 * D, (int)D, 1.0f, sb.acc, (int)D);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)nb, 1.0f, sb.Sc, (int)nb,
+                    stream_rows_f32(V, Vh, j0, j1, D, sb.Vw), (int)D, 1.0f, sb.acc, (int)D);
     }
     stream_end(pb, bh, i0, i1, &sb);
 }
@@ -308,9 +331,11 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     ST_ASSERT(!(pb->gbias && pb->q2));   /* they share the tile */
     ST_ASSERT(!pb->doc || (pb->koff == 0 && pb->window == 0 && !pb->cope));   /* self-attention rows */
     const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL || pb->q2 != NULL,
-                                                     pb->cope ? pb->cope->n_pos : 0);
+                                                     pb->cope ? pb->cope->n_pos : 0) +
+                       (pb->kh ? st_attn_stream_widen_floats(pb->D, kblock, pb->k2h != NULL) : 0);
     if (st_attn_batched(pb->mm)) {
-        ST_ASSERT(pb->kv_group <= 1);   /* one key/value head per pair: uniform batch strides */
+        /* one key/value head per pair (uniform batch strides), fp32 rows */
+        ST_ASSERT(pb->kv_group <= 1 && !pb->kh);
         stream_run_batched(pb->mm, pb, kblock, scratch, per);
         return;
     }

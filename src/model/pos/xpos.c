@@ -74,7 +74,7 @@ static void xpos_cache_keys(const st_model *m, st_kv_cache *c, int64_t p0, int64
         #pragma omp parallel for schedule(static)
         for (int64_t lh = 0; lh < pairs; lh++)
             for (int64_t r = 0; r < c->len; r++) {
-                float *kr = c->k + (size_t)((lh * c->rows + r) * D);
+                float *kr = c->k + (size_t)((lh * c->rows + r) * D);   /* an fp32 cache (st_kv_cache_init) */
                 for (int64_t k = 0; k < half; k++) { kr[k] *= f[k]; kr[k + half] *= f[k]; }
             }
     }
