@@ -468,12 +468,12 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     if (!record) {
         /* inference: streamed online softmax, O(block) scratch per thread, nothing kept */
         const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
-        const size_t per = st_attn_stream_scratch_floats(D, kb, general, cope ? cope->n_pos : 0);
         pb.mm = ctx->mm;
-        float *scratch = st_ctx_alloc(ctx, (size_t)st_attn_stream_slots(&pb, nth) * per * sizeof(float), 0);
-        if (!scratch) return NULL;
         pb.gbias = general ? bias : NULL;
         pb.cope = cope;
+        const size_t per = st_attn_stream_scratch_floats(&pb, kb);
+        float *scratch = st_ctx_alloc(ctx, (size_t)st_attn_stream_slots(&pb, nth) * per * sizeof(float), 0);
+        if (!scratch) return NULL;
         st_attn_stream_run(&pb, kb, scratch, nth);
         return out;
     }

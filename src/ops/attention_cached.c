@@ -66,8 +66,7 @@ st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const st_kv_rows
         .sink_bias = sink_bias, .q2 = q2 ? q2->data : NULL, .k2 = kv->k2, .k2h = kv->k2h, .clip = clip,
         .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D), .p_drop = 0.0f, .seed = 0,
     };
-    const size_t per = st_attn_stream_scratch_floats(D, kb, general || clipped, cope ? cope->n_pos : 0) +
-                       (half ? st_attn_stream_widen_floats(D, kb, clipped) : 0);
+    const size_t per = st_attn_stream_scratch_floats(&pb, kb);
     float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
     if (!scratch) return NULL;
     /* tasks are (b,h,query block): one new token still spreads its H heads over threads */

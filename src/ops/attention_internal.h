@@ -177,13 +177,11 @@ static inline float st_attn_dot(const float *a, const float *b, int64_t n) {
  * (grad-mode forward and backward, streamed) asks this, so they all agree. */
 static inline int st_attn_batched(const st_mm *mm) { return !st_mm_parallel_safe(mm) && st_mm_attention(mm); }
 
-/* Floats of per-thread scratch the streamed kernel needs for a key block of kblock;
- * general: the problem has a general-form bias (one more (QBLOCK, kblock) tile);
- * cope_npos: CoPE's n_pos (z rows and running gate sums of a query block), 0: none. */
-size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general, int64_t cope_npos);
-/* Floats a problem with bf16 keys (kh) adds after that: the widened key and value tiles
- * (kblock, D) of a block, and the clipped keys' with clipped (rerope). */
-size_t st_attn_stream_widen_floats(int64_t D, int64_t kblock, int clipped);
+/* Floats of one scratch slot (a thread's, or a (b,h) pair's) the streamed kernel needs for
+ * problem pb with key blocks of kblock, from the fields that size it: D, a general bias
+ * or clipped scores (gbias, q2: one more (QBLOCK, kblock) tile), CoPE (its z rows and gate
+ * sums), bf16 keys (kh, k2h: the widened tiles). Set those before asking. */
+size_t st_attn_stream_scratch_floats(const st_attn_problem *pb, int64_t kblock);
 
 /* ---- CoPE (attention_cope.c); notation of st_attn_bias in include/st_ops.h ---- */
 /* Z (rows, n_pos) = scale Q (rows, D) E^T: each query's term at the integer positions. */
@@ -202,8 +200,8 @@ void st_cope_row_backward(const float *z, int64_t npos, const float *gates, int6
 void st_cope_z_backward(const st_attn_cope *cp, const float *dZ, const float *Q, int64_t rows, int64_t D,
                         float scale, float *dq, float *de);
 /* Streamed forward over all (b, h, query block) tasks with `nthreads` OpenMP threads;
- * scratch holds st_attn_stream_slots(pb, nthreads) * st_attn_stream_scratch_floats(D,
- * kblock, ...) floats: one block per thread (per-task schedule), or one per (b,h) pair
+ * scratch holds st_attn_stream_slots(pb, nthreads) * st_attn_stream_scratch_floats(pb,
+ * kblock) floats: one block per thread (per-task schedule), or one per (b,h) pair
  * (block-major schedule of a bf16 backend, pb->mm). */
 int64_t st_attn_stream_slots(const st_attn_problem *pb, int nthreads);
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads);

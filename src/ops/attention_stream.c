@@ -45,19 +45,23 @@ void st_attn_bias_tables(const st_attn_bias *bias, int64_t H, int64_t T, int cau
     }
 }
 
-size_t st_attn_stream_scratch_floats(int64_t D, int64_t kblock, int general, int64_t cope_npos) {
-    /* scores (QBLOCK, kblock) + accumulator (QBLOCK, D) + running max and sum (QBLOCK each),
-     * each rounded up to 16 floats so every part stays 64-byte aligned; a general bias
-     * adds its (QBLOCK, kblock) tile at the end, CoPE its z rows (QBLOCK, n_pos) and
-     * running gate sums (QBLOCK) after that */
-    size_t s = (size_t)ST_ATTN_SQBLOCK * (size_t)kblock, a = (size_t)ST_ATTN_SQBLOCK * (size_t)D;
-    return ((s + 15) & ~(size_t)15) + ((a + 15) & ~(size_t)15) + 2 * ST_ATTN_SQBLOCK +
-           (general ? (s + 15) & ~(size_t)15 : 0) +
-           (cope_npos > 0 ? (((size_t)ST_ATTN_SQBLOCK * (size_t)cope_npos + 15) & ~(size_t)15) + ST_ATTN_SQBLOCK : 0);
+/* A float count rounded up to 16, so every part of the scratch stays 64-byte aligned. */
+static size_t aligned16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* The row work's part of a slot: scores (QBLOCK, kblock) + accumulator (QBLOCK, D) +
+ * running max and sum (QBLOCK each); a general bias or clipped scores add a (QBLOCK,
+ * kblock) tile, CoPE its z rows (QBLOCK, n_pos) and running gate sums (QBLOCK). */
+static size_t stream_row_floats(const st_attn_problem *pb, int64_t kblock) {
+    const size_t s = (size_t)ST_ATTN_SQBLOCK * (size_t)kblock, npos = pb->cope ? (size_t)pb->cope->n_pos : 0;
+    return aligned16(s) + aligned16((size_t)ST_ATTN_SQBLOCK * (size_t)pb->D) + 2 * ST_ATTN_SQBLOCK +
+           (pb->gbias || pb->q2 ? aligned16(s) : 0) + (npos ? aligned16(ST_ATTN_SQBLOCK * npos) + ST_ATTN_SQBLOCK : 0);
 }
 
-size_t st_attn_stream_widen_floats(int64_t D, int64_t kblock, int clipped) {
-    return (size_t)(clipped ? 3 : 2) * (((size_t)kblock * (size_t)D + 15) & ~(size_t)15);
+size_t st_attn_stream_scratch_floats(const st_attn_problem *pb, int64_t kblock) {
+    /* bf16 keys: after the row work, the widened key and value tiles (kblock, D) of a
+     * block, and the clipped keys' */
+    const size_t widen = pb->kh ? (size_t)(pb->k2h ? 3 : 2) * aligned16((size_t)kblock * (size_t)pb->D) : 0;
+    return stream_row_floats(pb, kblock) + widen;
 }
 
 /* The scratch of one (b,h) pair's query block: scores (rb, nb), accumulator (rb, D),
@@ -75,9 +79,9 @@ static stream_buf stream_buf_of(const st_attn_problem *pb, int64_t kblock, float
     sb.G = sb.l + ST_ATTN_SQBLOCK;
     sb.Z = sb.G + (pb->gbias || pb->q2 ? ((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15 : 0);
     sb.csum = sb.Z + (((size_t)ST_ATTN_SQBLOCK * (size_t)npos + 15) & ~(size_t)15);
-    /* bf16 keys: the widened tiles after st_attn_stream_scratch_floats */
-    const size_t tile = ((size_t)kblock * (size_t)pb->D + 15) & ~(size_t)15;
-    sb.Kw = pb->kh ? scratch + st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias || pb->q2, npos) : NULL;
+    /* bf16 keys: the widened tiles after the row work's part */
+    const size_t tile = aligned16((size_t)kblock * (size_t)pb->D);
+    sb.Kw = pb->kh ? scratch + stream_row_floats(pb, kblock) : NULL;
     sb.Vw = sb.Kw ? sb.Kw + tile : NULL;
     sb.K2w = sb.Kw && pb->k2h ? sb.Vw + tile : NULL;
     return sb;
@@ -330,9 +334,7 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     const int64_t ntask = pb->B * pb->H * nq;
     ST_ASSERT(!(pb->gbias && pb->q2));   /* they share the tile */
     ST_ASSERT(!pb->doc || (pb->koff == 0 && pb->window == 0 && !pb->cope));   /* self-attention rows */
-    const size_t per = st_attn_stream_scratch_floats(pb->D, kblock, pb->gbias != NULL || pb->q2 != NULL,
-                                                     pb->cope ? pb->cope->n_pos : 0) +
-                       (pb->kh ? st_attn_stream_widen_floats(pb->D, kblock, pb->k2h != NULL) : 0);
+    const size_t per = st_attn_stream_scratch_floats(pb, kblock);
     if (st_attn_batched(pb->mm)) {
         /* one key/value head per pair (uniform batch strides), fp32 rows */
         ST_ASSERT(pb->kv_group <= 1 && !pb->kh);
@@ -367,7 +369,10 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
     const st_attn_cope *cope = bias ? bias->cope : NULL;
     ST_ASSERT(!cope || causal);
     const size_t tab = bias && bias->fill ? (size_t)(H * st_attn_bias_len(T, causal)) : 0;
-    const size_t per = st_attn_stream_scratch_floats(D, kblock, general, cope ? cope->n_pos : 0);
+    st_attn_problem pb = st_attn_self(q, k, v, out, B, H, T, D, NULL, causal, scale, 0.0f, 0);
+    pb.gbias = general ? bias : NULL;
+    pb.cope = cope;
+    const size_t per = st_attn_stream_scratch_floats(&pb, kblock);
     /* This entry has no context (tests, benchmarks): its O(H*T + threads*block) scratch is
      * malloc'd. st_attention's inference path takes the same scratch from the arena. */
     float *mem = st_aligned_alloc((tab + (size_t)nth * per) * sizeof(float), NULL);
@@ -377,11 +382,8 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
         for (int64_t x = 0; x < B * H * T * D; x++) out[x] = NAN;
         return;
     }
-    float *rtab = tab ? mem : NULL;
-    if (rtab) st_attn_bias_tables(bias, H, T, causal, rtab);
-    st_attn_problem pb = st_attn_self(q, k, v, out, B, H, T, D, rtab, causal, scale, 0.0f, 0);
-    pb.gbias = general ? bias : NULL;
-    pb.cope = cope;
+    pb.rtab = tab ? mem : NULL;
+    if (tab) st_attn_bias_tables(bias, H, T, causal, mem);
     st_attn_stream_run(&pb, kblock, mem + tab, nth);
     st_aligned_free(mem);
 }

@@ -68,7 +68,7 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     pb.clip = clip;
     const int nth = omp_get_max_threads();
     const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
-    const size_t per = st_attn_stream_scratch_floats(D, kb, general || q2, cope ? cope->n_pos : 0);
+    const size_t per = st_attn_stream_scratch_floats(&pb, kb);
     pb.mm = ctx->mm;
     float *scratch = st_ctx_alloc(ctx, (size_t)st_attn_stream_slots(&pb, nth) * per * sizeof(float), 0);
     if (!scratch) return NULL;
