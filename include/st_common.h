@@ -53,6 +53,10 @@ const char *st_status_name(int code);
 /* Logging to stderr. Library code logs through this, never printf. */
 enum { ST_LOG_DEBUG = 0, ST_LOG_INFO = 1, ST_LOG_WARN = 2, ST_LOG_ERROR = 3 };
 void st_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* prefix + formatted text + '\n' to stderr in one write(2): under mpirun every rank's
+ * stderr reaches one terminal, and a line written in pieces interleaves with another
+ * rank's. */
+void st_vlog_line(const char *prefix, const char *fmt, va_list ap);
 
 /* Invariant check, always compiled in. Prints file:line and the expression, then aborts. */
 #define ST_ASSERT(x) \

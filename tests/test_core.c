@@ -1,10 +1,12 @@
 /* test_core.c - arena (alignment, reset, overflow report, consolidation), tensors and
  * views, the parameter block, the tape's reverse walk, RNG determinism, the atomic file
- * writer and the path-length rule. */
+ * writer, the path-length rule and whole-line logging. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "harness.h"
 
 #include <string.h>
@@ -205,7 +207,37 @@ static void test_path_rule(void) {
     free(p);
 }
 
+/* Every log line must reach stderr in one write(2), or under mpirun two ranks' lines
+ * interleave mid-line. A SOCK_SEQPACKET socket keeps each write a separate message, so the
+ * first recv returns exactly the first write. */
+static void test_log_one_write(void) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) { CHECK(!"socketpair"); return; }
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(sv[0], 2);
+    char longtext[3000];
+    memset(longtext, 'x', sizeof longtext - 1);
+    longtext[sizeof longtext - 1] = 0;
+    st_log(ST_LOG_INFO, "rank %d: %s", 1, "finished earlier, skipped");
+    st_log(ST_LOG_WARN, "%s", longtext);               /* longer than the on-stack buffer */
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char got[4096];
+    ssize_t n = recv(sv[1], got, sizeof got - 1, 0);
+    CHECK(n > 0);
+    got[n > 0 ? n : 0] = 0;
+    CHECK(strcmp(got, "[stretch] info: rank 1: finished earlier, skipped\n") == 0);
+    n = recv(sv[1], got, sizeof got - 1, 0);
+    CHECK(n == (ssize_t)(strlen("[stretch] warning: ") + strlen(longtext) + 1));
+    CHECK(n > 0 && got[n - 1] == '\n' && strncmp(got, "[stretch] warning: xxx", 22) == 0);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void) {
+    test_log_one_write();
     test_atomic_write();
     test_path_rule();
     test_arena();

@@ -32,9 +32,9 @@ int cli_report(const st_error *e) {
 int cli_usage(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "stretch %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "stretch %s: ", cmd);
+    st_vlog_line(prefix, fmt, ap);
     va_end(ap);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(commands[i].name, cmd) == 0) fprintf(stderr, "usage: stretch %s\n", commands[i].help);

@@ -47,12 +47,33 @@ void st_log(int level, const char *fmt, ...) {
     }
     if (level < 0) level = 0;
     if (level > 3) level = 3;
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "[stretch] %s: ", tag[level]);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "[stretch] %s: ", tag[level]);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    st_vlog_line(prefix, fmt, ap);
     va_end(ap);
+}
+
+void st_vlog_line(const char *prefix, const char *fmt, va_list ap) {
+    char small[1024], *buf = small;
+    size_t np = strlen(prefix);
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, again);
+    va_end(again);
+    if (n < 0) n = 0;
+    size_t len = np + (size_t)n + 1;
+    if (len + 1 > sizeof small && !(buf = malloc(len + 1))) {
+        buf = small;                           /* out of memory: a truncated line */
+        len = sizeof small - 1;
+    }
+    memcpy(buf, prefix, np < len ? np : len);
+    if (np < len) vsnprintf(buf + np, len - np, fmt, ap);
+    buf[len - 1] = '\n';
+    buf[len] = 0;
+    fwrite(buf, 1, len, stderr);               /* stderr is unbuffered: one write(2) */
+    if (buf != small) free(buf);
 }
 
 void st_assert_fail(const char *expr, const char *file, int line) {
