@@ -69,8 +69,11 @@ struct st_tensor {
     st_tensor *base;        /* views: the tensor that owns data/grad; NULL if owner */
     int64_t offset;         /* views: element offset of data within base */
     const char *name;       /* parameters and debugging */
-    const uint16_t *bf16;   /* parameters with a bf16 shadow (st_params_enable_bf16): data
-                             * rounded to bf16, refreshed once per update; else NULL */
+    const uint16_t *bf16;   /* data rounded to bf16, else NULL: a parameter's shadow
+                             * (st_params_enable_bf16, refreshed once per update), or with
+                             * the bf16 backend the copy an op wrote with its output for the
+                             * linear it feeds (LayerNorm, RMSNorm, GELU/GLU, merge_heads);
+                             * views do not inherit it */
     const uint64_t *bf16_ver; /* with a shadow: its version, bumped by every refresh (the
                              * bf16 backend re-packs a weight when it changes); else NULL */
 };

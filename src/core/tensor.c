@@ -117,6 +117,8 @@ st_tensor *st_transpose(st_ctx *ctx, st_tensor *t, int d0, int d1) {
     int64_t s = v->shape[d0]; v->shape[d0] = v->shape[d1]; v->shape[d1] = s;
     s = v->stride[d0]; v->stride[d0] = v->stride[d1]; v->stride[d1] = s;
     v->grad = NULL;   /* a strided view has no contiguous grad; st_contiguous handles it */
+    v->bf16 = NULL;   /* nor a bf16 copy in its element order */
+    v->bf16_ver = NULL;
     return v;
 }
 

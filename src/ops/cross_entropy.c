@@ -220,11 +220,13 @@ static void lce_backward(st_ctx *ctx, st_node *n) {
  * NULL. Each of dz and x feeds two products; the backend would round each on every call
  * (two passes over the chunk's rows x V values for dz), so they are rounded here once:
  * x up front, each dz row right after its softmax, while the row is still in cache. */
-static void lce_chunk(st_mm *mm, float *buf, uint16_t *hbuf, uint16_t *xh, double *rowloss, float *dx, float *dw,
-                      float dw_beta, const float *x, const st_tensor *w, const int32_t *targets,
+/* xh_ready: x's rows already rounded (the producer's copy, ops_bf16_out), used as xh. */
+static void lce_chunk(st_mm *mm, float *buf, uint16_t *hbuf, uint16_t *xh, const uint16_t *xh_ready, double *rowloss,
+                      float *dx, float *dw, float dw_beta, const float *x, const st_tensor *w, const int32_t *targets,
                       int32_t ignore_index, float inv_count, int64_t rows, int64_t C, int64_t V) {
-    if (xh) st_bf16_round(xh, x, rows * C);
-    st_mm_gemm(mm, rows, V, C, 1.0f, st_mm_a(x, xh, 0, C), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, C), 0.0f, buf, V);
+    if (xh && !xh_ready) st_bf16_round(xh, x, rows * C);
+    const uint16_t *xr = xh_ready ? xh_ready : xh;
+    st_mm_gemm(mm, rows, V, C, 1.0f, st_mm_a(x, xr, 0, C), st_mm_w(w->data, w->bf16, w->bf16_ver, 1, C), 0.0f, buf, V);
     int grad = dx || dw;
     #pragma omp parallel for schedule(static) if (rows * V > OPS_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
@@ -244,7 +246,7 @@ static void lce_chunk(st_mm *mm, float *buf, uint16_t *hbuf, uint16_t *xh, doubl
         st_mm_gemm(mm, rows, C, V, 1.0f, st_mm_a(buf, hbuf, 0, V), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, C), 0.0f,
                    dx, C);
     if (dw)   /* dW (V,C) (+)= dz^T (V,rows) x (rows,C) */
-        st_mm_gemm(mm, V, C, rows, 1.0f, st_mm_a(buf, hbuf, 1, V), st_mm_a(x, xh, 0, C), dw_beta, dw, C);
+        st_mm_gemm(mm, V, C, rows, 1.0f, st_mm_a(buf, hbuf, 1, V), st_mm_a(x, xr, 0, C), dw_beta, dw, C);
 }
 
 st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
@@ -291,11 +293,14 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     int64_t chunk = lce_chunk_rows(rows_n, V, C);
     float *buf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(float), 0);
     if (!buf) return NULL;
+    /* x's bf16 copy from its producer (LN_f), when the rows were not gathered */
+    const uint16_t *xh_ready = st_mm_precision(ctx->mm) == ST_PREC_BF16 && !gather ? x->bf16 : NULL;
     uint16_t *hbuf = NULL, *xh = NULL;   /* bf16 rounding of dz and x, once per chunk */
     if ((need_dx || need_dw) && st_mm_precision(ctx->mm) == ST_PREC_BF16) {
         hbuf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(uint16_t), 0);
-        xh = hbuf ? st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * C) * sizeof(uint16_t), 0) : NULL;
-        if (!xh) return NULL;
+        if (!hbuf) return NULL;
+        if (!xh_ready && !(xh = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * C) * sizeof(uint16_t), 0)))
+            return NULL;
     }
     lce_saved *sv = NULL;
     float *dxg = NULL;   /* dx of the rows the chunks see: sv->dx, or the gathered rows' */
@@ -310,7 +315,8 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     }
     for (int64_t r0 = 0; r0 < rows_n; r0 += chunk) {
         int64_t rows = rows_n - r0 < chunk ? rows_n - r0 : chunk;
-        lce_chunk(ctx->mm, buf, hbuf, xh, rl + r0, dxg ? dxg + r0 * C : NULL, sv ? sv->dw : NULL,
+        lce_chunk(ctx->mm, buf, hbuf, xh, xh_ready ? xh_ready + r0 * C : NULL, rl + r0,
+                  dxg ? dxg + r0 * C : NULL, sv ? sv->dw : NULL,
                   r0 == 0 ? 0.0f : 1.0f, xs + r0 * C, w, ts + r0, ignore_index,
                   inv_count, rows, C, V);
     }

@@ -33,17 +33,28 @@ static inline float gelu_sigmoid2(float u) {
     return u < -44.0f ? 0.0f : s;
 }
 
-static void gelu_forward(float *restrict out, const float *restrict x, int64_t n, int exact) {
-    if (exact) {
-        #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) out[i] = x[i] * gelu_phi_cdf(x[i]);
-    } else {
-        #pragma omp parallel for simd schedule(static) if (n > OPS_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            float u = GELU_K * (v + GELU_A * v * v * v);
-            out[i] = v * gelu_sigmoid2(u);
+/* out = gelu(x) over n values, and outh (or NULL) = out rounded to bf16: the copy the
+ * linear this output feeds would otherwise make in a second pass (ops_bf16_out). Chunks
+ * of GELU_CHUNK values: each chunk is rounded while it is in cache. */
+#define GELU_CHUNK 4096
+static void gelu_forward(float *restrict out, uint16_t *restrict outh, const float *restrict x, int64_t n,
+                         int exact) {
+    const int64_t nchunk = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    #pragma omp parallel for schedule(static) if (n > OPS_PAR_MIN)
+    for (int64_t k = 0; k < nchunk; k++) {
+        const int64_t i0 = k * GELU_CHUNK, i1 = n - i0 < GELU_CHUNK ? n : i0 + GELU_CHUNK;
+        if (exact) {
+            #pragma omp simd
+            for (int64_t i = i0; i < i1; i++) out[i] = x[i] * gelu_phi_cdf(x[i]);
+        } else {
+            #pragma omp simd
+            for (int64_t i = i0; i < i1; i++) {
+                float v = x[i];
+                float u = GELU_K * (v + GELU_A * v * v * v);
+                out[i] = v * gelu_sigmoid2(u);
+            }
         }
+        if (outh) ops_round_row(outh + i0, out + i0, i1 - i0);
     }
 }
 
@@ -88,7 +99,10 @@ st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact) {
     ST_ASSERT(st_is_contiguous(x));
     st_tensor *out = st_new(ctx, x->ndim, x->shape);
     if (!out) return NULL;
-    gelu_forward(out->data, x->data, st_numel(x), exact != 0);
+    int fail;
+    uint16_t *outh = ops_bf16_out(ctx, out, &fail);
+    if (fail) return NULL;
+    gelu_forward(out->data, outh, x->data, st_numel(x), exact != 0);
     if (st_needs_grad(ctx, x, NULL, NULL, NULL)) {
         gelu_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);
         if (!sv) return NULL;
@@ -102,7 +116,8 @@ st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact) {
  * x (..,2F) holds the gate a (first F columns) and the value b (last F):
  *   swiglu: y = silu(a) b,  silu(a) = a s(a), s = sigmoid, silu'(a) = s + a s (1 - s)
  *   geglu:  y = gelu(a) b   (the tanh or erf form, as st_gelu)
- * Backward: da = dy b act'(a), db = dy act(a), recomputed from the saved input. */
+ * Backward: da = dy b act'(a), db = dy act(a), recomputed from the saved input. The
+ * forward writes y's bf16 copy row by row with the bf16 backend, as st_gelu. */
 typedef struct glu_saved { int kind; } glu_saved;
 
 /* act(a), and act'(a) into *grad when grad is not NULL (the forward passes NULL: the
@@ -150,11 +165,15 @@ st_tensor *st_glu(st_ctx *ctx, st_tensor *x, int kind) {
     shape[x->ndim - 1] = F;
     st_tensor *out = st_new(ctx, x->ndim, shape);
     if (!out) return NULL;
+    int fail;
+    uint16_t *outh = ops_bf16_out(ctx, out, &fail);
+    if (fail) return NULL;
     #pragma omp parallel for schedule(static) if (N * F > OPS_PAR_MIN)
     for (int64_t r = 0; r < N; r++) {
         const float *xa = x->data + r * 2 * F, *xb = xa + F;
         float *o = out->data + r * F;
         for (int64_t c = 0; c < F; c++) o[c] = glu_act(xa[c], kind, NULL) * xb[c];
+        if (outh) ops_round_row(outh + r * F, o, F);
     }
     if (st_needs_grad(ctx, x, NULL, NULL, NULL)) {
         glu_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);

@@ -17,12 +17,14 @@
 /* The one copy kernel. heads (B,H,T,D); tok rows of length ld with the head block at
  * column col0 (so tok element (b,t,col0+h*D+d)).
  *   to_heads: heads (=|+=) tok      else: tok (=|+=) heads
- * Threads split the (b,t) rows, so each output element has one writer. */
-static void heads_copy(float *heads, float *tok, int64_t B, int64_t H, int64_t T, int64_t D,
+ * Threads split the (b,t) rows, so each output element has one writer.
+ * tokh (tok written, not accumulated; else NULL): tok's bf16 copy, each token row's H*D
+ * values rounded once the row is complete (merge_heads feeding a bf16 linear). */
+static void heads_copy(float *heads, float *tok, uint16_t *tokh, int64_t B, int64_t H, int64_t T, int64_t D,
                        int64_t ld, int64_t col0, int to_heads, int accumulate) {
     #pragma omp parallel for collapse(2) schedule(static) if (B * T * H * D > OPS_PAR_MIN)
     for (int64_t b = 0; b < B; b++)
-        for (int64_t t = 0; t < T; t++)
+        for (int64_t t = 0; t < T; t++) {
             for (int64_t h = 0; h < H; h++) {
                 float *restrict hp = heads + ((b * H + h) * T + t) * D;
                 float *restrict tp = tok + (b * T + t) * ld + col0 + h * D;
@@ -31,6 +33,8 @@ static void heads_copy(float *heads, float *tok, int64_t B, int64_t H, int64_t T
                 else if (accumulate)        for (int64_t d = 0; d < D; d++) tp[d] += hp[d];
                 else                        for (int64_t d = 0; d < D; d++) tp[d] = hp[d];
             }
+            if (tokh) ops_round_row(tokh + (b * T + t) * ld + col0, tok + (b * T + t) * ld + col0, H * D);
+        }
 }
 
 /* ------------------------------------------------------- split / merge ---- */
@@ -39,7 +43,7 @@ static void split_heads_backward(st_ctx *ctx, st_node *n) {
     int fresh;
     float *dx = ops_grad_out(ctx, x, &fresh);
     if (!dx) return;
-    heads_copy(y->grad, dx, y->shape[0], y->shape[1], y->shape[2], y->shape[3], x->shape[2], 0, 0, !fresh);
+    heads_copy(y->grad, dx, NULL, y->shape[0], y->shape[1], y->shape[2], y->shape[3], x->shape[2], 0, 0, !fresh);
 }
 
 st_tensor *st_split_heads(st_ctx *ctx, st_tensor *x, int H) {
@@ -48,7 +52,7 @@ st_tensor *st_split_heads(st_ctx *ctx, st_tensor *x, int H) {
     int64_t B = x->shape[0], T = x->shape[1], C = x->shape[2], D = C / H;
     st_tensor *out = st_new4(ctx, B, H, T, D);
     if (!out) return NULL;
-    heads_copy(out->data, x->data, B, H, T, D, C, 0, 1, 0);
+    heads_copy(out->data, x->data, NULL, B, H, T, D, C, 0, 1, 0);
     if (st_needs_grad(ctx, x, NULL, NULL, NULL) &&
         !st_record(ctx, "split_heads", split_heads_backward, out, x, NULL, NULL, NULL, NULL))
         return NULL;
@@ -60,7 +64,7 @@ static void merge_heads_backward(st_ctx *ctx, st_node *n) {
     int fresh;
     float *dx = ops_grad_out(ctx, x, &fresh);
     if (!dx) return;
-    heads_copy(dx, n->out->grad, x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+    heads_copy(dx, n->out->grad, NULL, x->shape[0], x->shape[1], x->shape[2], x->shape[3],
                x->shape[1] * x->shape[3], 0, 1, !fresh);
 }
 
@@ -70,7 +74,10 @@ st_tensor *st_merge_heads(st_ctx *ctx, st_tensor *x) {
     int64_t B = x->shape[0], H = x->shape[1], T = x->shape[2], D = x->shape[3];
     st_tensor *out = st_new3(ctx, B, T, H * D);
     if (!out) return NULL;
-    heads_copy(x->data, out->data, B, H, T, D, H * D, 0, 0, 0);
+    int fail;
+    uint16_t *outh = ops_bf16_out(ctx, out, &fail);   /* the output projection's input */
+    if (fail) return NULL;
+    heads_copy(x->data, out->data, outh, B, H, T, D, H * D, 0, 0, 0);
     if (st_needs_grad(ctx, x, NULL, NULL, NULL) &&
         !st_record(ctx, "merge_heads", merge_heads_backward, out, x, NULL, NULL, NULL, NULL))
         return NULL;
@@ -94,9 +101,9 @@ static void split_qkv_backward(st_ctx *ctx, st_node *n) {
     const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3], Hkv = sv->Hkv;
     const int64_t ld = (H + 2 * Hkv) * D, pq = B * H * T * D, pkv = B * Hkv * T * D;
     /* the three copies together cover every column of dqkv: a fresh buffer is written */
-    heads_copy(g, dqkv, B, H, T, D, ld, 0, 0, !fresh);
-    heads_copy(g + pq, dqkv, B, Hkv, T, D, ld, H * D, 0, !fresh);
-    heads_copy(g + pq + pkv, dqkv, B, Hkv, T, D, ld, (H + Hkv) * D, 0, !fresh);
+    heads_copy(g, dqkv, NULL, B, H, T, D, ld, 0, 0, !fresh);
+    heads_copy(g + pq, dqkv, NULL, B, Hkv, T, D, ld, H * D, 0, !fresh);
+    heads_copy(g + pq + pkv, dqkv, NULL, B, Hkv, T, D, ld, (H + Hkv) * D, 0, !fresh);
 }
 
 /* A contiguous (B,H,T,D) view of owner at element offset off. */
@@ -126,9 +133,9 @@ int st_split_qkv_gqa(st_ctx *ctx, st_tensor *qkv, int H, int Hkv, st_tensor **q,
     st_tensor *tk = owner_slice(ctx, owner, pq, skv);
     st_tensor *tv = owner_slice(ctx, owner, pq + pkv, skv);
     if (!tq || !tk || !tv) return 0;
-    heads_copy(owner->data, qkv->data, B, H, T, D, ld, 0, 1, 0);
-    heads_copy(owner->data + pq, qkv->data, B, Hkv, T, D, ld, H * D, 1, 0);
-    heads_copy(owner->data + pq + pkv, qkv->data, B, Hkv, T, D, ld, (H + Hkv) * D, 1, 0);
+    heads_copy(owner->data, qkv->data, NULL, B, H, T, D, ld, 0, 1, 0);
+    heads_copy(owner->data + pq, qkv->data, NULL, B, Hkv, T, D, ld, H * D, 1, 0);
+    heads_copy(owner->data + pq + pkv, qkv->data, NULL, B, Hkv, T, D, ld, (H + Hkv) * D, 1, 0);
     if (st_needs_grad(ctx, qkv, NULL, NULL, NULL)) {
         split_saved *sv = st_ctx_alloc(ctx, sizeof *sv, 1);
         if (!sv) return 0;

@@ -5,7 +5,8 @@
  *   dx = rstd (g - mean_c(g) - xhat mean_c(g xhat)),  dw += sum_rows dy xhat,  db += sum_rows dy
  * mean and rstd are saved per row. dw/db are reduced deterministically: rows are cut into
  * fixed blocks of LN_BLOCK rows (independent of the thread count), each block writes its
- * own partial sums, and the partials are added in block order. */
+ * own partial sums, and the partials are added in block order. With the bf16 backend the
+ * forward also writes y's bf16 copy for the linear it feeds (ops_bf16_out). */
 #include "ops_internal.h"
 
 #include <math.h>
@@ -14,7 +15,8 @@
 
 typedef struct layernorm_saved { float *mean, *rstd; } layernorm_saved;
 
-static void layernorm_forward(float *out, float *mean_out, float *rstd_out, const float *x,
+/* outh: y's bf16 copy (N,C), or NULL */
+static void layernorm_forward(float *out, uint16_t *outh, float *mean_out, float *rstd_out, const float *x,
                               const float *w, const float *b, int64_t N, int64_t C, float eps) {
     #pragma omp parallel for schedule(static) if (N * C > OPS_PAR_MIN)
     for (int64_t r = 0; r < N; r++) {
@@ -29,6 +31,7 @@ static void layernorm_forward(float *out, float *mean_out, float *rstd_out, cons
         for (int64_t c = 0; c < C; c++) { float d = xr[c] - m; v += d * d; }
         float rs = 1.0f / sqrtf(v / (float)C + eps);
         for (int64_t c = 0; c < C; c++) o[c] = (xr[c] - m) * rs * w[c] + b[c];
+        if (outh) ops_round_row(outh + r * C, o, C);
         if (mean_out) { mean_out[r] = m; rstd_out[r] = rs; }
     }
 }
@@ -117,7 +120,10 @@ st_tensor *st_layernorm(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b, f
         sv->rstd = st_ctx_alloc(ctx, (size_t)N * sizeof(float), 1);
         if (!sv->mean || !sv->rstd) return NULL;
     }
-    layernorm_forward(out->data, sv ? sv->mean : NULL, sv ? sv->rstd : NULL, x->data, w->data,
+    int fail;
+    uint16_t *outh = ops_bf16_out(ctx, out, &fail);
+    if (fail) return NULL;
+    layernorm_forward(out->data, outh, sv ? sv->mean : NULL, sv ? sv->rstd : NULL, x->data, w->data,
                       b->data, N, C, eps);
     if (sv && !st_record(ctx, "layernorm", layernorm_backward, out, x, w, b, NULL, sv)) return NULL;
     return out;

@@ -83,9 +83,10 @@ st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {
     st_tensor *out = st_new(ctx, x->ndim, shape);
     if (!out) return NULL;
     const int grad = st_needs_grad(ctx, x, w, b, NULL);
-    int fail;
-    /* saved only when dW's product will read x */
-    uint16_t *xh = bf16_copy(ctx, x->data, N * IN, grad && w->requires_grad, &fail);
+    int fail = 0;
+    /* the producer's copy, else one made here (saved only when dW's product will read x) */
+    uint16_t *xh = st_mm_precision(ctx->mm) == ST_PREC_BF16 && x->bf16 ? (uint16_t *)x->bf16
+                 : bf16_copy(ctx, x->data, N * IN, grad && w->requires_grad, &fail);
     if (fail) return NULL;
     linear_forward(ctx->mm, out->data, x->data, xh, w, b ? b->data : NULL, N, IN, OUT);
     if (grad && !st_record(ctx, "linear", linear_backward, out, x, w, b, NULL, w->requires_grad ? xh : NULL))

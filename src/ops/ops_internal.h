@@ -9,6 +9,7 @@
 #define ST_OPS_INTERNAL_H
 
 #include "st_ops.h"
+#include "st_matmul.h"
 
 #include <string.h>
 
@@ -76,6 +77,30 @@ static inline int ops_grad_alias(st_tensor *t, float *buf) {
     own->grad = buf;
     if (t != own) t->grad = buf;
     return 1;
+}
+
+/* ---- bf16 copies written by the producer of a linear layer's input ----
+ * With the bf16 matmul backend every linear rounds its input x to bf16 (and keeps the
+ * copy for dW's product). The ops whose outputs feed the linears (LayerNorm, RMSNorm,
+ * GELU/GLU, merge_heads) write that copy themselves, row by row while the fp32 row is in
+ * cache, instead of the linear re-reading x in a separate pass: out->bf16 points at it
+ * (bf16_ver stays NULL: an activation, not a parameter shadow) and st_linear and the LM
+ * head use it. The rounding is st_f32_to_bf16 either way, so results are unchanged.
+ * ops_bf16_out: the copy's buffer (numel(out) values, kept for the backward in grad
+ * mode), or NULL with the fp32 backend; NULL and *fail = 1 on arena overflow. */
+static inline uint16_t *ops_bf16_out(st_ctx *ctx, st_tensor *out, int *fail) {
+    *fail = 0;
+    if (st_mm_precision(ctx->mm) != ST_PREC_BF16 || st_numel(out) == 0) return NULL;
+    uint16_t *h = st_ctx_alloc(ctx, (size_t)st_numel(out) * sizeof(uint16_t), ctx->grad);
+    if (!h) { *fail = 1; return NULL; }
+    out->bf16 = h;
+    return h;
+}
+
+/* h[i] = bf16(y[i]) for one row (serial: called inside the producer's parallel loop) */
+static inline void ops_round_row(uint16_t *restrict h, const float *restrict y, int64_t n) {
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) h[i] = st_f32_to_bf16(y[i]);
 }
 
 /* exp(x) in float, relative error < 1.5 ulp on [-87.33, 88.37]; 0 below, clamped above

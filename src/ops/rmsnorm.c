@@ -4,7 +4,9 @@
  * Backward (per row, g = dy w):
  *   dx = rstd (g - xhat mean_c(g xhat)),  dw += sum_rows dy xhat
  * rstd is saved per row. dw is reduced deterministically as in layernorm.c: fixed blocks of
- * RMS_BLOCK rows (independent of the thread count), partial sums added in block order. */
+ * RMS_BLOCK rows (independent of the thread count), partial sums added in block order.
+ * With the bf16 backend the forward also writes y's bf16 copy for the linear it feeds
+ * (ops_bf16_out; the q/k norm's copy goes unused, 2 bytes per value). */
 #include "ops_internal.h"
 
 #include <math.h>
@@ -13,8 +15,9 @@
 
 typedef struct rmsnorm_saved { float *rstd; } rmsnorm_saved;
 
-static void rmsnorm_forward(float *out, float *rstd_out, const float *x, const float *w, int64_t N, int64_t C,
-                            float eps) {
+/* outh: y's bf16 copy (N,C), or NULL */
+static void rmsnorm_forward(float *out, uint16_t *outh, float *rstd_out, const float *x, const float *w, int64_t N,
+                            int64_t C, float eps) {
     #pragma omp parallel for schedule(static) if (N * C > OPS_PAR_MIN)
     for (int64_t r = 0; r < N; r++) {
         const float *restrict xr = x + r * C;
@@ -24,6 +27,7 @@ static void rmsnorm_forward(float *out, float *rstd_out, const float *x, const f
         for (int64_t c = 0; c < C; c++) v += xr[c] * xr[c];
         const float rs = 1.0f / sqrtf(v / (float)C + eps);
         for (int64_t c = 0; c < C; c++) o[c] = xr[c] * rs * w[c];
+        if (outh) ops_round_row(outh + r * C, o, C);
         if (rstd_out) rstd_out[r] = rs;
     }
 }
@@ -83,7 +87,10 @@ st_tensor *st_rmsnorm(st_ctx *ctx, st_tensor *x, st_tensor *w, float eps) {
         sv = st_ctx_alloc(ctx, sizeof *sv, 1);
         if (!sv || !(sv->rstd = st_ctx_alloc(ctx, (size_t)N * sizeof(float), 1))) return NULL;
     }
-    rmsnorm_forward(out->data, sv ? sv->rstd : NULL, x->data, w->data, N, C, eps);
+    int fail;
+    uint16_t *outh = ops_bf16_out(ctx, out, &fail);
+    if (fail) return NULL;
+    rmsnorm_forward(out->data, outh, sv ? sv->rstd : NULL, x->data, w->data, N, C, eps);
     if (sv && !st_record(ctx, "rmsnorm", rmsnorm_backward, out, x, w, NULL, NULL, sv)) return NULL;
     return out;
 }
