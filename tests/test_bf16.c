@@ -695,112 +695,6 @@ static void test_shadow(void) {
     st_params_free(&L.p);
 }
 
-/* ------------------------------------- producers' bf16 copies of x ---- */
-/* LayerNorm, RMSNorm, GELU, the GLUs and merge_heads write their output's bf16 copy in a
- * bf16 context (out->bf16) and the linear / LM head read it instead of rounding x: the
- * results must be bit for bit those of rounding x in the consumer (a view of the output
- * has no copy, so the consumer rounds), and the consumer must really read the copy (a
- * flipped bit in it changes y). fp32 contexts write no copy. */
-enum { PROD_LN, PROD_RMS, PROD_GELU_TANH, PROD_GELU_ERF, PROD_SWIGLU, PROD_GEGLU, PROD_MERGE, PROD_COUNT };
-static const char *prod_name[PROD_COUNT] = {"layernorm", "rmsnorm", "gelu tanh", "gelu erf", "swiglu", "geglu",
-                                            "merge_heads"};
-enum { CONS_LINEAR, CONS_HEAD };
-typedef struct prod_run { float *y, *dw, *dx; int has_copy, copy_exact; } prod_run;
-
-/* leaves: 0 x (B,T,C), 1 ln w (C), 2 ln b (C), 3 glu input (B,T,2C), 4 heads (B,H,T,D),
- * 5 W (OUT,C) (the head: (V=OUT,C)), 6 bias (OUT) */
-static void run_producer(st_mm *mm, leaves *L, int prod, int cons, int via_view, int poke, prod_run *r) {
-    for (int i = 0; i < L->p.count; i++) memset(L->t[i]->grad, 0, (size_t)st_numel(L->t[i]) * sizeof(float));
-    env e;
-    st_ctx *ctx = env_open(&e, 1, 0);
-    ctx->mm = mm;
-    st_tensor *h = NULL;
-    int in = 0;
-    switch (prod) {
-    case PROD_LN: h = st_layernorm(ctx, L->t[0], L->t[1], L->t[2], 1e-5f); break;
-    case PROD_RMS: h = st_rmsnorm(ctx, L->t[0], L->t[1], 1e-5f); break;
-    case PROD_GELU_TANH: h = st_gelu(ctx, L->t[0], 0); break;
-    case PROD_GELU_ERF: h = st_gelu(ctx, L->t[0], 1); break;
-    case PROD_SWIGLU: h = st_glu(ctx, L->t[3], ST_GLU_SWIGLU); in = 3; break;
-    case PROD_GEGLU: h = st_glu(ctx, L->t[3], ST_GLU_GEGLU_TANH); in = 3; break;
-    default: h = st_merge_heads(ctx, L->t[4]); in = 4; break;
-    }
-    ST_ASSERT(h);
-    const int64_t n = st_numel(h);
-    r->has_copy = h->bf16 != NULL;
-    r->copy_exact = 0;
-    if (h->bf16) {
-        uint16_t *ref = malloc((size_t)n * sizeof(uint16_t));
-        st_bf16_round(ref, h->data, n);
-        r->copy_exact = memcmp(ref, h->bf16, (size_t)n * sizeof(uint16_t)) == 0;
-        free(ref);
-        if (poke) ((uint16_t *)h->bf16)[0] ^= 1;   /* one ulp in the copy only */
-    }
-    if (via_view) {
-        h = st_view(ctx, h, h->ndim, h->shape);
-        ST_ASSERT(h && !h->bf16);
-    }
-    const int64_t C = h->shape[h->ndim - 1], N = n / C, OUT = L->t[5]->shape[0];
-    st_tensor *y;
-    if (cons == CONS_LINEAR) {
-        y = st_linear(ctx, h, L->t[5], L->t[6]);
-        ST_ASSERT(y);
-        float *dy = malloc((size_t)(N * OUT) * sizeof(float));
-        fill_normal(dy, N * OUT, 71, 1.0f, 0.0f);
-        r->y = malloc((size_t)(N * OUT) * sizeof(float));
-        memcpy(r->y, y->data, (size_t)(N * OUT) * sizeof(float));
-        backward_from(ctx, y, dy);
-        free(dy);
-    } else {
-        int32_t *tg = malloc((size_t)N * sizeof(int32_t));
-        for (int64_t i = 0; i < N; i++) tg[i] = (int32_t)((i * 7 + 3) % OUT);
-        y = st_linear_cross_entropy(ctx, h, L->t[5], tg, -1, NULL);
-        ST_ASSERT(y);
-        r->y = malloc(sizeof(float));
-        r->y[0] = y->data[0];
-        st_error err = {0};
-        ST_ASSERT(st_backward(ctx, y, 1.0f, &err) == ST_OK);
-        free(tg);
-    }
-    env_close(&e);
-    r->dw = malloc((size_t)st_numel(L->t[5]) * sizeof(float));
-    memcpy(r->dw, L->t[5]->grad, (size_t)st_numel(L->t[5]) * sizeof(float));
-    r->dx = malloc((size_t)st_numel(L->t[in]) * sizeof(float));
-    memcpy(r->dx, L->t[in]->grad, (size_t)st_numel(L->t[in]) * sizeof(float));
-}
-
-static void prod_free(prod_run *r) { free(r->y); free(r->dw); free(r->dx); }
-
-static void test_producer_copies(st_mm *bf) {
-    const int64_t B = 2, T = 40, H = 4, D = 8, C = H * D, OUT = 24;
-    const int64_t spec[7][5] = {{3, B, T, C}, {1, C}, {1, C}, {3, B, T, 2 * C}, {4, B, H, T, D}, {2, OUT, C}, {1, OUT}};
-    leaves L;
-    leaves_init(&L, 91, 7, spec, 1.0f);
-    for (int prod = 0; prod < PROD_COUNT; prod++)
-        for (int cons = CONS_LINEAR; cons <= CONS_HEAD; cons++) {
-            if (cons == CONS_HEAD && prod != PROD_LN && prod != PROD_RMS) continue;   /* LN_f feeds the head */
-            const char *what = prod_name[prod];
-            const int64_t ny = cons == CONS_LINEAR ? B * T * OUT : 1, nw = OUT * C;
-            const int64_t nx = st_numel(L.t[prod >= PROD_MERGE ? 4 : prod >= PROD_SWIGLU ? 3 : 0]);
-            prod_run f, own, view, poked;
-            run_producer(NULL, &L, prod, cons, 0, 0, &f);
-            run_producer(bf, &L, prod, cons, 0, 0, &own);
-            run_producer(bf, &L, prod, cons, 1, 0, &view);
-            run_producer(bf, &L, prod, cons, 0, 1, &poked);
-            CHECK_MSG(!f.has_copy, "%s: an fp32 context wrote a bf16 copy", what);
-            CHECK_MSG(own.has_copy && own.copy_exact, "%s: bf16 copy missing or not the rounded output", what);
-            CHECK_MSG(memcmp(own.y, view.y, (size_t)ny * sizeof(float)) == 0 &&
-                      memcmp(own.dw, view.dw, (size_t)nw * sizeof(float)) == 0 &&
-                      memcmp(own.dx, view.dx, (size_t)nx * sizeof(float)) == 0,
-                      "%s -> %s: the producer's copy changed y, dW or dx", what, cons ? "head" : "linear");
-            CHECK_MSG(memcmp(own.y, poked.y, (size_t)ny * sizeof(float)) != 0,
-                      "%s -> %s: the consumer did not read the producer's copy", what, cons ? "head" : "linear");
-            CHECK_MSG(memcmp(own.y, f.y, (size_t)ny * sizeof(float)) != 0, "%s: bf16 equals fp32", what);
-            prod_free(&f); prod_free(&own); prod_free(&view); prod_free(&poked);
-        }
-    st_params_free(&L.p);
-}
-
 int main(void) {
     test_rounding();
     test_fp32_gemv();
@@ -821,7 +715,6 @@ int main(void) {
     test_batched(bf);
     test_linear(bf);
     test_lce(bf);
-    test_producer_copies(bf);
     test_attention(bf);
     test_attention_streamed(bf);
     test_packed(bf);
