@@ -43,7 +43,8 @@ expect_rc 0 "bench eval only" "$BIN" bench --preset tiny --no-train --eval 128 -
 "$PY" -c 'import json,sys; j=json.load(open("e.json")); assert j["train"] is None and len(j["eval"]) == 1, j' && ok || bad "eval-only JSON"
 
 # --profile: the per-op table of the timed steps; its shares add up to 100% (+- rounding),
-# the ops of the model appear, and the matmul summary names the implementation and GFLOPS
+# the ops of the model appear, the matmul summary names the implementation and GFLOPS,
+# and the products by op and shape add up to it
 expect_rc 0 "bench --profile" "$BIN" bench --preset tiny --steps 3 --no-eval --sgemm-reps 0 --profile
 expect_out "profile: 3 steps, per step (ms)"
 for op in linear attention layernorm linear_cross_entropy "optimizer (update)"; do expect_out "  $op "; done
@@ -55,6 +56,25 @@ shares = [float(x) for x in re.findall(r"([0-9.]+)%", t)]
 assert len(shares) >= 6 and abs(sum(shares) - 100) < 1.0, shares
 g = re.findall(r"(forward|backward) +[0-9]+ calls/step +[0-9.]+ ms/step +([0-9.]+) GFLOPS", open(sys.argv[1]).read())
 assert [p for p, _ in g] == ["forward", "backward"] and all(float(x) > 0 for _, x in g), g
+# the products by op and shape (tiny: B*T = 256 rows, d 64, 2 layers, V 512) add up to
+# the phase summary, and each lands on the op that issued it
+txt = open(sys.argv[1]).read()
+summ = {p: (int(c), float(ms)) for p, c, ms in
+        re.findall(r"(forward|backward) +([0-9]+) calls/step +([0-9.]+) ms/step", txt)}
+rows = re.findall(r"^  (forward|backward) +(\S+) +([0-9]+ x [0-9]+ x [0-9]+) +([NT]{2}) +([0-9]+) +([0-9.]+) +([0-9.]+)",
+                  txt.split("matmuls by op and shape")[1], re.M)
+assert rows, "no shape table"
+for p in ("forward", "backward"):
+    mine = [r for r in rows if r[0] == p]
+    assert sum(int(r[4]) for r in mine) == summ[p][0], (p, mine, summ)
+    assert abs(sum(float(r[5]) for r in mine) - summ[p][1]) < 0.001 * len(mine) + 1e-3, (p, mine, summ)
+assert {r[1] for r in rows} == {"linear", "linear_cross_entropy"}, rows
+have = {(r[0], r[1], r[2], r[3], r[4]) for r in rows}
+for want in [("forward", "linear", "256 x 192 x 64", "NT", "2"),          # qkv
+             ("backward", "linear", "192 x 64 x 256", "TN", "2"),         # its dW
+             ("backward", "linear", "256 x 64 x 192", "NN", "2"),         # its dx
+             ("forward", "linear_cross_entropy", "256 x 512 x 64", "NT", "1")]:
+    assert want in have, (want, sorted(have))
 EOF2
 
 # errors: unknown preset, unknown option, bad value, bad lengths, d not a multiple of heads

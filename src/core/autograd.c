@@ -76,10 +76,11 @@ int st_backward(st_ctx *ctx, st_tensor *loss, float seed, st_error *e) {
         if (!n->out->grad && !(n->out->base && n->out->base->grad)) continue; /* no gradient reached it */
         if (!n->out->grad) { if (!st_grad(ctx, n->out)) break; }
         const double t0 = ctx->prof ? st_time() : 0.0;
+        if (ctx->prof) ctx->prof->bwd_op = n->op;
         n->backward(ctx, n);
         if (ctx->prof) st_profile_bwd(ctx->prof, n->op, st_time() - t0);
         if (ctx->failed) break;
     }
-    if (ctx->prof) ctx->prof->in_backward = 0;
+    if (ctx->prof) { ctx->prof->in_backward = 0; ctx->prof->bwd_op = NULL; }
     return st_ctx_check(ctx, e);
 }

@@ -68,7 +68,7 @@ void st_mm_gemm_batched(st_mm *mm, st_mm_batch batch, int64_t M, int64_t N, int6
     const double t0 = mm && mm->prof ? st_time() : 0.0;
     (mm ? mm->be : &st_mm_backend_fp32)->gemm(mm, &batch, M, N, K, alpha, a, b, beta, c, ldc);
     if (mm && mm->prof)
-        st_profile_gemm(mm->prof, 2.0 * (double)M * (double)N * (double)K * (double)batch.count, st_time() - t0,
+        st_profile_gemm(mm->prof, M, N, K, batch.count, a.trans, b.trans, st_time() - t0,
                         mm->last_impl[0] ? mm->last_impl : mm->be->name);
 }
 

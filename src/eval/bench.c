@@ -403,7 +403,7 @@ void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *fi
                 r->flops_per_token / 1e6, r->sgemm_gflops, st_precision_name(c->precision), 100.0 * r->mfu_inter,
                 r->step_cpu_s, 100.0 * r->cpu_eff, mib(r->train_arena));
     }
-    if (c->profile && r->profile.steps > 0) st_profile_print(&r->profile, f);
+    if (c->profile && r->profile.steps > 0) st_profile_print(&r->profile, f, r->sgemm_gflops);
     if (r->n_eval > 0) {
         fprintf(f, "\nevaluation (inference mode, st_model_loss):\n");
         fprintf(f, "  %-8s %-4s %-10s %-11s %-14s %-12s %s\n", "L", "B", "s/forward", "tokens/s",
