@@ -73,7 +73,7 @@ struct st_tensor {
                              * (st_params_enable_bf16, refreshed once per update), or with
                              * the bf16 backend the copy an op wrote with its output for the
                              * linear it feeds (LayerNorm, RMSNorm, GELU/GLU, merge_heads);
-                             * views do not inherit it */
+                             * reshapes (st_view) share it, strided views drop it */
     const uint64_t *bf16_ver; /* with a shadow: its version, bumped by every refresh (the
                              * bf16 backend re-packs a weight when it changes); else NULL */
 };

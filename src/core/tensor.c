@@ -99,6 +99,10 @@ st_tensor *st_view(st_ctx *ctx, st_tensor *t, int ndim, const int64_t *shape) {
     v->offset = off;
     v->requires_grad = t->requires_grad;
     v->name = t->name;
+    /* the same elements in the same order: a bf16 copy (a producer's, or a parameter's
+     * shadow) is the view's too */
+    v->bf16 = t->bf16;
+    v->bf16_ver = t->bf16_ver;
     /* Parameters own a fixed grad block: views of them see it directly. */
     if (own->grad) v->grad = own->grad + off;
     return v;

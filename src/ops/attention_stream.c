@@ -73,12 +73,13 @@ static stream_buf stream_buf_of(const st_attn_problem *pb, int64_t kblock, float
     stream_buf sb;
     const int64_t npos = pb->cope ? pb->cope->n_pos : 0;
     sb.Sc = scratch;
-    sb.acc = sb.Sc + (((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15);
-    sb.m = sb.acc + (((size_t)ST_ATTN_SQBLOCK * (size_t)pb->D + 15) & ~(size_t)15);
+    const size_t s = aligned16((size_t)ST_ATTN_SQBLOCK * (size_t)kblock);
+    sb.acc = sb.Sc + s;
+    sb.m = sb.acc + aligned16((size_t)ST_ATTN_SQBLOCK * (size_t)pb->D);
     sb.l = sb.m + ST_ATTN_SQBLOCK;
     sb.G = sb.l + ST_ATTN_SQBLOCK;
-    sb.Z = sb.G + (pb->gbias || pb->q2 ? ((size_t)ST_ATTN_SQBLOCK * (size_t)kblock + 15) & ~(size_t)15 : 0);
-    sb.csum = sb.Z + (((size_t)ST_ATTN_SQBLOCK * (size_t)npos + 15) & ~(size_t)15);
+    sb.Z = sb.G + (pb->gbias || pb->q2 ? s : 0);
+    sb.csum = sb.Z + aligned16((size_t)ST_ATTN_SQBLOCK * (size_t)npos);
     /* bf16 keys: the widened tiles after the row work's part */
     const size_t tile = aligned16((size_t)kblock * (size_t)pb->D);
     sb.Kw = pb->kh ? scratch + stream_row_floats(pb, kblock) : NULL;
@@ -226,8 +227,6 @@ static int stream_clipped(const st_attn_problem *pb, int64_t i1, int64_t j0) {
     return pb->q2 && j0 <= i1 - 1 + pb->koff - pb->clip;
 }
 
-/* One (b,h) pair, query rows [i0, i1), its own products (fp32: cblas_sgemm inside the
- * parallel loop): out rows written, nothing else. */
 /* Rows [j0, j1) of one pair's keys (or values) as fp32: the fp32 rows themselves, or the
  * bf16 rows widened into the tile w (exact: a bf16 is the top half of a float). */
 static const float *stream_rows_f32(const float *f, const uint16_t *h, int64_t j0, int64_t j1, int64_t D, float *w) {
@@ -239,6 +238,8 @@ static const float *stream_rows_f32(const float *f, const uint16_t *h, int64_t j
     return w;
 }
 
+/* One (b,h) pair, query rows [i0, i1), its own products (fp32: cblas_sgemm inside the
+ * parallel loop): out rows written, nothing else. */
 static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_t i1,
                          int64_t kblock, float *scratch) {
     const int64_t T = pb->T, D = pb->D, rb = i1 - i0, kvp = stream_kvp(pb, bh), ko = kvp * pb->kv_stride;
