@@ -145,6 +145,10 @@ typedef struct st_blas_info {
     int weak_core;       /* the BLAS core is weaker than the CPU supports */
 } st_blas_info;
 void st_blas_query(st_blas_info *info);
+/* The OpenBLAS core to force when OpenBLAS picked a weaker one than the CPU supports
+ * ("SkylakeX" for AVX-512, "Haswell" for AVX2 + FMA), else NULL. OpenBLAS reads
+ * OPENBLAS_CORETYPE when it loads, so the caller sets it and re-executes (cli/main.c). */
+const char *st_blas_better_core(void);
 /* Log the BLAS core and thread counts; warn (saying what to change) when the core is
  * weaker than the CPU supports. */
 void st_blas_log(void);

@@ -4,7 +4,8 @@
 # first loss of random tokens is ~log V, training lowers the loss on the repeated batch,
 # one evaluation entry per requested length, --coretype / --omp-wait re-execute the binary
 # with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set (and PASSIVE is the default), and bad
-# arguments fail with exit code 2.
+# arguments fail with exit code 2; without OPENBLAS_CORETYPE the CLI picks the best BLAS
+# core the CPU supports, and keeps an explicit one.
 . "$(dirname "$0")/lib_cli.sh" cli_bench
 
 # tiny preset, 3 timed steps, two evaluation lengths, small sgemm probe; the test env
@@ -37,6 +38,20 @@ for e in j["eval"]:
     assert e["tokens_per_s"] > 0 and e["peak_rss_bytes"] > 0 and e["arena_bytes"] > 0, e
     assert abs(e["loss"] - math.log(V)) < 0.3, e
 EOF
+
+# OPENBLAS_CORETYPE unset: the CLI forces the best core the CPU supports (OpenBLAS's own
+# probe falls back to Prescott's SSE3 on a CPU newer than the library, as on the Xeon of
+# family 6 model 207), so nothing is left unused; an explicit setting is kept, with a warning
+env -u OPENBLAS_CORETYPE "$BIN" selfcheck >sc.txt 2>&1
+grep -q "BLAS: OpenBLAS core" sc.txt && ! grep -q "leaves this CPU" sc.txt && ok || bad "unset core: $(head -2 sc.txt)"
+if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
+    grep -qE "core (SkylakeX|Cooperlake|SapphireRapids)" sc.txt && ok || bad "AVX-512 CPU, unset core: $(head -1 sc.txt)"
+fi
+OPENBLAS_CORETYPE=Prescott "$BIN" selfcheck >sc.txt 2>&1
+grep -q "core Prescott (OPENBLAS_CORETYPE=Prescott)" sc.txt && ok || bad "explicit core not kept: $(head -1 sc.txt)"
+if grep -qw avx2 /proc/cpuinfo; then
+    grep -q "warning: BLAS core Prescott leaves this CPU" sc.txt && ok || bad "no warning for Prescott: $(head -2 sc.txt)"
+fi
 
 # evaluation only, default wait policy set by the bench; no sgemm probe -> MFU 0, no crash
 expect_rc 0 "bench eval only" "$BIN" bench --preset tiny --no-train --eval 128 --sgemm-reps 0 --json e.json

@@ -48,15 +48,32 @@ static void usage(FILE *f) {
     fprintf(f, "\nexit codes: 0 ok, 1 error, 2 config/usage, 3 I/O, 4 data, 5 checkpoint, 6 memory, 7 non-finite, 130 interrupted\n");
 }
 
-/* libgomp reads OMP_WAIT_POLICY when it loads, before main(). Its default lets idle
- * threads spin; on a shared 2-core machine a spinning thread steals the core its partner
- * needs (a tiny model's step measured 80x slower under load). So when the variable is
- * unset we set PASSIVE and re-execute ourselves once; an explicit setting is respected. */
-static void default_passive_wait(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);
-    /* exec failed (no /proc): carry on with the library default */
+/* Two libraries read their settings from the environment when they load, before main(),
+ * so the defaults we want need a re-execution (once: the second run finds them set):
+ * - libgomp's OMP_WAIT_POLICY: its default lets idle threads spin; on a shared 2-core
+ *   machine a spinning thread steals the core its partner needs (a tiny model's step
+ *   measured 80x slower under load). We set PASSIVE.
+ * - OpenBLAS's OPENBLAS_CORETYPE: its CPU probe may not know a newer CPU and fall back to
+ *   old kernels (Prescott's SSE3 on a Xeon of family 6 model 207: sgemm 4.6x slower than
+ *   the AVX-512 kernels). We set the best core the CPU supports (st_blas_better_core)
+ *   and record the probe's choice in STRETCH_BLAS_PROBED for the start-up log.
+ * An explicit setting of either is respected. */
+static void default_runtime_env(char **argv) {
+    int changed = 0;
+    if (!getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        changed = 1;
+    }
+    const char *better = getenv("OPENBLAS_CORETYPE") ? NULL : st_blas_better_core();
+    if (better) {
+        st_blas_info bi;
+        st_blas_query(&bi);
+        setenv("STRETCH_BLAS_PROBED", bi.corename, 1);
+        setenv("OPENBLAS_CORETYPE", better, 1);
+        changed = 1;
+    }
+    if (changed) execv("/proc/self/exe", argv);
+    /* exec failed (no /proc): carry on with the libraries' defaults */
 }
 
 static int dispatch(int argc, char **argv, st_dist *dist) {
@@ -92,7 +109,7 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
 }
 
 int main(int argc, char **argv) {
-    default_passive_wait(argv);
+    default_runtime_env(argv);
     /* the transport is chosen once, here: "mpi" under an MPI launcher, else "none" */
     st_dist dist;
     st_error e = {0};
