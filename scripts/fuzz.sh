@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the libFuzzer harnesses (clang, ASan + UBSan) and run each for a bounded time.
 #   FUZZ_SECONDS  seconds per harness (default 60)
-#   FUZZ_TARGETS  which harnesses (default: config checkpoint safetensors cache tokenizer)
+#   FUZZ_TARGETS  which harnesses (default: config checkpoint safetensors cache tokenizer sweep)
 #   FUZZ_JOBS     build parallelism (default: nproc)
 # Each harness starts from a scratch copy of tests/fuzz/corpus/<name>/ (the repo corpus is
 # never modified) in build-fuzz/corpus/<name>/; crashes land in build-fuzz/artifacts/<name>/.
@@ -11,13 +11,18 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${FUZZ_SECONDS:-60}"
-TARGETS="${FUZZ_TARGETS:-config checkpoint safetensors cache tokenizer}"
+TARGETS="${FUZZ_TARGETS:-config checkpoint safetensors cache tokenizer sweep}"
 JOBS="${FUZZ_JOBS:-$(nproc)}"
 B=build-fuzz
 CC_BIN="$(command -v clang || command -v clang-14 || true)"
 if [ -z "$CC_BIN" ]; then echo "fuzz.sh: clang not found (apt-get install clang libclang-rt-dev)" >&2; exit 2; fi
 cmake -S . -B "$B" -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_BUILD_TYPE=Release -DSTRETCH_FUZZ=ON -DSTRETCH_TESTS=OFF >/dev/null || exit 2
-cmake --build "$B" -j"$JOBS" --target fuzz_all 2>&1 | grep -E "error" && exit 2
+# (with pipefail a `build | grep error && exit` would miss the failure: check the build's status)
+if ! cmake --build "$B" -j"$JOBS" --target fuzz_all >"$B/build.log" 2>&1; then
+    grep -E "error" "$B/build.log" | head -20
+    echo "fuzz.sh: the build failed (log: $B/build.log)" >&2
+    exit 2
+fi
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"

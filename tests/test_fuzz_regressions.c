@@ -125,6 +125,35 @@ static void seeds_accepted(const char *src) {
     }
     if (d) closedir(d);
     CHECK_MSG(hits >= 1 && vocab_hits >= 1, "cache seeds: %d token caches and %d vocabularies read back", hits, vocab_hits);
+    /* sweep seeds: the repo's sweep files (seed_*) load beside the harness's synthetic
+     * base, except those of task runs, and so does the inline grid */
+    int sweeps = 0;
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/sweep", src);
+    d = opendir(dir);
+    while (d && (de = readdir(d))) {
+        if (strncmp(de->d_name, "seed_", 5) != 0 && strcmp(de->d_name, "grid") != 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (!(b = slurp(path, &n))) continue;
+        char file[700];
+        snprintf(file, sizeof file, "%s/sweep.json", fz_sweep_dir());
+        CHECK(fz_write(file, b, n) == 0);
+        st_sweep_opts opts = {0};
+        opts.dry_run = 1;
+        opts.out = "fuzz-sweep-out";   /* the grid seed has no "out" */
+        sweep s;
+        st_error se = {0};
+        int rc = sweep_load(&s, file, &opts, &se);
+        /* the task sweeps set data.task.* keys, which the synthetic base refuses */
+        if (rc != ST_OK) printf("  sweep seed %s: %s\n", de->d_name, se.msg);
+        CHECK_MSG(rc == ST_OK || strcmp(de->d_name, "grid") != 0, "the inline sweep seed does not load: %s", se.msg);
+        sweeps += rc == ST_OK;
+        sweep_free(&s);
+        unlink(file);
+        free(b);
+    }
+    if (d) closedir(d);
+    CHECK_MSG(sweeps >= 10, "only %d sweep seeds load", sweeps);
+    fz_sweep_cleanup();
 }
 
 int main(void) {
@@ -132,7 +161,7 @@ int main(void) {
     if (!src) src = "..";
     static const struct { const char *name; fz_fn fn; } targets[] = {
         {"config", fz_config}, {"checkpoint", fz_checkpoint}, {"safetensors", fz_safetensors},
-        {"cache", fz_cache}, {"tokenizer", fz_tokenizer}};
+        {"cache", fz_cache}, {"tokenizer", fz_tokenizer}, {"sweep", fz_sweep}};
     int total_reg = 0, total_seed = 0;
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
         char dir[2048];

@@ -18,6 +18,9 @@
  *   tokenizer    st_tokenizer_load of tokenizer JSON; a loaded tokenizer round-trips through
  *                save/load (same hash); encode/decode of arbitrary bytes: ids in range,
  *                decode(encode(x)) == x for byte and BPE (also with a fixed trained BPE)
+ *   sweep        sweep_load of a sweep file (dry run: nothing is written) beside a fixed
+ *                synthetic base config "base.json"; an accepted sweep has distinct point
+ *                directories and every point's config passes validation again
  * Persistent state (the fixed model, the fixed BPE) lives in function-local statics: a
  * fuzzer runs millions of inputs in one process. Not thread-safe; neither is libFuzzer. */
 #ifndef ST_FUZZ_TARGETS_H
@@ -25,8 +28,11 @@
 
 #include "st_train.h"
 #include "data/data_internal.h"
+#include "eval/sweep_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +418,63 @@ static inline int fz_tokenizer(const uint8_t *data, size_t size) {
         fz_roundtrip(t, text, tn);
         st_tokenizer_free(t);
     }
+    unlink(path);
+    return 0;
+}
+
+/* ================================================================== sweep ==== */
+/* A per-process directory holding the sweep file and the base config it may name. */
+static inline const char *fz_sweep_dir(void) {
+    static char dir[600];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "%s", fz_tmp_path("sweep"));
+        if (mkdir(dir, 0700) && errno != EEXIST) fz_fail("cannot make the sweep temp dir");
+        char base[700];
+        snprintf(base, sizeof base, "%s/base.json", dir);
+        static const char cfg[] =
+            "{\"model\": {\"n_layers\": 1, \"d_model\": 16, \"n_heads\": 2, \"pos\": \"alibi\"},\n"
+            " \"data\": {\"source\": \"synthetic\", \"synthetic\": {\"vocab\": 16, \"tokens\": [2000, 500, 500]}},\n"
+            " \"train\": {\"batch_size\": 2, \"seq_len\": 8, \"steps\": 4000, \"threads\": 1}}\n";
+        if (fz_write(base, cfg, sizeof cfg - 1)) fz_fail("cannot write the sweep base config");
+    }
+    return dir;
+}
+
+/* Remove that directory (the regression test, at its end; a fuzzer leaves it). */
+static inline void fz_sweep_cleanup(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/base.json", fz_sweep_dir());
+    unlink(path);
+    rmdir(fz_sweep_dir());
+}
+
+static inline int fz_sweep(const uint8_t *data, size_t size) {
+    const char *dir = fz_sweep_dir();
+    char path[700], out[700];
+    snprintf(path, sizeof path, "%s/sweep.json", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    if (fz_write(path, data, size)) return 0;
+    st_sweep_opts opts = {0};
+    opts.dry_run = 1;
+    opts.out = out;
+    sweep s;
+    st_error e = {0};
+    int rc = sweep_load(&s, path, &opts, &e);
+    if (rc != ST_OK && (e.code != rc || !strstr(e.msg, path)))
+        fz_fail("sweep: an error without the file's name or with another code");
+    if (rc == ST_OK) {
+        if (s.n_points < 1) fz_fail("sweep: accepted with no points");
+        for (int i = 0; i < s.n_points; i++) {
+            const sweep_point *pt = &s.points[i];
+            if (!pt->name[0] || strchr(pt->name, '/')) fz_fail("sweep: a point name that is not one directory");
+            for (int j = 0; j < i; j++)
+                if (!strcmp(pt->dir, s.points[j].dir)) fz_fail("sweep: two points share a run directory");
+            st_run_config c = pt->cfg;
+            st_error e2 = {0};
+            if (st_run_config_validate(&c, &e2) != ST_OK) fz_fail("sweep: a point's config fails validation");
+        }
+    }
+    sweep_free(&s);
     unlink(path);
     return 0;
 }

@@ -7,13 +7,17 @@
 #   usage: STRETCH_BIN=build/stretch bash tests/fuzz/make_corpus.sh
 set -euo pipefail
 BIN="${STRETCH_BIN:?set STRETCH_BIN to the stretch binary}"
+# absolute: the script works in a temp dir, where a relative build/stretch does not exist
+BIN="$(realpath "$BIN")"
+[ -x "$BIN" ] || { echo "make_corpus.sh: $BIN is not an executable" >&2; exit 2; }
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
-OUT="$SRC/tests/fuzz/corpus"
+DEST="$SRC/tests/fuzz/corpus"
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/stretch-corpus-XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
-rm -rf "$OUT"
-mkdir -p "$OUT"/{config,checkpoint,safetensors,cache,tokenizer}
+# built in the temp dir and moved into place at the end: a failure keeps the old corpus
+OUT="$TMP/corpus"
+mkdir -p "$OUT"/{config,checkpoint,safetensors,cache,tokenizer,sweep}
 
 # raw FILE DEST MODEBYTE: the mode byte, then the file
 raw() { { printf "\\x$(printf %02x "$3")"; cat "$1"; } >"$2"; }
@@ -85,5 +89,32 @@ for t in byte bpe word syn; do
 done
 printf '{"format": "stretch-tokenizer", "version": 1, "kind": "bpe", "vocab_size": 258, "hash": "0000000000000000", "merges": [[104, 101], [256, 108]]}' \
     >"$OUT/tokenizer/bad_hash.json"
-du -sh "$OUT"
-ls "$OUT"/* | wc -l
+# ---- sweep: the repo's sweep files with the harness's synthetic base ("base.json"), an
+# inline base, and broken forms
+python3 - "$SRC" "$OUT/sweep" <<'PY'
+import glob, json, os, sys
+src, out = sys.argv[1], sys.argv[2]
+files = sorted(glob.glob(src + '/configs/sweep_*.json') + glob.glob(src + '/configs/results/*.json'))
+for i, f in enumerate(files):
+    d = json.load(open(f))
+    if not isinstance(d, dict) or 'base' not in d:
+        continue
+    d['base'] = 'base.json'
+    d.pop('description', None)
+    text = json.dumps(d, indent=1)
+    if len(text) < 8192:
+        open('%s/seed_%d.json' % (out, i), 'w').write(text)
+inline = {"base": {"model": {"n_layers": 1, "d_model": 16, "n_heads": 2},
+                   "data": {"source": "synthetic", "synthetic": {"vocab": 16, "tokens": [2000, 500, 500]}},
+                   "train": {"batch_size": 2, "seq_len": 8, "steps": 2, "schedule": {"warmup": 0}}},
+          "variants": [{"name": "a", "model.pos": "alibi"}, {"name": "r", "model.pos": "rope"}],
+          "grid": {"train.seed": [1, 2]},
+          "eval": {"lengths": [8, 16], "mode": "sliding", "stride": 4}}
+open(out + '/grid', 'w').write(json.dumps(inline))
+open(out + '/cut', 'w').write(json.dumps(inline)[:90])
+open(out + '/bad_key', 'w').write('{"base": "base.json", "grid": {"model.nope": [1]}}')
+PY
+rm -rf "$DEST"
+mv "$OUT" "$DEST"
+du -sh "$DEST"
+ls "$DEST"/* | wc -l
