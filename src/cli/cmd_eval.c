@@ -103,6 +103,163 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
              stem);
 }
 
+/* What the command line asks for. */
+typedef struct eval_args {
+    const char *src, *json;
+    int threads, quiet, split_given, help;
+    st_eval_plan plan;
+    /* transform options: given ones override the run's eval.* keys, the rest stay -1 */
+    st_transform xf;
+    int xf_given;
+    char tok_path[ST_PATH_BUF];   /* --data: the run's tokenizer (plan.tokenizer_path) */
+} eval_args;
+
+/* One option with a value (not a transform option). */
+static int parse_option(eval_args *a, const char *opt, const char *v) {
+    st_eval_plan *plan = &a->plan;
+    int64_t x;
+    if (!strcmp(opt, "--lengths")) {
+        if (!parse_lengths(v, plan))
+            return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
+                             "(at most %d lengths)", v, ST_EVAL_MAX_LENGTHS);
+    } else if (!strcmp(opt, "--data")) {
+        if (cli_path_arg("eval", opt, v)) return ST_ERR_CONFIG;
+        plan->data_path = v;
+    } else if (!strcmp(opt, "--split")) {
+        a->split_given = 1;
+        if (!strcmp(v, "valid")) plan->split = ST_SPLIT_VALID;
+        else if (!strcmp(v, "test")) plan->split = ST_SPLIT_TEST;
+        else return cli_usage("eval", "--split '%s': expected valid or test", v);
+    } else if (!strcmp(opt, "--mode")) {
+        if (!strcmp(v, "nonoverlapping")) plan->mode = ST_EVAL_NONOVERLAPPING;
+        else if (!strcmp(v, "sliding")) plan->mode = ST_EVAL_SLIDING;
+        else return cli_usage("eval", "--mode '%s': expected nonoverlapping or sliding", v);
+    } else if (!strcmp(opt, "--stride")) {
+        if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--stride '%s': expected an integer >= 1", v);
+        plan->stride = x;
+    } else if (!strcmp(opt, "--max-tokens")) {
+        if (!cli_int_arg(v, 0, INT64_MAX, &x)) return cli_usage("eval", "--max-tokens '%s': expected an integer >= 0 (0 = all)", v);
+        plan->max_tokens = x;
+    } else if (!strcmp(opt, "--batch-tokens")) {
+        if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);
+        plan->opts.batch_tokens = x;
+    } else if (!strcmp(opt, "--buckets")) {
+        if (!cli_int_arg(v, 0, 1 << 20, &x)) return cli_usage("eval", "--buckets '%s': expected an integer in [0, 1048576]", v);
+        plan->buckets = (int)x;
+    } else if (!strcmp(opt, "--bucket-scale")) {
+        if (!strcmp(v, "linear")) plan->opts.bucket_scale = ST_BUCKETS_LINEAR;
+        else if (!strcmp(v, "log2")) plan->opts.bucket_scale = ST_BUCKETS_LOG2;
+        else return cli_usage("eval", "--bucket-scale '%s': expected linear or log2", v);
+    } else if (!strcmp(opt, "--precision")) {
+        if ((plan->precision = st_precision_from_name(v)) < 0)
+            return cli_usage("eval", "--precision '%s': expected fp32 or bf16", v);
+    } else if (!strcmp(opt, "--json")) {
+        a->json = v;
+        if (cli_path_arg("eval", opt, a->json)) return ST_ERR_CONFIG;
+    } else if (!strcmp(opt, "--threads")) {
+        if (!cli_int_arg(v, 0, 4096, &x)) return cli_usage("eval", "--threads '%s': expected an integer >= 0 (0 = all cores)", v);
+        a->threads = (int)x;
+    } else {
+        return cli_usage("eval", "unknown option '%s'", opt);
+    }
+    return ST_OK;
+}
+
+/* The arguments in order; -h prints the usage and sets a->help. */
+static int parse_args(int argc, char **argv, eval_args *a) {
+    memset(a, 0, sizeof *a);
+    a->threads = -1;
+    st_eval_plan_default(&a->plan);
+    a->xf = (st_transform){.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *opt = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) { printf("usage: stretch %s\n", usage_text); a->help = 1; return 0; }
+        if (!strcmp(opt, "--quiet")) { a->quiet = 1; continue; }
+        if (opt[0] != '-' || opt[1] == 0) {
+            if (a->src) return cli_usage("eval", "unexpected argument '%s' (one RUN_DIR or CHECKPOINT)", opt);
+            a->src = opt;
+            if (cli_path_arg("eval", "RUN_DIR|CHECKPOINT", a->src)) return ST_ERR_CONFIG;
+            continue;
+        }
+        if (!v) return cli_usage("eval", "%s needs a value", opt);
+        i++;
+        int xrc;
+        if (cli_transform_arg("eval", opt, v, &a->xf, &xrc)) {
+            if (xrc) return xrc;
+            a->xf_given = 1;
+            continue;
+        }
+        int rc = parse_option(a, opt, v);
+        if (rc) return rc;
+    }
+    return ST_OK;
+}
+
+/* The options that depend on each other, once all are read. */
+static int finish_plan(eval_args *a) {
+    st_eval_plan *plan = &a->plan;
+    if (!a->src) return cli_usage("eval", "missing RUN_DIR or CHECKPOINT");
+    if (a->xf_given) {
+        plan->transform = a->xf.kind;
+        plan->transform_scale = a->xf.scale;
+        plan->sinks = a->xf.sinks;
+        plan->window = a->xf.window;
+        plan->clip = a->xf.clip;
+    }
+    /* a stride only makes sense for sliding windows: reject it up front when the user
+     * also chose nonoverlapping (when the mode comes from the config, the plan check does) */
+    if (plan->stride > 0 && plan->mode == ST_EVAL_NONOVERLAPPING)
+        return cli_usage("eval", "--stride applies to --mode sliding only");
+    if (plan->stride > 0 && plan->mode < 0) plan->mode = ST_EVAL_SLIDING;
+    return ST_OK;
+}
+
+/* --data: the text must exist, --split needs a WikiText directory, and the text is read
+ * with the run's tokenizer. */
+static int use_data(eval_args *a, st_error *e) {
+    struct stat ds;
+    if (stat(a->plan.data_path, &ds) != 0) {
+        st_fail(e, ST_ERR_IO, "--data %s: cannot open: %s", a->plan.data_path, strerror(errno));
+        return cli_report(e);
+    }
+    if (a->split_given && !S_ISDIR(ds.st_mode))
+        return cli_usage("eval", "--split chooses a file of a WikiText directory; --data %s is a file (it is "
+                         "evaluated whole)", a->plan.data_path);
+    char ckpt[ST_PATH_BUF];
+    if (st_checkpoint_resolve(a->src, ckpt, sizeof ckpt, e)) return cli_report(e);
+    cli_tokenizer_path(ckpt, a->tok_path, sizeof a->tok_path);
+    a->plan.tokenizer_path = a->tok_path;
+    return ST_OK;
+}
+
+/* Rank 0's JSON report (--json or the default name) and what it says about failed rows. */
+static int save_report(const eval_args *a, int is_dir, const st_eval_report *rep, st_error *e) {
+    char path[ST_PATH_BUF];
+    if (a->json) snprintf(path, sizeof path, "%s", a->json);
+    else default_json_path(a->src, is_dir, rep, a->plan.data_path, path, sizeof path);
+    int rc = st_eval_report_save(rep, path, e);
+    if (!rc && !a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
+    int failed_rows = 0;
+    for (int i = 0; i < rep->n; i++) failed_rows += rep->rows[i].status != ST_OK;
+    if (!rc && failed_rows)
+        fprintf(stderr, "stretch eval: %d of %d lengths could not be evaluated (see the error rows)\n", failed_rows, rep->n);
+    return rc;
+}
+
+/* Evaluate, print the table and save the report (rank 0 alone). */
+static int evaluate(const eval_args *a, int is_dir, int rank, st_error *e) {
+    st_eval_report *rep = calloc(1, sizeof *rep);
+    if (!rep) { st_fail(e, ST_ERR_MEMORY, "eval: out of memory"); return cli_report(e); }
+    int rc = st_eval_checkpoint(a->src, &a->plan, rep, e);
+    if (rep->n > 0 && rank == 0) st_eval_report_print(rep, stdout);
+    fflush(stdout);
+    if (!rc && rank == 0) rc = save_report(a, is_dir, rep, e);
+    st_eval_report_free(rep);
+    free(rep);
+    return rc ? cli_report(e) : 0;
+}
+
 int cmd_eval(int argc, char **argv, st_dist *dist) {
     for (int i = 1; i < argc; i++)   /* task evaluation: its own options (cmd_eval_task.c) */
         if (!strcmp(argv[i], "--task")) {
@@ -110,137 +267,20 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
                 return cli_usage("eval", "--task runs in one process (not under mpirun -np %d)", st_dist_size(dist));
             return cmd_eval_task(argc, argv);
         }
-    const char *src = NULL, *json = NULL;
-    int threads = -1, quiet = 0, split_given = 0;
-    st_eval_plan plan;
-    st_eval_plan_default(&plan);
-    /* transform options: given ones override the run's eval.* keys, the rest stay -1 */
-    st_transform xf = {.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1};
-    int xf_given = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t x;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("usage: stretch %s\n", usage_text); return 0; }
-        if (!strcmp(a, "--quiet")) { quiet = 1; continue; }
-        if (a[0] != '-' || a[1] == 0) {
-            if (src) return cli_usage("eval", "unexpected argument '%s' (one RUN_DIR or CHECKPOINT)", a);
-            src = a;
-            if (cli_path_arg("eval", "RUN_DIR|CHECKPOINT", src)) return ST_ERR_CONFIG;
-            continue;
-        }
-        if (!v) return cli_usage("eval", "%s needs a value", a);
-        i++;
-        int xrc;
-        if (cli_transform_arg("eval", a, v, &xf, &xrc)) {
-            if (xrc) return xrc;
-            xf_given = 1;
-            continue;
-        }
-        if (!strcmp(a, "--lengths")) {
-            if (!parse_lengths(v, &plan))
-                return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
-                                 "(at most %d lengths)", v, ST_EVAL_MAX_LENGTHS);
-        } else if (!strcmp(a, "--data")) {
-            if (cli_path_arg("eval", a, v)) return ST_ERR_CONFIG;
-            plan.data_path = v;
-        } else if (!strcmp(a, "--split")) {
-            split_given = 1;
-            if (!strcmp(v, "valid")) plan.split = ST_SPLIT_VALID;
-            else if (!strcmp(v, "test")) plan.split = ST_SPLIT_TEST;
-            else return cli_usage("eval", "--split '%s': expected valid or test", v);
-        } else if (!strcmp(a, "--mode")) {
-            if (!strcmp(v, "nonoverlapping")) plan.mode = ST_EVAL_NONOVERLAPPING;
-            else if (!strcmp(v, "sliding")) plan.mode = ST_EVAL_SLIDING;
-            else return cli_usage("eval", "--mode '%s': expected nonoverlapping or sliding", v);
-        } else if (!strcmp(a, "--stride")) {
-            if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--stride '%s': expected an integer >= 1", v);
-            plan.stride = x;
-        } else if (!strcmp(a, "--max-tokens")) {
-            if (!cli_int_arg(v, 0, INT64_MAX, &x)) return cli_usage("eval", "--max-tokens '%s': expected an integer >= 0 (0 = all)", v);
-            plan.max_tokens = x;
-        } else if (!strcmp(a, "--batch-tokens")) {
-            if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);
-            plan.opts.batch_tokens = x;
-        } else if (!strcmp(a, "--buckets")) {
-            if (!cli_int_arg(v, 0, 1 << 20, &x)) return cli_usage("eval", "--buckets '%s': expected an integer in [0, 1048576]", v);
-            plan.buckets = (int)x;
-        } else if (!strcmp(a, "--bucket-scale")) {
-            if (!strcmp(v, "linear")) plan.opts.bucket_scale = ST_BUCKETS_LINEAR;
-            else if (!strcmp(v, "log2")) plan.opts.bucket_scale = ST_BUCKETS_LOG2;
-            else return cli_usage("eval", "--bucket-scale '%s': expected linear or log2", v);
-        } else if (!strcmp(a, "--precision")) {
-            if ((plan.precision = st_precision_from_name(v)) < 0)
-                return cli_usage("eval", "--precision '%s': expected fp32 or bf16", v);
-        } else if (!strcmp(a, "--json")) {
-            json = v;
-            if (cli_path_arg("eval", a, json)) return ST_ERR_CONFIG;
-        } else if (!strcmp(a, "--threads")) {
-            if (!cli_int_arg(v, 0, 4096, &x)) return cli_usage("eval", "--threads '%s': expected an integer >= 0 (0 = all cores)", v);
-            threads = (int)x;
-        } else {
-            return cli_usage("eval", "unknown option '%s'", a);
-        }
-    }
-    if (!src) return cli_usage("eval", "missing RUN_DIR or CHECKPOINT");
-    if (xf_given) {
-        plan.transform = xf.kind;
-        plan.transform_scale = xf.scale;
-        plan.sinks = xf.sinks;
-        plan.window = xf.window;
-        plan.clip = xf.clip;
-    }
-    /* a stride only makes sense for sliding windows: reject it up front when the user
-     * also chose nonoverlapping (when the mode comes from the config, the plan check does) */
-    if (plan.stride > 0 && plan.mode == ST_EVAL_NONOVERLAPPING)
-        return cli_usage("eval", "--stride applies to --mode sliding only");
-    if (plan.stride > 0 && plan.mode < 0) plan.mode = ST_EVAL_SLIDING;
+    eval_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc || a.help) return rc;
+    if ((rc = finish_plan(&a))) return rc;
     struct stat st;
     st_error e = {0};
-    if (stat(src, &st) != 0) {
-        st_fail(&e, ST_ERR_IO, "%s: no such run directory or checkpoint", src);
+    if (stat(a.src, &st) != 0) {
+        st_fail(&e, ST_ERR_IO, "%s: no such run directory or checkpoint", a.src);
         return cli_report(&e);
     }
-    char tok_path[ST_PATH_BUF];
-    if (plan.data_path) {
-        struct stat ds;
-        if (stat(plan.data_path, &ds) != 0) {
-            st_fail(&e, ST_ERR_IO, "--data %s: cannot open: %s", plan.data_path, strerror(errno));
-            return cli_report(&e);
-        }
-        if (split_given && !S_ISDIR(ds.st_mode))
-            return cli_usage("eval", "--split chooses a file of a WikiText directory; --data %s is a file (it is "
-                             "evaluated whole)", plan.data_path);
-        char ckpt[ST_PATH_BUF];
-        if (st_checkpoint_resolve(src, ckpt, sizeof ckpt, &e)) return cli_report(&e);
-        cli_tokenizer_path(ckpt, tok_path, sizeof tok_path);
-        plan.tokenizer_path = tok_path;
-    }
-    if (threads >= 0) st_set_threads(threads);
+    if (a.plan.data_path && (rc = use_data(&a, &e))) return rc;
+    if (a.threads >= 0) st_set_threads(a.threads);
     const int rank = st_dist_rank(dist);
-    if (!quiet && rank == 0) plan.opts.progress_every = 30.0;
-    plan.opts.dist = dist;   /* mpirun -np N: the windows are shared out, the figures unchanged */
-
-    st_eval_report *rep = calloc(1, sizeof *rep);
-    if (!rep) { st_fail(&e, ST_ERR_MEMORY, "eval: out of memory"); return cli_report(&e); }
-    int rc = st_eval_checkpoint(src, &plan, rep, &e);
-    if (rep->n > 0 && rank == 0) st_eval_report_print(rep, stdout);
-    fflush(stdout);
-    if (rc || rank > 0) {   /* rank 0 alone writes the report */
-        st_eval_report_free(rep);
-        free(rep);
-        return rc ? cli_report(&e) : 0;
-    }
-    char path[ST_PATH_BUF];
-    if (json) snprintf(path, sizeof path, "%s", json);
-    else default_json_path(src, S_ISDIR(st.st_mode), rep, plan.data_path, path, sizeof path);
-    rc = st_eval_report_save(rep, path, &e);
-    if (!rc && !quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
-    int failed_rows = 0;
-    for (int i = 0; i < rep->n; i++) failed_rows += rep->rows[i].status != ST_OK;
-    if (!rc && failed_rows)
-        fprintf(stderr, "stretch eval: %d of %d lengths could not be evaluated (see the error rows)\n", failed_rows, rep->n);
-    st_eval_report_free(rep);
-    free(rep);
-    return rc ? cli_report(&e) : 0;
+    if (!a.quiet && rank == 0) a.plan.opts.progress_every = 30.0;
+    a.plan.opts.dist = dist;   /* mpirun -np N: the windows are shared out, the figures unchanged */
+    return evaluate(&a, S_ISDIR(st.st_mode), rank, &e);
 }

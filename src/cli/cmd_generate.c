@@ -99,134 +99,207 @@ static int use_transform(st_model *m, st_transform *xf, int64_t train_len, int64
     return rc;
 }
 
-int cmd_generate(int argc, char **argv) {
-    const char *src = NULL, *prompt = "";
-    int64_t n_tokens = 200, top_k = 40, context = 1024;
+/* What the command line asks for. */
+typedef struct gen_opts {
+    const char *src, *prompt;
+    int64_t n_tokens, top_k, context;
+    double temp;
+    int no_cache;
+    uint64_t seed;
+    int precision;   /* -1: the run's train.precision */
+    st_transform xf; /* the model keeps a pointer to it (st_model_set_transform) */
+} gen_opts;
+
+static int parse_args(int argc, char **argv, gen_opts *o) {
+    *o = (gen_opts){.prompt = "", .n_tokens = 200, .top_k = 40, .context = 1024, .temp = 0.8, .seed = 1,
+                    .precision = -1};
     const int64_t max_count = 1L << 30;
-    double temp = 0.8;
-    int no_cache = 0;
-    uint64_t seed = 1;
-    int precision = -1;   /* -1: the run's train.precision */
-    st_transform xf = {0};
     int rc = ST_OK;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--prompt") && i + 1 < argc) prompt = argv[++i];
-        else if (!strcmp(a, "--tokens") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 1, max_count, &n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %lld] expected", (long long)max_count); }
-        else if (!strcmp(a, "--top-k") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 0, max_count, &top_k)) return cli_usage("generate", "--top-k: integer in [0, %lld] expected", (long long)max_count); }
-        else if (!strcmp(a, "--context") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 1, max_count, &context)) return cli_usage("generate", "--context: integer in [1, %lld] expected", (long long)max_count); }
-        else if (!strcmp(a, "--temperature") && i + 1 < argc) { if (!cli_num_arg(argv[++i], 0, 1e6, &temp)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", argv[i]); }
-        else if (!strcmp(a, "--seed") && i + 1 < argc) { if (!cli_u64_arg(argv[++i], &seed)) return cli_usage("generate", "--seed '%s': integer >= 0 expected", argv[i]); }
-        else if (!strcmp(a, "--no-cache")) no_cache = 1;
-        else if (!strcmp(a, "--precision") && i + 1 < argc) { if ((precision = st_precision_from_name(argv[++i])) < 0) return cli_usage("generate", "--precision '%s': expected fp32 or bf16", argv[i]); }
-        else if (cli_transform_arg("generate", a, i + 1 < argc ? argv[i + 1] : NULL, &xf, &rc)) { if (rc) return rc; i++; }
+        if (!strcmp(a, "--prompt") && i + 1 < argc) o->prompt = argv[++i];
+        else if (!strcmp(a, "--tokens") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 1, max_count, &o->n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %lld] expected", (long long)max_count); }
+        else if (!strcmp(a, "--top-k") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 0, max_count, &o->top_k)) return cli_usage("generate", "--top-k: integer in [0, %lld] expected", (long long)max_count); }
+        else if (!strcmp(a, "--context") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 1, max_count, &o->context)) return cli_usage("generate", "--context: integer in [1, %lld] expected", (long long)max_count); }
+        else if (!strcmp(a, "--temperature") && i + 1 < argc) { if (!cli_num_arg(argv[++i], 0, 1e6, &o->temp)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", argv[i]); }
+        else if (!strcmp(a, "--seed") && i + 1 < argc) { if (!cli_u64_arg(argv[++i], &o->seed)) return cli_usage("generate", "--seed '%s': integer >= 0 expected", argv[i]); }
+        else if (!strcmp(a, "--no-cache")) o->no_cache = 1;
+        else if (!strcmp(a, "--precision") && i + 1 < argc) { if ((o->precision = st_precision_from_name(argv[++i])) < 0) return cli_usage("generate", "--precision '%s': expected fp32 or bf16", argv[i]); }
+        else if (cli_transform_arg("generate", a, i + 1 < argc ? argv[i + 1] : NULL, &o->xf, &rc)) { if (rc) return rc; i++; }
         else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
-        else if (!src) { src = a; if (cli_path_arg("generate", "RUN_DIR|CHECKPOINT", src)) return ST_ERR_CONFIG; }
+        else if (!o->src) { o->src = a; if (cli_path_arg("generate", "RUN_DIR|CHECKPOINT", o->src)) return ST_ERR_CONFIG; }
         else return cli_usage("generate", "unexpected argument '%s'", a);
     }
-    if (!src) return cli_usage("generate", "needs a run directory or checkpoint");
-    st_error e = {0};
+    if (!o->src) return cli_usage("generate", "needs a run directory or checkpoint");
+    return ST_OK;
+}
+
+/* The trained run and the text so far. */
+typedef struct gen_run {
     st_model m;
     st_run_config cfg;
     st_train_state ts;
     char tok_path[ST_PATH_BUF];
-    if (cli_load_trained(src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
-    const int V = m.cfg.vocab_size;
-    const int64_t max_len = st_pos_max_len(&m.cfg);
-    if (max_len > 0 && context > max_len) context = max_len;
-    if (use_transform(&m, &xf, cfg.train.seq_len, context, &e)) {
-        st_model_free(&m);
-        return cli_report(&e);
-    }
+    st_tokenizer *tok;   /* NULL: the run has no tokenizer.json */
+    int32_t *ids;        /* the prompt's ids, then the sampled ones */
+    int64_t n, n_prompt;
+} gen_run;
 
+static void free_run(gen_run *r) {
+    free(r->ids);
+    if (r->tok) st_tokenizer_free(r->tok);
+    st_model_free(&r->m);
+}
+
+/* The run's tokenizer and the prompt's ids (no prompt: token 0). */
+static int encode_prompt(const gen_opts *o, gen_run *r, st_error *e) {
     struct stat sb;
     /* the run's tokenizer must be the one the checkpoint was trained with (same hash and
      * size): a tokenizer.json copied from another run would decode to wrong text */
-    st_tokenizer *tok = stat(tok_path, &sb) == 0 ? st_tokenizer_load_expect(tok_path, ts.tok_hash, V, &e) : NULL;
-    if (!tok && e.code) { st_model_free(&m); return cli_report(&e); }
-    int64_t cap = n_tokens + (int64_t)strlen(prompt) + 1;
-    int32_t *ids = st_malloc((size_t)cap * sizeof(int32_t), &e);
-    if (!ids) { if (tok) st_tokenizer_free(tok); st_model_free(&m); return cli_report(&e); }
+    r->tok = stat(r->tok_path, &sb) == 0 ? st_tokenizer_load_expect(r->tok_path, r->ts.tok_hash, r->m.cfg.vocab_size, e) : NULL;
+    if (!r->tok && e->code) return e->code;
+    const char *prompt = o->prompt;
+    int64_t cap = o->n_tokens + (int64_t)strlen(prompt) + 1;
+    if (!(r->ids = st_malloc((size_t)cap * sizeof(int32_t), e))) return ST_ERR_MEMORY;
     int64_t n = 0;
     if (prompt[0]) {
-        n = tok ? st_tokenizer_encode(tok, prompt, (int64_t)strlen(prompt), ids, cap) : -1;
-        if (n < 0) {
-            st_fail(&e, ST_ERR_DATA, "--prompt \"%.60s\": cannot be encoded by %s (a word or id outside the vocabulary%s)",
-                    prompt, tok ? tok_path : "the run", tok ? "" : "; the run has no tokenizer.json");
-            free(ids);
-            if (tok) st_tokenizer_free(tok);
-            st_model_free(&m);
-            return cli_report(&e);
-        }
+        n = r->tok ? st_tokenizer_encode(r->tok, prompt, (int64_t)strlen(prompt), r->ids, cap) : -1;
+        if (n < 0)
+            return st_fail(e, ST_ERR_DATA, "--prompt \"%.60s\": cannot be encoded by %s (a word or id outside the vocabulary%s)",
+                           prompt, r->tok ? r->tok_path : "the run", r->tok ? "" : "; the run has no tokenizer.json");
     }
-    if (n <= 0) { ids[0] = 0; n = 1; }   /* no prompt: start from token 0 (<eos> for word level) */
-    int64_t n_prompt = n;
+    if (n <= 0) { r->ids[0] = 0; n = 1; }   /* no prompt: start from token 0 (<eos> for word level) */
+    r->n = r->n_prompt = n;
+    return ST_OK;
+}
 
+/* The model with its transform (the context clamped to what its positions represent),
+ * its tokenizer and the prompt. On failure after the model loaded, all is freed. */
+static int load_run(gen_opts *o, gen_run *r, st_error *e) {
+    r->tok = NULL;
+    r->ids = NULL;
+    int rc = cli_load_trained(o->src, &r->m, &r->cfg, &r->ts, r->tok_path, sizeof r->tok_path, e);
+    if (rc) return rc;
+    const int64_t max_len = st_pos_max_len(&r->m.cfg);
+    if (max_len > 0 && o->context > max_len) o->context = max_len;
+    rc = use_transform(&r->m, &o->xf, r->cfg.train.seq_len, o->context, e);
+    if (!rc) rc = encode_prompt(o, r, e);
+    if (rc) free_run(r);
+    return rc;
+}
+
+/* What the forwards need. */
+typedef struct gen_engine {
+    st_mm *mm;           /* the products' backend in the chosen precision */
+    float *logits;       /* (2, V): the logits, then sample()'s work */
     st_arena ar;
     st_ctx ctx;
-    st_kv_cache cache;
-    memset(&cache, 0, sizeof cache);
+    st_kv_cache cache;   /* unused with --no-cache */
+    int have_arena, have_ctx;
+} gen_engine;
+
+static int engine_init(gen_engine *g, const gen_opts *o, gen_run *r, st_error *e) {
+    const int V = r->m.cfg.vocab_size;
+    memset(&g->cache, 0, sizeof g->cache);
     /* precision: the products' backend, the weights' bf16 shadow and the cache's rows */
-    if (precision < 0) precision = cfg.train.precision;
-    st_mm *mm = NULL;
-    rc = st_mm_create(&mm, precision, 0, &e);
-    if (!rc && precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, &e);
-    float *logits = st_malloc(sizeof(float) * 2 * (size_t)V, &e);
-    st_rng rng;
-    st_rng_seed(&rng, seed);
-    if (!rc) rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, &e) : ST_ERR_MEMORY;
-    int have_arena = !rc;
-    if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, &e);
-    int have_ctx = !rc;
-    if (have_ctx) ctx.mm = mm;
+    const int precision = o->precision < 0 ? r->cfg.train.precision : o->precision;
+    g->mm = NULL;
+    int rc = st_mm_create(&g->mm, precision, 0, e);
+    if (!rc && precision == ST_PREC_BF16) rc = st_params_enable_bf16(&r->m.params, e);
+    g->logits = st_malloc(sizeof(float) * 2 * (size_t)V, e);
+    if (!rc) rc = g->logits ? st_arena_init(&g->ar, (size_t)16 << 20, (size_t)-1, e) : ST_ERR_MEMORY;
+    g->have_arena = !rc;
+    if (!rc) rc = st_ctx_init(&g->ctx, &g->ar, 1 << 14, e);
+    g->have_ctx = !rc;
+    if (g->have_ctx) g->ctx.mm = g->mm;
+    if (rc || o->no_cache) return rc;
     /* the cache never needs more than the tokens that are fed (the last one sampled is not) */
-    const int64_t fed_max = n_prompt + n_tokens - 1;
-    if (!rc && !no_cache) rc = st_kv_cache_init(&cache, &m, context < fed_max ? context : fed_max, precision, &e);
-    if (!rc && !no_cache)   /* grouped-query attention keeps n_kv_heads per layer: the cache shrinks by the group */
-        st_log(ST_LOG_INFO, "kv cache: %lld rows x %d layers x %d key/value heads (of %d query heads) x %d, %s: %.1f MiB "
-               "(%.0f bytes)", (long long)cache.rows, cache.n_layers, cache.n_kv_heads, cache.n_heads, cache.head_dim,
-               st_precision_name(cache.precision), st_kv_cache_bytes(&cache) / 1048576.0, st_kv_cache_bytes(&cache));
-    int64_t fed = 0;   /* ids[0..fed) are in the cache (or were dropped from it) */
+    const int64_t fed_max = r->n_prompt + o->n_tokens - 1;
+    st_kv_cache *c = &g->cache;
+    if ((rc = st_kv_cache_init(c, &r->m, o->context < fed_max ? o->context : fed_max, precision, e))) return rc;
+    /* grouped-query attention keeps n_kv_heads per layer: the cache shrinks by the group */
+    st_log(ST_LOG_INFO, "kv cache: %lld rows x %d layers x %d key/value heads (of %d query heads) x %d, %s: %.1f MiB "
+           "(%.0f bytes)", (long long)c->rows, c->n_layers, c->n_kv_heads, c->n_heads, c->head_dim,
+           st_precision_name(c->precision), st_kv_cache_bytes(c) / 1048576.0, st_kv_cache_bytes(c));
+    return ST_OK;
+}
+
+static void engine_free(gen_engine *g) {
+    st_kv_cache_free(&g->cache);
+    st_mm_free(g->mm);
+    if (g->have_ctx) st_ctx_free(&g->ctx);
+    if (g->have_arena) st_arena_free(&g->ar);
+    free(g->logits);
+}
+
+/* The logits after ids[0..n) through the cache; ids[0..*fed) are in it (or were dropped
+ * from it). */
+static int decode_step(gen_engine *g, gen_run *r, int64_t *fed, st_error *e) {
+    st_kv_cache *cache = &g->cache;
+    const int64_t n = r->n;
+    /* first call, or an absolute-position window that would slide: (re)prefill the
+     * last window of tokens; otherwise feed what is new (one token) */
+    if (*fed == 0 || st_kv_cache_must_reset(cache, &r->m, n - *fed)) {
+        st_kv_cache_reset(cache);
+        /* a window transform streams the whole prompt (its sinks are the text's first
+         * tokens; the cache keeps sinks + window as it goes) */
+        const int stream_all = r->m.xf && r->m.xf->window > 0 && cache->slides;
+        *fed = n > cache->window && !stream_all ? n - cache->window : 0;
+    }
+    int rc = st_model_decode(&r->m, cache, &g->ctx, r->ids + *fed, n - *fed, g->logits, e);
+    *fed = n;
+    return rc;
+}
+
+/* Sample --tokens tokens after the prompt. */
+static int generate(gen_engine *g, const gen_opts *o, gen_run *r, st_error *e) {
+    const int V = r->m.cfg.vocab_size;
+    st_rng rng;
+    st_rng_seed(&rng, o->seed);
+    int64_t fed = 0;
+    int rc = ST_OK;
     const double t0 = st_time();
-    while (!rc && n < n_prompt + n_tokens) {
-        st_ctx_begin(&ctx, 0, 0);
-        if (no_cache) {
-            rc = window_logits(&m, &ctx, ids, n, context, logits, &e);
-        } else {
-            /* first call, or an absolute-position window that would slide: (re)prefill the
-             * last window of tokens; otherwise feed what is new (one token) */
-            if (fed == 0 || st_kv_cache_must_reset(&cache, &m, n - fed)) {
-                st_kv_cache_reset(&cache);
-                /* a window transform streams the whole prompt (its sinks are the text's first
-                 * tokens; the cache keeps sinks + window as it goes) */
-                const int stream_all = m.xf && m.xf->window > 0 && cache.slides;
-                fed = n > cache.window && !stream_all ? n - cache.window : 0;
-            }
-            rc = st_model_decode(&m, &cache, &ctx, ids + fed, n - fed, logits, &e);
-            fed = n;
-        }
-        if (!rc) ids[n++] = sample(logits, V, (float)temp, (int)top_k, &rng, logits + V);
+    while (!rc && r->n < r->n_prompt + o->n_tokens) {
+        st_ctx_begin(&g->ctx, 0, 0);
+        if (o->no_cache) rc = window_logits(&r->m, &g->ctx, r->ids, r->n, o->context, g->logits, e);
+        else rc = decode_step(g, r, &fed, e);
+        if (!rc) r->ids[r->n++] = sample(g->logits, V, (float)o->temp, (int)o->top_k, &rng, g->logits + V);
     }
-    if (!rc) {
-        const double dt = st_time() - t0;
-        st_log(ST_LOG_INFO, "generate: %lld tokens in %.2f s (%.1f tokens/s, %s, context %lld)",
-               (long long)(n - n_prompt), dt, dt > 0 ? (double)(n - n_prompt) / dt : 0.0,
-               no_cache ? "--no-cache" : "kv cache", (long long)context);
-        if (tok) {
-            int64_t bytes = st_tokenizer_decode(tok, ids, n, NULL, 0);
-            char *text = malloc((size_t)(bytes > 0 ? bytes : 0) + 1);
-            if (text && bytes >= 0 && st_tokenizer_decode(tok, ids, n, text, bytes + 1) >= 0) printf("%s\n", text);
-            free(text);
-        } else {
-            for (int64_t i = 0; i < n; i++) printf("%d%c", ids[i], i + 1 < n ? ' ' : '\n');
-        }
+    if (rc) return rc;
+    const double dt = st_time() - t0;
+    const int64_t new_tokens = r->n - r->n_prompt;
+    st_log(ST_LOG_INFO, "generate: %lld tokens in %.2f s (%.1f tokens/s, %s, context %lld)",
+           (long long)new_tokens, dt, dt > 0 ? (double)new_tokens / dt : 0.0,
+           o->no_cache ? "--no-cache" : "kv cache", (long long)o->context);
+    return ST_OK;
+}
+
+/* The text, or the ids when the run has no tokenizer. */
+static void print_text(const gen_run *r) {
+    const int32_t *ids = r->ids;
+    const int64_t n = r->n;
+    if (r->tok) {
+        int64_t bytes = st_tokenizer_decode(r->tok, ids, n, NULL, 0);
+        char *text = malloc((size_t)(bytes > 0 ? bytes : 0) + 1);
+        if (text && bytes >= 0 && st_tokenizer_decode(r->tok, ids, n, text, bytes + 1) >= 0) printf("%s\n", text);
+        free(text);
+    } else {
+        for (int64_t i = 0; i < n; i++) printf("%d%c", ids[i], i + 1 < n ? ' ' : '\n');
     }
-    st_kv_cache_free(&cache);
-    st_mm_free(mm);
-    if (have_ctx) st_ctx_free(&ctx);
-    if (have_arena) st_arena_free(&ar);
-    free(logits); free(ids);
-    if (tok) st_tokenizer_free(tok);
-    st_model_free(&m);
+}
+
+int cmd_generate(int argc, char **argv) {
+    gen_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    st_error e = {0};
+    gen_run r;
+    if (load_run(&o, &r, &e)) return cli_report(&e);
+    gen_engine g;
+    rc = engine_init(&g, &o, &r, &e);
+    if (!rc) rc = generate(&g, &o, &r, &e);
+    if (!rc) print_text(&r);
+    engine_free(&g);
+    free_run(&r);
     return rc ? cli_report(&e) : ST_OK;
 }

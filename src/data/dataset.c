@@ -228,131 +228,181 @@ static int tokenize_split(st_tokenizer *t, const split_src *s, int build, sd_vec
     return sd_encode_file(t, s->path, s->begin, s->end, v, e);
 }
 
-static int load_corpus(const st_data_config *c, const char *cfg_file, st_dataset *ds, st_error *e) {
-    const char *tname = st_data_tokenizer_name(c);
-    int kind = !strcmp(tname, "word") ? ST_TOK_WORD : !strcmp(tname, "bpe") ? ST_TOK_BPE : ST_TOK_BYTE;
-    int wiki = !strcmp(c->source, "wikitext");
+/* A corpus being loaded: its splits, their cache keys and the tokens in hand so far. */
+typedef struct corpus {
+    int kind;                 /* ST_TOK_WORD, ST_TOK_BPE or ST_TOK_BYTE */
+    int wiki;                 /* source "wikitext" (a directory), else "text" (one file) */
+    char spec[16];            /* the tokenizer's cache spec ("word", "byte", "bpe512") */
     split_src src[3];
-    int rc = wiki ? resolve_wikitext(c->path, src, e) : resolve_text(c, src, e);
-    if (rc) return rc;
+    char cdir[ST_PATH_BUF];   /* the cache directory; "": no cache */
+    sd_cache_key key[3];
+    st_tokenizer *t;
+    sd_vec v[3];
+    int hit[3];               /* split i came from its cache */
+    uint64_t tried[3];        /* tokenizer hash each split's cache was checked against */
+    int have_train;           /* v[0] came out of building a word vocabulary */
+} corpus;
 
-    char data_dir[ST_PATH_BUF], cdir[ST_PATH_BUF], stem[300], spec[16];
+/* The cache directory, the cache files' names (in ds) and each split's cache key. */
+static int plan_cache(const st_data_config *c, const char *cfg_file, corpus *co, st_dataset *ds, st_error *e) {
+    char data_dir[ST_PATH_BUF], stem[300];
     snprintf(data_dir, sizeof data_dir, "%s", c->path);
-    if (!wiki) {
+    if (!co->wiki) {
         char tmp[ST_PATH_BUF];
         snprintf(tmp, sizeof tmp, "%s", c->path);
         snprintf(data_dir, sizeof data_dir, "%s", dirname(tmp));
     }
-    if ((rc = resolve_cache_dir(c, cfg_file, data_dir, cdir, sizeof cdir, e))) return rc;
+    int rc = resolve_cache_dir(c, cfg_file, data_dir, co->cdir, sizeof co->cdir, e);
+    if (rc) return rc;
     cache_stem(c->path, stem, sizeof stem);
-    if (kind == ST_TOK_BPE) snprintf(spec, sizeof spec, "bpe%d", c->bpe_vocab);
-    else snprintf(spec, sizeof spec, "%s", tname);
+    char *cdir = co->cdir;
     if (cdir[0] && strlen(cdir) + strlen(stem) + 40 >= sizeof ds->vocab_file) {
         st_log(ST_LOG_WARN, "cache directory path %s is too long; tokenizing without a cache", cdir);
         cdir[0] = 0;
     }
     if (cdir[0]) {
         for (int i = 0; i < 3; i++)
-            snprintf(ds->cache_file[i], sizeof ds->cache_file[i], "%s/%s.%s.%s.tokens", cdir, stem, split_name[i], spec);
-        if (kind != ST_TOK_BYTE) snprintf(ds->vocab_file, sizeof ds->vocab_file, "%s/%s.%s.vocab", cdir, stem, spec);
+            snprintf(ds->cache_file[i], sizeof ds->cache_file[i], "%s/%s.%s.%s.tokens", cdir, stem, split_name[i], co->spec);
+        if (co->kind != ST_TOK_BYTE) snprintf(ds->vocab_file, sizeof ds->vocab_file, "%s/%s.%s.vocab", cdir, stem, co->spec);
     }
-    sd_cache_key key[3];
     for (int i = 0; i < 3; i++) {
-        memset(&key[i], 0, sizeof key[i]);
-        key[i].src = src[i].id;
-        key[i].begin = src[i].begin;
-        key[i].end = src[i].end;
-        snprintf(key[i].spec, sizeof key[i].spec, "%s", spec);
+        memset(&co->key[i], 0, sizeof co->key[i]);
+        co->key[i].src = co->src[i].id;
+        co->key[i].begin = co->src[i].begin;
+        co->key[i].end = co->src[i].end;
+        snprintf(co->key[i].spec, sizeof co->key[i].spec, "%s", co->spec);
     }
+    return ST_OK;
+}
 
+/* Split i's tokens from its cache, when co->t made them: 1 on a hit. */
+static int read_split(corpus *co, const st_dataset *ds, int i) {
+    int64_t bytes;
+    int hit = sd_cache_read_tokens(ds->cache_file[i], &co->key[i], &co->v[i].v, &co->v[i].n, &bytes);
+    co->v[i].cap = co->v[i].n;
+    return hit;
+}
+
+static int read_caches(corpus *co, const st_dataset *ds, st_error *e) {
     /* 1. the tokenizer: fixed (byte), or from the vocabulary cache */
-    st_tokenizer *t = NULL;
-    int hit[3] = {0, 0, 0}, built = 0;
-    sd_vec v[3];
-    memset(v, 0, sizeof v);
-    if (kind == ST_TOK_BYTE) {
-        if (!(t = st_tokenizer_new_byte(e))) return e->code;
+    if (co->kind == ST_TOK_BYTE) {
+        if (!(co->t = st_tokenizer_new_byte(e))) return e->code;
     } else if (ds->vocab_file[0]) {
-        sd_cache_read_tokenizer(ds->vocab_file, &key[0], &t);
+        sd_cache_read_tokenizer(ds->vocab_file, &co->key[0], &co->t);
     }
     /* 2. cached splits made by that tokenizer */
-    uint64_t tried[3] = {0, 0, 0};   /* tokenizer hash each split's cache was checked against */
-    for (int i = 0; i < 3 && t && cdir[0]; i++) {
-        key[i].tok_hash = t->hash;
-        key[i].vocab_size = t->vocab_size;
-        int64_t bytes;
-        hit[i] = sd_cache_read_tokens(ds->cache_file[i], &key[i], &v[i].v, &v[i].n, &bytes);
-        v[i].cap = v[i].n;
-        tried[i] = t->hash;
+    for (int i = 0; i < 3 && co->t && co->cdir[0]; i++) {
+        co->key[i].tok_hash = co->t->hash;
+        co->key[i].vocab_size = co->t->vocab_size;
+        co->hit[i] = read_split(co, ds, i);
+        co->tried[i] = co->t->hash;
     }
-    /* 3. build what is missing. Word level: the vocabulary comes out of tokenizing train */
-    int have_train = 0;
-    if (kind == ST_TOK_WORD && (!t || !hit[0])) {
-        uint64_t old = t ? t->hash : 0;
-        st_tokenizer_free(t);
-        sd_vec_free(&v[0]);
-        if (!(t = sd_tok_new(ST_TOK_WORD, e))) { rc = e->code; goto fail; }
-        double t0 = st_time();
-        if ((rc = tokenize_split(t, &src[0], 1, &v[0], e))) goto fail;
-        st_log(ST_LOG_DEBUG, "data: tokenized %s (%lld words, vocab %d) in %.3f s", src[0].path, (long long)v[0].n,
-               t->vocab_size, st_time() - t0);
-        hit[0] = 0;
-        have_train = 1;
+    return ST_OK;
+}
+
+/* Word level: the vocabulary comes out of tokenizing train (kept as v[0]); a vocabulary
+ * other than the cached one voids the other splits' cached tokens. */
+static int build_word_vocab(corpus *co, st_error *e) {
+    uint64_t old = co->t ? co->t->hash : 0;
+    st_tokenizer_free(co->t);
+    sd_vec_free(&co->v[0]);
+    if (!(co->t = sd_tok_new(ST_TOK_WORD, e))) return e->code;
+    double t0 = st_time();
+    int rc = tokenize_split(co->t, &co->src[0], 1, &co->v[0], e);
+    if (rc) return rc;
+    st_log(ST_LOG_DEBUG, "data: tokenized %s (%lld words, vocab %d) in %.3f s", co->src[0].path, (long long)co->v[0].n,
+           co->t->vocab_size, st_time() - t0);
+    co->hit[0] = 0;
+    co->have_train = 1;
+    if (co->t->hash != old)
+        for (int i = 1; i < 3; i++) { sd_vec_free(&co->v[i]); co->hit[i] = 0; }
+    return ST_OK;
+}
+
+/* 3. build what is missing (and cache the vocabulary built) */
+static int build_tokenizer(const st_data_config *c, corpus *co, const st_dataset *ds, st_error *e) {
+    int built = 0, rc;
+    if (co->kind == ST_TOK_WORD && (!co->t || !co->hit[0])) {
+        if ((rc = build_word_vocab(co, e))) return rc;
         built = 1;
-        if (t->hash != old)
-            for (int i = 1; i < 3; i++) { sd_vec_free(&v[i]); hit[i] = 0; }
     }
-    if (kind == ST_TOK_BPE && !t) {
+    if (co->kind == ST_TOK_BPE && !co->t) {
+        const split_src *s = &co->src[0];
         double t0 = st_time();
-        if (!(t = sd_bpe_train_file(src[0].path, src[0].begin, src[0].end, c->bpe_vocab, e))) { rc = e->code; goto fail; }
-        st_log(ST_LOG_INFO, "data: trained BPE (%d tokens) on %s in %.2f s", t->vocab_size, src[0].path, st_time() - t0);
+        if (!(co->t = sd_bpe_train_file(s->path, s->begin, s->end, c->bpe_vocab, e))) return e->code;
+        st_log(ST_LOG_INFO, "data: trained BPE (%d tokens) on %s in %.2f s", co->t->vocab_size, s->path, st_time() - t0);
         built = 1;
     }
     if (built && ds->vocab_file[0]) {
         st_error we = {0};
-        key[0].tok_hash = 0;
-        if (sd_cache_write_tokenizer(ds->vocab_file, &key[0], t, &we))
+        co->key[0].tok_hash = 0;
+        if (sd_cache_write_tokenizer(ds->vocab_file, &co->key[0], co->t, &we))
             st_log(ST_LOG_WARN, "could not write the vocabulary cache: %s", we.msg);
     }
-    /* 4. every split not in hand: its cache (a rebuilt tokenizer is often the same one),
-     * else tokenize it and write the cache */
+    return ST_OK;
+}
+
+/* 4. every split not in hand: its cache (a rebuilt tokenizer is often the same one),
+ * else tokenize it and write the cache */
+static int load_splits(corpus *co, const st_dataset *ds, st_error *e) {
+    const st_tokenizer *t = co->t;
     for (int i = 0; i < 3; i++) {
-        key[i].tok_hash = t->hash;
-        key[i].vocab_size = t->vocab_size;
-        if (!hit[i] && !(i == 0 && have_train) && cdir[0] && tried[i] != t->hash) {
-            int64_t bytes;
-            hit[i] = sd_cache_read_tokens(ds->cache_file[i], &key[i], &v[i].v, &v[i].n, &bytes);
-            v[i].cap = v[i].n;
-        }
-        if (!hit[i] && !(i == 0 && have_train))
-            if ((rc = tokenize_split(t, &src[i], 0, &v[i], e))) goto fail;
-        if (!hit[i] && cdir[0]) {
+        const int train_built = i == 0 && co->have_train;
+        co->key[i].tok_hash = t->hash;
+        co->key[i].vocab_size = t->vocab_size;
+        if (!co->hit[i] && !train_built && co->cdir[0] && co->tried[i] != t->hash) co->hit[i] = read_split(co, ds, i);
+        int rc;
+        if (!co->hit[i] && !train_built)
+            if ((rc = tokenize_split(co->t, &co->src[i], 0, &co->v[i], e))) return rc;
+        if (!co->hit[i] && co->cdir[0]) {
             st_error we = {0};
-            if (sd_cache_write_tokens(ds->cache_file[i], &key[i], v[i].v, v[i].n, src[i].end - src[i].begin, &we))
+            if (sd_cache_write_tokens(ds->cache_file[i], &co->key[i], co->v[i].v, co->v[i].n,
+                                      co->src[i].end - co->src[i].begin, &we))
                 st_log(ST_LOG_WARN, "could not write the token cache: %s", we.msg);
         }
-        if (v[i].n < 2) {
-            rc = st_fail(e, ST_ERR_DATA, "%s: the %s split has %lld token%s; at least 2 are needed", src[i].path,
-                         split_name[i], (long long)v[i].n, v[i].n == 1 ? "" : "s");
-            goto fail;
-        }
+        if (co->v[i].n < 2)
+            return st_fail(e, ST_ERR_DATA, "%s: the %s split has %lld token%s; at least 2 are needed", co->src[i].path,
+                           split_name[i], (long long)co->v[i].n, co->v[i].n == 1 ? "" : "s");
     }
-    for (int i = 0; i < 3; i++) {
-        int32_t *fit = realloc(v[i].v, (size_t)v[i].n * sizeof(int32_t));   /* drop growth slack */
-        ds->tokens[i] = fit ? fit : v[i].v;
-        ds->n[i] = v[i].n;
-        ds->bytes[i] = src[i].end - src[i].begin;
-        ds->cache_hits += hit[i];
-    }
-    ds->tok = t;
-    ds->tok_hash = t->hash;
-    ds->vocab_size = t->vocab_size;
-    ds->unit = kind == ST_TOK_WORD ? ST_UNIT_WORD : ST_UNIT_BYTE;
     return ST_OK;
-fail:
-    for (int i = 0; i < 3; i++) sd_vec_free(&v[i]);
-    st_tokenizer_free(t);
-    return rc;
+}
+
+/* The tokenizer and the three streams become the dataset's. */
+static void hand_over(corpus *co, st_dataset *ds) {
+    for (int i = 0; i < 3; i++) {
+        int32_t *fit = realloc(co->v[i].v, (size_t)co->v[i].n * sizeof(int32_t));   /* drop growth slack */
+        ds->tokens[i] = fit ? fit : co->v[i].v;
+        ds->n[i] = co->v[i].n;
+        ds->bytes[i] = co->src[i].end - co->src[i].begin;
+        ds->cache_hits += co->hit[i];
+    }
+    ds->tok = co->t;
+    ds->tok_hash = co->t->hash;
+    ds->vocab_size = co->t->vocab_size;
+    ds->unit = co->kind == ST_TOK_WORD ? ST_UNIT_WORD : ST_UNIT_BYTE;
+}
+
+static int load_corpus(const st_data_config *c, const char *cfg_file, st_dataset *ds, st_error *e) {
+    const char *tname = st_data_tokenizer_name(c);
+    corpus co;
+    memset(&co, 0, sizeof co);
+    co.kind = !strcmp(tname, "word") ? ST_TOK_WORD : !strcmp(tname, "bpe") ? ST_TOK_BPE : ST_TOK_BYTE;
+    co.wiki = !strcmp(c->source, "wikitext");
+    if (co.kind == ST_TOK_BPE) snprintf(co.spec, sizeof co.spec, "bpe%d", c->bpe_vocab);
+    else snprintf(co.spec, sizeof co.spec, "%s", tname);
+    int rc = co.wiki ? resolve_wikitext(c->path, co.src, e) : resolve_text(c, co.src, e);
+    if (rc) return rc;
+    if ((rc = plan_cache(c, cfg_file, &co, ds, e))) return rc;
+    rc = read_caches(&co, ds, e);
+    if (!rc) rc = build_tokenizer(c, &co, ds, e);
+    if (!rc) rc = load_splits(&co, ds, e);
+    if (rc) {
+        for (int i = 0; i < 3; i++) sd_vec_free(&co.v[i]);
+        st_tokenizer_free(co.t);
+        return rc;
+    }
+    hand_over(&co, ds);
+    return ST_OK;
 }
 
 int st_dataset_load(const st_data_config *cfg, const char *cfg_file, st_dataset *ds, st_error *e) {

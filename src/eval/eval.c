@@ -106,8 +106,13 @@ typedef struct eval_state {
     st_ctx ctx;
     st_eval_result *r;
     const st_eval_window *win0; /* all windows */
+    int64_t nw, B;          /* windows, full-length windows per forward */
+    st_dist *dist;
+    int rank, ranks;
+    int have_arena, have_ctx;
     float *scored;          /* ranks > 1: losses of the scored targets in stream order */
-    const int64_t *scored_at; /* (windows) offset of window w's first scored target */
+    int64_t *scored_at;     /* (windows) offset of window w's first scored target */
+    int64_t n_scored;       /* scored targets of all windows */
 } eval_state;
 
 /* Add window win[b]'s scored losses l[0 .. len - score_from) to the result, in position
@@ -184,12 +189,8 @@ static int64_t default_limit(void) {
     return mem ? (int64_t)(mem / 10 * 8) : (int64_t)8 << 30;
 }
 
-int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_t stride,
-                const st_eval_opts *opts, st_eval_result *res, st_error *e) {
-    st_eval_opts dflt;
-    if (!opts) { st_eval_opts_default(&dflt); opts = &dflt; }
-    memset(res, 0, sizeof *res);
-    res->bpb = NAN;
+/* The arguments, and a length the model's positions can represent. */
+static int check_run(const st_model *m, int64_t n, int64_t L, int64_t stride, const st_eval_opts *opts, st_error *e) {
     if (L < 1) return st_fail(e, ST_ERR_CONFIG, "eval: length must be >= 1 (got %lld)", (long long)L);
     if (stride < 1 || stride > L)
         return st_fail(e, ST_ERR_CONFIG, "eval: stride must be in [1, L = %lld] (got %lld)", (long long)L, (long long)stride);
@@ -201,114 +202,175 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
     if (max_len > 0 && longest > max_len)
         return st_fail(e, ST_ERR_CONFIG, "eval at length %lld: %s positions represent at most %lld tokens; %s",
                        (long long)L, st_pos_name(m->cfg.pos), (long long)max_len, st_pos_limit_why(m->cfg.pos));
+    return ST_OK;
+}
 
-    int64_t nw = st_eval_windows(n, L, stride, NULL, 0);
-    if (nw <= 0) return st_fail(e, ST_ERR_DATA, "eval: no evaluation window for %lld tokens", (long long)n);
-    st_eval_window *win = st_malloc((size_t)nw * sizeof *win, e);
-    if (!win) return ST_ERR_MEMORY;
-    st_eval_windows(n, L, stride, win, nw);
-
+/* Windows of the full length L per forward: batch_tokens / L, at least 1, at most all of
+ * them. */
+static int64_t batch_windows(const st_eval_window *win, int64_t nw, int64_t L, const st_eval_opts *opts) {
     int64_t bt = opts->batch_tokens > 0 ? opts->batch_tokens : ST_EVAL_DEFAULT_BATCH_TOKENS;
     int64_t B = bt / L > 1 ? bt / L : 1;
     int64_t full = 0;
     for (int64_t i = 0; i < nw; i++) full += win[i].len == L;
     if (B > full) B = full > 0 ? full : 1;
+    return B;
+}
 
+/* The result's settings and its empty loss buckets. */
+static int init_result(st_eval_result *res, int64_t L, int64_t stride, int64_t B, const st_eval_opts *opts,
+                       st_error *e) {
     res->length = L;
     res->stride = stride;
     res->batch = B;
     res->n_buckets = st_eval_bucket_layout(L, opts->buckets, opts->bucket_scale, NULL);
     if (res->n_buckets) {
         res->buckets = st_calloc((size_t)res->n_buckets, sizeof *res->buckets, e);
-        if (!res->buckets) { free(win); return ST_ERR_MEMORY; }
+        if (!res->buckets) return ST_ERR_MEMORY;
         st_eval_bucket_layout(L, opts->buckets, opts->bucket_scale, res->buckets);
     }
+    return ST_OK;
+}
 
-    eval_state s = {.m = m, .tokens = tokens, .o = opts, .L = L, .r = res, .win0 = win};
-    st_dist *dist = opts->dist;
-    const int rank = st_dist_rank(dist), ranks = st_dist_size(dist);
-    size_t rows = (size_t)(B * longest);
-    int rc = ST_OK;
-    s.ids = st_malloc(rows * sizeof(int32_t), e);
-    s.tgt = st_malloc(rows * sizeof(int32_t), e);
-    s.tok_loss = st_malloc(rows * sizeof(float), e);
-    if (!s.ids || !s.tgt || !s.tok_loss) rc = ST_ERR_MEMORY;
-    size_t limit = opts->arena_limit ? opts->arena_limit : (size_t)default_limit();
-    if (!rc) rc = st_arena_init(&s.arena, (size_t)32 << 20, limit, e);
-    int have_arena = rc == ST_OK;
-    if (!rc) rc = st_ctx_init(&s.ctx, &s.arena, 64, e);
-    int have_ctx = rc == ST_OK;
-    if (have_ctx) s.ctx.mm = opts->mm;
-    int64_t *scored_at = NULL, total = 0;
-    if (!rc && ranks > 1) {
-        scored_at = st_malloc((size_t)nw * sizeof *scored_at, e);
-        for (int64_t i = 0; scored_at && i < nw; i++) {
-            scored_at[i] = total;
-            total += win[i].len - win[i].score_from;
-        }
-        s.scored = scored_at ? st_calloc((size_t)(total ? total : 1), sizeof *s.scored, e) : NULL;
-        s.scored_at = scored_at;
-        if (!s.scored) rc = ST_ERR_MEMORY;
+/* ranks > 1: where each window's scored losses go in the stream-ordered buffer */
+static int init_scored(eval_state *s, st_error *e) {
+    s->scored_at = st_malloc((size_t)s->nw * sizeof *s->scored_at, e);
+    for (int64_t i = 0; s->scored_at && i < s->nw; i++) {
+        s->scored_at[i] = s->n_scored;
+        s->n_scored += s->win0[i].len - s->win0[i].score_from;
     }
+    s->scored = s->scored_at ? st_calloc((size_t)(s->n_scored ? s->n_scored : 1), sizeof *s->scored, e) : NULL;
+    return s->scored ? ST_OK : ST_ERR_MEMORY;
+}
 
-    if (opts->reset_peak_rss) reset_peak_rss();
-    double t0 = st_time(), last_log = t0;
-    /* progress: the live line on a terminal, else a log line every progress_every s */
-    st_live live;
-    st_live_init(&live, opts->progress_every <= 0);
+/* The (B, longest) batch buffers, the arena and context of the forwards, and the buffer
+ * of the ranks' sum. */
+static int init_state(eval_state *s, size_t rows, st_error *e) {
+    const st_eval_opts *opts = s->o;
+    s->dist = opts->dist;
+    s->rank = st_dist_rank(s->dist);
+    s->ranks = st_dist_size(s->dist);
+    int rc = ST_OK;
+    s->ids = st_malloc(rows * sizeof(int32_t), e);
+    s->tgt = st_malloc(rows * sizeof(int32_t), e);
+    s->tok_loss = st_malloc(rows * sizeof(float), e);
+    if (!s->ids || !s->tgt || !s->tok_loss) rc = ST_ERR_MEMORY;
+    size_t limit = opts->arena_limit ? opts->arena_limit : (size_t)default_limit();
+    if (!rc) rc = st_arena_init(&s->arena, (size_t)32 << 20, limit, e);
+    s->have_arena = rc == ST_OK;
+    if (!rc) rc = st_ctx_init(&s->ctx, &s->arena, 64, e);
+    s->have_ctx = rc == ST_OK;
+    if (s->have_ctx) s->ctx.mm = opts->mm;
+    if (!rc && s->ranks > 1) rc = init_scored(s, e);
+    return rc;
+}
+
+/* Progress after window i: the live line, or a log line when progress_every s have passed. */
+static void show_progress(const eval_state *s, st_live *live, int64_t i, double t0, double *last_log) {
+    const int64_t nw = s->nw;
+    double now = st_time(), rate = (double)s->r->tokens / (now - t0);
+    if (live->on) {
+        char bar[21], r[32], eta[32];
+        st_fmt_bar(bar, 20, i, nw);
+        st_fmt_rate(r, sizeof r, rate);
+        st_fmt_duration(eta, sizeof eta, (now - t0) / (double)i * (double)(nw - i));
+        st_live_show(live, 0, "eval L=%lld: window %lld/%lld [%s] %s tok/s ETA %s", (long long)s->L, (long long)i,
+                     (long long)nw, bar, r, eta);
+    } else if (s->o->progress_every > 0 && now - *last_log >= s->o->progress_every) {
+        *last_log = now;
+        st_log(ST_LOG_INFO, "eval L=%lld: %lld/%lld windows, %.0f tok/s", (long long)s->L, (long long)i,
+               (long long)nw, rate);
+    }
+}
+
+/* Every forward batch in window order; batch k runs on rank k mod N. */
+static int run_batches(eval_state *s, st_live *live, double t0, st_error *e) {
+    const st_eval_window *win = s->win0;
+    const int64_t nw = s->nw;
+    st_eval_result *res = s->r;
+    double last_log = t0;
+    int rc = ST_OK;
     for (int64_t i = 0, k = 0; i < nw && !rc; k++) {
-        int64_t nb = batch_at(win, nw, i, B, L);
-        if (k % ranks == rank) rc = eval_batch(&s, win + i, nb, win[i].len, e);
+        int64_t nb = batch_at(win, nw, i, s->B, s->L);
+        if (k % s->ranks == s->rank) rc = eval_batch(s, win + i, nb, win[i].len, e);
         res->forward_tokens += nb * win[i].len;
         res->windows += nb;
         i += nb;
-        if (!rc && st_arena_chunks(&s.arena) > 1) {
+        if (!rc && st_arena_chunks(&s->arena) > 1) {
             /* first forward done: consolidate the chunks into one block of the high water
              * now, and hand the freed chunks back to the OS before that block is touched
              * (glibc keeps freed blocks below its mmap threshold resident, which would
              * double the peak) */
-            st_arena_reset(&s.arena);
+            st_arena_reset(&s->arena);
             release_heap();
         }
-        double now = st_time(), rate = (double)res->tokens / (now - t0);
-        if (!rc && live.on) {
-            char bar[21], r[32], eta[32];
-            st_fmt_bar(bar, 20, i, nw);
-            st_fmt_rate(r, sizeof r, rate);
-            st_fmt_duration(eta, sizeof eta, (now - t0) / (double)i * (double)(nw - i));
-            st_live_show(&live, 0, "eval L=%lld: window %lld/%lld [%s] %s tok/s ETA %s", (long long)L, (long long)i,
-                         (long long)nw, bar, r, eta);
-        } else if (!rc && opts->progress_every > 0 && now - last_log >= opts->progress_every) {
-            last_log = now;
-            st_log(ST_LOG_INFO, "eval L=%lld: %lld/%lld windows, %.0f tok/s", (long long)L, (long long)i,
-                   (long long)nw, rate);
-        }
+        if (!rc) show_progress(s, live, i, t0, &last_log);
     }
-    if (ranks > 1) {
-        /* every rank leaves together; then the losses of all batches, in stream order */
-        rc = st_dist_agree(dist, rc, e);
-        if (!rc && st_dist_sum_f32(dist, s.scored, (size_t)total))
-            rc = st_fail(e, ST_ERR_GENERIC, "eval at length %lld: the ranks' sum failed", (long long)L);
-        for (int64_t i = 0; i < nw && !rc; i++) rc = accumulate(&s, &win[i], s.scored + scored_at[i], e);
-    }
-    free(s.scored);
-    free(scored_at);
-    st_live_clear(&live);
-    res->seconds = st_time() - t0;
-    res->arena_bytes = have_arena ? s.arena.high_water : 0;
-    if (have_ctx) st_ctx_free(&s.ctx);
-    if (have_arena) st_arena_free(&s.arena);
-    free(s.ids);
-    free(s.tgt);
-    free(s.tok_loss);
-    free(win);
-    res->peak_rss = st_peak_rss();
-    if (rc) { st_eval_result_free(res); return rc; }
+    return rc;
+}
 
+/* ranks > 1: every rank leaves together (agreeing on local_rc); then the losses of all
+ * batches, in stream order */
+static int gather_ranks(eval_state *s, int local_rc, st_error *e) {
+    int rc = st_dist_agree(s->dist, local_rc, e);
+    if (!rc && st_dist_sum_f32(s->dist, s->scored, (size_t)s->n_scored))
+        rc = st_fail(e, ST_ERR_GENERIC, "eval at length %lld: the ranks' sum failed", (long long)s->L);
+    for (int64_t i = 0; i < s->nw && !rc; i++) rc = accumulate(s, &s->win0[i], s->scored + s->scored_at[i], e);
+    return rc;
+}
+
+static void free_state(eval_state *s) {
+    free(s->scored);
+    free(s->scored_at);
+    if (s->have_ctx) st_ctx_free(&s->ctx);
+    if (s->have_arena) st_arena_free(&s->arena);
+    free(s->ids);
+    free(s->tgt);
+    free(s->tok_loss);
+}
+
+/* The figures from the sums. */
+static void finish_result(st_eval_result *res, const st_eval_opts *opts) {
     res->loss = res->nll / (double)res->tokens;
     res->ppl = exp(res->loss);
     if (!opts->token_bytes && opts->bytes_per_token > 0) res->bytes = (double)res->tokens * opts->bytes_per_token;
     if (res->bytes > 0) res->bpb = res->nll / log(2.0) / res->bytes;
     res->tokens_per_s = res->seconds > 0 ? (double)res->tokens / res->seconds : 0.0;
+}
+
+int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_t stride,
+                const st_eval_opts *opts, st_eval_result *res, st_error *e) {
+    st_eval_opts dflt;
+    if (!opts) { st_eval_opts_default(&dflt); opts = &dflt; }
+    memset(res, 0, sizeof *res);
+    res->bpb = NAN;
+    int rc = check_run(m, n, L, stride, opts, e);
+    if (rc) return rc;
+
+    int64_t nw = st_eval_windows(n, L, stride, NULL, 0);
+    if (nw <= 0) return st_fail(e, ST_ERR_DATA, "eval: no evaluation window for %lld tokens", (long long)n);
+    st_eval_window *win = st_malloc((size_t)nw * sizeof *win, e);
+    if (!win) return ST_ERR_MEMORY;
+    st_eval_windows(n, L, stride, win, nw);
+    const int64_t B = batch_windows(win, nw, L, opts);
+    if ((rc = init_result(res, L, stride, B, opts, e))) { free(win); return rc; }
+
+    eval_state s = {.m = m, .tokens = tokens, .o = opts, .L = L, .r = res, .win0 = win, .nw = nw, .B = B};
+    const int64_t longest = L < n - 1 ? L : n - 1;
+    rc = init_state(&s, (size_t)(B * longest), e);
+    if (opts->reset_peak_rss) reset_peak_rss();
+    double t0 = st_time();
+    /* progress: the live line on a terminal, else a log line every progress_every s */
+    st_live live;
+    st_live_init(&live, opts->progress_every <= 0);
+    if (!rc) rc = run_batches(&s, &live, t0, e);
+    if (s.ranks > 1) rc = gather_ranks(&s, rc, e);
+    st_live_clear(&live);
+    res->seconds = st_time() - t0;
+    res->arena_bytes = s.have_arena ? s.arena.high_water : 0;
+    free_state(&s);
+    free(win);
+    res->peak_rss = st_peak_rss();
+    if (rc) { st_eval_result_free(res); return rc; }
+    finish_result(res, opts);
     return ST_OK;
 }

@@ -253,10 +253,20 @@ static int load_point_config(sweep *s, sweep_point *pt, const char *base_path, c
     return ST_OK;
 }
 
-int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
-    memset(s, 0, sizeof *s);
-    snprintf(s->file, sizeof s->file, "%s", file);
-    s->threads = opts ? opts->threads : 0;
+/* The sections the points are built from (items of s->root) and the resolved base. */
+typedef struct sweep_spec {
+    const char *file;               /* the sweep file, as given (messages, base path) */
+    const cJSON *common;            /* "set", or NULL */
+    const cJSON *vars;              /* "variants", or NULL */
+    const cJSON *grid;              /* "grid", or NULL */
+    int n_var, n_grid;              /* variants (1 without any), grid keys */
+    double total;                   /* points: n_var x the grid's product */
+    char base_path[ST_PATH_BUF];    /* the base config file; "" for an inline base */
+    char *base_text;                /* the inline base, printed (cJSON_free) */
+} sweep_spec;
+
+/* Read and parse the file into s->root; a syntax error names its line. */
+static int parse_file(sweep *s, const char *file, st_error *e) {
     size_t len = 0;
     char *text = sweep_read_text(file, &len, e);
     if (!text) return e ? e->code : ST_ERR_IO;
@@ -270,6 +280,11 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
         return st_fail(e, ST_ERR_CONFIG, "%s: line %d: invalid JSON", file, line);
     }
     free(text);
+    return ST_OK;
+}
+
+/* The top level: known keys only, "description", "jobs" and "out" (options override). */
+static int parse_header(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
     cJSON *root = s->root;
     if (!cJSON_IsObject(root)) return st_fail(e, ST_ERR_CONFIG, "%s: expected a JSON object", file);
     int rc = check_keys(root, top_keys, (int)(sizeof top_keys / sizeof *top_keys), file, "", e);
@@ -290,155 +305,209 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     if (opts && opts->out) snprintf(s->out, sizeof s->out, "%s", opts->out);
     else if (out) snprintf(s->out, sizeof s->out, "%s", out->valuestring);
     else return st_fail(e, ST_ERR_CONFIG, "%s: out: missing (set it in the file or pass --out DIR)", file);
+    return ST_OK;
+}
 
-    /* base: a path relative to the sweep file (falling back to the current directory), or
-     * an inline config object */
-    const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
-    char base_path[ST_PATH_BUF] = "";
-    char *base_text = NULL;
+/* base: a path relative to the sweep file (falling back to the current directory), or
+ * an inline config object */
+static int resolve_base(sweep *s, sweep_spec *sp, st_error *e) {
+    const char *file = sp->file;
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(s->root, "base");
     if (!base) return st_fail(e, ST_ERR_CONFIG, "%s: base: missing (a config path or an inline config object)", file);
     if (cJSON_IsString(base)) {
         const char *b = base->valuestring;
         const char *slash = strrchr(file, '/');
-        if (b[0] != '/' && slash) snprintf(base_path, sizeof base_path, "%.*s/%s", (int)(slash - file), file, b);
-        else snprintf(base_path, sizeof base_path, "%s", b);
-        if (!sweep_exists(base_path) && sweep_exists(b)) snprintf(base_path, sizeof base_path, "%s", b);
+        char *base_path = sp->base_path;
+        const size_t cap = sizeof sp->base_path;
+        if (b[0] != '/' && slash) snprintf(base_path, cap, "%.*s/%s", (int)(slash - file), file, b);
+        else snprintf(base_path, cap, "%s", b);
+        if (!sweep_exists(base_path) && sweep_exists(b)) snprintf(base_path, cap, "%s", b);
         if (!sweep_exists(base_path))
             return st_fail(e, ST_ERR_IO, "%s: base: %s: no such config file (paths are relative to the sweep file)", file, base_path);
         snprintf(s->base_desc, sizeof s->base_desc, "%s", base_path);
-    } else if (cJSON_IsObject(base)) {
-        base_text = cJSON_PrintUnformatted(base);
-        if (!base_text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
+        return ST_OK;
+    }
+    if (cJSON_IsObject(base)) {
+        sp->base_text = cJSON_PrintUnformatted(base);
+        if (!sp->base_text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
         snprintf(s->base_desc, sizeof s->base_desc, "%s:base", file);
-    } else {
-        return st_fail(e, ST_ERR_CONFIG, "%s: base: expected a config file path or an inline config object", file);
+        return ST_OK;
     }
+    return st_fail(e, ST_ERR_CONFIG, "%s: base: expected a config file path or an inline config object", file);
+}
 
-    rc = parse_eval(s, cJSON_GetObjectItemCaseSensitive(root, "eval"), e);
-
-    /* set: common assignments */
-    const cJSON *common = cJSON_GetObjectItemCaseSensitive(root, "set");
+/* set: common assignments */
+static int check_common(sweep *s, sweep_spec *sp, st_error *e) {
+    const cJSON *common = sp->common = cJSON_GetObjectItemCaseSensitive(s->root, "set");
+    if (!common) return ST_OK;
+    if (!cJSON_IsObject(common))
+        return st_fail(e, ST_ERR_CONFIG, "%s: set: expected an object {\"section.key\": value}", sp->file);
     char where[512];
-    if (!rc && common) {
-        if (!cJSON_IsObject(common)) rc = st_fail(e, ST_ERR_CONFIG, "%s: set: expected an object {\"section.key\": value}", file);
-        for (const cJSON *it = common->child; !rc && it; it = it->next) {
-            snprintf(where, sizeof where, "set.%s", it->string);
-            rc = check_override(s, where, it->string, it, e);
-        }
+    int rc = ST_OK;
+    for (const cJSON *it = common->child; !rc && it; it = it->next) {
+        snprintf(where, sizeof where, "set.%s", it->string);
+        rc = check_override(s, where, it->string, it, e);
     }
-    /* variants */
-    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(root, "variants");
-    int n_var = 1;
-    if (!rc && vars) {
-        n_var = cJSON_GetArraySize(vars);
-        if (!cJSON_IsArray(vars) || n_var < 1) rc = st_fail(e, ST_ERR_CONFIG, "%s: variants: expected a non-empty array of objects", file);
-        int i = 0;
-        for (const cJSON *v = vars->child; !rc && v; v = v->next, i++) {
-            if (!cJSON_IsObject(v) || !v->child) {
-                rc = st_fail(e, ST_ERR_CONFIG, "%s: variants[%d]: expected an object of config overrides", file, i);
-                break;
-            }
-            for (const cJSON *it = v->child; !rc && it; it = it->next) {
-                snprintf(where, sizeof where, "variants[%d].%s", i, it->string);
-                if (strcmp(it->string, "name") == 0) {
-                    if (!cJSON_IsString(it) || !it->valuestring[0]) rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: expected a non-empty string", file, where);
-                } else {
-                    rc = check_override(s, where, it->string, it, e);
-                    if (!rc) add_key(s, it->string);
-                }
-            }
-        }
-    }
-    /* grid */
-    const cJSON *grid = cJSON_GetObjectItemCaseSensitive(root, "grid");
-    int n_grid = 0;
-    double total = n_var;
-    if (!rc && grid) {
-        if (!cJSON_IsObject(grid)) rc = st_fail(e, ST_ERR_CONFIG, "%s: grid: expected an object {\"section.key\": [values]}", file);
-        for (const cJSON *g = grid ? grid->child : NULL; !rc && g; g = g->next, n_grid++) {
-            int n = cJSON_GetArraySize(g);
-            if (!cJSON_IsArray(g) || n < 1) {
-                rc = st_fail(e, ST_ERR_CONFIG, "%s: grid.%s: expected a non-empty array of values", file, g->string);
-                break;
-            }
-            int i = 0;
-            for (const cJSON *it = g->child; !rc && it; it = it->next, i++) {
-                snprintf(where, sizeof where, "grid.%s[%d]", g->string, i);
-                rc = check_override(s, where, g->string, it, e);
-            }
-            add_key(s, g->string);
-            total *= n;
-        }
-    }
-    if (!rc && total > MAX_POINTS)
-        rc = st_fail(e, ST_ERR_CONFIG, "%s: grid: %.0f points, more than the limit of %d", file, total, MAX_POINTS);
+    return rc;
+}
 
-    /* expand */
-    if (!rc) {
-        s->n_points = (int)total;
-        s->points = calloc((size_t)s->n_points, sizeof *s->points);
-        if (!s->points) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
+/* variants: objects of overrides, each with an optional "name" */
+static int check_variants(sweep *s, sweep_spec *sp, st_error *e) {
+    const char *file = sp->file;
+    const cJSON *vars = sp->vars = cJSON_GetObjectItemCaseSensitive(s->root, "variants");
+    if (!vars) return ST_OK;
+    sp->n_var = cJSON_GetArraySize(vars);
+    if (!cJSON_IsArray(vars) || sp->n_var < 1)
+        return st_fail(e, ST_ERR_CONFIG, "%s: variants: expected a non-empty array of objects", file);
+    char where[512];
+    int rc = ST_OK, i = 0;
+    for (const cJSON *v = vars->child; !rc && v; v = v->next, i++) {
+        if (!cJSON_IsObject(v) || !v->child)
+            return st_fail(e, ST_ERR_CONFIG, "%s: variants[%d]: expected an object of config overrides", file, i);
+        for (const cJSON *it = v->child; !rc && it; it = it->next) {
+            snprintf(where, sizeof where, "variants[%d].%s", i, it->string);
+            if (strcmp(it->string, "name") == 0) {
+                if (!cJSON_IsString(it) || !it->valuestring[0]) rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: expected a non-empty string", file, where);
+            } else {
+                rc = check_override(s, where, it->string, it, e);
+                if (!rc) add_key(s, it->string);
+            }
+        }
     }
-    for (int idx = 0; !rc && idx < s->n_points; idx++) {
-        sweep_point *pt = &s->points[idx];
-        pt->overrides = cJSON_CreateObject();
-        for (const cJSON *it = common ? common->child : NULL; it && !rc; it = it->next)
-            if (point_add(pt, it->string, it, 0)) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
-        int per_var = s->n_points / n_var;
-        const cJSON *var = vars ? cJSON_GetArrayItem(vars, idx / per_var) : NULL;
-        char part[300];
-        pt->name[0] = 0;
-        if (var) {
-            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(var, "name");
-            for (const cJSON *it = var->child; it && !rc; it = it->next) {
-                if (strcmp(it->string, "name") == 0) continue;
-                if (point_add(pt, it->string, it, 1)) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
-                if (!nm) {
-                    name_part(it->string, it, part, sizeof part);
-                    append_part(pt->name, sizeof pt->name, part);
-                }
-            }
-            if (nm) {
-                snprintf(pt->name, sizeof pt->name, "%s", nm->valuestring);
-                for (char *p = pt->name; *p; p++)
-                    if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
-            }
+    return rc;
+}
+
+/* grid: a non-empty list of values per key; the point count multiplies by each length */
+static int check_grid(sweep *s, sweep_spec *sp, st_error *e) {
+    const cJSON *grid = sp->grid = cJSON_GetObjectItemCaseSensitive(s->root, "grid");
+    sp->total = sp->n_var;
+    if (!grid) return ST_OK;
+    if (!cJSON_IsObject(grid))
+        return st_fail(e, ST_ERR_CONFIG, "%s: grid: expected an object {\"section.key\": [values]}", sp->file);
+    char where[512];
+    int rc = ST_OK;
+    for (const cJSON *g = grid->child; !rc && g; g = g->next, sp->n_grid++) {
+        int n = cJSON_GetArraySize(g);
+        if (!cJSON_IsArray(g) || n < 1)
+            return st_fail(e, ST_ERR_CONFIG, "%s: grid.%s: expected a non-empty array of values", sp->file, g->string);
+        int i = 0;
+        for (const cJSON *it = g->child; !rc && it; it = it->next, i++) {
+            snprintf(where, sizeof where, "grid.%s[%d]", g->string, i);
+            rc = check_override(s, where, g->string, it, e);
         }
-        snprintf(pt->group, sizeof pt->group, "%s", pt->name);   /* the variant part */
-        /* grid choice: mixed radix, last key fastest */
-        int rem = idx % per_var;
-        int g;
-        int *choice = calloc((size_t)(n_grid + 1), sizeof *choice);
-        if (!choice) { rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file); break; }
-        for (g = n_grid - 1; g >= 0; g--) {
-            const cJSON *gk = cJSON_GetArrayItem(grid, g);
-            int n = cJSON_GetArraySize(gk);
-            choice[g] = rem % n;
-            rem /= n;
-        }
-        g = 0;
-        for (const cJSON *gk = grid ? grid->child : NULL; gk && !rc; gk = gk->next, g++) {
-            const cJSON *v = cJSON_GetArrayItem(gk, choice[g]);
-            if (point_add(pt, gk->string, v, 1)) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
-            name_part(gk->string, v, part, sizeof part);
-            if (strcmp(gk->string, "train.seed") != 0) append_part(pt->group, sizeof pt->group, part);
+        add_key(s, g->string);
+        sp->total *= n;
+    }
+    return rc;
+}
+
+/* Every override of "set", "variants" and "grid", checked before anything runs, and the
+ * number of points they make. */
+static int check_sections(sweep *s, sweep_spec *sp, st_error *e) {
+    int rc = check_common(s, sp, e);
+    if (!rc) rc = check_variants(s, sp, e);
+    if (!rc) rc = check_grid(s, sp, e);
+    if (!rc && sp->total > MAX_POINTS)
+        rc = st_fail(e, ST_ERR_CONFIG, "%s: grid: %.0f points, more than the limit of %d", sp->file, sp->total, MAX_POINTS);
+    return rc;
+}
+
+/* "set" applies to every point but is not part of its name (nor of its overrides) */
+static int add_common(sweep_point *pt, const sweep_spec *sp, st_error *e) {
+    for (const cJSON *it = sp->common ? sp->common->child : NULL; it; it = it->next)
+        if (point_add(pt, it->string, it, 0)) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", sp->file);
+    return ST_OK;
+}
+
+/* The variant's assignments; its "name", else its overrides' short texts, name the point. */
+static int add_variant(sweep_point *pt, const cJSON *var, const char *file, st_error *e) {
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(var, "name");
+    char part[300];
+    int rc = ST_OK;
+    for (const cJSON *it = var->child; it && !rc; it = it->next) {
+        if (strcmp(it->string, "name") == 0) continue;
+        if (point_add(pt, it->string, it, 1)) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
+        if (!nm) {
+            name_part(it->string, it, part, sizeof part);
             append_part(pt->name, sizeof pt->name, part);
         }
-        free(choice);
-        if (!pt->name[0]) snprintf(pt->name, sizeof pt->name, "base");
-        if (!pt->group[0]) snprintf(pt->group, sizeof pt->group, "base");
-        for (int j = 0; j < idx && !rc; j++)
-            if (strcmp(s->points[j].name, pt->name) == 0)
-                rc = st_fail(e, ST_ERR_CONFIG, "%s: points %d and %d are both named \"%s\" (give the variants distinct names)",
-                             file, j, idx, pt->name);
-        snprintf(pt->dir, sizeof pt->dir, "%s/%s", s->out, pt->name);
-        if (!rc) rc = load_point_config(s, pt, base_path[0] ? base_path : NULL, base_text, e);
     }
-    cJSON_free(base_text);
-    if (rc) return rc;
+    if (nm) {
+        snprintf(pt->name, sizeof pt->name, "%s", nm->valuestring);
+        for (char *p = pt->name; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
+    }
+    return rc;
+}
 
-    /* the plan's canonical text: the marker records it, so a changed eval section re-runs
-     * the evaluation (not the training) */
+/* The point's grid values: its index within the variant, `rem`, in mixed radix (last key
+ * fastest). Each joins the name, and the group unless it is the seed (groups average seeds). */
+static int add_grid(sweep_point *pt, const sweep_spec *sp, int rem, st_error *e) {
+    int g;
+    int *choice = calloc((size_t)(sp->n_grid + 1), sizeof *choice);
+    if (!choice) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", sp->file);
+    for (g = sp->n_grid - 1; g >= 0; g--) {
+        const cJSON *gk = cJSON_GetArrayItem(sp->grid, g);
+        int n = cJSON_GetArraySize(gk);
+        choice[g] = rem % n;
+        rem /= n;
+    }
+    char part[300];
+    int rc = ST_OK;
+    g = 0;
+    for (const cJSON *gk = sp->grid ? sp->grid->child : NULL; gk && !rc; gk = gk->next, g++) {
+        const cJSON *v = cJSON_GetArrayItem(gk, choice[g]);
+        if (point_add(pt, gk->string, v, 1)) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", sp->file);
+        name_part(gk->string, v, part, sizeof part);
+        if (strcmp(gk->string, "train.seed") != 0) append_part(pt->group, sizeof pt->group, part);
+        append_part(pt->name, sizeof pt->name, part);
+    }
+    free(choice);
+    return rc;
+}
+
+/* Run dirs are named after their points: two points of one name would share one. */
+static int check_unique(const sweep *s, int idx, const char *file, st_error *e) {
+    for (int j = 0; j < idx; j++)
+        if (strcmp(s->points[j].name, s->points[idx].name) == 0)
+            return st_fail(e, ST_ERR_CONFIG, "%s: points %d and %d are both named \"%s\" (give the variants distinct names)",
+                           file, j, idx, s->points[idx].name);
+    return ST_OK;
+}
+
+/* Point idx: base + "set" + its variant + its grid values, its names and its config. */
+static int build_point(sweep *s, const sweep_spec *sp, int idx, st_error *e) {
+    sweep_point *pt = &s->points[idx];
+    pt->overrides = cJSON_CreateObject();
+    int rc = add_common(pt, sp, e);
+    const int per_var = s->n_points / sp->n_var;
+    const cJSON *var = sp->vars ? cJSON_GetArrayItem(sp->vars, idx / per_var) : NULL;
+    pt->name[0] = 0;
+    if (!rc && var) rc = add_variant(pt, var, sp->file, e);
+    snprintf(pt->group, sizeof pt->group, "%s", pt->name);   /* the variant part */
+    if (!rc) rc = add_grid(pt, sp, idx % per_var, e);
+    if (rc) return rc;
+    if (!pt->name[0]) snprintf(pt->name, sizeof pt->name, "base");
+    if (!pt->group[0]) snprintf(pt->group, sizeof pt->group, "base");
+    rc = check_unique(s, idx, sp->file, e);
+    snprintf(pt->dir, sizeof pt->dir, "%s/%s", s->out, pt->name);
+    return rc ? rc : load_point_config(s, pt, sp->base_path[0] ? sp->base_path : NULL, sp->base_text, e);
+}
+
+/* Points = variants x the grid's product, variant slowest. */
+static int expand_points(sweep *s, const sweep_spec *sp, st_error *e) {
+    /* n_points only once the array exists: sweep_free walks n_points entries */
+    s->points = calloc((size_t)sp->total, sizeof *s->points);
+    if (!s->points) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", sp->file);
+    s->n_points = (int)sp->total;
+    int rc = ST_OK;
+    for (int idx = 0; !rc && idx < s->n_points; idx++) rc = build_point(s, sp, idx, e);
+    return rc;
+}
+
+/* the plan's canonical text: the marker records it, so a changed eval section re-runs
+ * the evaluation (not the training) */
+static void sign_plan(sweep *s) {
     const st_eval_plan *p = &s->plan;
     int o = snprintf(s->plan_sig, sizeof s->plan_sig, "lengths=");
     for (int i = 0; i < p->n_lengths && o < (int)sizeof s->plan_sig; i++)
@@ -451,7 +520,7 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
      * passkeys (its marker records both; other sweeps keep their signature) */
     int tasks = 0;
     for (int i = 0; i < s->n_points; i++) tasks |= sweep_has_task(&s->points[i].cfg);
-    if (!tasks) return ST_OK;
+    if (!tasks) return;
     o = (int)strlen(s->plan_sig);
     o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, ";task_trials=%lld;task_scales=",
                   (long long)s->task_trials);
@@ -460,6 +529,23 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     for (int i = 0; i < s->n_task_depths && o < (int)sizeof s->plan_sig; i++)
         o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, "%s%g", i ? "," : ";task_depths=",
                       s->task_depths[i]);
+}
+
+int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->file, sizeof s->file, "%s", file);
+    s->threads = opts ? opts->threads : 0;
+    int rc = parse_file(s, file, e);
+    if (!rc) rc = parse_header(s, file, opts, e);
+    if (rc) return rc;
+    sweep_spec sp = {.file = file, .n_var = 1};
+    if ((rc = resolve_base(s, &sp, e))) return rc;
+    rc = parse_eval(s, cJSON_GetObjectItemCaseSensitive(s->root, "eval"), e);
+    if (!rc) rc = check_sections(s, &sp, e);
+    if (!rc) rc = expand_points(s, &sp, e);
+    cJSON_free(sp.base_text);
+    if (rc) return rc;
+    sign_plan(s);
     return ST_OK;
 }
 
