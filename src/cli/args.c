@@ -22,6 +22,14 @@ int cli_int_arg(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return 1;
 }
 
+int cli_split_arg(const char *s, int *out) {
+    if (!s) return 0;
+    if (!strcmp(s, "valid")) *out = ST_SPLIT_VALID;
+    else if (!strcmp(s, "test")) *out = ST_SPLIT_TEST;
+    else return 0;
+    return 1;
+}
+
 int cli_u64_arg(const char *s, uint64_t *out) {
     if (!s || !*s) return 0;
     for (const char *p = s; *p; p++)

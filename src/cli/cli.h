@@ -34,6 +34,7 @@ int cli_report(const st_error *e);
 int cli_int_arg(const char *s, int64_t lo, int64_t hi, int64_t *out);
 int cli_u64_arg(const char *s, uint64_t *out);                 /* digits only */
 int cli_num_arg(const char *s, double lo, double hi, double *out);   /* finite */
+int cli_split_arg(const char *s, int *out);                    /* valid | test */
 /* "A,B,C" into out[0..cap): the count, or 0 when an item is empty, bad or out of range. */
 int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
 /* A path flag or argument: ST_OK, or the usage error (exit 2) when it is empty or too

@@ -127,9 +127,7 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
         plan->data_path = v;
     } else if (!strcmp(opt, "--split")) {
         a->split_given = 1;
-        if (!strcmp(v, "valid")) plan->split = ST_SPLIT_VALID;
-        else if (!strcmp(v, "test")) plan->split = ST_SPLIT_TEST;
-        else return cli_usage("eval", "--split '%s': expected valid or test", v);
+        if (!cli_split_arg(v, &plan->split)) return cli_usage("eval", "--split '%s': expected valid or test", v);
     } else if (!strcmp(opt, "--mode")) {
         if (!strcmp(v, "nonoverlapping")) plan->mode = ST_EVAL_NONOVERLAPPING;
         else if (!strcmp(v, "sliding")) plan->mode = ST_EVAL_SLIDING;

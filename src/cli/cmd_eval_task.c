@@ -59,9 +59,7 @@ static int parse_value(const char *f, const char *v, task_args *a) {
         if (!cli_u64_arg(v, &a->seed)) return cli_usage("eval", "--seed '%s': expected an integer >= 0", v);
     } else if (!strcmp(f, "--split")) {
         a->split_given = 1;
-        if (!strcmp(v, "valid")) a->split = ST_SPLIT_VALID;
-        else if (!strcmp(v, "test")) a->split = ST_SPLIT_TEST;
-        else return cli_usage("eval", "--split '%s': expected valid or test", v);
+        if (!cli_split_arg(v, &a->split)) return cli_usage("eval", "--split '%s': expected valid or test", v);
     } else if (!strcmp(f, "--json")) {
         a->json = v;
         if (cli_path_arg("eval", f, v)) return ST_ERR_CONFIG;

@@ -56,7 +56,7 @@ void st_blas_query(st_blas_info *info) {
     info->blas_threads = openblas_get_num_threads();
     info->omp_threads = omp_get_max_threads();
     info->cpu_avx512 = cpu_isa() == ISA_AVX512;
-    info->weak_core = core_isa(info->corename) < cpu_isa();
+    info->weak_core = st_blas_better_core() != NULL;
 }
 
 void st_blas_log(void) {
