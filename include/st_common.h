@@ -149,6 +149,14 @@ void st_blas_query(st_blas_info *info);
  * ("SkylakeX" for AVX-512, "Haswell" for AVX2 + FMA), else NULL. OpenBLAS reads
  * OPENBLAS_CORETYPE when it loads, so the caller sets it and re-executes (cli/main.c). */
 const char *st_blas_better_core(void);
+/* The vector extensions OpenBLAS core `core` needs and this CPU lacks ("AVX-512 (F, BW,
+ * VL, DQ)" for SkylakeX and its kin, "AVX2 and FMA" for Haswell and Zen), or NULL when
+ * the CPU runs it (every other name: older cores, and names of other architectures).
+ * OpenBLAS 0.3.21 does not check a forced core: its first product stops with SIGILL. */
+const char *st_blas_core_unsupported(const char *core);
+/* The core with the widest vectors this CPU runs ("SkylakeX", "Haswell"), or NULL: leave
+ * the choice to OpenBLAS's probe. */
+const char *st_blas_best_core(void);
 /* Log the BLAS core and thread counts; warn (saying what to change) when the core is
  * weaker than the CPU supports. */
 void st_blas_log(void);

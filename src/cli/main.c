@@ -57,14 +57,27 @@ static void usage(FILE *f) {
  *   old kernels (Prescott's SSE3 on a Xeon of family 6 model 207: sgemm 4.6x slower than
  *   the AVX-512 kernels). We set the best core the CPU supports (st_blas_better_core)
  *   and record the probe's choice in STRETCH_BLAS_PROBED for the start-up log.
- * An explicit setting of either is respected. */
+ * An explicit setting of either is respected, except a core whose kernels this CPU cannot
+ * run (SkylakeX on an AVX2 CPU): OpenBLAS does not check, and its first product would stop
+ * with an illegal instruction. That one is replaced by the best core the CPU runs, and
+ * the log warns (STRETCH_BLAS_REFUSED holds the refused name). */
 static void default_runtime_env(char **argv) {
     int changed = 0;
     if (!getenv("OMP_WAIT_POLICY")) {
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         changed = 1;
     }
-    const char *better = getenv("OPENBLAS_CORETYPE") ? NULL : st_blas_better_core();
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    if (core && st_blas_core_unsupported(core)) {
+        /* a core the CPU cannot run (a script written for an AVX-512 machine run on an
+         * AVX2 one): OpenBLAS would die of SIGILL at the first product */
+        setenv("STRETCH_BLAS_REFUSED", core, 1);
+        const char *best = st_blas_best_core();
+        if (best) setenv("OPENBLAS_CORETYPE", best, 1);
+        else unsetenv("OPENBLAS_CORETYPE");
+        changed = 1;
+    }
+    const char *better = core ? NULL : st_blas_better_core();
     if (better) {
         st_blas_info bi;
         st_blas_query(&bi);

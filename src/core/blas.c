@@ -40,11 +40,21 @@ static int core_isa(const char *core) {
     return ISA_OTHER;
 }
 
+const char *st_blas_best_core(void) {
+    const int cpu = cpu_isa();
+    return cpu == ISA_AVX512 ? "SkylakeX" : cpu == ISA_AVX2 ? "Haswell" : NULL;
+}
+
 const char *st_blas_better_core(void) {
     const char *core = openblas_get_corename();
-    const int cpu = cpu_isa();
-    if (!core || core_isa(core) >= cpu) return NULL;
-    return cpu == ISA_AVX512 ? "SkylakeX" : "Haswell";
+    if (!core || core_isa(core) >= cpu_isa()) return NULL;
+    return st_blas_best_core();
+}
+
+const char *st_blas_core_unsupported(const char *core) {
+    const int need = core ? core_isa(core) : ISA_OTHER;
+    if (need <= cpu_isa()) return NULL;
+    return need == ISA_AVX512 ? "AVX-512 (F, BW, VL, DQ)" : "AVX2 and FMA";
 }
 
 void st_blas_query(st_blas_info *info) {
@@ -66,7 +76,13 @@ void st_blas_log(void) {
     /* set by cli/main.c when it forced the core: what OpenBLAS's own probe had picked */
     const char *probed = getenv("STRETCH_BLAS_PROBED");
     char how[96] = "";
+    /* set by cli/main.c when the environment named a core this CPU cannot run */
+    const char *refused = getenv("STRETCH_BLAS_REFUSED");
     if (probed && env) snprintf(how, sizeof how, ", set by stretch: OpenBLAS's probe chose %.40s", probed);
+    if (refused)
+        st_log(ST_LOG_WARN, "OPENBLAS_CORETYPE=%s needs %s, which this CPU lacks (its kernels would stop at the "
+               "first product with an illegal instruction): running core %s instead", refused,
+               st_blas_core_unsupported(refused) ? st_blas_core_unsupported(refused) : "?", bi.corename);
     int par = openblas_get_parallel();
     st_log(ST_LOG_INFO, "BLAS: OpenBLAS core %s (OPENBLAS_CORETYPE=%s%s), %d BLAS threads (%s), %d OpenMP threads",
            bi.corename, env ? env : "unset", how, bi.blas_threads,
