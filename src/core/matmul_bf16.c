@@ -21,7 +21,8 @@
  * Rapids) or AMX it runs native bf16 dot products (brg:avx512_core_bf16 / _amx); on plain
  * AVX-512 (avx512_core, _vnni) it emulates them with fp32 FMAs (gemm:jit with bf16
  * emulation, or a reference kernel): the same results, slower than sgemm. We log the ISA
- * and warn then; we refuse only when oneDNN has no bf16 matmul at all for the CPU.
+ * and warn then. Where oneDNN has no bf16 matmul at all (its 2.6/2.7 releases on an AVX2
+ * CPU), the products run as sgemm on bf16-rounded operands instead (matmul_bf16_emu.c).
  *
  * Threads: Debian's oneDNN uses OpenMP (libgomp), the same pool as our loops and
  * OpenBLAS; its matmul splits M/N blocks over threads and reduces K in a fixed order, so
@@ -354,9 +355,11 @@ static int bf16_open(st_mm *mm, st_error *e) {
         if (st != dnnl_success) {
             entry_destroy(en);
             bf16_close(mm);
-            return st_fail(e, ST_ERR_CONFIG, "precision bf16: oneDNN %d.%d.%d has no bf16 matmul for this CPU "
-                           "(ISA %s, status %d); use precision fp32", v->major, v->minor, v->patch,
-                           isa_name(isa), (int)st);
+            char why[96];
+            snprintf(why, sizeof why, "oneDNN %d.%d.%d has no bf16 matmul for ISA %s", v->major, v->minor,
+                     v->patch, isa_name(isa));
+            if (st == dnnl_unimplemented) return st_mm_bf16_emu_open(mm, why, e);
+            return st_fail(e, ST_ERR_CONFIG, "precision bf16: %s (status %d); use precision fp32", why, (int)st);
         }
         en->used = ++s->clock;
         s->n++;
