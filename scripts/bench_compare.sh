@@ -7,17 +7,19 @@
 # every precision, round after round (the order flips every round), for training presets
 # S and M and for evaluation at L=1024, under one thread count and one BLAS setting for
 # both programs:
-#   OPENBLAS_CORETYPE=SkylakeX (AVX-512 kernels; --haswell adds rounds at Haswell/AVX2),
-#   OMP_WAIT_POLICY=PASSIVE, OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = --threads,
-#   ATEN_CPU_CAPABILITY=avx512 (PyTorch's vectorised elementwise kernels).
+#   the widest kernels the CPU runs: OPENBLAS_CORETYPE=SkylakeX and ATEN_CPU_CAPABILITY=
+#   avx512 with AVX-512 (F, BW, VL, DQ; --haswell adds rounds at Haswell/AVX2), else
+#   Haswell and avx2 (an AVX2 CPU such as AMD Zen 3 cannot run the AVX-512 ones);
+#   OMP_WAIT_POLICY=PASSIVE, OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = --threads.
 # Both programs link OpenBLAS 0.3 (stretch: the OpenMP build; PyTorch: the system libblas).
 # Every run is wrapped in /usr/bin/time -v for the process's maximum RSS. Then one
 # long-context evaluation of the S model at L = 1024, 4096, 16384 (stretch, in fp32 and
 # in bf16; PyTorch at 1024 and 4096: its (H,T,T) scores make 16384 impractical).
 # Reports medians over rounds, each program's best mode per preset against the other's,
 # and writes docs/performance.md (and the raw JSON next to it in the work dir).
-# bf16 is only fast on CPUs with AVX512-BF16 or AMX; elsewhere oneDNN emulates it (stretch
-# warns, and the report shows the ISA and kernel that ran).
+# bf16 is only fast on CPUs with AVX512-BF16 or AMX; elsewhere it is emulated (oneDNN on
+# AVX-512, stretch's sgemm on bf16-rounded operands on AVX2; stretch warns, and the report
+# shows the ISA and kernel that ran).
 #
 # usage: scripts/bench_compare.sh [--rounds N] [--threads N] [--steps-s N] [--steps-m N]
 #                                 [--haswell] [--out FILE] [--work DIR] [--build DIR]
@@ -59,6 +61,12 @@ while [ $# -gt 0 ]; do
     esac
 done
 PY=/usr/bin/python3
+# the widest vector kernels of both libraries that this CPU runs
+if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
+    CORE=SkylakeX ATEN=avx512
+else
+    CORE=Haswell ATEN=avx2 HASWELL=0   # --haswell: the main rounds already are
+fi
 $PY -c 'import torch' 2>/dev/null || { echo "bench_compare.sh: $PY has no torch (apt-get install python3-torch)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench_compare.sh: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
 
@@ -73,7 +81,7 @@ STRETCH="$BUILD/stretch"
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
-export OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE ATEN_CPU_CAPABILITY=avx512
+export OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE ATEN_CPU_CAPABILITY=$ATEN
 uptime > "$WORK/load_start.txt"
 START=$(date +%s)
 
@@ -115,10 +123,10 @@ round() {
     done
 }
 
-for r in $(seq 1 "$ROUNDS"); do round SkylakeX "$r" "$THREADS" SkylakeX; done
+for r in $(seq 1 "$ROUNDS"); do round $CORE "$r" "$THREADS" $CORE; done
 if [ "$HASWELL" = 1 ]; then for r in 1 2; do round Haswell "$r" "$THREADS" Haswell; done; fi
-if [ "$SINGLE" = 1 ]; then for r in 1 2; do round SkylakeX "$r" 1 SkylakeX-t1; done; fi
-export OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
+if [ "$SINGLE" = 1 ]; then for r in 1 2; do round $CORE "$r" 1 $CORE-t1; done; fi
+export OPENBLAS_CORETYPE=$CORE OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS
 case " $PRECISIONS " in *" bf16 "*)   # the bf16 primitive table: every oneDNN call of an M step, logged
     echo "== onednn_M (ONEDNN_VERBOSE=1)" >&2
     ONEDNN_VERBOSE=1 "$STRETCH" bench --threads "$THREADS" --preset M --precision bf16 --no-eval --steps 2 --warmup 1 \
@@ -133,14 +141,15 @@ esac
 torch_run torch_long --preset "$EVAL_PRESET" --no-train --eval "$LONG_TORCH" --eval-reps 1 --sgemm-reps 3
 uptime > "$WORK/load_end.txt"
 ELAPSED=$(( $(date +%s) - START ))
-printf 'ROUNDS=%s THREADS=%s ELAPSED=%s HASWELL=%s SINGLE=%s EVAL_PRESET=%s\nPRESETS="%s"\nPRECISIONS="%s"\n' \
-    "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$SINGLE" "$EVAL_PRESET" "$PRESETS" "$PRECISIONS" > "$WORK/meta.sh"
+printf 'ROUNDS=%s THREADS=%s ELAPSED=%s HASWELL=%s SINGLE=%s EVAL_PRESET=%s CORE=%s ATEN=%s\nPRESETS="%s"\nPRECISIONS="%s"\n' \
+    "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$SINGLE" "$EVAL_PRESET" "$CORE" "$ATEN" "$PRESETS" "$PRECISIONS" > "$WORK/meta.sh"
 fi
 
-$PY - "$WORK" "$OUT" "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$ROOT" "$PRESETS" "$EVAL_PRESET" "$SINGLE" "$PRECISIONS" <<'EOF'
+$PY - "$WORK" "$OUT" "$ROUNDS" "$THREADS" "$ELAPSED" "$HASWELL" "$ROOT" "$PRESETS" "$EVAL_PRESET" "$SINGLE" "$PRECISIONS" "$CORE" "$ATEN" <<'EOF'
 import glob, json, os, platform, re, statistics, subprocess, sys, time
 
-work, out, rounds, threads, elapsed, haswell, root, presets, eval_preset, single, precisions = sys.argv[1:12]
+work, out, rounds, threads, elapsed, haswell, root, presets, eval_preset, single, precisions, core, aten = sys.argv[1:14]
+isa = "AVX-512" if core == "SkylakeX" else "AVX2"
 precisions = precisions.split()
 single = int(single)
 presets = presets.split()
@@ -199,8 +208,8 @@ P(f"- CPU: {cpu}, {os.cpu_count()} cores; {threads} threads for both programs "
   f"(OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = {threads}).")
 P(f"- BLAS: OpenBLAS 0.3 for both (stretch: OpenMP build, `{os.path.basename(blas) or 'libopenblas'}`; "
   "PyTorch: the system `libblas.so.3` alternative, the pthreads build).")
-P("- `OPENBLAS_CORETYPE=SkylakeX` (AVX-512 sgemm kernels), `OMP_WAIT_POLICY=PASSIVE`, "
-  "`ATEN_CPU_CAPABILITY=avx512` (PyTorch elementwise kernels).")
+P(f"- `OPENBLAS_CORETYPE={core}` ({isa} sgemm kernels, the widest this CPU runs), `OMP_WAIT_POLICY=PASSIVE`, "
+  f"`ATEN_CPU_CAPABILITY={aten}` (PyTorch elementwise kernels).")
 P(f"- PyTorch {torch_v}, eager mode, float32; stretch Release build (-O3 -march=native).")
 P(f"- Machine load while measuring: start `{open(os.path.join(work, 'load_start.txt')).read().strip()}`, "
   f"end `{open(os.path.join(work, 'load_end.txt')).read().strip()}`. Other jobs sharing the cores slow "
@@ -230,7 +239,7 @@ def targets():
     rows = []
     g = lambda rs, k: med([x["train"][k] for x in rs])
     for p in presets:
-        s, t = runs("stretch", "SkylakeX", "train", p), runs("torch", "SkylakeX", "train", p)
+        s, t = runs("stretch", core, "train", p), runs("torch", core, "train", p)
         if not s or not t:
             continue
         r = g(s, "tokens_per_s") / g(t, "tokens_per_s")
@@ -241,7 +250,7 @@ def targets():
                         f"{mark(m >= 0.6)}; per CPU-second {100 * g(s, 'cpu_efficiency'):.1f}% of the sgemm rate.")
         rs, rt = med([x["max_rss_bytes"] for x in s]), med([x["max_rss_bytes"] for x in t])
         rows.append(f"- Peak RSS training {p}: {mib(rs):,.0f} MiB vs {mib(rt):,.0f} MiB (target: below PyTorch): {mark(rs < rt)}.")
-    es, et = runs("stretch", "SkylakeX", "eval"), runs("torch", "SkylakeX", "eval")
+    es, et = runs("stretch", core, "eval"), runs("torch", core, "eval")
     if es and et:
         r = med([x["eval"][0]["tokens_per_s"] for x in es]) / med([x["eval"][0]["tokens_per_s"] for x in et])
         rows.append(f"- Evaluation tokens/s at L = 1024: {r:.2f}x PyTorch no_grad (target >= 1x): {mark(r >= 1)}.")
@@ -258,18 +267,18 @@ def targets():
     P("")
     # Which machine, and its BLAS rate in this run: the sgemm probe interleaved with the
     # steps is the reference for MFU (a peak from another CPU or day would mislead).
-    best = max([x["sgemm"]["gflops_best"] for p in presets for x in runs("stretch", "SkylakeX", "train", p)] or [0])
+    best = max([x["sgemm"]["gflops_best"] for p in presets for x in runs("stretch", core, "train", p)] or [0])
     if best:
         name, native = cpu_model()
         P(f"CPU: {name}. "
-          f"The best 2048^3 sgemm rate of this run (2 threads, SkylakeX kernels) is {best:.0f} GFLOPS. "
+          f"The best 2048^3 sgemm rate of this run (2 threads, {core} kernels) is {best:.0f} GFLOPS. "
           "The two programs alternate round by round under the same conditions, so the ratios "
           "are the robust figures; absolute tokens/s move with the machine, and MFU is taken "
           "against the sgemm rate of the same run, not a peak measured another day.")
         P("")
 
 
-def best_modes(core="SkylakeX"):
+def best_modes():
     """Issue #15: each program in each precision, its best mode per preset, and the targets."""
     names = [("stretch", "fp32", "stretch"), ("torch", "fp32", "PyTorch")]
     if "bf16" in precisions:
@@ -378,11 +387,11 @@ def train_table(core, title=None, n_rounds=None):
 
 targets()
 best_modes()
-train_table("SkylakeX")
+train_table(core)
 if haswell:
     train_table("Haswell", n_rounds=2)
 if single:
-    train_table("SkylakeX-t1", title="Training at 1 thread (SkylakeX; each program on one core", n_rounds=2)
+    train_table(core + "-t1", title=f"Training at 1 thread ({core}; each program on one core", n_rounds=2)
     P("One thread each: on a shared machine this is the cleanest comparison of the two "
       "implementations, since neither program's threads have to share a core.")
     P("")
@@ -393,7 +402,7 @@ P("| program | tokens/s (median) | per round | peak RSS |")
 P("|---|---|---|---|")
 ev = {}
 for prog, name in (("stretch", "stretch"), ("torch", "PyTorch")):
-    rs = runs(prog, "SkylakeX", "eval")
+    rs = runs(prog, core, "eval")
     if rs:
         tps = [x["eval"][0]["tokens_per_s"] for x in rs]
         ev[prog] = med(tps)
@@ -437,8 +446,15 @@ P("- Per CPU-second a step therefore runs at ~80-90% of the 2048^3 sgemm rate (\
   "both programs alike.")
 P("")
 vlog = os.path.join(work, "onednn_M.log")
-if os.path.exists(vlog):
-    vj = json.load(open(os.path.join(work, "onednn_M.json")))
+vj = json.load(open(os.path.join(work, "onednn_M.json"))) if os.path.exists(vlog) else None
+if vj and "emulated: cblas_sgemm" in vj.get("matmul", ""):
+    P("## bf16 primitives")
+    P("")
+    P(f"None: this CPU's oneDNN has no bf16 matmul ({vj['matmul']}), so stretch's bf16 products "
+      "round their operands to bf16 and run cblas_sgemm (src/core/matmul_bf16_emu.c). The bf16 "
+      "figures above measure that emulation, which exists to check bf16 results on such a CPU.")
+    P("")
+elif vj:
     sq = vj["sgemm"]["gflops_best"]
     table = cmd(f"/usr/bin/python3 scripts/onednn_table.py {vlog} --top 20 --square-gflops {sq}")
     P("## bf16 primitives (ONEDNN_VERBOSE)")
@@ -493,8 +509,8 @@ P(f"scripts/bench_compare.sh --rounds {rounds} --threads {threads}" + (" --haswe
   + (" --single-thread" if single else "")
   + ("" if presets == ["S", "M"] else f" --presets '{' '.join(presets)}' --eval-preset {eval_preset}"))
 P("# one configuration by hand (the bench re-executes itself to apply --coretype / --omp-wait):")
-P("build/stretch bench --preset M --coretype SkylakeX --json m.json")
-P("OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 scripts/bench_torch.py --preset M")
+P(f"build/stretch bench --preset M --coretype {core} --json m.json")
+P(f"OPENBLAS_CORETYPE={core} OMP_WAIT_POLICY=PASSIVE ATEN_CPU_CAPABILITY={aten} /usr/bin/python3 scripts/bench_torch.py --preset M")
 P("```")
 P("")
 P(f"Raw JSON and logs of this run: `{work}` (not kept in the repository).")
