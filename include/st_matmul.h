@@ -6,7 +6,9 @@
  * row of a table (src/core/matmul.c):
  *   fp32  OpenBLAS cblas_sgemm (cblas_sgemv when the product has one row: decoding)
  *   bf16  oneDNN matmul, bf16 x bf16 inputs rounded to nearest even from fp32, fp32
- *         accumulation, fp32 output; primitives are created once per shape and cached
+ *         accumulation, fp32 output; primitives are created once per shape and cached.
+ *         Without native bf16 (AVX512-BF16 or AMX): cblas_sgemm on the rounded operands
+ *         (src/core/matmul_bf16_emu.c), the same results up to the order of additions
  * Everything else (master weights, gradients, AdamW state, LayerNorm, softmax, the loss)
  * stays fp32. ctx->mm == NULL means fp32.
  *
@@ -71,8 +73,8 @@ typedef struct st_mm st_mm;
 
 /* A backend instance for `precision`. bf16 logs the ISA oneDNN runs
  * (dnnl_get_effective_cpu_isa) and warns when the CPU has no native bf16 (the products
- * then run emulated: correct, but slower than fp32). ST_ERR_CONFIG when this build has
- * no oneDNN, with what to install. Free with st_mm_free (NULL is fine). */
+ * then run emulated through sgemm: correct, but slower than fp32). ST_ERR_CONFIG when
+ * this build has no oneDNN, with what to install. Free with st_mm_free (NULL is fine). */
 int st_mm_create(st_mm **out, int precision, int quiet, st_error *e);
 /* Time and count every gemm call into p (include/st_profile.h); NULL: stop. */
 struct st_profile;

@@ -17,9 +17,8 @@
 # in bf16; PyTorch at 1024 and 4096: its (H,T,T) scores make 16384 impractical).
 # Reports medians over rounds, each program's best mode per preset against the other's,
 # and writes docs/performance.md (and the raw JSON next to it in the work dir).
-# bf16 is only fast on CPUs with AVX512-BF16 or AMX; elsewhere it is emulated (oneDNN on
-# AVX-512, stretch's sgemm on bf16-rounded operands on AVX2; stretch warns, and the report
-# shows the ISA and kernel that ran).
+# bf16 is only fast on CPUs with AVX512-BF16 or AMX; elsewhere stretch emulates it (sgemm on
+# bf16-rounded operands; it warns, and the report shows the ISA and kernel that ran).
 #
 # usage: scripts/bench_compare.sh [--rounds N] [--threads N] [--steps-s N] [--steps-m N]
 #                                 [--haswell] [--out FILE] [--work DIR] [--build DIR]

@@ -1,5 +1,5 @@
-/* test_bf16_emu.c - precision bf16 where oneDNN has no bf16 matmul (an AVX2 CPU): the bf16
- * row hands over to sgemm on bf16-rounded operands (src/core/matmul_bf16_emu.c). The
+/* test_bf16_emu.c - precision bf16 on a CPU without native bf16 (no AVX512-BF16, no AMX):
+ * the bf16 row hands over to sgemm on bf16-rounded operands (src/core/matmul_bf16_emu.c). The
  * test caps oneDNN at AVX2 (ONEDNN_MAX_CPU_ISA, read at its first call) so that the
  * emulated row runs on every CPU, and checks:
  *   - the hand-over: not native, attention fp32, not callable in parallel regions, and the
@@ -7,7 +7,7 @@
  *   - the products are those of the rounded operands, exactly up to fp32 accumulation:
  *       |c - (alpha sum_k bf16(a_ik) bf16(b_kj) + beta c0)| <= K 2^-23 (|alpha| sum_k |..| + |beta c0|)
  *     (a product of two bf16 values is exact in fp32; only the K-term sum rounds), for
- *     every transpose, alpha and beta, a strided operand, a batch and one row (sgemv),
+ *     every transpose, alpha and beta, a strided operand, a batch, one row (sgemv) and K = 0,
  *     while they differ from the unrounded fp32 product far beyond that bound;
  *   - an operand's bf16 copy is what is read when given (a copy that differs from the
  *     rounded fp32 values moves the result).
@@ -76,8 +76,15 @@ static void test_products(st_mm *mm) {
     st_mm_gemm(mm, 1, N, K, 1.0f, st_mm_a(a, NULL, 0, K), st_mm_a(b, NULL, 1, K), 0.0f, c, N);
     CHECK(worst(c, c0, 1, N, K, 1.0f, ar, 0, K, brr, 1, K, 0.0f, N) <= 1.0);
     CHECK(strcmp(st_mm_last_impl(mm), "cblas_sgemv (bf16 emulated)") == 0);
-    /* a batch of 3, a strided (batch stride > rows x cols) and b dense with a bf16 copy
-     * that differs from bf16(b) in one element: the copy is what is multiplied */
+    /* no inner dimension: c = beta c0 exactly */
+    memcpy(c, c0, sizeof(float) * S * S);
+    st_mm_gemm(mm, M, N, 0, 1.0f, st_mm_a(a, NULL, 0, 1), st_mm_a(b, NULL, 0, N), 0.5f, c, S);
+    int kzero = 1;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) kzero &= c[i * S + j] == 0.5f * c0[i * S + j];
+    CHECK_MSG(kzero, "K = 0: c != beta c0");
+    /* a batch of 4: a at a batch stride beyond rows x cols, b dense with a bf16 copy that
+     * differs from bf16(b) in one element: the copy is what is multiplied */
     const int64_t bs = 4, m = 5, n = 6, k = 7, sa = m * k + 3;
     uint16_t *bh = malloc(sizeof(uint16_t) * bs * k * n);
     float *bcopy = malloc(sizeof(float) * bs * k * n);

@@ -1,7 +1,8 @@
-/* matmul_bf16_emu.c - precision bf16 where oneDNN has no bf16 matmul for the CPU (its
- * 2.6/2.7 releases need AVX-512: on an AVX2 CPU such as AMD Zen 2/3 every bf16 matmul
- * primitive is "unimplemented"). The bf16 backend (matmul_bf16.c) hands over to this row
- * when its probe finds that, so a bf16 config runs on every CPU with the same numbers:
+/* matmul_bf16_emu.c - precision bf16 on a CPU without native bf16 (no AVX512-BF16, no
+ * AMX). There oneDNN either emulates bf16 with fp32 FMAs (plain AVX-512: its gemm:jit ran
+ * at ~30 GFLOPS against 100-200 for sgemm) or has no bf16 matmul at all (2.6/2.7 on an
+ * AVX2 CPU such as AMD Zen 2/3: every primitive is "unimplemented"). The bf16 backend
+ * (matmul_bf16.c) hands over to this row then, so a bf16 config runs on every CPU:
  *
  *   c_i = alpha op(bf16(a_i)) op(bf16(b_i)) + beta c_i     (cblas_sgemm, fp32 accumulation)
  *
@@ -61,6 +62,10 @@ static void emu_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int
                      st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
     emu_state *s = mm->state;
     ST_ASSERT(!omp_in_parallel());   /* one scratch: not from inside a parallel loop */
+    if (K == 0) {   /* no product: c = beta c, as the fp32 row does it */
+        st_mm_backend_fp32.gemm(mm, bt, M, N, K, alpha, a, b, beta, c, ldc);
+        return;
+    }
     const int64_t ar = a.trans ? K : M, ac = a.trans ? M : K, br = b.trans ? N : K, bc = b.trans ? K : N;
     st_mm_arg ar32 = st_mm_a(operand_rounded(s, 0, a, ar, ac, bt->count, bt->a), NULL, a.trans, ac);
     st_mm_arg br32 = st_mm_a(operand_rounded(s, 1, b, br, bc, bt->count, bt->b), NULL, b.trans, bc);
