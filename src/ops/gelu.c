@@ -22,15 +22,14 @@
 typedef struct gelu_saved { int exact; } gelu_saved;
 
 static inline float gelu_phi_cdf(float x) {       /* Phi(x) */
-    float e = ops_erfc_pos((x < 0.0f ? -x : x) * INV_SQRT2);
-    return x < 0.0f ? 0.5f * e : 1.0f - 0.5f * e;
+    float e = ops_erfc_pos(ops_select(x < 0.0f, -x, x) * INV_SQRT2);
+    return ops_select(x < 0.0f, 0.5f * e, 1.0f - 0.5f * e);
 }
 
 /* sigmoid(2u); exactly 0 where exp(-2u) would be clamped (u < -44, true value < 1e-38),
  * so x s and x s (1 - s) (1 + 3a x^2) stay 0 for absurdly negative x. */
 static inline float gelu_sigmoid2(float u) {
-    float s = 1.0f / (1.0f + ops_expf(-2.0f * u));
-    return u < -44.0f ? 0.0f : s;
+    return ops_select(u < -44.0f, 0.0f, 1.0f / (1.0f + ops_expf(-2.0f * u)));
 }
 
 /* out = gelu(x) over n values, and outh (or NULL) = out rounded to bf16: the copy the
