@@ -110,10 +110,11 @@ int cmd_bench(int argc, char **argv) {
         } else if (!strcmp(a, "--coretype")) {
             coretype = v;
             const char *lacks = st_blas_core_unsupported(v);
-            const char *best = st_blas_best_core();
-            if (lacks)
+            if (lacks) {
+                const char *best = st_blas_best_core();
                 return cli_usage("bench", "--coretype %s: its kernels need %s, which this CPU lacks%s%s", v, lacks,
                                  best ? "; the best core it runs is " : "", best ? best : "");
+            }
         } else if (!strcmp(a, "--omp-wait")) {
             if (strcasecmp(v, "passive") && strcasecmp(v, "active"))
                 return cli_usage("bench", "--omp-wait: passive or active, not '%s'", v);

@@ -78,11 +78,12 @@ void st_blas_log(void) {
     char how[96] = "";
     /* set by cli/main.c when the environment named a core this CPU cannot run */
     const char *refused = getenv("STRETCH_BLAS_REFUSED");
+    const char *lacks = refused ? st_blas_core_unsupported(refused) : NULL;
     if (probed && env) snprintf(how, sizeof how, ", set by stretch: OpenBLAS's probe chose %.40s", probed);
     if (refused)
         st_log(ST_LOG_WARN, "OPENBLAS_CORETYPE=%s needs %s, which this CPU lacks (its kernels would stop at the "
                "first product with an illegal instruction): running core %s instead", refused,
-               st_blas_core_unsupported(refused) ? st_blas_core_unsupported(refused) : "?", bi.corename);
+               lacks ? lacks : "?", bi.corename);
     int par = openblas_get_parallel();
     st_log(ST_LOG_INFO, "BLAS: OpenBLAS core %s (OPENBLAS_CORETYPE=%s%s), %d BLAS threads (%s), %d OpenMP threads",
            bi.corename, env ? env : "unset", how, bi.blas_threads,

@@ -82,6 +82,16 @@ void st_mm_gemm(st_mm *mm, int64_t M, int64_t N, int64_t K, float alpha, st_mm_a
     st_mm_gemm_batched(mm, one, M, N, K, alpha, a, b, beta, c, ldc);
 }
 
+void *st_mm_grow(void **buf, size_t *cap, size_t bytes) {
+    if (bytes > *cap) {
+        free(*buf);
+        *buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        ST_ASSERT(*buf != NULL);
+        *cap = bytes;
+    }
+    return *buf;
+}
+
 /* Fixed slices of 64 Ki values: each thread rounds whole slices (the result does not
  * depend on the thread count anyway: the map is elementwise). */
 void st_bf16_round(uint16_t *dst, const float *src, int64_t n) {

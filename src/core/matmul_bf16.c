@@ -119,18 +119,6 @@ static int isa_has(dnnl_cpu_isa_t isa, dnnl_cpu_isa_t want) {
     return ((unsigned)isa & (unsigned)want) == (unsigned)want;
 }
 
-/* *buf holds at least bytes (64-byte aligned), grown and kept: the backend's scratch
- * buffers are reused by every call. */
-static void *grow(void **buf, size_t *cap, size_t bytes) {
-    if (bytes > *cap) {
-        free(*buf);
-        *buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-        ST_ASSERT(*buf != NULL);
-        *cap = bytes;
-    }
-    return *buf;
-}
-
 /* Descriptor of a row-major (rows, cols) operand stored transposed or not with leading
  * dimension ld; a batch (count > 1) adds a leading dimension of stride bstride. */
 static void operand_md(dnnl_memory_desc_t *md, int64_t count, int64_t rows, int64_t cols, int trans,
@@ -278,7 +266,7 @@ static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_
         return x.h;
     }
     size_t need = (size_t)(count * rows * cols);
-    uint16_t *d = grow(&s->scratch[slot], &s->cap[slot], need * sizeof(uint16_t));
+    uint16_t *d = st_mm_grow(&s->scratch[slot], &s->cap[slot], need * sizeof(uint16_t));
     if (dense) {
         st_bf16_round(d, x.f, count * rows * cols);
     } else {   /* row q of the batch: matrix q / rows, row q % rows */
@@ -312,7 +300,7 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
     DNNL_OK(dnnl_memory_set_data_handle(en->c, c));
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, en->a}, {DNNL_ARG_WEIGHTS, en->b}, {DNNL_ARG_DST, en->c},
                                {DNNL_ARG_SCRATCHPAD, en->sp}};
-    if (en->sp) DNNL_OK(dnnl_memory_set_data_handle(en->sp, grow(&s->sp, &s->sp_cap, en->sp_bytes)));
+    if (en->sp) DNNL_OK(dnnl_memory_set_data_handle(en->sp, st_mm_grow(&s->sp, &s->sp_cap, en->sp_bytes)));
     DNNL_OK(dnnl_primitive_execute(en->prim, s->stream, en->sp ? 4 : 3, args));
     DNNL_OK(dnnl_stream_wait(s->stream));
     snprintf(mm->last_impl, sizeof mm->last_impl, "%s", en->impl);
@@ -333,6 +321,16 @@ static void bf16_close(st_mm *mm) {
 }
 
 static int bf16_open(st_mm *mm, st_error *e) {
+    const dnnl_version_t *v = dnnl_version();
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    if (!isa_has(isa, dnnl_cpu_isa_avx512_core_bf16)) {   /* oneDNN would emulate (slower than sgemm) or has no kernel */
+        char why[96];
+        snprintf(why, sizeof why, "oneDNN %d.%d.%d, ISA %s: no avx512_core_bf16 or AMX", v->major, v->minor,
+                 v->patch, isa_name(isa));
+        return st_mm_bf16_emu_open(mm, why, e);
+    }
+    mm->native = 1;
+    mm->attn = isa_has(isa, dnnl_cpu_isa_avx512_core_amx);
     bf16_state *s = st_calloc(1, sizeof *s, e);
     if (!s) return ST_ERR_MEMORY;
     mm->state = s;
@@ -340,17 +338,6 @@ static int bf16_open(st_mm *mm, st_error *e) {
         dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags) != dnnl_success) {
         bf16_close(mm);
         return st_fail(e, ST_ERR_GENERIC, "precision bf16: cannot create a oneDNN CPU engine and stream");
-    }
-    const dnnl_version_t *v = dnnl_version();
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    mm->native = isa_has(isa, dnnl_cpu_isa_avx512_core_bf16);
-    mm->attn = isa_has(isa, dnnl_cpu_isa_avx512_core_amx);
-    if (!mm->native) {   /* oneDNN would emulate (slower than sgemm) or has no kernel */
-        char why[96];
-        bf16_close(mm);
-        snprintf(why, sizeof why, "oneDNN %d.%d.%d, ISA %s: no avx512_core_bf16 or AMX", v->major, v->minor,
-                 v->patch, isa_name(isa));
-        return st_mm_bf16_emu_open(mm, why, e);
     }
     /* one small product of each kind the ops use: refuse up front, not mid-training */
     for (int t = 0; t < 4; t++) {

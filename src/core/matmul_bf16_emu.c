@@ -21,19 +21,9 @@
 #include <stdlib.h>
 
 typedef struct emu_state {
-    float *scratch[2];   /* a, b rounded to bf16 values, dense */
-    size_t cap[2];       /* in floats */
+    void *scratch[2];    /* a, b rounded to bf16 values (fp32), dense */
+    size_t cap[2];       /* in bytes */
 } emu_state;
-
-static float *grow(emu_state *s, int slot, size_t n) {
-    if (n > s->cap[slot]) {
-        free(s->scratch[slot]);
-        s->scratch[slot] = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
-        ST_ASSERT(s->scratch[slot] != NULL);
-        s->cap[slot] = n;
-    }
-    return s->scratch[slot];
-}
 
 /* Operand x (`count` stored (rows, cols) matrices, leading dimension x.ld, matrix i at
  * x.f + i * stride) as dense bf16 values in fp32: widened from its bf16 copy when it has
@@ -42,7 +32,7 @@ static float *grow(emu_state *s, int slot, size_t n) {
 static const float *operand_rounded(emu_state *s, int slot, st_mm_arg x, int64_t rows, int64_t cols,
                                     int64_t count, int64_t stride) {
     if (x.h) ST_ASSERT(x.ld == cols && (count == 1 || stride == rows * cols));
-    float *d = grow(s, slot, (size_t)(count * rows * cols));
+    float *d = st_mm_grow(&s->scratch[slot], &s->cap[slot], (size_t)(count * rows * cols) * sizeof(float));
     const int64_t nrows = count * rows;
     #pragma omp parallel for schedule(static) if (nrows * cols > 32768)
     for (int64_t q = 0; q < nrows; q++) {   /* row q: matrix q / rows, row q % rows */
@@ -103,10 +93,5 @@ int st_mm_bf16_emu_open(st_mm *mm, const char *why, st_error *e) {
     return ST_OK;
 }
 
-/* The row's own open is the bf16 row's hand-over (st_mm_bf16_emu_open); st_mm_create
- * never opens it directly, as no precision maps to it. */
-static int emu_open(st_mm *mm, st_error *e) {
-    return st_mm_bf16_emu_open(mm, "oneDNN has no bf16 matmul", e);
-}
-
-const st_mm_backend st_mm_backend_bf16_emu = {"bf16", 0, emu_open, emu_close, emu_gemm};
+/* open: NULL, the bf16 row's hand-over (st_mm_bf16_emu_open) is the only way in */
+const st_mm_backend st_mm_backend_bf16_emu = {"bf16", 0, NULL, emu_close, emu_gemm};

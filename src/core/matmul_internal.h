@@ -29,10 +29,15 @@ struct st_mm {
 
 extern const st_mm_backend st_mm_backend_fp32;   /* matmul_fp32.c */
 extern const st_mm_backend st_mm_backend_bf16;   /* matmul_bf16.c */
-/* bf16 by sgemm on bf16-rounded operands (matmul_bf16_emu.c): the bf16 row hands mm over
- * to it (mm->be, state, describe) when oneDNN has no bf16 matmul for the CPU; `why` says
- * so in the description and the warning. */
+/* bf16 by sgemm on bf16-rounded operands (matmul_bf16_emu.c): the bf16 row's open hands
+ * mm over to it (mm->be, state, describe) when the CPU has no native bf16; `why` says so
+ * in the description and the warning. No precision maps to this row, so its own open is
+ * NULL: st_mm_bf16_emu_open is the only way in. */
 extern const st_mm_backend st_mm_backend_bf16_emu;
 int st_mm_bf16_emu_open(st_mm *mm, const char *why, st_error *e);
+
+/* *buf holds at least `bytes` (64-byte aligned), grown and kept: a backend's scratch
+ * buffers are reused by every call. */
+void *st_mm_grow(void **buf, size_t *cap, size_t bytes);
 
 #endif

@@ -14,6 +14,8 @@
  * The backward recomputes from the saved input x; nothing else is stored. */
 #include "ops_internal.h"
 
+#include <math.h>
+
 #define GELU_K 0.7978845608028654f      /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 #define INV_SQRT2 0.7071067811865476f
@@ -22,7 +24,7 @@
 typedef struct gelu_saved { int exact; } gelu_saved;
 
 static inline float gelu_phi_cdf(float x) {       /* Phi(x) */
-    float e = ops_erfc_pos(ops_select(x < 0.0f, -x, x) * INV_SQRT2);
+    float e = ops_erfc_pos(fabsf(x) * INV_SQRT2);
     return ops_select(x < 0.0f, 0.5f * e, 1.0f - 0.5f * e);
 }
 
