@@ -200,7 +200,8 @@ static void test_gemm(st_mm *mm) {
 }
 
 /* Batches laid out like attention's per-(batch, head) products: q (count, T, D) blocks of
- * M rows, k (count, T, D) used transposed, scores c (count, M, ldc) with a batch stride;
+ * M rows, k (count, T, D) used transposed, scores c (count, M, ldc) with a batch stride
+ * (the backend stages such a c densely and merges it: beta 1 and 0 both checked);
  * every product of the batch within the bound, fp32 batches equal to single calls. */
 static void test_batched(st_mm *mm) {
     const int64_t count = 6, T = 40, D = 16, M = 24, N = 40, ldc = 48, cstride = 24 * 48 + 8;
@@ -211,9 +212,9 @@ static void test_batched(st_mm *mm) {
     fill_normal(k, count * T * D, 42, 1.0f, 0.0f);
     fill_normal(c0, count * cstride, 43, 1.0f, 0.0f);
     st_mm_batch bt = {count, T * D, T * D, cstride};
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < 3; p++) {   /* fp32; bf16 accumulating into c; bf16 overwriting c */
         st_mm *m = p ? mm : NULL;
-        float alpha = 0.25f, beta = p ? 1.0f : 0.0f;
+        float alpha = 0.25f, beta = p == 1 ? 1.0f : 0.0f;
         /* S_i (M, N) = alpha Q_i[8:8+M] K_i^T (+ beta S_i) */
         memcpy(c, c0, sizeof(float) * (size_t)(count * cstride));
         st_mm_gemm_batched(m, bt, M, N, D, alpha, st_mm_a(q + 8 * D, NULL, 0, D), st_mm_a(k, NULL, 1, D), beta, c, ldc);

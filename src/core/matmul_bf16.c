@@ -84,8 +84,8 @@ typedef struct bf16_state {
     int n_packs;
     void *sp;               /* one scratchpad for every primitive (calls are sequential) */
     size_t sp_cap;
-    void *scratch[2];       /* rounded a, b */
-    size_t cap[2];          /* in bytes */
+    void *scratch[3];       /* rounded a, b; the dense product of a batch with a strided c */
+    size_t cap[3];          /* in bytes */
 } bf16_state;
 
 /* A failed oneDNN call on a shape that was already accepted is a broken invariant (or
@@ -273,10 +273,26 @@ static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_
         #pragma omp parallel for schedule(static) if (count * rows * cols > 32768)
         for (int64_t q = 0; q < count * rows; q++) {
             const float *src = x.f + (q / rows) * stride + (q % rows) * x.ld;
-            for (int64_t j = 0; j < cols; j++) d[q * cols + j] = st_f32_to_bf16(src[j]);
+            uint16_t *dr = d + q * cols;
+            #pragma omp simd
+            for (int64_t j = 0; j < cols; j++) dr[j] = st_f32_to_bf16(src[j]);
         }
     }
     return d;
+}
+
+/* c_i (M,N) (leading dimension ldc, batch stride bt->c) = tmp_i + beta c_i, tmp dense. */
+static void merge_staged(const float *tmp, const st_mm_batch *bt, int64_t M, int64_t N, float beta, float *c,
+                         int64_t ldc) {
+    #pragma omp parallel for schedule(static) if (bt->count * M * N > 32768)
+    for (int64_t q = 0; q < bt->count * M; q++) {
+        const float *t = tmp + q * N;
+        float *d = c + (q / M) * bt->c + (q % M) * ldc;
+        if (beta == 0.0f)
+            memcpy(d, t, (size_t)N * sizeof(float));
+        else
+            for (int64_t j = 0; j < N; j++) d[j] = t[j] + beta * d[j];
+    }
 }
 
 static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,
@@ -289,20 +305,31 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
     }
     const uint16_t *ah = operand_bf16(s, 0, a, a.trans ? K : M, a.trans ? M : K, bt->count, bt->a);
     const uint16_t *bh = operand_bf16(s, 1, b, b.trans ? N : K, b.trans ? K : N, bt->count, bt->b);
+    /* A batch whose c is strided (attention's score blocks inside (T,T) rows, output rows
+     * inside (T,D) heads) gets oneDNN 2.6's gemm:jit fallback, not brgemm: 18-45 GFLOPS
+     * with an output scale, 160-840 without, against 340-1,700 for the same products with
+     * every operand dense (AMX Xeon, 2026-11-26, 32 pairs of 64 x 64..512 x 64). a and b
+     * are dense here already (rounded copies), so the product goes into a dense c and is
+     * merged: c = tmp + beta c, the sum post-op's own arithmetic. */
+    const int staged = bt->count > 1 && (ldc != N || bt->c != M * N);
+    float *cd = c;
+    if (staged) cd = st_mm_grow(&s->scratch[2], &s->cap[2], (size_t)(bt->count * M * N) * sizeof(float));
     mm_key k;
     memset(&k, 0, sizeof k);   /* padding too: keys are compared with memcmp */
-    k.count = bt->count; k.cstride = bt->count > 1 ? bt->c : 0;
-    k.M = M; k.N = N; k.K = K; k.ldc = ldc; k.ta = a.trans; k.tb = b.trans; k.alpha = alpha; k.beta = beta;
+    k.count = bt->count; k.cstride = bt->count > 1 ? (staged ? M * N : bt->c) : 0;
+    k.M = M; k.N = N; k.K = K; k.ldc = staged ? N : ldc; k.ta = a.trans; k.tb = b.trans; k.alpha = alpha;
+    k.beta = staged ? 0.0f : beta;
     k.packed = b.h && b.ver && bt->count == 1;
     mm_entry *en = entry_get(s, &k);
     DNNL_OK(dnnl_memory_set_data_handle(en->a, (void *)ah));
     DNNL_OK(dnnl_memory_set_data_handle(en->b, en->reorder ? packed_weight(s, en, bh, *b.ver) : (void *)bh));
-    DNNL_OK(dnnl_memory_set_data_handle(en->c, c));
+    DNNL_OK(dnnl_memory_set_data_handle(en->c, cd));
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, en->a}, {DNNL_ARG_WEIGHTS, en->b}, {DNNL_ARG_DST, en->c},
                                {DNNL_ARG_SCRATCHPAD, en->sp}};
     if (en->sp) DNNL_OK(dnnl_memory_set_data_handle(en->sp, st_mm_grow(&s->sp, &s->sp_cap, en->sp_bytes)));
     DNNL_OK(dnnl_primitive_execute(en->prim, s->stream, en->sp ? 4 : 3, args));
     DNNL_OK(dnnl_stream_wait(s->stream));
+    if (staged) merge_staged(cd, bt, M, N, beta, c, ldc);
     snprintf(mm->last_impl, sizeof mm->last_impl, "%s", en->impl);
 }
 
@@ -314,8 +341,7 @@ static void bf16_close(st_mm *mm) {
     free(s->sp);
     if (s->stream) dnnl_stream_destroy(s->stream);
     if (s->eng) dnnl_engine_destroy(s->eng);
-    free(s->scratch[0]);
-    free(s->scratch[1]);
+    for (int i = 0; i < 3; i++) free(s->scratch[i]);
     free(s);
     mm->state = NULL;
 }
