@@ -85,15 +85,18 @@ int st_mm_precision(const st_mm *mm);       /* NULL: ST_PREC_FP32 */
 const char *st_mm_describe(const st_mm *mm);
 /* 1 when the bf16 products run on native bf16 instructions (AVX512-BF16 or AMX). */
 int st_mm_native(const st_mm *mm);
-/* 1 when attention (the grad-mode kernel of training and the streamed kernel of eval)
- * should run its products through this backend: bf16 on a CPU with AMX, whose tiles beat
- * sgemm on attention's 64-row blocks. With AVX512-BF16 alone the batched bf16 products
- * were slower than cblas_sgemm (streamed: a third of its fp32 speed; training: 128 against
- * 100 ms of attention per S step, docs/precision.md), so there attention stays fp32 and
- * only the linear layers and the LM head run in bf16. fp32: 0. st_mm_set_attention
- * overrides the choice (tests; 1 = bf16). */
+/* Which attention kernels run their products through this backend (bits; fp32: 0):
+ * ST_MM_ATTN_GRAD, training's grad-mode kernel: bf16 on a CPU with AMX, whose tiles beat
+ * sgemm on attention's 64-row blocks (M step on the AMX Xeon: ~250 against ~400 ms).
+ * ST_MM_ATTN_STREAM, eval's streamed kernel: never chosen by a backend. Its products are
+ * 64 x 256 x D blocks whose operands are rounded per block, so bf16 lost to cblas_sgemm
+ * on both Xeons measured (AVX512-BF16 alone: a third of the fp32 speed at L = 16,384;
+ * AMX: 0.68x at 16,384, equal at 1,024-4,096; docs/precision.md). With AVX512-BF16 alone
+ * training attention stays fp32 too (128 against 100 ms per S step). st_mm_set_attention
+ * overrides the choice (tests). */
+enum { ST_MM_ATTN_GRAD = 1, ST_MM_ATTN_STREAM = 2 };
 int st_mm_attention(const st_mm *mm);
-void st_mm_set_attention(st_mm *mm, int on);
+void st_mm_set_attention(st_mm *mm, int kernels);
 /* 1 when st_mm_gemm may be called from inside an OpenMP parallel region (fp32: OpenBLAS
  * runs single-threaded there); 0 when products must be batched outside parallel loops
  * (bf16: one primitive cache). Attention picks its schedule by this (per-pair tasks with

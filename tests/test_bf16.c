@@ -354,7 +354,7 @@ static int norm_close(const char *what, const float *a, const float *b, int64_t 
 
 static void test_attention(st_mm *bf) {
     const int chosen = st_mm_attention(bf);
-    st_mm_set_attention(bf, 1);   /* the block-major bf16 schedule whatever the CPU (AMX picks it itself) */
+    st_mm_set_attention(bf, ST_MM_ATTN_GRAD);   /* the block-major bf16 schedule whatever the CPU (AMX picks it itself) */
     const int64_t B = 2, H = 3, T = 150, D = 16, n = B * H * T * D;   /* T: three query blocks */
     const int64_t spec[3][5] = {{4, B, H, T, D}, {4, B, H, T, D}, {4, B, H, T, D}};
     static const char *const kinds[] = {"causal, distance bias", "causal, general bias", "non-causal",
@@ -444,7 +444,7 @@ static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
 /* Same bound as the grad-mode forward: ||O_bf16 - O_fp32|| <= 2 2^-7 ||O_fp32||. */
 static void test_attention_streamed(st_mm *bf) {
     const int chosen = st_mm_attention(bf);
-    st_mm_set_attention(bf, 1);   /* bf16 products whatever the CPU (AMX picks them itself) */
+    st_mm_set_attention(bf, ST_MM_ATTN_STREAM);   /* bf16 products whatever the CPU (no CPU picks them itself) */
     const int64_t B = 2, H = 3, T = 300, D = 16, n = B * H * T * D;   /* T: 5 query blocks, 2 key blocks */
     const int64_t spec[3][5] = {{4, B, H, T, D}, {4, B, H, T, D}, {4, B, H, T, D}};
     static const char *const kinds[] = {"causal, distance bias", "causal, general bias", "non-causal", "causal, CoPE",

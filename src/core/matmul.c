@@ -54,9 +54,9 @@ void st_mm_free(st_mm *mm) {
 int st_mm_precision(const st_mm *mm) { return mm ? mm->precision : ST_PREC_FP32; }
 const char *st_mm_describe(const st_mm *mm) { return mm ? mm->describe : "fp32 (OpenBLAS)"; }
 int st_mm_native(const st_mm *mm) { return mm ? mm->native : 1; }
-int st_mm_attention(const st_mm *mm) { return mm && mm->attn; }
-void st_mm_set_attention(st_mm *mm, int on) {
-    if (mm && mm->precision != ST_PREC_FP32) mm->attn = on != 0;
+int st_mm_attention(const st_mm *mm) { return mm ? mm->attn : 0; }
+void st_mm_set_attention(st_mm *mm, int kernels) {
+    if (mm && mm->precision != ST_PREC_FP32) mm->attn = kernels & (ST_MM_ATTN_GRAD | ST_MM_ATTN_STREAM);
 }
 int st_mm_parallel_safe(const st_mm *mm) { return mm ? mm->be->parallel_safe : 1; }
 const char *st_mm_last_impl(const st_mm *mm) { return mm ? mm->last_impl : ""; }

@@ -19,8 +19,8 @@ struct st_mm {
     int precision;
     int quiet;
     int native;             /* bf16: native instructions (not emulated) */
-    int attn;               /* attention (grad-mode and streamed kernels) runs its products
-                             * here (bf16 with AMX; st_mm_set_attention) */
+    int attn;               /* ST_MM_ATTN_* bits: the attention kernels that run their
+                             * products here (bf16 with AMX: GRAD; st_mm_set_attention) */
     char describe[192];
     char last_impl[96];
     void *state;            /* the backend's own (oneDNN engine, stream, cache, scratch) */

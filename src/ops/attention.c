@@ -372,7 +372,7 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
     }
     const int nth = omp_get_max_threads();
     const attn_grads G = {dq, dk, dv, gacc, gfull, de, n};
-    if (st_attn_batched(ctx->mm)) {
+    if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
         const size_t all = (size_t)BH * (size_t)ST_ATTN_QBLOCK * (size_t)T;
         float *g = st_ctx_alloc(ctx, all * (s->drop ? 2 : 1) * sizeof(float), 1);
         float *cs = npos ? st_ctx_alloc(ctx, (size_t)nth * (size_t)(ST_ATTN_QBLOCK * npos + T) * sizeof(float), 1) : NULL;
@@ -489,7 +489,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     if (dropout) {
         s->drop = st_ctx_alloc(ctx, tt, 1);
         /* P' rows: one block a thread (per-pair schedule) or of every pair (block-major) */
-        const int64_t rows = st_attn_batched(ctx->mm) ? B * H : nth;
+        const int64_t rows = st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD) ? B * H : nth;
         pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)ST_ATTN_QBLOCK * (size_t)T * sizeof(float), 0);
         if (!s->drop || !pd) return NULL;
     }
@@ -521,7 +521,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
      * free: a cyclic static split gave one thread of two every odd block, 25-50% more
      * work at T = 512-256. Results do not depend on which thread runs a task. */
     const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
-    if (st_attn_batched(ctx->mm)) {
+    if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
         forward_batched(ctx->mm, &pb, s->P, s->drop, pd);
     } else {
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)

@@ -171,11 +171,13 @@ static inline float st_attn_dot(const float *a, const float *b, int64_t n) {
 }
 
 /* The block-major schedule with batched products through the backend: a backend that
- * must run its products outside parallel regions and that attention should use (bf16 with
- * AMX, st_mm_attention); otherwise per pair / per task with cblas_sgemm (fp32, also under a
- * bf16 backend without AMX, where it is the faster of the two). Every attention kernel
- * (grad-mode forward and backward, streamed) asks this, so they all agree. */
-static inline int st_attn_batched(const st_mm *mm) { return !st_mm_parallel_safe(mm) && st_mm_attention(mm); }
+ * must run its products outside parallel regions and that attention kernel `kernel`
+ * (ST_MM_ATTN_GRAD: the grad-mode forward and backward, which must agree; ST_MM_ATTN_STREAM:
+ * the streamed kernel) should use (st_mm_attention); otherwise per pair / per task with
+ * cblas_sgemm (fp32, and under a bf16 backend wherever that is the faster of the two). */
+static inline int st_attn_batched(const st_mm *mm, int kernel) {
+    return !st_mm_parallel_safe(mm) && (st_mm_attention(mm) & kernel);
+}
 
 /* Floats of one scratch slot (a thread's, or a (b,h) pair's) the streamed kernel needs for
  * problem pb with key blocks of kblock, from the fields that size it: D, a general bias

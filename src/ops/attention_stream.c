@@ -327,7 +327,7 @@ static void stream_run_batched(st_mm *mm, const st_attn_problem *pb, int64_t kbl
 }
 
 int64_t st_attn_stream_slots(const st_attn_problem *pb, int nthreads) {
-    return st_attn_batched(pb->mm) ? pb->B * pb->H : nthreads;
+    return st_attn_batched(pb->mm, ST_MM_ATTN_STREAM) ? pb->B * pb->H : nthreads;
 }
 
 void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratch, int nthreads) {
@@ -336,7 +336,7 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     ST_ASSERT(!(pb->gbias && pb->q2));   /* they share the tile */
     ST_ASSERT(!pb->doc || (pb->koff == 0 && pb->window == 0 && !pb->cope));   /* self-attention rows */
     const size_t per = st_attn_stream_scratch_floats(pb, kblock);
-    if (st_attn_batched(pb->mm)) {
+    if (st_attn_batched(pb->mm, ST_MM_ATTN_STREAM)) {
         /* one key/value head per pair (uniform batch strides), fp32 rows */
         ST_ASSERT(pb->kv_group <= 1 && !pb->kh);
         stream_run_batched(pb->mm, pb, kblock, scratch, per);
