@@ -153,39 +153,63 @@ static int check_product(const char *what, const float *c, const float *c0, int6
     return ok;
 }
 
-static void test_gemm(st_mm *mm) {
-    const int64_t M = 37, N = 29, K = 61;
-    float *a = malloc(sizeof(float) * 64 * 64), *b = malloc(sizeof(float) * 64 * 64);
-    float *c = malloc(sizeof(float) * 64 * 64), *c0 = malloc(sizeof(float) * 64 * 64);
-    float *c2 = malloc(sizeof(float) * 64 * 64);
-    uint16_t *ah = malloc(sizeof(uint16_t) * 64 * 64), *bh = malloc(sizeof(uint16_t) * 64 * 64);
-    fill_normal(a, 64 * 64, 1, 1.0f, 0.1f);
-    fill_normal(b, 64 * 64, 2, 0.5f, 0.0f);
-    fill_normal(c0, 64 * 64, 3, 1.0f, 0.0f);
+/* Every transpose, alpha and beta of one shape, with ldc padding; ready bf16 copies and a
+ * packed weight give the same bits as rounding inside; repeated calls too. */
+static void gemm_shape(st_mm *mm, int64_t M, int64_t N, int64_t K) {
+    const int64_t ldc = N + 3;
+    float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
+    float *c = malloc(sizeof(float) * (size_t)(M * ldc)), *c0 = malloc(sizeof(float) * (size_t)(M * ldc));
+    float *c2 = malloc(sizeof(float) * (size_t)(M * ldc));
+    uint16_t *ah = malloc(sizeof(uint16_t) * (size_t)(M * K)), *bh = malloc(sizeof(uint16_t) * (size_t)(K * N));
+    fill_normal(a, M * K, 1, 1.0f, 0.1f);
+    fill_normal(b, K * N, 2, 0.5f, 0.0f);
+    fill_normal(c0, M * ldc, 3, 1.0f, 0.0f);
+    const size_t cb = sizeof(float) * (size_t)(M * ldc);
+    uint64_t ver = 1;
     for (int t = 0; t < 8; t++) {
         int ta = t & 1, tb = (t >> 1) & 1, acc = t >> 2;
         float alpha = acc ? 0.75f : 1.0f, beta = acc ? 1.0f : 0.0f;
-        int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N + 3;
-        memcpy(c, c0, sizeof(float) * 64 * 64);
+        int64_t lda = ta ? M : K, ldb = tb ? K : N;
+        memcpy(c, c0, cb);
         st_mm_gemm(mm, M, N, K, alpha, st_mm_a(a, NULL, ta, lda), st_mm_a(b, NULL, tb, ldb), beta, c, ldc);
-        char what[64];
-        snprintf(what, sizeof what, "bf16 gemm ta %d tb %d alpha %g beta %g", ta, tb, alpha, beta);
+        char what[96];
+        snprintf(what, sizeof what, "bf16 gemm %lldx%lldx%lld ta %d tb %d alpha %g beta %g", (long long)M,
+                 (long long)N, (long long)K, ta, tb, alpha, beta);
         CHECK_MSG(check_product(what, c, c0, M, N, K, alpha, a, ta, lda, b, tb, ldb, beta, ldc), "%s", what);
         /* columns past N (ldc padding) untouched */
         int pad = 1;
         for (int64_t i = 0; i < M; i++) for (int64_t j = N; j < ldc; j++) pad &= c[i * ldc + j] == c0[i * ldc + j];
         CHECK_MSG(pad, "%s: wrote into the ldc padding", what);
         /* ready bf16 copies (shadows) give the same bits as rounding inside */
-        st_bf16_round(ah, a, (ta ? K : M) * lda);
-        st_bf16_round(bh, b, (tb ? N : K) * ldb);
-        memcpy(c2, c0, sizeof(float) * 64 * 64);
+        st_bf16_round(ah, a, M * K);
+        st_bf16_round(bh, b, K * N);
+        memcpy(c2, c0, cb);
         st_mm_gemm(mm, M, N, K, alpha, st_mm_a(a, ah, ta, lda), st_mm_a(b, bh, tb, ldb), beta, c2, ldc);
-        CHECK_MSG(memcmp(c, c2, sizeof(float) * (size_t)(M * ldc)) == 0, "%s: shadow operands differ", what);
+        CHECK_MSG(memcmp(c, c2, cb) == 0, "%s: shadow operands differ", what);
+        /* ... and so does b as a weight, kept packed in the kernel's layout */
+        memcpy(c2, c0, cb);
+        st_mm_gemm(mm, M, N, K, alpha, st_mm_a(a, ah, ta, lda), st_mm_w(b, bh, &ver, tb, ldb), beta, c2, ldc);
+        CHECK_MSG(memcmp(c, c2, cb) == 0, "%s: packed weight differs", what);
+        ver++;   /* the next case rounds b in another orientation: a new shadow version */
         /* deterministic: the same call again gives the same bits */
-        memcpy(c2, c0, sizeof(float) * 64 * 64);
+        memcpy(c2, c0, cb);
         st_mm_gemm(mm, M, N, K, alpha, st_mm_a(a, NULL, ta, lda), st_mm_a(b, NULL, tb, ldb), beta, c2, ldc);
-        CHECK_MSG(memcmp(c, c2, sizeof(float) * (size_t)(M * ldc)) == 0, "%s: not deterministic", what);
+        CHECK_MSG(memcmp(c, c2, cb) == 0, "%s: not deterministic", what);
     }
+    free(a); free(b); free(c); free(c0); free(c2); free(ah); free(bh);
+}
+
+static void test_gemm(st_mm *mm) {
+    gemm_shape(mm, 37, 29, 61);
+    /* a reduction >= 16x both output sides (the LM head's dx): the backend computes the
+     * transposed product and writes it back */
+    gemm_shape(mm, 9, 7, 160);
+    const int64_t M = 37, N = 29, K = 61;
+    float *a = malloc(sizeof(float) * 64 * 64), *b = malloc(sizeof(float) * 64 * 64);
+    float *c = malloc(sizeof(float) * 64 * 64), *c0 = malloc(sizeof(float) * 64 * 64);
+    fill_normal(a, 64 * 64, 1, 1.0f, 0.1f);
+    fill_normal(b, 64 * 64, 2, 0.5f, 0.0f);
+    fill_normal(c0, 64 * 64, 3, 1.0f, 0.0f);
     /* a strided (ld > row length) operand without a shadow is rounded row by row */
     memcpy(c, c0, sizeof(float) * 64 * 64);
     st_mm_gemm(mm, M, N, K, 1.0f, st_mm_a(a, NULL, 0, 64), st_mm_a(b, NULL, 0, 64), 0.0f, c, N);
@@ -196,7 +220,7 @@ static void test_gemm(st_mm *mm) {
     CHECK(check_product("bf16 gemm one row", c, c0, 1, N, K, 1.0f, a, 0, K, b, 1, K, 0.0f, N));
     CHECK(strlen(st_mm_last_impl(mm)) > 0);
     printf("bf16 backend: %s; last kernel %s\n", st_mm_describe(mm), st_mm_last_impl(mm));
-    free(a); free(b); free(c); free(c0); free(c2); free(ah); free(bh);
+    free(a); free(b); free(c); free(c0);
 }
 
 /* Batches laid out like attention's per-(batch, head) products: q (count, T, D) blocks of
