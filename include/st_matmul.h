@@ -88,12 +88,12 @@ int st_mm_native(const st_mm *mm);
 /* Which attention kernels run their products through this backend (bits; fp32: 0):
  * ST_MM_ATTN_GRAD, training's grad-mode kernel: bf16 on a CPU with AMX, whose tiles beat
  * sgemm on attention's 64-row blocks (M step on the AMX Xeon: ~250 against ~400 ms).
- * ST_MM_ATTN_STREAM, eval's streamed kernel: never chosen by a backend. Its products are
- * 64 x 256 x D blocks whose operands are rounded per block, so bf16 lost to cblas_sgemm
- * on both Xeons measured (AVX512-BF16 alone: a third of the fp32 speed at L = 16,384;
- * AMX: 0.68x at 16,384, equal at 1,024-4,096; docs/precision.md). With AVX512-BF16 alone
- * training attention stays fp32 too (128 against 100 ms per S step). st_mm_set_attention
- * overrides the choice (tests). */
+ * ST_MM_ATTN_STREAM, eval's streamed kernel: bf16 on a CPU with AMX too, its keys and
+ * values rounded once per call into block-major copies (S eval on the AMX Xeon at L =
+ * 16,384: 1.35-1.6x fp32; docs/precision.md). With AVX512-BF16 alone both stay fp32,
+ * where oneDNN's kernels ran attention's blocks slower than sgemm (training: 128 against
+ * 100 ms per S step; eval: a third of the fp32 speed). st_mm_set_attention overrides the
+ * choice (tests). */
 enum { ST_MM_ATTN_GRAD = 1, ST_MM_ATTN_STREAM = 2 };
 int st_mm_attention(const st_mm *mm);
 void st_mm_set_attention(st_mm *mm, int kernels);
@@ -107,7 +107,9 @@ int st_mm_parallel_safe(const st_mm *mm);
 const char *st_mm_last_impl(const st_mm *mm);
 
 typedef struct st_mm_arg {
-    const float *f;         /* the matrix, fp32, row-major with leading dimension ld */
+    const float *f;         /* the matrix, fp32, row-major with leading dimension ld; may be
+                             * NULL when h is given and the backend is bf16 (an operand
+                             * that only exists rounded) */
     const uint16_t *h;      /* the same matrix rounded to bf16, dense (ld = its row
                              * length), or NULL */
     int trans;              /* 1: the stored matrix is the transpose of the operand */

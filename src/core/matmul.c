@@ -63,7 +63,8 @@ const char *st_mm_last_impl(const st_mm *mm) { return mm ? mm->last_impl : ""; }
 
 void st_mm_gemm_batched(st_mm *mm, st_mm_batch batch, int64_t M, int64_t N, int64_t K, float alpha,
                         st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
-    ST_ASSERT(M >= 0 && N >= 0 && K >= 0 && ldc >= N && batch.count >= 0 && a.f && b.f && c);
+    ST_ASSERT(M >= 0 && N >= 0 && K >= 0 && ldc >= N && batch.count >= 0 && (a.f || a.h) && (b.f || b.h) && c);
+    ST_ASSERT((a.f && b.f) || (mm && mm->precision != ST_PREC_FP32));   /* fp32 multiplies f */
     if (M == 0 || N == 0 || batch.count == 0) return;
     const double t0 = mm && mm->prof ? st_time() : 0.0;
     (mm ? mm->be : &st_mm_backend_fp32)->gemm(mm, &batch, M, N, K, alpha, a, b, beta, c, ldc);

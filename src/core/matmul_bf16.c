@@ -395,7 +395,7 @@ static int bf16_open(st_mm *mm, st_error *e) {
         return st_mm_bf16_emu_open(mm, why, e);
     }
     mm->native = 1;
-    mm->attn = isa_has(isa, dnnl_cpu_isa_avx512_core_amx) ? ST_MM_ATTN_GRAD : 0;
+    mm->attn = isa_has(isa, dnnl_cpu_isa_avx512_core_amx) ? ST_MM_ATTN_GRAD | ST_MM_ATTN_STREAM : 0;
     bf16_state *s = st_calloc(1, sizeof *s, e);
     if (!s) return ST_ERR_MEMORY;
     mm->state = s;
@@ -424,7 +424,7 @@ static int bf16_open(st_mm *mm, st_error *e) {
     }
     snprintf(mm->describe, sizeof mm->describe, "bf16 (oneDNN %d.%d.%d, ISA %s, native bf16, kernel %s; "
              "attention %s)", v->major, v->minor, v->patch, isa_name(isa), s->cache[0].impl,
-             mm->attn & ST_MM_ATTN_GRAD ? "bf16 in training, fp32 in eval" : "fp32");
+             mm->attn & ST_MM_ATTN_GRAD ? "bf16" : "fp32");
     if (!mm->quiet) st_log(ST_LOG_INFO, "matmul precision: %s", mm->describe);
     return ST_OK;
 }

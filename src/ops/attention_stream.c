@@ -51,16 +51,35 @@ static size_t aligned16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* The row work's part of a slot: scores (QBLOCK, kblock) + accumulator (QBLOCK, D) +
  * running max and sum (QBLOCK each); a general bias or clipped scores add a (QBLOCK,
  * kblock) tile, CoPE its z rows (QBLOCK, n_pos) and running gate sums (QBLOCK). */
-static size_t stream_row_floats(const st_attn_problem *pb, int64_t kblock) {
-    const size_t s = (size_t)ST_ATTN_SQBLOCK * (size_t)kblock, npos = pb->cope ? (size_t)pb->cope->n_pos : 0;
-    return aligned16(s) + aligned16((size_t)ST_ATTN_SQBLOCK * (size_t)pb->D) + 2 * ST_ATTN_SQBLOCK +
-           (pb->gbias || pb->q2 ? aligned16(s) : 0) + (npos ? aligned16(ST_ATTN_SQBLOCK * npos) + ST_ATTN_SQBLOCK : 0);
+/* Query rows per block: ST_ATTN_SQBLOCK for the per-task schedule (its sgemm tiles stay
+ * in L2), ST_ATTN_SQBLOCK_BATCHED for the block-major one, whose every product is one
+ * oneDNN call over the (b,h) pairs: at 64 rows an eval at L = 16,384 (B H = 4) made 4
+ * products of 64 x 256 x 64 per call, tens of thousands of calls per layer, and spent
+ * more time in the calls than in the AMX tiles. */
+static int64_t stream_qrows(const st_attn_problem *pb) {
+    if (!st_attn_batched(pb->mm, ST_MM_ATTN_STREAM)) return ST_ATTN_SQBLOCK;
+    int64_t q = ST_ATTN_SQBLOCK;   /* ~2,048 query rows per call, up to ST_ATTN_SQBLOCK_BATCHED a pair */
+    while (q < ST_ATTN_SQBLOCK_BATCHED && pb->B * pb->H * q < 2048) q *= 2;
+    return q;
 }
+
+static size_t stream_row_floats(const st_attn_problem *pb, int64_t kblock) {
+    const size_t q = (size_t)stream_qrows(pb), npos = pb->cope ? (size_t)pb->cope->n_pos : 0;
+    const size_t s = q * (size_t)kblock;
+    return aligned16(s) + aligned16(q * (size_t)pb->D) + 2 * q + (pb->gbias || pb->q2 ? aligned16(s) : 0) +
+           (npos ? aligned16(q * npos) + q : 0);
+}
+
+static size_t stream_ops_floats(const st_attn_problem *pb, int64_t kblock);
 
 size_t st_attn_stream_scratch_floats(const st_attn_problem *pb, int64_t kblock) {
     /* bf16 keys: after the row work, the widened key and value tiles (kblock, D) of a
      * block, and the clipped keys' */
     const size_t widen = pb->kh ? (size_t)(pb->k2h ? 3 : 2) * aligned16((size_t)kblock * (size_t)pb->D) : 0;
+    if (st_attn_batched(pb->mm, ST_MM_ATTN_STREAM)) {   /* a slot per pair + its share of the bf16 operands */
+        const size_t BH = (size_t)(pb->B * pb->H);
+        return stream_row_floats(pb, kblock) + (stream_ops_floats(pb, kblock) + BH - 1) / BH;
+    }
     return stream_row_floats(pb, kblock) + widen;
 }
 
@@ -73,13 +92,13 @@ static stream_buf stream_buf_of(const st_attn_problem *pb, int64_t kblock, float
     stream_buf sb;
     const int64_t npos = pb->cope ? pb->cope->n_pos : 0;
     sb.Sc = scratch;
-    const size_t s = aligned16((size_t)ST_ATTN_SQBLOCK * (size_t)kblock);
+    const size_t q = (size_t)stream_qrows(pb), s = aligned16(q * (size_t)kblock);
     sb.acc = sb.Sc + s;
-    sb.m = sb.acc + aligned16((size_t)ST_ATTN_SQBLOCK * (size_t)pb->D);
-    sb.l = sb.m + ST_ATTN_SQBLOCK;
-    sb.G = sb.l + ST_ATTN_SQBLOCK;
+    sb.m = sb.acc + aligned16(q * (size_t)pb->D);
+    sb.l = sb.m + q;
+    sb.G = sb.l + q;
     sb.Z = sb.G + (pb->gbias || pb->q2 ? s : 0);
-    sb.csum = sb.Z + aligned16((size_t)ST_ATTN_SQBLOCK * (size_t)npos);
+    sb.csum = sb.Z + aligned16(q * (size_t)npos);
     /* bf16 keys: the widened tiles after the row work's part */
     const size_t tile = aligned16((size_t)kblock * (size_t)pb->D);
     sb.Kw = pb->kh ? scratch + stream_row_floats(pb, kblock) : NULL;
@@ -273,8 +292,7 @@ static void stream_block(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
 
 /* c_bh = alpha a_bh op(b_bh) + beta c_bh over every (b,h) pair in one batched product:
  * a at a0 + bh astride (leading dimension lda), b at b0 + bh kv_stride, c at c0 + bh per
- * (ldc). Self-attention only: every pair has its own keys and values (the grouped-query
- * KV cache, kv_group > 1, keeps the per-task schedule). */
+ * (ldc); both operands fp32, rounded by the backend. */
 static void stream_batched(st_mm *mm, const st_attn_problem *pb, int64_t M, int64_t N, int64_t K, float alpha,
                            const float *a0, int64_t astride, int64_t lda, const float *b0, int btrans, float beta,
                            float *c0, int64_t per, int64_t ldc) {
@@ -283,44 +301,130 @@ static void stream_batched(st_mm *mm, const st_attn_problem *pb, int64_t M, int6
                        ldc);
 }
 
+/* The block-major schedule's bf16 operands, every one dense per block (oneDNN 2.6 runs its
+ * AMX brgemm on a batch only when each operand's matrices are packed back to back; with
+ * any other batch stride it falls back to gemm:jit, slower than sgemm):
+ *   K, V: the keys and values rounded once per call, key block kb of every pair back to
+ *         back (BH, nb, D) at BH kb kblock D, when the key blocks are aligned (no window);
+ *         with a window (blocks start anywhere) one block of every pair, rounded per block
+ *   Q:    the query block of every pair (BH, rb, D), rounded once per query block
+ *   Sc, P: the scores (BH, rb, nb) fp32 and, after the row work, the probabilities in
+ *         bf16, rounded by the thread that made them while they are in cache
+ *   acc:  the accumulators (BH, rb, D), summed into by the product's sum post-op.
+ * Rounding each key block inside the product instead (once per query block) put 18% of
+ * an eval at L = 16,384 in that rounding (AMX Xeon, 2026-11-26). */
+typedef struct stream_ops { float *Sc, *acc; uint16_t *P, *Q, *K, *V; } stream_ops;
+
+/* Key rows each of K and V holds per pair: all Tk (aligned blocks) or one block. */
+static int64_t stream_ops_krows(const st_attn_problem *pb, int64_t kblock) {
+    return pb->window == 0 ? pb->Tk : kblock;
+}
+
+static size_t stream_ops_floats(const st_attn_problem *pb, int64_t kblock) {
+    const size_t BH = (size_t)(pb->B * pb->H), sq = (size_t)stream_qrows(pb), D = (size_t)pb->D, kb = (size_t)kblock;
+    const size_t kr = (size_t)stream_ops_krows(pb, kblock);
+    return aligned16(BH * sq * kb) + aligned16(BH * sq * D) + aligned16((BH * sq * kb + 1) / 2) +
+           aligned16((BH * sq * D + 1) / 2) + 2 * aligned16((BH * kr * D + 1) / 2);
+}
+
+static stream_ops stream_ops_of(const st_attn_problem *pb, int64_t kblock, float *mem) {
+    const size_t BH = (size_t)(pb->B * pb->H), sq = (size_t)stream_qrows(pb), D = (size_t)pb->D, kb = (size_t)kblock;
+    const size_t kr = (size_t)stream_ops_krows(pb, kblock);
+    stream_ops o;
+    o.Sc = mem;
+    o.acc = o.Sc + aligned16(BH * sq * kb);
+    o.P = (uint16_t *)(o.acc + aligned16(BH * sq * D));
+    o.Q = (uint16_t *)((float *)o.P + aligned16((BH * sq * kb + 1) / 2));
+    o.K = (uint16_t *)((float *)o.Q + aligned16((BH * sq * D + 1) / 2));
+    o.V = (uint16_t *)((float *)o.K + aligned16((BH * kr * D + 1) / 2));
+    return o;
+}
+
+/* rows x D values of each pair, pair bh at src + bh src_stride, into dst back to back */
+static void stream_round_pairs(uint16_t *dst, const float *src, int64_t BH, int64_t src_stride, int64_t n) {
+#pragma omp parallel for schedule(static)
+    for (int64_t bh = 0; bh < BH; bh++) {
+        const float *x = src + bh * src_stride;
+        uint16_t *d = dst + bh * n;
+        #pragma omp simd
+        for (int64_t i = 0; i < n; i++) d[i] = st_f32_to_bf16(x[i]);
+    }
+}
+
 /* The block-major schedule for a backend whose products must run outside parallel
  * regions (bf16: oneDNN, one primitive cache): per query block, for each key block, S of
  * every (b,h) pair in one batched product, the row work in parallel over pairs, then
  * acc += P V of every pair in one batched product. Every pair keeps its own online-
- * softmax state (scratch: B*H blocks). The key blocks of a query block are the same for
- * every pair (they depend on rows and positions, not on b or h). */
-static void stream_run_batched(st_mm *mm, const st_attn_problem *pb, int64_t kblock, float *scratch, size_t per) {
-    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H;
-    for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_SQBLOCK) {
-        const int64_t i1 = i0 + ST_ATTN_SQBLOCK < T ? i0 + ST_ATTN_SQBLOCK : T, rb = i1 - i0;
+ * softmax state (the row part of its slot). The key blocks of a query block are the same
+ * for every pair (they depend on rows and positions, not on b or h). With aligned key
+ * blocks a causal block that ends before its pre-rounded block does (the query block's
+ * last keys) is taken whole: the keys past the rows' last position are masked by the row
+ * work (P = 0 there), so only the product's size changes.
+ * scratch: BH row parts of rowp floats, then the stream_ops. */
+static void stream_run_batched(st_mm *mm, const st_attn_problem *pb, int64_t kblock, float *scratch, size_t rowp) {
+    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H, Tk = pb->Tk;
+    const int aligned = pb->window == 0;
+    const stream_ops o = stream_ops_of(pb, kblock, scratch + (size_t)BH * rowp);
+    if (aligned)
+        for (int64_t j0 = 0; j0 < Tk; j0 += kblock) {
+            const int64_t nb = j0 + kblock < Tk ? kblock : Tk - j0;
+            stream_round_pairs(o.K + BH * j0 * D, pb->k + j0 * D, BH, pb->kv_stride, nb * D);
+            stream_round_pairs(o.V + BH * j0 * D, pb->v + j0 * D, BH, pb->kv_stride, nb * D);
+        }
+    const int64_t qrows = stream_qrows(pb);
+    for (int64_t i0 = 0; i0 < T; i0 += qrows) {
+        const int64_t i1 = i0 + qrows < T ? i0 + qrows : T, rb = i1 - i0;
         const stream_keys ks = stream_keys_of(pb, i0, i1, kblock);
+        stream_round_pairs(o.Q, pb->q + i0 * D, BH, T * D, rb * D);
 #pragma omp parallel for schedule(static)
         for (int64_t bh = 0; bh < BH; bh++) {
-            const stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * per);
+            stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * rowp);
+            sb.acc = o.acc + bh * rb * D;
             stream_begin(pb, bh, i0, i1, &sb);
         }
-        const stream_buf sb0 = stream_buf_of(pb, kblock, scratch);
         for (int64_t kb = 0; kb < ks.nks + ks.nkw; kb++) {
             int64_t j0, j1;
             stream_block_keys(pb, &ks, kb, kblock, &j0, &j1);
+            const uint16_t *Kb = o.K, *Vb = o.V;
+            if (aligned) {   /* the whole pre-rounded block */
+                ST_ASSERT(j0 % kblock == 0);
+                j1 = j0 + kblock < Tk ? j0 + kblock : Tk;
+                Kb = o.K + BH * j0 * D;
+                Vb = o.V + BH * j0 * D;
+            } else {
+                stream_round_pairs(o.K, pb->k + j0 * D, BH, pb->kv_stride, (j1 - j0) * D);
+                stream_round_pairs(o.V, pb->v + j0 * D, BH, pb->kv_stride, (j1 - j0) * D);
+            }
             const int64_t nb = j1 - j0;
-            stream_batched(mm, pb, rb, nb, D, pb->scale, pb->q + i0 * D, T * D, D, pb->k + j0 * D, 1, 0.0f, sb0.Sc,
-                           (int64_t)per, nb);
+            /* S (rb, nb) = scale Q K^T of every pair */
+            const st_mm_batch s_bt = {BH, rb * D, nb * D, rb * nb};
+            st_mm_gemm_batched(mm, s_bt, rb, nb, D, pb->scale, st_mm_a(NULL, o.Q, 0, D), st_mm_a(NULL, Kb, 1, D), 0.0f,
+                               o.Sc, nb);
             const int clipped = stream_clipped(pb, i1, j0);
-            if (clipped)
+            if (clipped) {
+                const stream_buf sb0 = stream_buf_of(pb, kblock, scratch);
                 stream_batched(mm, pb, rb, nb, D, pb->scale, pb->q2 + i0 * D, T * D, D, pb->k2 + j0 * D, 1, 0.0f,
-                               sb0.G, (int64_t)per, nb);
+                               sb0.G, (int64_t)rowp, nb);
+            }
 #pragma omp parallel for schedule(dynamic, 1)
             for (int64_t bh = 0; bh < BH; bh++) {
-                const stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * per);
+                stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * rowp);
+                sb.Sc = o.Sc + bh * rb * nb;
+                sb.acc = o.acc + bh * rb * D;
                 stream_rows(pb, bh, i0, i1, j0, j1, clipped, &sb);
+                uint16_t *ph = o.P + bh * rb * nb;
+                #pragma omp simd
+                for (int64_t x = 0; x < rb * nb; x++) ph[x] = st_f32_to_bf16(sb.Sc[x]);
             }
-            stream_batched(mm, pb, rb, D, nb, 1.0f, sb0.Sc, (int64_t)per, nb, pb->v + j0 * D, 0, 1.0f, sb0.acc,
-                           (int64_t)per, D);
+            /* acc (rb, D) += P (rb, nb) V (nb, D) of every pair */
+            const st_mm_batch o_bt = {BH, rb * nb, nb * D, rb * D};
+            st_mm_gemm_batched(mm, o_bt, rb, D, nb, 1.0f, st_mm_a(o.Sc, o.P, 0, nb), st_mm_a(NULL, Vb, 0, D), 1.0f,
+                               o.acc, D);
         }
 #pragma omp parallel for schedule(static)
         for (int64_t bh = 0; bh < BH; bh++) {
-            const stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * per);
+            stream_buf sb = stream_buf_of(pb, kblock, scratch + (size_t)bh * rowp);
+            sb.acc = o.acc + bh * rb * D;
             stream_end(pb, bh, i0, i1, &sb);
         }
     }
@@ -339,7 +443,7 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     if (st_attn_batched(pb->mm, ST_MM_ATTN_STREAM)) {
         /* one key/value head per pair (uniform batch strides), fp32 rows */
         ST_ASSERT(pb->kv_group <= 1 && !pb->kh);
-        stream_run_batched(pb->mm, pb, kblock, scratch, per);
+        stream_run_batched(pb->mm, pb, kblock, scratch, stream_row_floats(pb, kblock));
         return;
     }
     /* Tasks are (b,h,query block), so a single long sequence (B*H = 1) still uses every

@@ -11,7 +11,8 @@
 
 #include <omp.h>
 
-int64_t st_attention_row_block(void) { return ST_ATTN_SQBLOCK; }
+/* Both schedules' query blocks start at multiples of it (256 is a multiple of 64). */
+int64_t st_attention_row_block(void) { return ST_ATTN_SQBLOCK_BATCHED; }
 
 st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                                const st_attn_bias *bias, float scale, int64_t sinks, int64_t window) {
@@ -68,8 +69,8 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     pb.clip = clip;
     const int nth = omp_get_max_threads();
     const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
+    pb.mm = ctx->mm;   /* before sizing: the block-major schedule's slots hold more */
     const size_t per = st_attn_stream_scratch_floats(&pb, kb);
-    pb.mm = ctx->mm;
     float *scratch = st_ctx_alloc(ctx, (size_t)st_attn_stream_slots(&pb, nth) * per * sizeof(float), 0);
     if (!scratch) return NULL;
     st_attn_stream_run(&pb, kb, scratch, nth);
