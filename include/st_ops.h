@@ -230,8 +230,9 @@ st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tenso
 st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v, st_tensor *q2,
                                 st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
                                 int64_t sinks, int64_t window);
-/* Query rows the streamed kernel takes per block (see st_attention_clipped). */
-int64_t st_attention_row_block(void);
+/* Query rows the streamed kernel takes per block under ctx's backend (see
+ * st_attention_clipped). */
+int64_t st_attention_row_block(const st_ctx *ctx);
 /* tab (H, n): each head's causal bias over distances 0..n-1 in reversed order,
  * tab[h*n + m] = bias(h, n-1-m), the layout st_attention_cached reads. */
 void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, float *tab);

@@ -191,7 +191,7 @@ static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
 /* The last Tq query rows alone (a sliding window's scored rows: st_attention_clipped with
  * q holding those rows), distance bias, causal; window: 0 or 40 (2 sinks). Bit for bit the
  * full call's rows when T - Tq is a multiple of st_attention_row_block(). */
-static int tail_matches(st_mm *mm, leaves *L, const float *full, int64_t Tq, int64_t window) {
+static int tail_matches(st_mm *mm, leaves *L, const float *full, int64_t window) {
     const int64_t B = L->t[0]->shape[0], H = L->t[0]->shape[1], T = L->t[0]->shape[2], D = L->t[0]->shape[3];
     att_bias ab = {{0.5f, 0.25f, 0.125f, 0.0625f}, {0}};
     st_attn_bias bias = {0};
@@ -200,6 +200,8 @@ static int tail_matches(st_mm *mm, leaves *L, const float *full, int64_t Tq, int
     env en;
     st_ctx *ctx = env_open(&en, 0, 0);
     ctx->mm = mm;
+    const int64_t Tq = T - st_attention_row_block(ctx);
+    CHECK(Tq > 0 && st_attention_row_block(ctx) == 256);
     st_tensor *qt = st_new4(ctx, B, H, Tq, D);
     for (int64_t bh = 0; bh < B * H; bh++)
         memcpy(qt->data + bh * Tq * D, L->t[0]->data + (bh * T + T - Tq) * D, (size_t)(Tq * D) * sizeof(float));
@@ -232,7 +234,7 @@ static void test_attention_streamed(st_mm *bf) {
         CHECK_MSG(memcmp(h, f, (size_t)n * sizeof(float)) != 0, "%s: bf16 output equals fp32", what);
         CHECK_MSG(!memcmp(h, h2, (size_t)n * sizeof(float)), "%s: not deterministic", what);
         if (kind == 0 || kind == 4)   /* the rows past one row block, alone */
-            CHECK_MSG(tail_matches(bf, &L, h, T - st_attention_row_block(), kind == 4 ? 40 : 0),
+            CHECK_MSG(tail_matches(bf, &L, h, kind == 4 ? 40 : 0),
                       "%s: the last rows alone differ from the full call's", what);
         free(f); free(h); free(h2);
     }

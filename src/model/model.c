@@ -349,7 +349,7 @@ static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int6
             !st_block_expand_kv(m, ctx, &k, &v, &k2) || !st_block_bias(m, ctx, l, &bias))
             return NULL;
         const int tail = from > 0 && l == c->n_layers - 1;
-        const int64_t f = tail ? from - from % st_attention_row_block() : 0;   /* first query row */
+        const int64_t f = tail ? from - from % st_attention_row_block(ctx) : 0;   /* first query row */
         q = rows_from(ctx, q, 2, f);
         q2 = rows_from(ctx, q2, 2, f);
         /* an inference-time transform's sinks + window or clipped positions, or a tail of

@@ -11,8 +11,11 @@
 
 #include <omp.h>
 
-/* Both schedules' query blocks start at multiples of it (256 is a multiple of 64). */
-int64_t st_attention_row_block(void) { return ST_ATTN_SQBLOCK_BATCHED; }
+/* The schedule's query blocks start at multiples of it (the block-major one's 64, 128 or
+ * 256 rows all divide 256). */
+int64_t st_attention_row_block(const st_ctx *ctx) {
+    return ctx && st_attn_batched(ctx->mm, ST_MM_ATTN_STREAM) ? ST_ATTN_SQBLOCK_BATCHED : ST_ATTN_SQBLOCK;
+}
 
 st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                                const st_attn_bias *bias, float scale, int64_t sinks, int64_t window) {
