@@ -345,7 +345,11 @@ static void merge_transposed(const float *t, int64_t M, int64_t N, float beta, f
  * MM_LONG_K max(M, N)): the LM head's dx = dz W, (rows, C) over the whole vocabulary.
  * oneDNN 2.6 ran it at 0.65-0.74x the speed of its transpose c^T = op(b)^T op(a)^T, the
  * same products with the roles of the operands swapped (AMX Xeon, 2026-11-26: 688 x 512
- * x 33280 and 1024 and 2048 rows, medians of 15 alternating pairs). So such a product is
+ * x 33280 and 1024 and 2048 rows, medians of 15 alternating pairs). In training it also
+ * reads the weight's shadow as it is, where the direct product re-packs W into its own
+ * layout after every update: at C = 256 with 704-row chunks, where a standalone probe
+ * favoured the direct product, training's dx took 50-75 ms a step transposed against
+ * 79-88 ms direct (alternating `bench --preset S --profile`). So such a product is
  * computed transposed into a dense scratch and written back with beta; the write-back
  * is M N against the product's 2 M N K. */
 #define MM_LONG_K 16
