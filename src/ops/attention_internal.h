@@ -22,8 +22,8 @@
  * of each other at T=8192, D=64; 512 keys was ~10% slower.) */
 #define ST_ATTN_QBLOCK 64
 #define ST_ATTN_SQBLOCK 64
-/* The streamed kernel's block-major (bf16) schedule: query blocks of 256 rows, a multiple
- * of ST_ATTN_SQBLOCK (attention_stream.c says why). */
+/* The streamed kernel's block-major (bf16) schedule: query blocks of up to 256 rows, 64,
+ * 128 or 256 by the number of (b,h) pairs, all dividing 256 (attention_stream.c says why). */
 #define ST_ATTN_SQBLOCK_BATCHED 256
 #define ST_ATTN_KBLOCK 256
 

@@ -48,21 +48,23 @@ void st_attn_bias_tables(const st_attn_bias *bias, int64_t H, int64_t T, int cau
 /* A float count rounded up to 16, so every part of the scratch stays 64-byte aligned. */
 static size_t aligned16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-/* The row work's part of a slot: scores (QBLOCK, kblock) + accumulator (QBLOCK, D) +
- * running max and sum (QBLOCK each); a general bias or clipped scores add a (QBLOCK,
- * kblock) tile, CoPE its z rows (QBLOCK, n_pos) and running gate sums (QBLOCK). */
-/* Query rows per block: ST_ATTN_SQBLOCK for the per-task schedule (its sgemm tiles stay
- * in L2), ST_ATTN_SQBLOCK_BATCHED for the block-major one, whose every product is one
- * oneDNN call over the (b,h) pairs: at 64 rows an eval at L = 16,384 (B H = 4) made 4
- * products of 64 x 256 x 64 per call, tens of thousands of calls per layer, and spent
- * more time in the calls than in the AMX tiles. */
+/* Query rows per block (QBLOCK below): ST_ATTN_SQBLOCK for the per-task schedule (its
+ * sgemm tiles stay in L2); for the block-major one, whose every product is one oneDNN call
+ * over the (b,h) pairs, ~2,048 rows a call, up to ST_ATTN_SQBLOCK_BATCHED a pair: at 64
+ * rows an eval of the S model at L = 16,384 (B H = 8, D = 32) made ~16,000 calls of 8
+ * products of 64 x 256 x 32 per layer and product, `perf` put 43% of the run in oneDNN's
+ * JIT code and 8% in the kernel (thread wake-ups), and it ran 1,808-1,837 tokens/s
+ * against 2,083-2,085 with 256 rows (AMX Xeon, 2026-11-26). */
 static int64_t stream_qrows(const st_attn_problem *pb) {
     if (!st_attn_batched(pb->mm, ST_MM_ATTN_STREAM)) return ST_ATTN_SQBLOCK;
-    int64_t q = ST_ATTN_SQBLOCK;   /* ~2,048 query rows per call, up to ST_ATTN_SQBLOCK_BATCHED a pair */
+    int64_t q = ST_ATTN_SQBLOCK;
     while (q < ST_ATTN_SQBLOCK_BATCHED && pb->B * pb->H * q < 2048) q *= 2;
     return q;
 }
 
+/* The row work's part of a slot: scores (QBLOCK, kblock) + accumulator (QBLOCK, D) +
+ * running max and sum (QBLOCK each); a general bias or clipped scores add a (QBLOCK,
+ * kblock) tile, CoPE its z rows (QBLOCK, n_pos) and running gate sums (QBLOCK). */
 static size_t stream_row_floats(const st_attn_problem *pb, int64_t kblock) {
     const size_t q = (size_t)stream_qrows(pb), npos = pb->cope ? (size_t)pb->cope->n_pos : 0;
     const size_t s = q * (size_t)kblock;
@@ -320,23 +322,30 @@ static int64_t stream_ops_krows(const st_attn_problem *pb, int64_t kblock) {
     return pb->window == 0 ? pb->Tk : kblock;
 }
 
-static size_t stream_ops_floats(const st_attn_problem *pb, int64_t kblock) {
+/* The stream_ops' offsets in floats (off[0..5]: Sc, acc, P, Q, K, V); returns the total. */
+static size_t stream_ops_layout(const st_attn_problem *pb, int64_t kblock, size_t off[6]) {
     const size_t BH = (size_t)(pb->B * pb->H), sq = (size_t)stream_qrows(pb), D = (size_t)pb->D, kb = (size_t)kblock;
     const size_t kr = (size_t)stream_ops_krows(pb, kblock);
-    return aligned16(BH * sq * kb) + aligned16(BH * sq * D) + aligned16((BH * sq * kb + 1) / 2) +
-           aligned16((BH * sq * D + 1) / 2) + 2 * aligned16((BH * kr * D + 1) / 2);
+    const size_t len[6] = {BH * sq * kb, BH * sq * D, (BH * sq * kb + 1) / 2, (BH * sq * D + 1) / 2,
+                           (BH * kr * D + 1) / 2, (BH * kr * D + 1) / 2};   /* bf16 ones in floats */
+    size_t at = 0;
+    for (int i = 0; i < 6; i++) {
+        off[i] = at;
+        at += aligned16(len[i]);
+    }
+    return at;
+}
+
+static size_t stream_ops_floats(const st_attn_problem *pb, int64_t kblock) {
+    size_t off[6];
+    return stream_ops_layout(pb, kblock, off);
 }
 
 static stream_ops stream_ops_of(const st_attn_problem *pb, int64_t kblock, float *mem) {
-    const size_t BH = (size_t)(pb->B * pb->H), sq = (size_t)stream_qrows(pb), D = (size_t)pb->D, kb = (size_t)kblock;
-    const size_t kr = (size_t)stream_ops_krows(pb, kblock);
-    stream_ops o;
-    o.Sc = mem;
-    o.acc = o.Sc + aligned16(BH * sq * kb);
-    o.P = (uint16_t *)(o.acc + aligned16(BH * sq * D));
-    o.Q = (uint16_t *)((float *)o.P + aligned16((BH * sq * kb + 1) / 2));
-    o.K = (uint16_t *)((float *)o.Q + aligned16((BH * sq * D + 1) / 2));
-    o.V = (uint16_t *)((float *)o.K + aligned16((BH * kr * D + 1) / 2));
+    size_t off[6];
+    stream_ops_layout(pb, kblock, off);
+    const stream_ops o = {mem + off[0], mem + off[1], (uint16_t *)(mem + off[2]), (uint16_t *)(mem + off[3]),
+                          (uint16_t *)(mem + off[4]), (uint16_t *)(mem + off[5])};
     return o;
 }
 
