@@ -67,6 +67,10 @@ static inline float st_bf16_to_f32(uint16_t h) {
 }
 /* dst[i] = bf16(src[i]) for n values (OpenMP over fixed slices: deterministic). */
 void st_bf16_round(uint16_t *dst, const float *src, int64_t n);
+/* count matrices of (rows, cols), row r of matrix i at src + i stride + r ld, rounded to
+ * bf16 into dst back to back (dense: matrix i at dst + i rows cols). */
+void st_bf16_round_strided(uint16_t *dst, const float *src, int64_t count, int64_t rows, int64_t cols,
+                           int64_t ld, int64_t stride);
 
 /* ---- backends ---- */
 typedef struct st_mm st_mm;

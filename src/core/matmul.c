@@ -104,3 +104,14 @@ void st_bf16_round(uint16_t *dst, const float *src, int64_t n) {
         for (int64_t i = s * slice; i < i1; i++) dst[i] = st_f32_to_bf16(src[i]);
     }
 }
+
+void st_bf16_round_strided(uint16_t *dst, const float *src, int64_t count, int64_t rows, int64_t cols,
+                           int64_t ld, int64_t stride) {
+    #pragma omp parallel for schedule(static) if (count * rows * cols > 32768)
+    for (int64_t q = 0; q < count * rows; q++) {   /* row q: matrix q / rows, row q % rows */
+        const float *x = src + (q / rows) * stride + (q % rows) * ld;
+        uint16_t *d = dst + q * cols;
+        #pragma omp simd
+        for (int64_t j = 0; j < cols; j++) d[j] = st_f32_to_bf16(x[j]);
+    }
+}

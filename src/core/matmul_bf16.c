@@ -267,17 +267,10 @@ static const uint16_t *operand_bf16(bf16_state *s, int slot, st_mm_arg x, int64_
     }
     size_t need = (size_t)(count * rows * cols);
     uint16_t *d = st_mm_grow(&s->scratch[slot], &s->cap[slot], need * sizeof(uint16_t));
-    if (dense) {
+    if (dense)
         st_bf16_round(d, x.f, count * rows * cols);
-    } else {   /* row q of the batch: matrix q / rows, row q % rows */
-        #pragma omp parallel for schedule(static) if (count * rows * cols > 32768)
-        for (int64_t q = 0; q < count * rows; q++) {
-            const float *src = x.f + (q / rows) * stride + (q % rows) * x.ld;
-            uint16_t *dr = d + q * cols;
-            #pragma omp simd
-            for (int64_t j = 0; j < cols; j++) dr[j] = st_f32_to_bf16(src[j]);
-        }
-    }
+    else
+        st_bf16_round_strided(d, x.f, count, rows, cols, x.ld, stride);
     return d;
 }
 

@@ -349,15 +349,9 @@ static stream_ops stream_ops_of(const st_attn_problem *pb, int64_t kblock, float
     return o;
 }
 
-/* rows x D values of each pair, pair bh at src + bh src_stride, into dst back to back */
+/* n consecutive values of each pair, pair bh at src + bh src_stride, into dst back to back */
 static void stream_round_pairs(uint16_t *dst, const float *src, int64_t BH, int64_t src_stride, int64_t n) {
-#pragma omp parallel for schedule(static)
-    for (int64_t bh = 0; bh < BH; bh++) {
-        const float *x = src + bh * src_stride;
-        uint16_t *d = dst + bh * n;
-        #pragma omp simd
-        for (int64_t i = 0; i < n; i++) d[i] = st_f32_to_bf16(x[i]);
-    }
+    st_bf16_round_strided(dst, src, BH, 1, n, n, src_stride);
 }
 
 /* The block-major schedule for a backend whose products must run outside parallel
