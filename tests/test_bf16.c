@@ -514,16 +514,9 @@ int main(void) {
     test_rounding();
     test_fp32_gemv();
     test_shadow();
-    st_error e = {0};
-    st_mm *bf = NULL;
-    if (!st_precision_available(ST_PREC_BF16)) {
-        test_skip("bf16 backend", "this build has no oneDNN (STRETCH_BF16=OFF or libdnnl-dev missing)");
-        int rc = test_finish("test_bf16");
-        return rc ? rc : 77;
-    }
-    int rc = st_mm_create(&bf, ST_PREC_BF16, 0, &e);
-    CHECK_MSG(rc == ST_OK, "st_mm_create(bf16): %s", e.msg);
-    if (rc) return test_finish("test_bf16");
+    int rc;
+    st_mm *bf = test_bf16_backend("test_bf16", 0, &rc);
+    if (!bf) return rc;
     CHECK(st_mm_precision(bf) == ST_PREC_BF16 && st_precision_from_name("bf16") == ST_PREC_BF16);
     CHECK(st_precision_from_name("fp16") == -1);
     test_gemm(bf);

@@ -249,16 +249,9 @@ static void test_attention_streamed(st_mm *bf) {
 }
 
 int main(void) {
-    st_error e = {0};
-    st_mm *bf = NULL;
-    if (!st_precision_available(ST_PREC_BF16)) {
-        test_skip("bf16 attention", "this build has no oneDNN (STRETCH_BF16=OFF or libdnnl-dev missing)");
-        int rc = test_finish("test_bf16_attention");
-        return rc ? rc : 77;
-    }
-    int rc = st_mm_create(&bf, ST_PREC_BF16, 0, &e);
-    CHECK_MSG(rc == ST_OK, "st_mm_create(bf16): %s", e.msg);
-    if (rc) return test_finish("test_bf16_attention");
+    int rc;
+    st_mm *bf = test_bf16_backend("test_bf16_attention", 0, &rc);
+    if (!bf) return rc;
     test_attention(bf);
     test_attention_streamed(bf);
     st_mm_free(bf);

@@ -125,16 +125,9 @@ static void test_producer_copies(st_mm *bf) {
 }
 
 int main(void) {
-    if (!st_precision_available(ST_PREC_BF16)) {
-        test_skip("bf16 copies", "this build has no oneDNN (STRETCH_BF16=OFF or libdnnl-dev missing)");
-        int rc = test_finish("test_bf16_copies");
-        return rc ? rc : 77;
-    }
-    st_error e = {0};
-    st_mm *bf = NULL;
-    int rc = st_mm_create(&bf, ST_PREC_BF16, 1, &e);
-    CHECK_MSG(rc == ST_OK, "st_mm_create(bf16): %s", e.msg);
-    if (rc) return test_finish("test_bf16_copies");
+    int rc;
+    st_mm *bf = test_bf16_backend("test_bf16_copies", 1, &rc);
+    if (!bf) return rc;
     test_producer_copies(bf);
     st_mm_free(bf);
     return test_finish("test_bf16_copies");

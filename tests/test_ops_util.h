@@ -1,6 +1,7 @@
 /* test_ops_util.h - helpers shared by tests/test_ops*.c: a context on its own arena,
  * differentiable leaves in a parameter block, double-reference comparison, a backward
- * seeded with an arbitrary output gradient, and the "backward accumulates" check.
+ * seeded with an arbitrary output gradient, the "backward accumulates" check, and the
+ * bf16 backend (or a skip) for the bf16 tests.
  * Everything is static inline (each test is its own executable). */
 #ifndef ST_TEST_OPS_UTIL_H
 #define ST_TEST_OPS_UTIL_H
@@ -30,6 +31,24 @@ static inline st_ctx *env_open(env *e, int grad, int train) {
 static inline void env_close(env *e) {
     st_ctx_free(&e->ctx);
     st_arena_free(&e->arena);
+}
+
+/* The bf16 backend for test `name`, or NULL with *rc the test's exit code: 77 (skipped)
+ * when the build has no oneDNN, the failure count when the backend cannot be made. */
+static inline st_mm *test_bf16_backend(const char *name, int quiet, int *rc) {
+    if (!st_precision_available(ST_PREC_BF16)) {
+        test_skip(name, "this build has no oneDNN (STRETCH_BF16=OFF or libdnnl-dev missing)");
+        *rc = test_finish(name);
+        if (!*rc) *rc = 77;
+        return NULL;
+    }
+    st_error e = {0};
+    st_mm *bf = NULL;
+    const int r = st_mm_create(&bf, ST_PREC_BF16, quiet, &e);
+    CHECK_MSG(r == ST_OK, "st_mm_create(bf16): %s", e.msg);
+    if (r == ST_OK) return bf;
+    *rc = test_finish(name);
+    return NULL;
 }
 
 /* Differentiable leaves: tensors of a parameter block (so they own grad buffers), values
