@@ -19,13 +19,14 @@
  * CoPE (attention_cope.c) adds its term to S after the bias (forward_block) and turns a
  * row of dS into dS0 plus dZ before dQ/dK (backward_pair); it keeps the gates (B,H,T,T)
  * and z (B,H,T,n_pos), and sums dE per (b,h) pair, then over the pairs in order.
- * Every product works on a block of ST_ATTN_QBLOCK query rows; for causal attention a
- * block [i0, i1) only touches keys [0, i1), which skips the upper triangle except inside
- * the diagonal block (masked to 0 there). Two schedules, chosen by the matmul backend
+ * Every product works on a block of query rows; for causal attention a block [i0, i1)
+ * only touches keys [0, i1), which skips the upper triangle except inside the diagonal
+ * block (masked to 0 there). Two schedules, chosen by the matmul backend
  * (st_attn_batched): per pair (fp32: tasks in an OpenMP loop, one cblas_sgemm per
- * block each) or block-major (bf16: per query block, one st_mm_gemm_batched call over
- * every (b,h) pair outside the parallel loop, the row work in parallel between the
- * calls). The row work (forward_rows, prime_rows, ds_rows) is shared by both.
+ * ST_ATTN_QBLOCK-row block each) or block-major (bf16: per query block, one
+ * st_mm_gemm_batched call over every (b,h) pair outside the parallel loop, the row work
+ * in parallel between the calls; one block of all T rows up to a size, batched_qblock).
+ * The row work (forward_rows, prime_rows, ds_rows) is shared by both.
  *
  * Memory (grad mode): P (B,H,T,T) floats and, with dropout, a (B,H,T,T) byte mask are
  * kept for backward; that is the price of a fast backward at training lengths. A general
@@ -40,6 +41,29 @@
 #include <omp.h>
 #include <string.h>
 
+/* Query rows per block of the block-major (bf16) schedule. oneDNN 2.6 runs a batched
+ * product on its AMX brgemm only when each operand's matrices lie back to back; 64-row
+ * blocks read keys [0, i1) at the heads' stride, so the backend rounds them (and P, dS)
+ * into dense copies on every call: on the AMX Xeon a third or more of each product's time
+ * (M step, 2026-11-27: attention's products at 10-28% of the bf16 GEMM rate). One block of
+ * all T rows makes every operand dense, so each is rounded once (q, k, v, dO) or by the
+ * row work that writes it (P', dS), at twice the causal flops: the whole (T,T) score
+ * square instead of the lower triangle. That is the schedule up to ATTN_FULL_T rows and
+ * ATTN_FULL_ELEMS scores over all pairs (g and its bf16 copy in backward: 6 bytes each,
+ * 384 MiB at the cap); longer sequences keep 64-row blocks, whose triangle saves more. */
+#define ATTN_FULL_T 1024
+#define ATTN_FULL_ELEMS ((int64_t)1 << 26)
+
+static int64_t batched_qblock(int64_t BH, int64_t T) {
+    return T <= ATTN_FULL_T && BH * T * T <= ATTN_FULL_ELEMS ? T : ST_ATTN_QBLOCK;
+}
+
+/* The block-major (bf16) schedule's operands when it runs the whole sequence as one query
+ * block (batched_qblock): q, k, v (B,H,T,D) rounded once, and P' (B,H,T,T) rounded by the
+ * row work while each row is in cache. Every product then takes ready, dense bf16
+ * operands; otherwise (NULL) the backend rounds its operands on every call. */
+typedef struct attn_bf16 { uint16_t *q, *k, *v, *p; } attn_bf16;
+
 typedef struct attn_saved {
     float *P;            /* (B,H,T,T) probabilities before dropout; causal: row i holds
                           * keys j < end of its query block, zero for j > i */
@@ -50,6 +74,7 @@ typedef struct attn_saved {
     int has_cope;
     st_attn_cope cope;   /* CoPE embeddings (has_cope) */
     const float *cope_z, *cope_g;   /* z (B,H,T,n_pos) and gates (B,H,T,T) */
+    attn_bf16 h;         /* block-major schedule in one block: bf16 q, k, v and P' */
     int64_t B, H, T, D;
     int causal;
     float scale, keep;   /* keep = 1/(1-p) */
@@ -66,11 +91,18 @@ static void softmax_row(float *p, int64_t n) {
     for (int64_t j = 0; j < n; j++) p[j] *= inv;
 }
 
+/* h[0, n) = bf16(x[0, n)), h[n, len) = 0: a row of P' or dS whose entries past n (future
+ * keys) are zero. */
+static void round_row(uint16_t *restrict h, const float *restrict x, int64_t n, int64_t len) {
+    ops_round_row(h, x, n);
+    memset(h + n, 0, (size_t)(len - n) * sizeof(uint16_t));
+}
+
 /* Row work of a grad-mode forward block, once S = scale Q K^T of pair bh, query rows
  * [i0, i1), is in P: bias, CoPE gates, softmax, the dropout mask and, with dropout, the
- * P' rows in pd ((rb, kend), ld kend). */
+ * P' rows in pd ((rb, kend), ld kend). ph: P' rounded to bf16 ((rb, kend) dense), or NULL. */
 static void forward_rows(const st_attn_problem *pb, float *P, uint8_t *drop, int64_t bh,
-                         int64_t i0, int64_t i1, float *pd) {
+                         int64_t i0, int64_t i1, float *pd, uint16_t *ph) {
     const int64_t T = pb->T, D = pb->D, rb = i1 - i0;
     const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * st_attn_bias_len(T, pb->causal) : NULL;
     const float *gtab = pb->gtab ? pb->gtab + (size_t)(bh % pb->H) * (size_t)(T * T) : NULL;
@@ -109,6 +141,7 @@ static void forward_rows(const st_attn_problem *pb, float *P, uint8_t *drop, int
             }
             for (int64_t j = jn; j < kend; j++) { dr[j] = 0; x[j] = 0.0f; }
         }
+        if (ph) round_row(ph + r * kend, drop ? pd + r * kend : p, jn, kend);
     }
 }
 
@@ -123,31 +156,35 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
     /* S (rb, kend) = scale Q[i0:i1] K[0:kend]^T */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D,
                 pb->scale, Q + i0 * D, (int)D, K, (int)D, 0.0f, Pb, (int)T);
-    forward_rows(pb, P, drop, bh, i0, i1, pd);
+    forward_rows(pb, P, drop, bh, i0, i1, pd, NULL);
     /* O[i0:i1] (rb, D) = P' (rb, kend) V[0:kend] (kend, D) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, 1.0f,
                 drop ? pd : Pb, drop ? (int)kend : (int)T, V, (int)D, 0.0f,
                 pb->out + bh * T * D + i0 * D, (int)D);
 }
 
+
 /* Grad-mode forward on the block-major schedule (a backend whose products run outside
  * parallel regions: bf16): per query block, S of every (b,h) pair in one batched product,
  * the row work in parallel over pairs, then O of every pair in one batched product.
- * pd: (B*H, QBLOCK, T) for P' when dropout is on (pair bh's block dense at bh rb kend). */
-static void forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uint8_t *drop, float *pd) {
-    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H;
-    for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
-        const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T, rb = i1 - i0;
+ * pd: (B*H, qb, T) for P' when dropout is on (pair bh's block dense at bh rb kend).
+ * h: bf16 operands (one block), or all NULL. */
+static void forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uint8_t *drop, float *pd,
+                            const attn_bf16 *h) {
+    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H, qb = batched_qblock(BH, T);
+    for (int64_t i0 = 0; i0 < T; i0 += qb) {
+        const int64_t i1 = i0 + qb < T ? i0 + qb : T, rb = i1 - i0;
         const int64_t kend = pb->causal ? i1 : T;
         const st_mm_batch s_bt = {BH, T * D, T * D, T * T};
-        st_mm_gemm_batched(mm, s_bt, rb, kend, D, pb->scale, st_mm_a(pb->q + i0 * D, NULL, 0, D),
-                           st_mm_a(pb->k, NULL, 1, D), 0.0f, P + i0 * T, T);
+        st_mm_gemm_batched(mm, s_bt, rb, kend, D, pb->scale, st_mm_a(pb->q + i0 * D, h->q, 0, D),
+                           st_mm_a(pb->k, h->k, 1, D), 0.0f, P + i0 * T, T);
 #pragma omp parallel for schedule(dynamic, 1)
         for (int64_t bh = 0; bh < BH; bh++)
-            forward_rows(pb, P, drop, bh, i0, i1, pd ? pd + bh * rb * kend : NULL);
+            forward_rows(pb, P, drop, bh, i0, i1, pd ? pd + bh * rb * kend : NULL, h->p ? h->p + bh * rb * kend : NULL);
         const st_mm_batch o_bt = {BH, drop ? rb * kend : T * T, T * D, T * D};
-        st_mm_gemm_batched(mm, o_bt, rb, D, kend, 1.0f, st_mm_a(drop ? pd : P + i0 * T, NULL, 0, drop ? kend : T),
-                           st_mm_a(pb->v, NULL, 0, D), 0.0f, pb->out + i0 * D, D);
+        st_mm_gemm_batched(mm, o_bt, rb, D, kend, 1.0f,
+                           st_mm_a(drop ? pd : P + i0 * T, h->p, 0, drop ? kend : T),
+                           st_mm_a(pb->v, h->v, 0, D), 0.0f, pb->out + i0 * D, D);
     }
 }
 
@@ -171,11 +208,13 @@ static const float *prime_rows(const attn_saved *s, int64_t bh, int64_t i0, int6
 }
 
 /* Row work of the backward of pair bh, query rows [i0, i1), once g holds dP' (rb, kend):
- * g becomes dS; the bias gradient (gacc: reversed-distance accumulator of the pair, gfull:
- * (T,T) of its head) and CoPE's dZ -> dq rows and de are accumulated. Q: the pair's q;
- * dZ (QBLOCK, n_pos) and crow (T): CoPE scratch. */
+ * g becomes dS (and gh, when not NULL, its bf16 rounding); the bias gradient (gacc:
+ * reversed-distance accumulator of the pair, gfull: (T,T) of its head) and CoPE's dZ ->
+ * dq rows and de are accumulated. Q: the pair's q; dZ (rb, n_pos) and crow (T): CoPE
+ * scratch. */
 static void ds_rows(const attn_saved *s, int64_t bh, int64_t i0, int64_t i1, const float *Q, const float *pp,
-                    int64_t ldp, float *g, float *gacc, float *gfull, float *dq, float *de, float *dZ, float *crow) {
+                    int64_t ldp, float *g, uint16_t *gh, float *gacc, float *gfull, float *dq, float *de, float *dZ,
+                    float *crow) {
     const int64_t T = s->T, D = s->D, rb = i1 - i0, kend = s->causal ? i1 : T;
     const int64_t npos = s->has_cope ? s->cope.n_pos : 0;
     const float *Pb = s->P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);
@@ -199,6 +238,7 @@ static void ds_rows(const attn_saved *s, int64_t bh, int64_t i0, int64_t i1, con
             float *gf = gfull + i * T;
             for (int64_t j = 0; j < jn; j++) gf[j] += gr[j];
         }
+        if (gh) round_row(gh + r * kend, gr, jn, kend);
     }
     if (npos) st_cope_z_backward(&s->cope, dZ, Q + i0 * D, rb, D, s->scale, dq ? dq + i0 * D : NULL, de);
 }
@@ -232,7 +272,7 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
         /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D, 1.0f,
                     dOb, (int)D, V, (int)D, 0.0f, g, (int)kend);
-        ds_rows(s, bh, i0, i1, Q, pp, ldp, g, gacc, gfull, dq, de, dZ, crow);
+        ds_rows(s, bh, i0, i1, Q, pp, ldp, g, NULL, gacc, gfull, dq, de, dZ, crow);
         /* dQ[i0:i1] += scale dS (rb, kend) K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
         if (dq)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, s->scale,
@@ -256,16 +296,20 @@ typedef struct attn_grads {
  * (b,h) pair is one batched call outside the parallel region, and the row work runs in
  * parallel over pairs (over heads, batch rows in order, for a learnable general bias).
  * Blocks go in ascending order, so dK and dV sum over blocks in the per-pair order.
- * g: (B*H, QBLOCK, T); pd: the same with dropout, else NULL; cs: per thread
- * QBLOCK n_pos + T floats (CoPE) or NULL. */
+ * g: (B*H, qb, T); pd: the same with dropout, else NULL; cs: per thread qb n_pos + T
+ * floats (CoPE) or NULL. One block (s->h set): doh and gh, (B,H,T,D) and (B*H, T, T),
+ * take dO and dS rounded to bf16 (dS by the row work); else NULL. */
 static void backward_batched(st_mm *mm, const attn_saved *s, const float *q, const float *k, const float *v,
-                             const float *dO, const attn_grads *G, float *g, float *pd, float *cs) {
+                             const float *dO, const attn_grads *G, float *g, float *pd, float *cs, uint16_t *doh,
+                             uint16_t *gh) {
     const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H, n = G->n;
-    const int64_t npos = s->has_cope ? s->cope.n_pos : 0, per = ST_ATTN_QBLOCK * npos + T;
+    const int64_t qb = batched_qblock(BH, T), npos = s->has_cope ? s->cope.n_pos : 0, per = qb * npos + T;
     const int need_ds = G->dq || G->dk || G->gacc || G->gfull || s->has_cope;
     const int general = G->gfull != NULL;
-    for (int64_t i0 = 0; i0 < T; i0 += ST_ATTN_QBLOCK) {
-        const int64_t i1 = i0 + ST_ATTN_QBLOCK < T ? i0 + ST_ATTN_QBLOCK : T, rb = i1 - i0;
+    const attn_bf16 *h = &s->h;
+    if (doh) st_bf16_round(doh, dO, BH * T * D);
+    for (int64_t i0 = 0; i0 < T; i0 += qb) {
+        const int64_t i1 = i0 + qb < T ? i0 + qb : T, rb = i1 - i0;
         const int64_t kend = s->causal ? i1 : T, blk = rb * kend;
         int64_t ldp = T;
         if (s->drop) {
@@ -280,12 +324,12 @@ static void backward_batched(st_mm *mm, const attn_saved *s, const float *q, con
         const st_mm_batch p_bt = {BH, s->drop ? blk : T * T, T * D, T * D};
         /* dV[0:kend] += P'^T dO[i0:i1] */
         if (G->dv)
-            st_mm_gemm_batched(mm, p_bt, kend, D, rb, 1.0f, st_mm_a(pp, NULL, 1, ldp), st_mm_a(dO + i0 * D, NULL, 0, D),
-                               1.0f, G->dv, D);
+            st_mm_gemm_batched(mm, p_bt, kend, D, rb, 1.0f, st_mm_a(pp, h->p, 1, ldp),
+                               st_mm_a(dO + i0 * D, doh, 0, D), 1.0f, G->dv, D);
         if (!need_ds) continue;
         /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T, dense per pair */
         const st_mm_batch g_bt = {BH, T * D, T * D, blk};
-        st_mm_gemm_batched(mm, g_bt, rb, kend, D, 1.0f, st_mm_a(dO + i0 * D, NULL, 0, D), st_mm_a(v, NULL, 1, D),
+        st_mm_gemm_batched(mm, g_bt, rb, kend, D, 1.0f, st_mm_a(dO + i0 * D, doh, 0, D), st_mm_a(v, h->v, 1, D),
                            0.0f, g, kend);
         const int64_t ntask = general ? H : BH;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -295,20 +339,19 @@ static void backward_batched(st_mm *mm, const attn_saved *s, const float *q, con
                 const int64_t bh = general ? b * H + t : t;
                 const size_t o = (size_t)(bh * T * D);
                 ds_rows(s, bh, i0, i1, q + o, s->drop ? pd + bh * blk : s->P + (size_t)bh * (size_t)(T * T) + i0 * T,
-                        ldp, g + bh * blk, G->gacc ? G->gacc + bh * n : NULL,
+                        ldp, g + bh * blk, gh ? gh + bh * blk : NULL, G->gacc ? G->gacc + bh * n : NULL,
                         general ? G->gfull + (size_t)t * (size_t)(T * T) : NULL, G->dq ? G->dq + o : NULL,
-                        G->de ? G->de + (size_t)bh * (size_t)(npos * D) : NULL, dZ,
-                        dZ ? dZ + ST_ATTN_QBLOCK * npos : NULL);
+                        G->de ? G->de + (size_t)bh * (size_t)(npos * D) : NULL, dZ, dZ ? dZ + qb * npos : NULL);
             }
         }
         /* dQ[i0:i1] += scale dS K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
         const st_mm_batch dq_bt = {BH, blk, T * D, T * D};
         if (G->dq)
-            st_mm_gemm_batched(mm, dq_bt, rb, D, kend, s->scale, st_mm_a(g, NULL, 0, kend), st_mm_a(k, NULL, 0, D),
+            st_mm_gemm_batched(mm, dq_bt, rb, D, kend, s->scale, st_mm_a(g, gh, 0, kend), st_mm_a(k, h->k, 0, D),
                                1.0f, G->dq + i0 * D, D);
         if (G->dk)
-            st_mm_gemm_batched(mm, dq_bt, kend, D, rb, s->scale, st_mm_a(g, NULL, 1, kend), st_mm_a(q + i0 * D, NULL, 0, D),
-                               1.0f, G->dk, D);
+            st_mm_gemm_batched(mm, dq_bt, kend, D, rb, s->scale, st_mm_a(g, gh, 1, kend),
+                               st_mm_a(q + i0 * D, h->q, 0, D), 1.0f, G->dk, D);
     }
 }
 
@@ -373,11 +416,18 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
     const int nth = omp_get_max_threads();
     const attn_grads G = {dq, dk, dv, gacc, gfull, de, n};
     if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
-        const size_t all = (size_t)BH * (size_t)ST_ATTN_QBLOCK * (size_t)T;
+        const int64_t qb = batched_qblock(BH, T);
+        const size_t all = (size_t)BH * (size_t)qb * (size_t)T;
         float *g = st_ctx_alloc(ctx, all * (s->drop ? 2 : 1) * sizeof(float), 1);
-        float *cs = npos ? st_ctx_alloc(ctx, (size_t)nth * (size_t)(ST_ATTN_QBLOCK * npos + T) * sizeof(float), 1) : NULL;
+        float *cs = npos ? st_ctx_alloc(ctx, (size_t)nth * (size_t)(qb * npos + T) * sizeof(float), 1) : NULL;
+        uint16_t *doh = NULL, *gh = NULL;   /* one block: dO and dS in bf16 */
+        if (s->h.p) {
+            doh = st_ctx_alloc(ctx, (size_t)(BH * T * D) * sizeof(uint16_t), 1);
+            gh = doh ? st_ctx_alloc(ctx, all * sizeof(uint16_t), 1) : NULL;
+            if (!gh) return;
+        }
         if (!g || (npos && !cs)) return;
-        backward_batched(ctx->mm, s, q->data, k->data, v->data, dO, &G, g, s->drop ? g + all : NULL, cs);
+        backward_batched(ctx->mm, s, q->data, k->data, v->data, dO, &G, g, s->drop ? g + all : NULL, cs, doh, gh);
     } else {
         const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1) +
                            (npos ? (size_t)ST_ATTN_QBLOCK * (size_t)npos + (size_t)T : 0);
@@ -489,8 +539,9 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     if (dropout) {
         s->drop = st_ctx_alloc(ctx, tt, 1);
         /* P' rows: one block a thread (per-pair schedule) or of every pair (block-major) */
-        const int64_t rows = st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD) ? B * H : nth;
-        pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)ST_ATTN_QBLOCK * (size_t)T * sizeof(float), 0);
+        const int batched = st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD);
+        const int64_t rows = batched ? B * H * batched_qblock(B * H, T) : nth * ST_ATTN_QBLOCK;
+        pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)T * sizeof(float), 0);
         if (!s->drop || !pd) return NULL;
     }
     if (general) {
@@ -522,7 +573,18 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
      * work at T = 512-256. Results do not depend on which thread runs a task. */
     const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
     if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
-        forward_batched(ctx->mm, &pb, s->P, s->drop, pd);
+        if (batched_qblock(BH, T) == T) {   /* one block: bf16 operands rounded once */
+            const size_t nqkv = (size_t)(BH * T * D);
+            s->h.q = st_ctx_alloc(ctx, 3 * nqkv * sizeof(uint16_t), 1);
+            s->h.p = s->h.q ? st_ctx_alloc(ctx, tt * sizeof(uint16_t), 1) : NULL;
+            if (!s->h.p) return NULL;
+            s->h.k = s->h.q + nqkv;
+            s->h.v = s->h.k + nqkv;
+            st_bf16_round(s->h.q, q->data, (int64_t)nqkv);
+            st_bf16_round(s->h.k, k->data, (int64_t)nqkv);
+            st_bf16_round(s->h.v, v->data, (int64_t)nqkv);
+        }
+        forward_batched(ctx->mm, &pb, s->P, s->drop, pd, &s->h);
     } else {
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
         for (int64_t t = 0; t < ntask; t++) {
