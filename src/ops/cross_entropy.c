@@ -96,6 +96,20 @@ static double row_softmax_grad(float *restrict z, int64_t V, int32_t t, float sc
     return (double)m + log(s) - (double)zt;
 }
 
+/* The same row with dz rounded to bf16 into h (the bf16 backend's operand) and z left as
+ * the exponentials: the products read only h, so the fp32 dz is never written. Each value
+ * is the fp32 one rounded, bit for bit: bf16((e_j k) - [j == t] scale). */
+static double row_softmax_grad_bf16(float *restrict z, uint16_t *restrict h, int64_t V, int32_t t, float scale) {
+    float m = row_max(z, V);
+    float zt = z[t];
+    double s = row_exp_inplace(z, m, V);
+    float k = (float)((double)scale / s);
+    #pragma omp simd
+    for (int64_t j = 0; j < V; j++) h[j] = st_f32_to_bf16(z[j] * k);
+    h[t] = st_f32_to_bf16(z[t] * k - scale);
+    return (double)m + log(s) - (double)zt;
+}
+
 /* Checks the targets and counts the rows that are not ignored. */
 static int64_t count_targets(const int32_t *targets, int64_t N, int64_t V, int32_t ignore_index) {
     int64_t count = 0;
@@ -223,7 +237,8 @@ static void lce_backward(st_ctx *ctx, st_node *n) {
  * hbuf (rows,V) and xh (rows,C): bf16 scratch when the backend is bf16 in grad mode, else
  * NULL. Each of dz and x feeds two products; the backend would round each on every call
  * (two passes over the chunk's rows x V values for dz), so they are rounded here once:
- * x up front, each dz row right after its softmax, while the row is still in cache. */
+ * x up front, each dz row by its softmax (the fp32 dz is then never written: buf keeps
+ * the exponentials). */
 /* xh_ready: x's rows already rounded (the producer's copy, ops_bf16_out), used as xh. */
 static void lce_chunk(st_mm *mm, float *buf, uint16_t *hbuf, uint16_t *xh, const uint16_t *xh_ready, double *rowloss,
                       float *dx, float *dw, float dw_beta, const float *x, const st_tensor *w, const int32_t *targets,
@@ -238,13 +253,15 @@ static void lce_chunk(st_mm *mm, float *buf, uint16_t *hbuf, uint16_t *xh, const
         int32_t t = targets[r];
         if (t == ignore_index) {
             rowloss[r] = 0.0;
-            if (grad) memset(z, 0, (size_t)V * sizeof(float));
+            if (hbuf) memset(hbuf + r * V, 0, (size_t)V * sizeof(uint16_t));
+            else if (grad) memset(z, 0, (size_t)V * sizeof(float));
+        } else if (hbuf) {
+            rowloss[r] = row_softmax_grad_bf16(z, hbuf + r * V, V, t, inv_count);
         } else if (grad) {
             rowloss[r] = row_softmax_grad(z, V, t, inv_count);
         } else {
             rowloss[r] = row_lse(z, V) - (double)z[t];
         }
-        if (hbuf) st_bf16_round(hbuf + r * V, z, V);
     }
     if (dx)   /* dx (rows,C) = dz (rows,V) W (V,C) */
         st_mm_gemm(mm, rows, C, V, 1.0f, st_mm_a(buf, hbuf, 0, V), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, C), 0.0f,
