@@ -73,7 +73,15 @@ static void run_attention(st_mm *mm, int kind, leaves *L, const float *dy, const
                                 kind == 3 ? 0.1f : 0.0f, 99);
     r->out = malloc((size_t)n * sizeof(float));
     memcpy(r->out, o->data, (size_t)n * sizeof(float));
+    const size_t used = ctx->arena->used;
     backward_from(ctx, o, dy);
+    /* the backward keeps the gradients (dO, dq, dk, dv; the general bias's (H,T,T) and
+     * CoPE's partials) and rewinds its scratch: dS blocks of (B*H, 64..T, T) floats */
+    const int64_t T = L->t[0]->shape[2];
+    const size_t kept = (size_t)(4 * n) * sizeof(float) + (kind == 1 ? (size_t)(H * T * T) * sizeof(float) : 0) +
+                        (size_t)(L->t[0]->shape[0] * H * npos * D) * sizeof(float) + 65536;
+    CHECK_MSG(ctx->arena->used - used <= kept, "attention backward kept %zu bytes of scratch",
+              ctx->arena->used - used - (size_t)(4 * n) * sizeof(float));
     env_close(&en);
     float **dst[3] = {&r->dq, &r->dk, &r->dv};
     for (int i = 0; i < 3; i++) {

@@ -415,6 +415,10 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
     }
     const int nth = omp_get_max_threads();
     const attn_grads G = {dq, dk, dv, gacc, gfull, de, n};
+    /* the scratch below lives only through this call: rewound at the end, so a model's
+     * layers do not each keep theirs until the step ends (one block: dS (B,H,T,T) in fp32
+     * and bf16, 48 MiB a layer at B x H = 32, T = 512) */
+    const st_arena_mark mark = st_arena_mark_get(ctx->arena);
     if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
         const int64_t qb = batched_qblock(BH, T);
         const size_t all = (size_t)BH * (size_t)qb * (size_t)T;
@@ -435,6 +439,7 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
         if (!scratch) return;
         backward_pairs(s, q->data, k->data, v->data, dO, &G, scratch, per, nth);
     }
+    st_arena_rewind(ctx->arena, mark);
 
     if (gacc) {
         /* g[k] = sum_b gacc[b,h][m] with m the reversed index of distance d0 + k */
@@ -535,15 +540,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     s->P = st_ctx_alloc(ctx, tt * sizeof(float), 1);
     if (!s->P) return NULL;
     const int dropout = pb.p_drop > 0.0f;
-    float *pd = NULL;
-    if (dropout) {
-        s->drop = st_ctx_alloc(ctx, tt, 1);
-        /* P' rows: one block a thread (per-pair schedule) or of every pair (block-major) */
-        const int batched = st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD);
-        const int64_t rows = batched ? B * H * batched_qblock(B * H, T) : nth * ST_ATTN_QBLOCK;
-        pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)T * sizeof(float), 0);
-        if (!s->drop || !pd) return NULL;
-    }
+    if (dropout && !(s->drop = st_ctx_alloc(ctx, tt, 1))) return NULL;
     if (general) {
         float *gtab = st_ctx_alloc(ctx, (size_t)H * (size_t)(T * T) * sizeof(float), 1);
         if (!gtab) return NULL;
@@ -572,18 +569,27 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
      * free: a cyclic static split gave one thread of two every odd block, 25-50% more
      * work at T = 512-256. Results do not depend on which thread runs a task. */
     const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
-    if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
-        if (batched_qblock(BH, T) == T) {   /* one block: bf16 operands rounded once */
-            const size_t nqkv = (size_t)(BH * T * D);
-            s->h.q = st_ctx_alloc(ctx, 3 * nqkv * sizeof(uint16_t), 1);
-            s->h.p = s->h.q ? st_ctx_alloc(ctx, tt * sizeof(uint16_t), 1) : NULL;
-            if (!s->h.p) return NULL;
-            s->h.k = s->h.q + nqkv;
-            s->h.v = s->h.k + nqkv;
-            st_bf16_round(s->h.q, q->data, (int64_t)nqkv);
-            st_bf16_round(s->h.k, k->data, (int64_t)nqkv);
-            st_bf16_round(s->h.v, v->data, (int64_t)nqkv);
-        }
+    const int batched = st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD);
+    if (batched && batched_qblock(BH, T) == T) {   /* one block: bf16 operands rounded once */
+        const size_t nqkv = (size_t)(BH * T * D);
+        s->h.q = st_ctx_alloc(ctx, 3 * nqkv * sizeof(uint16_t), 1);
+        s->h.p = s->h.q ? st_ctx_alloc(ctx, tt * sizeof(uint16_t), 1) : NULL;
+        if (!s->h.p) return NULL;
+        s->h.k = s->h.q + nqkv;
+        s->h.v = s->h.k + nqkv;
+        st_bf16_round(s->h.q, q->data, (int64_t)nqkv);
+        st_bf16_round(s->h.k, k->data, (int64_t)nqkv);
+        st_bf16_round(s->h.v, v->data, (int64_t)nqkv);
+    }
+    /* dropout's P' rows, for this call only (rewound below): one block a thread
+     * (per-pair schedule) or of every pair (block-major) */
+    const st_arena_mark mark = st_arena_mark_get(ctx->arena);
+    float *pd = NULL;
+    if (dropout) {
+        const int64_t rows = batched ? BH * batched_qblock(BH, T) : nth * ST_ATTN_QBLOCK;
+        if (!(pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)T * sizeof(float), 0))) return NULL;
+    }
+    if (batched) {
         forward_batched(ctx->mm, &pb, s->P, s->drop, pd, &s->h);
     } else {
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
@@ -594,6 +600,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
                           pd ? pd + (size_t)omp_get_thread_num() * (size_t)ST_ATTN_QBLOCK * (size_t)T : NULL);
         }
     }
+    st_arena_rewind(ctx->arena, mark);
     if (!st_record(ctx, "attention", attention_backward, out, q, k, v, NULL, s)) return NULL;
     return out;
 }
