@@ -231,6 +231,27 @@ static void test_lce_partial_grad(void) {
     st_params_free(&L.p);
 }
 
+/* The fused head keeps what its backward reads (row losses, dx, dW) and rewinds its
+ * chunk of logits: (rows, V) floats, here 64 x 5000, 16x dW's size. */
+static void test_lce_scratch(void) {
+    const int64_t N = 64, C = 4, V = 5000;
+    const int64_t spec[2][5] = {{2, N, C}, {2, V, C}};
+    leaves L;
+    leaves_init(&L, 72, 2, spec, 1.0f);
+    int32_t *tg = make_targets(N, V, 5, 73);
+    env e;
+    st_ctx *ctx = env_open(&e, 1, 0);
+    const size_t used = ctx->arena->used;
+    st_tensor *loss = st_linear_cross_entropy(ctx, L.t[0], L.t[1], tg, IGN, NULL);
+    const size_t kept = (size_t)N * sizeof(double) + (size_t)((N + V) * C) * sizeof(float) + 16384;
+    CHECK(loss != NULL);
+    CHECK_MSG(ctx->arena->used - used <= kept, "linear_cross_entropy kept %zu bytes (bound %zu)",
+              ctx->arena->used - used, kept);
+    env_close(&e);
+    free(tg);
+    st_params_free(&L.p);
+}
+
 /* ------------------------------------------------------- inference mode ---- */
 static void test_inference_mode(void) {
     const int64_t B = 2, T = 4, H = 2, C = 8, V = 11;
@@ -441,6 +462,7 @@ int main(void) {
     test_lce_matches_unfused();
     test_lce_gradcheck();
     test_lce_partial_grad();
+    test_lce_scratch();
     test_lce_scored_rows();
     test_loss_accumulates();
     test_inference_mode();

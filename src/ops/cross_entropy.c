@@ -311,6 +311,20 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
         ts = tc;
         rows_n = count;
     }
+    lce_saved *sv = NULL;
+    float *dxg = NULL;   /* dx of the rows the chunks see: sv->dx, or the gathered rows' */
+    if (grad) {
+        sv = st_ctx_alloc(ctx, sizeof *sv, 1);
+        if (!sv) return NULL;
+        sv->dx = need_dx ? st_ctx_alloc(ctx, (size_t)(N * C) * sizeof(float), 1) : NULL;
+        sv->dw = need_dw ? st_ctx_alloc(ctx, (size_t)(V * C) * sizeof(float), 1) : NULL;
+        if ((need_dx && !sv->dx) || (need_dw && !sv->dw)) return NULL;
+        dxg = sv->dx && gather ? st_ctx_alloc(ctx, (size_t)(rows_n * C + 1) * sizeof(float), 0) : sv->dx;
+        if (need_dx && !dxg) return NULL;
+    }
+    /* The chunk's logits and bf16 copies live only through this call: rewound after the
+     * chunks, so they are not held through the backward (M model, bf16: 141 MiB). */
+    const st_arena_mark mark = st_arena_mark_get(ctx->arena);
     int64_t chunk = lce_chunk_rows(rows_n, V, C, st_mm_precision(ctx->mm) == ST_PREC_BF16 ? 64 : 16);
     float *buf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(float), 0);
     if (!buf) return NULL;
@@ -323,17 +337,6 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
         if (!xh_ready && !(xh = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * C) * sizeof(uint16_t), 0)))
             return NULL;
     }
-    lce_saved *sv = NULL;
-    float *dxg = NULL;   /* dx of the rows the chunks see: sv->dx, or the gathered rows' */
-    if (grad) {
-        sv = st_ctx_alloc(ctx, sizeof *sv, 1);
-        if (!sv) return NULL;
-        sv->dx = need_dx ? st_ctx_alloc(ctx, (size_t)(N * C) * sizeof(float), 1) : NULL;
-        sv->dw = need_dw ? st_ctx_alloc(ctx, (size_t)(V * C) * sizeof(float), 1) : NULL;
-        if ((need_dx && !sv->dx) || (need_dw && !sv->dw)) return NULL;
-        dxg = sv->dx && gather ? st_ctx_alloc(ctx, (size_t)(rows_n * C + 1) * sizeof(float), 0) : sv->dx;
-        if (need_dx && !dxg) return NULL;
-    }
     for (int64_t r0 = 0; r0 < rows_n; r0 += chunk) {
         int64_t rows = rows_n - r0 < chunk ? rows_n - r0 : chunk;
         lce_chunk(ctx->mm, buf, hbuf, xh, xh_ready ? xh_ready + r0 * C : NULL, rl + r0,
@@ -341,6 +344,7 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
                   r0 == 0 ? 0.0f : 1.0f, xs + r0 * C, w, ts + r0, ignore_index,
                   inv_count, rows, C, V);
     }
+    st_arena_rewind(ctx->arena, mark);
     if (gather) {
         for (int64_t r = 0, k = 0; r < N; r++) {
             const int kept = targets[r] != ignore_index;
