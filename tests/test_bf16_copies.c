@@ -93,6 +93,30 @@ static void run_producer(st_mm *mm, leaves *L, int prod, int cons, int strip, in
 
 static void prod_free(prod_run *r) { free(r->y); free(r->dw); free(r->dx); }
 
+/* A linear's backward rounds dy once for its two products and rewinds that copy: what it
+ * keeps is dy itself (the seed) and dx, not the (N, OUT) bf16 scratch (here 512 KiB). */
+static void test_linear_scratch(st_mm *bf) {
+    const int64_t N = 256, IN = 4, OUT = 1024;
+    const int64_t spec[2][5] = {{2, N, IN}, {2, OUT, IN}};
+    leaves L;
+    leaves_init(&L, 95, 2, spec, 1.0f);
+    env e;
+    st_ctx *ctx = env_open(&e, 1, 0);
+    ctx->mm = bf;
+    st_tensor *y = st_linear(ctx, L.t[0], L.t[1], NULL);
+    CHECK(y != NULL);
+    float *dy = malloc((size_t)(N * OUT) * sizeof(float));
+    fill_normal(dy, N * OUT, 96, 1.0f, 0.0f);
+    const size_t used = ctx->arena->used;
+    backward_from(ctx, y, dy);
+    const size_t kept = (size_t)(N * OUT + N * IN) * sizeof(float) + 16384;
+    CHECK_MSG(ctx->arena->used - used <= kept, "linear backward kept %zu bytes (bound %zu)", ctx->arena->used - used,
+              kept);
+    free(dy);
+    env_close(&e);
+    st_params_free(&L.p);
+}
+
 static void test_producer_copies(st_mm *bf) {
     const int64_t B = 2, T = 40, H = 4, D = 8, C = H * D, OUT = 24;
     const int64_t spec[7][5] = {{3, B, T, C}, {1, C}, {1, C}, {3, B, T, 2 * C}, {4, B, H, T, D}, {2, OUT, C}, {1, OUT}};
@@ -129,6 +153,7 @@ int main(void) {
     st_mm *bf = test_bf16_backend("test_bf16_copies", 1, &rc);
     if (!bf) return rc;
     test_producer_copies(bf);
+    test_linear_scratch(bf);
     st_mm_free(bf);
     return test_finish("test_bf16_copies");
 }

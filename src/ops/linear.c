@@ -64,11 +64,15 @@ static void linear_backward(st_ctx *ctx, st_node *n) {
     if (x->requires_grad && !(dx = ops_grad_out(ctx, x, &fresh))) return;
     if (w->requires_grad && !(dw = st_grad(ctx, w))) return;
     if (b && b->requires_grad && !(db = st_grad(ctx, b))) return;
-    /* dy rounded once when both products read it (one product: the backend rounds it) */
+    /* dy rounded once when both products read it (one product: the backend rounds it);
+     * the copy is scratch of this call, rewound after the products (M model, bf16: the
+     * 24 linears' copies were 113 MiB of the step's arena) */
     int fail = 0;
+    const st_arena_mark mark = st_arena_mark_get(ctx->arena);
     const uint16_t *dh = dx && dw ? bf16_copy(ctx, n->out->grad, N * OUT, 0, &fail) : NULL;
     if (fail) return;
     linear_backward_kernel(ctx->mm, dx, fresh, dw, db, n->out->grad, dh, x->data, n->saved, w, N, IN, OUT);
+    st_arena_rewind(ctx->arena, mark);
 }
 
 st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {
