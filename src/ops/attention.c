@@ -32,7 +32,10 @@
  * kept for backward; that is the price of a fast backward at training lengths. A general
  * (i, j) bias adds its (H,T,T) table, and with learnable parameters an (H,T,T) gradient
  * during backward; the backward then runs one task per head (batch rows in order inside
- * it) so the per-head gradient is summed without races or thread-count dependence. */
+ * it) so the per-head gradient is summed without races or thread-count dependence. The
+ * one-block bf16 schedule also keeps P' in bf16 (B,H,T,T) and q, k, v in bf16. Scratch
+ * that only one call reads (dropout's P' rows, the backward's dP'/dS blocks and their
+ * bf16 copies) is rewound at the end of that call. */
 #include "attention_internal.h"
 #include "st_matmul.h"
 
