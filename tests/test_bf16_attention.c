@@ -108,7 +108,7 @@ static int norm_close(const char *what, const float *a, const float *b, int64_t 
 }
 
 /* The block-major schedule in both forms: T = 150 runs as one block of all rows (bf16
- * operands rounded once, P' and dS by the row work); T = 1100 (> 1024) in 64-row blocks
+ * operands rounded once, P' and dS by the row work); T = 1100 (> 1024) in 256-row blocks
  * whose operands the backend rounds per call (src/ops/attention.c, batched_qblock). */
 static void test_attention(st_mm *bf, int64_t B, int64_t H, int64_t T) {
     const int chosen = st_mm_attention(bf);

@@ -53,15 +53,21 @@
  * row work that writes it (P', dS), at twice the causal flops: the whole (T,T) score
  * square instead of the lower triangle. That is the schedule up to ATTN_FULL_T rows and
  * ATTN_FULL_ELEMS scores over all pairs (g and its bf16 copy in backward: 6 bytes each,
- * 384 MiB at the cap); longer sequences keep 64-row blocks, whose triangle saves more.
+ * 384 MiB at the cap); longer sequences keep row blocks, whose triangle saves more.
  * Measured on the AMX Xeon (2026-11-27, M model, bench --profile, attention's time over
  * the linear layers' in alternating runs): T = 1,024, B x H = 16: one block 0.89-0.90,
  * 64-row blocks 0.99-1.08; T = 2,048, B x H = 8: one block 1.66-1.67, 64-row 1.55-1.59. */
 #define ATTN_FULL_T 1024
 #define ATTN_FULL_ELEMS ((int64_t)1 << 26)
+/* Longer sequences: blocks of ATTN_BATCHED_ROWS rows, not the per-pair schedule's 64:
+ * each call's keys are rounded once per block, so 4x fewer roundings for 12% more flops
+ * than exact causal (a block's future keys). M model, bf16, attention's time over the
+ * linears' in alternating runs: T = 2,048: 1.41-1.60 against 1.53-1.89 with 64 rows;
+ * T = 4,096: 2.49-2.53 against 2.51-3.28 (512 rows: 3.06). */
+#define ATTN_BATCHED_ROWS 256
 
 static int64_t batched_qblock(int64_t BH, int64_t T) {
-    return T <= ATTN_FULL_T && BH * T * T <= ATTN_FULL_ELEMS ? T : ST_ATTN_QBLOCK;
+    return T <= ATTN_FULL_T && BH * T * T <= ATTN_FULL_ELEMS ? T : ATTN_BATCHED_ROWS;
 }
 
 /* The block-major (bf16) schedule's operands when it runs the whole sequence as one query
