@@ -45,25 +45,25 @@
 #include <string.h>
 
 /* Query rows per block of the block-major (bf16) schedule. oneDNN 2.6 runs a batched
- * product on its AMX brgemm only when each operand's matrices lie back to back; 64-row
- * blocks read keys [0, i1) at the heads' stride, so the backend rounds them (and P, dS)
- * into dense copies on every call: on the AMX Xeon a third or more of each product's time
- * (M step, 2026-11-27: attention's products at 10-28% of the bf16 GEMM rate). One block of
- * all T rows makes every operand dense, so each is rounded once (q, k, v, dO) or by the
- * row work that writes it (P', dS), at twice the causal flops: the whole (T,T) score
- * square instead of the lower triangle. That is the schedule up to ATTN_FULL_T rows and
- * ATTN_FULL_ELEMS scores over all pairs (g and its bf16 copy in backward: 6 bytes each,
- * 384 MiB at the cap); longer sequences keep row blocks, whose triangle saves more.
- * Measured on the AMX Xeon (2026-11-27, M model, bench --profile, attention's time over
- * the linear layers' in alternating runs): T = 1,024, B x H = 16: one block 0.89-0.90,
- * 64-row blocks 0.99-1.08; T = 2,048, B x H = 8: one block 1.66-1.67, 64-row 1.55-1.59. */
-#define ATTN_FULL_T 1024
+ * product on its AMX brgemm only when each operand's matrices lie back to back; a block
+ * shorter than T reads keys [0, i1) at the heads' stride, so the backend rounds them (and
+ * P, dS) into dense copies on every call: with 64-row blocks a third or more of each
+ * product's time (AMX Xeon, M step, 2026-11-26: attention's products at 10-28% of the
+ * bf16 GEMM rate). One block of all T rows makes every operand dense, so each is rounded
+ * once (q, k, v, dO) or by the row work that writes it (P', dS), at twice the causal
+ * flops: the whole (T,T) score square instead of the lower triangle. Longer sequences run
+ * blocks of ATTN_BATCHED_ROWS, rounded per call, whose skipped triangle saves more:
+ * 4x fewer roundings than 64-row blocks for 12% more flops than exact causal.
+ * Measured on the AMX Xeon (2026-11-26, M model, bf16, bench --profile, attention's time
+ * over the linear layers' in alternating runs), one block / 256 rows / 64 rows:
+ *   T =   512, B x H = 32: 0.41-0.46 / 0.52-0.54 / 0.48-0.56
+ *   T = 1,024, B x H = 16: 0.81-0.96 / 0.76-0.86 / 0.99-1.08
+ *   T = 2,048, B x H =  8: 1.66-1.67 / 1.41-1.60 / 1.53-1.89
+ *   T = 4,096, B x H =  8:     -     / 2.49-2.53 / 2.51-3.28  (512 rows: 3.06)
+ * So one block up to ATTN_FULL_T rows (and ATTN_FULL_ELEMS scores over all pairs: g and
+ * its bf16 copy in backward take 6 bytes each, 384 MiB at the cap). */
+#define ATTN_FULL_T 512
 #define ATTN_FULL_ELEMS ((int64_t)1 << 26)
-/* Longer sequences: blocks of ATTN_BATCHED_ROWS rows, not the per-pair schedule's 64:
- * each call's keys are rounded once per block, so 4x fewer roundings for 12% more flops
- * than exact causal (a block's future keys). M model, bf16, attention's time over the
- * linears' in alternating runs: T = 2,048: 1.41-1.60 against 1.53-1.89 with 64 rows;
- * T = 4,096: 2.49-2.53 against 2.51-3.28 (512 rows: 3.06). */
 #define ATTN_BATCHED_ROWS 256
 
 static int64_t batched_qblock(int64_t BH, int64_t T) {
