@@ -107,9 +107,10 @@ static int norm_close(const char *what, const float *a, const float *b, int64_t 
     return 1;
 }
 
-/* The block-major schedule in both forms: T = 150 runs as one block of all rows (bf16
- * operands rounded once, P' and dS by the row work); T = 1100 (> 1024) in 256-row blocks
- * whose operands the backend rounds per call (src/ops/attention.c, batched_qblock). */
+/* The block-major schedule in both forms (src/ops/attention.c, batched_qblock): T = 150
+ * runs as one block of all rows (q, k, v, dO rounded once); T = 1100 in 256-row blocks
+ * whose q, k, v, dO rows the backend rounds per call. P' and dS are rounded by the row
+ * work in both. */
 static void test_attention(st_mm *bf, int64_t B, int64_t H, int64_t T) {
     const int chosen = st_mm_attention(bf);
     st_mm_set_attention(bf, ST_MM_ATTN_GRAD);   /* the block-major bf16 schedule whatever the CPU (AMX picks it itself) */

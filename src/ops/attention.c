@@ -45,21 +45,22 @@
 #include <string.h>
 
 /* Query rows per block of the block-major (bf16) schedule. oneDNN 2.6 runs a batched
- * product on its AMX brgemm only when each operand's matrices lie back to back; a block
- * shorter than T reads keys [0, i1) at the heads' stride, so the backend rounds them (and
- * P, dS) into dense copies on every call: with 64-row blocks a third or more of each
- * product's time (AMX Xeon, M step, 2026-11-26: attention's products at 10-28% of the
- * bf16 GEMM rate). One block of all T rows makes every operand dense, so each is rounded
- * once (q, k, v, dO) or by the row work that writes it (P', dS), at twice the causal
- * flops: the whole (T,T) score square instead of the lower triangle. Longer sequences run
- * blocks of ATTN_BATCHED_ROWS, rounded per call, whose skipped triangle saves more:
- * 4x fewer roundings than 64-row blocks for 12% more flops than exact causal.
+ * product on its AMX brgemm only when each operand's matrices lie back to back. P' and dS
+ * are written that way by the row work, in bf16, whatever the block (attn_bf16). A block
+ * shorter than T reads q, k, v and dO rows at the heads' stride, though, so the backend
+ * rounds those into dense copies on every call. One block of all T rows makes them dense
+ * too, rounded once, at twice the causal flops: the whole (T,T) score square instead of
+ * the lower triangle. Longer sequences run blocks of ATTN_BATCHED_ROWS, whose skipped
+ * triangle saves more (12% more flops than exact causal; 64-row blocks rounded the keys
+ * 4x as often, and before the row work wrote P' and dS in bf16 the backend rounded those
+ * per call too: attention's products ran at 10-28% of the bf16 GEMM rate).
  * Measured on the AMX Xeon (2026-11-26, M model, bf16, bench --profile, attention's time
- * over the linear layers' in alternating runs), one block / 256 rows / 64 rows:
- *   T =   512, B x H = 32: 0.41-0.46 / 0.52-0.54 / 0.48-0.56
- *   T = 1,024, B x H = 16: 0.81-0.96 / 0.76-0.86 / 0.99-1.08
- *   T = 2,048, B x H =  8: 1.66-1.67 / 1.41-1.60 / 1.53-1.89
- *   T = 4,096, B x H =  8:     -     / 2.49-2.53 / 2.51-3.28  (512 rows: 3.06)
+ * over the linear layers' in alternating runs), one block / 256 rows / 64 rows, the
+ * 64-row and first 256-row figures with P' and dS rounded by the backend:
+ *   T =   512, B x H = 32: 0.41-0.49 / 0.42-0.47 / 0.48-0.56
+ *   T = 1,024, B x H = 16: 0.81-0.96 / 0.66-0.69 (0.76-0.86) / 0.99-1.08
+ *   T = 2,048, B x H =  8: 1.66-1.67 / 1.44-1.52 (1.41-1.60) / 1.53-1.89
+ *   T = 4,096, B x H =  8:     -     / (2.49-2.53) / 2.51-3.28  (512 rows: 3.06)
  * So one block up to ATTN_FULL_T rows (and ATTN_FULL_ELEMS scores over all pairs: g and
  * its bf16 copy in backward take 6 bytes each, 384 MiB at the cap). */
 #define ATTN_FULL_T 512
@@ -70,11 +71,23 @@ static int64_t batched_qblock(int64_t BH, int64_t T) {
     return T <= ATTN_FULL_T && BH * T * T <= ATTN_FULL_ELEMS ? T : ATTN_BATCHED_ROWS;
 }
 
-/* The block-major (bf16) schedule's operands when it runs the whole sequence as one query
- * block (batched_qblock): q, k, v (B,H,T,D) rounded once, and P' (B,H,T,T) rounded by the
- * row work while each row is in cache. Every product then takes ready, dense bf16
- * operands; otherwise (NULL) the backend rounds its operands on every call. */
+/* The block-major (bf16) schedule's ready operands. p: P' rounded by the row work while
+ * each row is in cache, query block after query block (block_offset), each block's pairs
+ * dense (B*H, rb, kend); the PV and dV products read it. q, k, v: (B,H,T,D) rounded once,
+ * when the sequence is one block (only then are their row ranges dense over the pairs);
+ * else NULL and the backend rounds each call's rows. */
 typedef struct attn_bf16 { uint16_t *q, *k, *v, *p; } attn_bf16;
+
+/* Values before query block [i0, i0 + qb) in the bf16 P' of every pair, blocks of qb rows,
+ * each block (B*H, rb, kend) with kend = its end (causal) or T. */
+static int64_t block_offset(int64_t BH, int64_t T, int64_t qb, int causal, int64_t i0) {
+    int64_t off = 0;
+    for (int64_t j0 = 0; j0 < i0; j0 += qb) {
+        const int64_t j1 = j0 + qb < T ? j0 + qb : T;
+        off += (j1 - j0) * (causal ? j1 : T);
+    }
+    return BH * off;
+}
 
 typedef struct attn_saved {
     float *P;            /* (B,H,T,T) probabilities before dropout; causal: row i holds
@@ -180,7 +193,7 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
  * parallel regions: bf16): per query block, S of every (b,h) pair in one batched product,
  * the row work in parallel over pairs, then O of every pair in one batched product.
  * pd: (B*H, qb, T) for P' when dropout is on (pair bh's block dense at bh rb kend).
- * h: bf16 operands (one block), or all NULL. */
+ * h: bf16 operands (h->p always; q, k, v for one block, else NULL). */
 static void forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uint8_t *drop, float *pd,
                             const attn_bf16 *h) {
     const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H, qb = batched_qblock(BH, T);
@@ -188,15 +201,16 @@ static void forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uint
         const int64_t i1 = i0 + qb < T ? i0 + qb : T, rb = i1 - i0;
         const int64_t kend = pb->causal ? i1 : T;
         const st_mm_batch s_bt = {BH, T * D, T * D, T * T};
+        uint16_t *ph = h->p + block_offset(BH, T, qb, pb->causal, i0);   /* (BH, rb, kend) */
         st_mm_gemm_batched(mm, s_bt, rb, kend, D, pb->scale, st_mm_a(pb->q + i0 * D, h->q, 0, D),
                            st_mm_a(pb->k, h->k, 1, D), 0.0f, P + i0 * T, T);
 #pragma omp parallel for schedule(dynamic, 1)
         for (int64_t bh = 0; bh < BH; bh++)
-            forward_rows(pb, P, drop, bh, i0, i1, pd ? pd + bh * rb * kend : NULL, h->p ? h->p + bh * rb * kend : NULL);
-        const st_mm_batch o_bt = {BH, drop ? rb * kend : T * T, T * D, T * D};
-        st_mm_gemm_batched(mm, o_bt, rb, D, kend, 1.0f,
-                           st_mm_a(drop ? pd : P + i0 * T, h->p, 0, drop ? kend : T),
-                           st_mm_a(pb->v, h->v, 0, D), 0.0f, pb->out + i0 * D, D);
+            forward_rows(pb, P, drop, bh, i0, i1, pd ? pd + bh * rb * kend : NULL, ph + bh * rb * kend);
+        /* O[i0:i1] = P' V[0:kend], P' from its bf16 rows (the fp32 ones are not read) */
+        const st_mm_batch o_bt = {BH, rb * kend, T * D, T * D};
+        st_mm_gemm_batched(mm, o_bt, rb, D, kend, 1.0f, st_mm_a(NULL, ph, 0, kend), st_mm_a(pb->v, h->v, 0, D), 0.0f,
+                           pb->out + i0 * D, D);
     }
 }
 
@@ -309,8 +323,8 @@ typedef struct attn_grads {
  * parallel over pairs (over heads, batch rows in order, for a learnable general bias).
  * Blocks go in ascending order, so dK and dV sum over blocks in the per-pair order.
  * g: (B*H, qb, T); pd: the same with dropout, else NULL; cs: per thread qb n_pos + T
- * floats (CoPE) or NULL. One block (s->h set): doh and gh, (B,H,T,D) and (B*H, T, T),
- * take dO and dS rounded to bf16 (dS by the row work); else NULL. */
+ * floats (CoPE) or NULL; gh: (B*H, qb, T) for dS in bf16, rounded by the row work. doh:
+ * (B,H,T,D) for dO in bf16 when the sequence is one block, else NULL. */
 static void backward_batched(st_mm *mm, const attn_saved *s, const float *q, const float *k, const float *v,
                              const float *dO, const attn_grads *G, float *g, float *pd, float *cs, uint16_t *doh,
                              uint16_t *gh) {
@@ -332,11 +346,11 @@ static void backward_batched(st_mm *mm, const attn_saved *s, const float *q, con
             }
             ldp = kend;
         }
-        const float *pp = s->drop ? pd : s->P + i0 * T;
-        const st_mm_batch p_bt = {BH, s->drop ? blk : T * T, T * D, T * D};
+        const uint16_t *ph = h->p + block_offset(BH, T, qb, s->causal, i0);   /* bf16 P' (BH, rb, kend) */
+        const st_mm_batch p_bt = {BH, blk, T * D, T * D};
         /* dV[0:kend] += P'^T dO[i0:i1] */
         if (G->dv)
-            st_mm_gemm_batched(mm, p_bt, kend, D, rb, 1.0f, st_mm_a(pp, h->p, 1, ldp),
+            st_mm_gemm_batched(mm, p_bt, kend, D, rb, 1.0f, st_mm_a(NULL, ph, 1, kend),
                                st_mm_a(dO + i0 * D, doh, 0, D), 1.0f, G->dv, D);
         if (!need_ds) continue;
         /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T, dense per pair */
@@ -436,13 +450,9 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
         const size_t all = (size_t)BH * (size_t)qb * (size_t)T;
         float *g = st_ctx_alloc(ctx, all * (s->drop ? 2 : 1) * sizeof(float), 1);
         float *cs = npos ? st_ctx_alloc(ctx, (size_t)nth * (size_t)(qb * npos + T) * sizeof(float), 1) : NULL;
-        uint16_t *doh = NULL, *gh = NULL;   /* one block: dO and dS in bf16 */
-        if (s->h.p) {
-            doh = st_ctx_alloc(ctx, (size_t)(BH * T * D) * sizeof(uint16_t), 1);
-            gh = doh ? st_ctx_alloc(ctx, all * sizeof(uint16_t), 1) : NULL;
-            if (!gh) return;
-        }
-        if (!g || (npos && !cs)) return;
+        uint16_t *gh = st_ctx_alloc(ctx, all * sizeof(uint16_t), 1), *doh = NULL;   /* dS, dO in bf16 */
+        if (s->h.q && !(doh = st_ctx_alloc(ctx, (size_t)(BH * T * D) * sizeof(uint16_t), 1))) return;
+        if (!g || !gh || (npos && !cs)) return;
         backward_batched(ctx->mm, s, q->data, k->data, v->data, dO, &G, g, s->drop ? g + all : NULL, cs, doh, gh);
     } else {
         const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1) +
@@ -582,11 +592,14 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
      * work at T = 512-256. Results do not depend on which thread runs a task. */
     const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
     const int batched = st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD);
-    if (batched && batched_qblock(BH, T) == T) {   /* one block: bf16 operands rounded once */
-        const size_t nqkv = (size_t)(BH * T * D);
-        s->h.q = st_ctx_alloc(ctx, 3 * nqkv * sizeof(uint16_t), 1);
-        s->h.p = s->h.q ? st_ctx_alloc(ctx, tt * sizeof(uint16_t), 1) : NULL;
+    if (batched) {   /* P' in bf16, every query block's */
+        const int64_t qb = batched_qblock(BH, T);
+        s->h.p = st_ctx_alloc(ctx, (size_t)block_offset(BH, T, qb, causal, T) * sizeof(uint16_t), 1);
         if (!s->h.p) return NULL;
+    }
+    if (batched && batched_qblock(BH, T) == T) {   /* one block: q, k, v rounded once */
+        const size_t nqkv = (size_t)(BH * T * D);
+        if (!(s->h.q = st_ctx_alloc(ctx, 3 * nqkv * sizeof(uint16_t), 1))) return NULL;
         s->h.k = s->h.q + nqkv;
         s->h.v = s->h.k + nqkv;
         st_bf16_round(s->h.q, q->data, (int64_t)nqkv);
