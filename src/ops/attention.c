@@ -33,7 +33,8 @@
  * (i, j) bias adds its (H,T,T) table, and with learnable parameters an (H,T,T) gradient
  * during backward; the backward then runs one task per head (batch rows in order inside
  * it) so the per-head gradient is summed without races or thread-count dependence. The
- * one-block bf16 schedule also keeps P' in bf16 (B,H,T,T) and q, k, v in bf16. Scratch
+ * block-major (bf16) schedule also keeps P' in bf16 (its blocks, at most (B,H,T,T)) and,
+ * in one block, q, k, v in bf16. Scratch
  * that only one call reads (dropout's P' rows, the backward's dP'/dS blocks and their
  * bf16 copies) is rewound at the end of that call. */
 #include "attention_internal.h"
@@ -99,7 +100,7 @@ typedef struct attn_saved {
     int has_cope;
     st_attn_cope cope;   /* CoPE embeddings (has_cope) */
     const float *cope_z, *cope_g;   /* z (B,H,T,n_pos) and gates (B,H,T,T) */
-    attn_bf16 h;         /* block-major schedule in one block: bf16 q, k, v and P' */
+    attn_bf16 h;         /* block-major schedule: bf16 P' (and q, k, v in one block) */
     int64_t B, H, T, D;
     int causal;
     float scale, keep;   /* keep = 1/(1-p) */
