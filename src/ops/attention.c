@@ -1,7 +1,8 @@
 /* attention.c - fused multi-head attention with an additive distance bias: the
  * st_attention entry, the grad-mode forward that keeps the probabilities, and the
- * hand-written backward. The inference forward (online softmax, no (T,T) buffer) and the
- * double reference live in attention_stream.c.
+ * hand-written backward, with the row work between the products and the per-pair (fp32)
+ * schedule. The block-major (bf16) schedule is in attention_batched.c; the inference
+ * forward (online softmax, no (T,T) buffer) and the double reference in attention_stream.c.
  *
  * Legend: B batch, H heads, T time, D head size; q, k, v, out (B,H,T,D).
  * Forward, per (b,h), with P' the dropped-out probabilities (mask M, keep = 1/(1-p)):
@@ -25,8 +26,8 @@
  * (st_attn_batched): per pair (fp32: tasks in an OpenMP loop, one cblas_sgemm per
  * ST_ATTN_QBLOCK-row block each) or block-major (bf16: per query block, one
  * st_mm_gemm_batched call over every (b,h) pair outside the parallel loop, the row work
- * in parallel between the calls; one block of all T rows up to a size, batched_qblock).
- * The row work (forward_rows, prime_rows, ds_rows) is shared by both.
+ * in parallel between the calls; one block of all T rows up to a size; attention_batched.c).
+ * The row work (st_attn_forward_rows, st_attn_prime_rows, st_attn_ds_rows) is shared by both.
  *
  * Memory (grad mode): P (B,H,T,T) floats and, with dropout, a (B,H,T,T) byte mask are
  * kept for backward; that is the price of a fast backward at training lengths. A general
@@ -37,74 +38,13 @@
  * in one block, q, k, v in bf16. Scratch
  * that only one call reads (dropout's P' rows, the backward's dP'/dS blocks and their
  * bf16 copies) is rewound at the end of that call. */
-#include "attention_internal.h"
+#include "attention_grad.h"
 #include "st_matmul.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
-
-/* Query rows per block of the block-major (bf16) schedule. oneDNN 2.6 runs a batched
- * product on its AMX brgemm only when each operand's matrices lie back to back. P' and dS
- * are written that way by the row work, in bf16, whatever the block (attn_bf16). A block
- * shorter than T reads q, k, v and dO rows at the heads' stride, though, so the backend
- * rounds those into dense copies on every call. One block of all T rows makes them dense
- * too, rounded once, at twice the causal flops: the whole (T,T) score square instead of
- * the lower triangle. Longer sequences run blocks of ATTN_BATCHED_ROWS, whose skipped
- * triangle saves more (12% more flops than exact causal; 64-row blocks rounded the keys
- * 4x as often, and before the row work wrote P' and dS in bf16 the backend rounded those
- * per call too: attention's products ran at 10-28% of the bf16 GEMM rate).
- * Measured on the AMX Xeon (2026-11-26, M model, bf16, bench --profile, attention's time
- * over the linear layers' in alternating runs), one block / 256 rows / 64 rows, the
- * 64-row and first 256-row figures with P' and dS rounded by the backend:
- *   T =   512, B x H = 32: 0.41-0.49 / 0.42-0.47 / 0.48-0.56
- *   T = 1,024, B x H = 16: 0.81-0.96 / 0.66-0.69 (0.76-0.86) / 0.99-1.08
- *   T = 2,048, B x H =  8: 1.66-1.67 / 1.44-1.52 (1.41-1.60) / 1.53-1.89
- *   T = 4,096, B x H =  8:     -     / (2.49-2.53) / 2.51-3.28  (512 rows: 3.06)
- * So one block up to ATTN_FULL_T rows (and ATTN_FULL_ELEMS scores over all pairs: g and
- * its bf16 copy in backward take 6 bytes each, 384 MiB at the cap). */
-#define ATTN_FULL_T 512
-#define ATTN_FULL_ELEMS ((int64_t)1 << 26)
-#define ATTN_BATCHED_ROWS 256
-
-static int64_t batched_qblock(int64_t BH, int64_t T) {
-    return T <= ATTN_FULL_T && BH * T * T <= ATTN_FULL_ELEMS ? T : ATTN_BATCHED_ROWS;
-}
-
-/* The block-major (bf16) schedule's ready operands. p: P' rounded by the row work while
- * each row is in cache, query block after query block (block_offset), each block's pairs
- * dense (B*H, rb, kend); the PV and dV products read it. q, k, v: (B,H,T,D) rounded once,
- * when the sequence is one block (only then are their row ranges dense over the pairs);
- * else NULL and the backend rounds each call's rows. */
-typedef struct attn_bf16 { uint16_t *q, *k, *v, *p; } attn_bf16;
-
-/* Values before query block [i0, i0 + qb) in the bf16 P' of every pair, blocks of qb rows,
- * each block (B*H, rb, kend) with kend = its end (causal) or T. */
-static int64_t block_offset(int64_t BH, int64_t T, int64_t qb, int causal, int64_t i0) {
-    int64_t off = 0;
-    for (int64_t j0 = 0; j0 < i0; j0 += qb) {
-        const int64_t j1 = j0 + qb < T ? j0 + qb : T;
-        off += (j1 - j0) * (causal ? j1 : T);
-    }
-    return BH * off;
-}
-
-typedef struct attn_saved {
-    float *P;            /* (B,H,T,T) probabilities before dropout; causal: row i holds
-                          * keys j < end of its query block, zero for j > i */
-    uint8_t *drop;       /* (B,H,T,T) 1 = dropped (same extent as P); NULL: no dropout */
-    st_attn_bias bias;   /* copy of the provider; used only when it is learnable */
-    int has_bias_grad;
-    const float *gtab;   /* general bias (H,T,T); NULL: distance form or none */
-    int has_cope;
-    st_attn_cope cope;   /* CoPE embeddings (has_cope) */
-    const float *cope_z, *cope_g;   /* z (B,H,T,n_pos) and gates (B,H,T,T) */
-    attn_bf16 h;         /* block-major schedule: bf16 P' (and q, k, v in one block) */
-    int64_t B, H, T, D;
-    int causal;
-    float scale, keep;   /* keep = 1/(1-p) */
-} attn_saved;
 
 /* In-place softmax of p[0..n): max-subtracted; a row with every entry -inf becomes 0. */
 static void softmax_row(float *p, int64_t n) {
@@ -127,8 +67,8 @@ static void round_row(uint16_t *restrict h, const float *restrict x, int64_t n, 
 /* Row work of a grad-mode forward block, once S = scale Q K^T of pair bh, query rows
  * [i0, i1), is in P: bias, CoPE gates, softmax, the dropout mask and, with dropout, the
  * P' rows in pd ((rb, kend), ld kend). ph: P' rounded to bf16 ((rb, kend) dense), or NULL. */
-static void forward_rows(const st_attn_problem *pb, float *P, uint8_t *drop, int64_t bh,
-                         int64_t i0, int64_t i1, float *pd, uint16_t *ph) {
+void st_attn_forward_rows(const st_attn_problem *pb, float *P, uint8_t *drop, int64_t bh, int64_t i0, int64_t i1,
+                          float *pd, uint16_t *ph) {
     const int64_t T = pb->T, D = pb->D, rb = i1 - i0;
     const float *rtab = pb->rtab ? pb->rtab + (bh % pb->H) * st_attn_bias_len(T, pb->causal) : NULL;
     const float *gtab = pb->gtab ? pb->gtab + (size_t)(bh % pb->H) * (size_t)(T * T) : NULL;
@@ -182,7 +122,7 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
     /* S (rb, kend) = scale Q[i0:i1] K[0:kend]^T */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D,
                 pb->scale, Q + i0 * D, (int)D, K, (int)D, 0.0f, Pb, (int)T);
-    forward_rows(pb, P, drop, bh, i0, i1, pd, NULL);
+    st_attn_forward_rows(pb, P, drop, bh, i0, i1, pd, NULL);
     /* O[i0:i1] (rb, D) = P' (rb, kend) V[0:kend] (kend, D) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, 1.0f,
                 drop ? pd : Pb, drop ? (int)kend : (int)T, V, (int)D, 0.0f,
@@ -190,35 +130,11 @@ static void forward_block(const st_attn_problem *pb, float *P, uint8_t *drop, in
 }
 
 
-/* Grad-mode forward on the block-major schedule (a backend whose products run outside
- * parallel regions: bf16): per query block, S of every (b,h) pair in one batched product,
- * the row work in parallel over pairs, then O of every pair in one batched product.
- * pd: (B*H, qb, T) for P' when dropout is on (pair bh's block dense at bh rb kend).
- * h: bf16 operands (h->p always; q, k, v for one block, else NULL). */
-static void forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uint8_t *drop, float *pd,
-                            const attn_bf16 *h) {
-    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H, qb = batched_qblock(BH, T);
-    for (int64_t i0 = 0; i0 < T; i0 += qb) {
-        const int64_t i1 = i0 + qb < T ? i0 + qb : T, rb = i1 - i0;
-        const int64_t kend = pb->causal ? i1 : T;
-        const st_mm_batch s_bt = {BH, T * D, T * D, T * T};
-        uint16_t *ph = h->p + block_offset(BH, T, qb, pb->causal, i0);   /* (BH, rb, kend) */
-        st_mm_gemm_batched(mm, s_bt, rb, kend, D, pb->scale, st_mm_a(pb->q + i0 * D, h->q, 0, D),
-                           st_mm_a(pb->k, h->k, 1, D), 0.0f, P + i0 * T, T);
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int64_t bh = 0; bh < BH; bh++)
-            forward_rows(pb, P, drop, bh, i0, i1, pd ? pd + bh * rb * kend : NULL, ph + bh * rb * kend);
-        /* O[i0:i1] = P' V[0:kend], P' from its bf16 rows (the fp32 ones are not read) */
-        const st_mm_batch o_bt = {BH, rb * kend, T * D, T * D};
-        st_mm_gemm_batched(mm, o_bt, rb, D, kend, 1.0f, st_mm_a(NULL, ph, 0, kend), st_mm_a(pb->v, h->v, 0, D), 0.0f,
-                           pb->out + i0 * D, D);
-    }
-}
-
 /* P' rows of pair bh, query rows [i0, i1): the saved P (ld T), or with dropout P * mask *
  * keep rebuilt from the byte mask into pd ((rb, kend), ld kend). Returns the rows; *ldp
  * their leading dimension. */
-static const float *prime_rows(const attn_saved *s, int64_t bh, int64_t i0, int64_t i1, float *pd, int64_t *ldp) {
+const float *st_attn_prime_rows(const st_attn_saved *s, int64_t bh, int64_t i0, int64_t i1, float *pd,
+                                int64_t *ldp) {
     const int64_t T = s->T, rb = i1 - i0, kend = s->causal ? i1 : T;
     const float *Pb = s->P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);
     *ldp = T;
@@ -239,9 +155,9 @@ static const float *prime_rows(const attn_saved *s, int64_t bh, int64_t i0, int6
  * reversed-distance accumulator of the pair, gfull: (T,T) of its head) and CoPE's dZ ->
  * dq rows and de are accumulated. Q: the pair's q; dZ (rb, n_pos) and crow (T): CoPE
  * scratch. */
-static void ds_rows(const attn_saved *s, int64_t bh, int64_t i0, int64_t i1, const float *Q, const float *pp,
-                    int64_t ldp, float *g, uint16_t *gh, float *gacc, float *gfull, float *dq, float *de, float *dZ,
-                    float *crow) {
+void st_attn_ds_rows(const st_attn_saved *s, int64_t bh, int64_t i0, int64_t i1, const float *Q, const float *pp,
+                     int64_t ldp, float *g, uint16_t *gh, float *gacc, float *gfull, float *dq, float *de, float *dZ,
+                     float *crow) {
     const int64_t T = s->T, D = s->D, rb = i1 - i0, kend = s->causal ? i1 : T;
     const int64_t npos = s->has_cope ? s->cope.n_pos : 0;
     const float *Pb = s->P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);
@@ -276,7 +192,7 @@ static void ds_rows(const attn_saved *s, int64_t bh, int64_t i0, int64_t i1, con
  * (summed over b) or NULL; de: (n_pos, D) CoPE embedding-gradient partial of this pair or
  * NULL. scratch: dP' (QBLOCK, T) then, with dropout, P' (QBLOCK, T); with CoPE then dZ
  * (QBLOCK, n_pos) and one row (T). */
-static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const float *K,
+static void backward_pair(const st_attn_saved *s, int64_t bh, const float *Q, const float *K,
                           const float *V, const float *dO, float *dq, float *dk, float *dv,
                           float *gacc, float *gfull, float *de, float *scratch) {
     const int64_t T = s->T, D = s->D, npos = s->has_cope ? s->cope.n_pos : 0;
@@ -290,7 +206,7 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
         const int64_t kend = s->causal ? i1 : T;
         const float *dOb = dO + i0 * D;
         int64_t ldp;
-        const float *pp = prime_rows(s, bh, i0, i1, pd, &ldp);
+        const float *pp = st_attn_prime_rows(s, bh, i0, i1, pd, &ldp);
         /* dV[0:kend] += P'^T (kend, rb) dO[i0:i1] (rb, D) */
         if (dv)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kend, (int)D, (int)rb, 1.0f,
@@ -299,7 +215,7 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
         /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D, 1.0f,
                     dOb, (int)D, V, (int)D, 0.0f, g, (int)kend);
-        ds_rows(s, bh, i0, i1, Q, pp, ldp, g, NULL, gacc, gfull, dq, de, dZ, crow);
+        st_attn_ds_rows(s, bh, i0, i1, Q, pp, ldp, g, NULL, gacc, gfull, dq, de, dZ, crow);
         /* dQ[i0:i1] += scale dS (rb, kend) K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
         if (dq)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, s->scale,
@@ -310,86 +226,14 @@ static void backward_pair(const attn_saved *s, int64_t bh, const float *Q, const
     }
 }
 
-/* The gradient buffers of one backward, shared by both schedules. */
-typedef struct attn_grads {
-    float *dq, *dk, *dv;   /* (B,H,T,D) or NULL */
-    float *gacc;           /* (B*H, n) per-pair distance-bias partials, or NULL */
-    float *gfull;          /* (H,T,T) general-bias gradient, or NULL */
-    float *de;             /* (B*H, n_pos, D) CoPE partials, or NULL */
-    int64_t n;             /* distance-table length */
-} attn_grads;
-
-/* Backward on the block-major schedule (bf16): per query block, each product of every
- * (b,h) pair is one batched call outside the parallel region, and the row work runs in
- * parallel over pairs (over heads, batch rows in order, for a learnable general bias).
- * Blocks go in ascending order, so dK and dV sum over blocks in the per-pair order.
- * g: (B*H, qb, T); pd: the same with dropout, else NULL; cs: per thread qb n_pos + T
- * floats (CoPE) or NULL; gh: (B*H, qb, T) for dS in bf16, rounded by the row work. doh:
- * (B,H,T,D) for dO in bf16 when the sequence is one block, else NULL. */
-static void backward_batched(st_mm *mm, const attn_saved *s, const float *q, const float *k, const float *v,
-                             const float *dO, const attn_grads *G, float *g, float *pd, float *cs, uint16_t *doh,
-                             uint16_t *gh) {
-    const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H, n = G->n;
-    const int64_t qb = batched_qblock(BH, T), npos = s->has_cope ? s->cope.n_pos : 0, per = qb * npos + T;
-    const int need_ds = G->dq || G->dk || G->gacc || G->gfull || s->has_cope;
-    const int general = G->gfull != NULL;
-    const attn_bf16 *h = &s->h;
-    if (doh) st_bf16_round(doh, dO, BH * T * D);
-    for (int64_t i0 = 0; i0 < T; i0 += qb) {
-        const int64_t i1 = i0 + qb < T ? i0 + qb : T, rb = i1 - i0;
-        const int64_t kend = s->causal ? i1 : T, blk = rb * kend;
-        int64_t ldp = T;
-        if (s->drop) {
-#pragma omp parallel for schedule(static)
-            for (int64_t bh = 0; bh < BH; bh++) {
-                int64_t l;
-                prime_rows(s, bh, i0, i1, pd + bh * blk, &l);
-            }
-            ldp = kend;
-        }
-        const uint16_t *ph = h->p + block_offset(BH, T, qb, s->causal, i0);   /* bf16 P' (BH, rb, kend) */
-        const st_mm_batch p_bt = {BH, blk, T * D, T * D};
-        /* dV[0:kend] += P'^T dO[i0:i1] */
-        if (G->dv)
-            st_mm_gemm_batched(mm, p_bt, kend, D, rb, 1.0f, st_mm_a(NULL, ph, 1, kend),
-                               st_mm_a(dO + i0 * D, doh, 0, D), 1.0f, G->dv, D);
-        if (!need_ds) continue;
-        /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T, dense per pair */
-        const st_mm_batch g_bt = {BH, T * D, T * D, blk};
-        st_mm_gemm_batched(mm, g_bt, rb, kend, D, 1.0f, st_mm_a(dO + i0 * D, doh, 0, D), st_mm_a(v, h->v, 1, D),
-                           0.0f, g, kend);
-        const int64_t ntask = general ? H : BH;
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int64_t t = 0; t < ntask; t++) {
-            float *dZ = cs ? cs + (size_t)omp_get_thread_num() * (size_t)per : NULL;
-            for (int64_t b = 0; b < (general ? B : 1); b++) {
-                const int64_t bh = general ? b * H + t : t;
-                const size_t o = (size_t)(bh * T * D);
-                ds_rows(s, bh, i0, i1, q + o, s->drop ? pd + bh * blk : s->P + (size_t)bh * (size_t)(T * T) + i0 * T,
-                        ldp, g + bh * blk, gh ? gh + bh * blk : NULL, G->gacc ? G->gacc + bh * n : NULL,
-                        general ? G->gfull + (size_t)t * (size_t)(T * T) : NULL, G->dq ? G->dq + o : NULL,
-                        G->de ? G->de + (size_t)bh * (size_t)(npos * D) : NULL, dZ, dZ ? dZ + qb * npos : NULL);
-            }
-        }
-        /* dQ[i0:i1] += scale dS K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
-        const st_mm_batch dq_bt = {BH, blk, T * D, T * D};
-        if (G->dq)
-            st_mm_gemm_batched(mm, dq_bt, rb, D, kend, s->scale, st_mm_a(g, gh, 0, kend), st_mm_a(k, h->k, 0, D),
-                               1.0f, G->dq + i0 * D, D);
-        if (G->dk)
-            st_mm_gemm_batched(mm, dq_bt, kend, D, rb, s->scale, st_mm_a(g, gh, 1, kend),
-                               st_mm_a(q + i0 * D, h->q, 0, D), 1.0f, G->dk, D);
-    }
-}
-
 /* Backward on the per-pair schedule (fp32): one task per (b,h), so the pair's dK and dV
  * rows are summed over all its query blocks by one thread. OpenBLAS (OpenMP build) runs
  * each sgemm single-threaded inside the region. Pairs are handed out dynamically: equal
  * work, but a thread that loses its core to another process does not hold up the rest.
  * A learnable general bias: one task per head, its batch rows in order, so gfull of the
  * head is summed over b by one thread in a fixed order. scratch: `per` floats a thread. */
-static void backward_pairs(const attn_saved *s, const float *q, const float *k, const float *v, const float *dO,
-                           const attn_grads *G, float *scratch, size_t per, int nth) {
+static void backward_pairs(const st_attn_saved *s, const float *q, const float *k, const float *v, const float *dO,
+                           const st_attn_grads *G, float *scratch, size_t per, int nth) {
     const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H, n = G->n;
     const int64_t npos = s->has_cope ? s->cope.n_pos : 0;
     const int general = G->gfull != NULL;
@@ -409,7 +253,7 @@ static void backward_pairs(const attn_saved *s, const float *q, const float *k, 
 }
 
 static void attention_backward(st_ctx *ctx, st_node *node) {
-    const attn_saved *s = node->saved;
+    const st_attn_saved *s = node->saved;
     st_tensor *q = node->in[0], *k = node->in[1], *v = node->in[2];
     const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H;
     const int64_t n = st_attn_bias_len(T, s->causal);
@@ -441,20 +285,21 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
         memset(de, 0, (size_t)BH * (size_t)(npos * D) * sizeof(float));
     }
     const int nth = omp_get_max_threads();
-    const attn_grads G = {dq, dk, dv, gacc, gfull, de, n};
+    const st_attn_grads G = {dq, dk, dv, gacc, gfull, de, n};
     /* the scratch below lives only through this call: rewound at the end, so a model's
      * layers do not each keep theirs until the step ends (one block: dS (B,H,T,T) in fp32
      * and bf16, 48 MiB a layer at B x H = 32, T = 512) */
     const st_arena_mark mark = st_arena_mark_get(ctx->arena);
     if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
-        const int64_t qb = batched_qblock(BH, T);
+        const int64_t qb = st_attn_batched_qblock(BH, T);
         const size_t all = (size_t)BH * (size_t)qb * (size_t)T;
         float *g = st_ctx_alloc(ctx, all * (s->drop ? 2 : 1) * sizeof(float), 1);
         float *cs = npos ? st_ctx_alloc(ctx, (size_t)nth * (size_t)(qb * npos + T) * sizeof(float), 1) : NULL;
         uint16_t *gh = st_ctx_alloc(ctx, all * sizeof(uint16_t), 1), *doh = NULL;   /* dS, dO in bf16 */
         if (s->h.q && !(doh = st_ctx_alloc(ctx, (size_t)(BH * T * D) * sizeof(uint16_t), 1))) return;
         if (!g || !gh || (npos && !cs)) return;
-        backward_batched(ctx->mm, s, q->data, k->data, v->data, dO, &G, g, s->drop ? g + all : NULL, cs, doh, gh);
+        st_attn_backward_batched(ctx->mm, s, q->data, k->data, v->data, dO, &G, g, s->drop ? g + all : NULL, cs,
+                                 doh, gh);
     } else {
         const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1) +
                            (npos ? (size_t)ST_ATTN_QBLOCK * (size_t)npos + (size_t)T : 0);
@@ -556,7 +401,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
         return out;
     }
 
-    attn_saved *s = st_ctx_alloc(ctx, sizeof *s, 1);
+    st_attn_saved *s = st_ctx_alloc(ctx, sizeof *s, 1);
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
     const size_t tt = (size_t)(B * H) * (size_t)T * (size_t)T;
@@ -594,11 +439,11 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
     const int batched = st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD);
     if (batched) {   /* P' in bf16, every query block's */
-        const int64_t qb = batched_qblock(BH, T);
-        s->h.p = st_ctx_alloc(ctx, (size_t)block_offset(BH, T, qb, causal, T) * sizeof(uint16_t), 1);
+        const int64_t qb = st_attn_batched_qblock(BH, T);
+        s->h.p = st_ctx_alloc(ctx, (size_t)st_attn_block_offset(BH, T, qb, causal, T) * sizeof(uint16_t), 1);
         if (!s->h.p) return NULL;
     }
-    if (batched && batched_qblock(BH, T) == T) {   /* one block: q, k, v rounded once */
+    if (batched && st_attn_batched_qblock(BH, T) == T) {   /* one block: q, k, v rounded once */
         const size_t nqkv = (size_t)(BH * T * D);
         if (!(s->h.q = st_ctx_alloc(ctx, 3 * nqkv * sizeof(uint16_t), 1))) return NULL;
         s->h.k = s->h.q + nqkv;
@@ -612,11 +457,11 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     const st_arena_mark mark = st_arena_mark_get(ctx->arena);
     float *pd = NULL;
     if (dropout) {
-        const int64_t rows = batched ? BH * batched_qblock(BH, T) : nth * ST_ATTN_QBLOCK;
+        const int64_t rows = batched ? BH * st_attn_batched_qblock(BH, T) : nth * ST_ATTN_QBLOCK;
         if (!(pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)T * sizeof(float), 0))) return NULL;
     }
     if (batched) {
-        forward_batched(ctx->mm, &pb, s->P, s->drop, pd, &s->h);
+        st_attn_forward_batched(ctx->mm, &pb, s->P, s->drop, pd, &s->h);
     } else {
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
         for (int64_t t = 0; t < ntask; t++) {

@@ -1,7 +1,8 @@
-/* attention_internal.h - what attention.c (grad-mode kernels, the st_attention entry),
- * attention_stream.c (streamed online-softmax forward, double reference) and
- * attention_cached.c (new queries against a KV cache) share: the per-head bias tables,
- * the problem description and the streamed kernel driver.
+/* attention_internal.h - what attention.c and attention_batched.c (grad-mode kernels,
+ * the st_attention entry; attention_grad.h is theirs alone), attention_stream.c
+ * (streamed online-softmax forward, double reference) and attention_cached.c (new
+ * queries against a KV cache) share: the per-head bias tables, the problem description
+ * and the streamed kernel driver.
  * Not a public header: nothing outside src/ops/attention*.c includes it.
  *
  * Legend: B batch, H heads, T time (query rows), Tk keys, D head size; q, out are
