@@ -94,10 +94,10 @@ int st_mm_native(const st_mm *mm);
  * sgemm on attention's 64-row blocks (M step on the AMX Xeon: ~250 against ~400 ms).
  * ST_MM_ATTN_STREAM, eval's streamed kernel: bf16 on a CPU with AMX too, its keys and
  * values rounded once per call into block-major copies (S eval on the AMX Xeon at L =
- * 16,384: 1.35-1.6x fp32; docs/precision.md). With AVX512-BF16 alone both stay fp32,
- * where oneDNN's kernels ran attention's blocks slower than sgemm (training: 128 against
- * 100 ms per S step; eval: a third of the fp32 speed). st_mm_set_attention overrides the
- * choice (tests). */
+ * 16,384: 1.35-1.6x fp32; docs/precision.md). With AVX512-BF16 alone both stay fp32:
+ * on an Intel Xeon oneDNN's kernels ran attention's blocks slower than sgemm (training:
+ * 128 against 100 ms per S step; eval: a third of the fp32 speed), on AMD Zen 4 no faster
+ * (M step: 217-221 against 184-201 ms). st_mm_set_attention overrides the choice (tests). */
 enum { ST_MM_ATTN_GRAD = 1, ST_MM_ATTN_STREAM = 2 };
 int st_mm_attention(const st_mm *mm);
 void st_mm_set_attention(st_mm *mm, int kernels);
