@@ -168,24 +168,29 @@ int st_optim_init(st_optim *o, const st_optim_config *cfg, const st_params *p, s
 void st_optim_free(st_optim *o);
 /* sqrt(sum g^2) over the gradient block, in double, fixed order. */
 double st_grad_norm(st_optim *o, const st_params *p);
-/* Scale gradients so their global norm is at most max_norm (PyTorch clip_grad_norm_:
- * factor max_norm / (norm + 1e-6) when norm > max_norm). Returns the factor applied. */
+/* The clip factor for a gradient of global norm `norm` (PyTorch clip_grad_norm_: max_norm
+ * / (norm + 1e-6) when norm > max_norm > 0, else 1). */
+float st_clip_factor(double norm, float max_norm);
+/* Scale gradients so their global norm is at most max_norm (st_clip_factor). Returns the
+ * factor applied. The trainer passes the factor to st_optim_step instead, which reads
+ * each gradient scaled: the same values without a pass over the block. */
 float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm);
 /* One update with learning rate lr; t = number of this update (1-based, AdamW bias
- * correction). AdamW (Loshchilov & Hutter 2019, PyTorch form):
+ * correction); each gradient read as g = fl(grad * gscale) (the clip factor, 1: as it is;
+ * bit for bit the update after st_clip_grad). AdamW (Loshchilov & Hutter 2019, PyTorch form):
  *   p *= 1 - lr*wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
  *   p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
  * SGD: p *= 1 - lr*wd; buf = momentum*buf + g (buf in m); p -= lr * buf.
  * With a bf16 shadow (st_params_enable_bf16) it is rewritten too and its version bumped:
  * the step is all st_params_refresh_bf16 would do. */
-void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t);
+void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t, float gscale);
 /* The same update for items [first, end) only, with the moments of those items in m / v
  * at index (parameter offset - base): a ZeRO-1 shard (docs/distributed.md) holds just its
  * items' moments. st_optim_step = all items, p->m / p->v, base 0. Element-wise, so a
  * sharded update gives the bits of the full one. The bf16 shadow is not touched (the
  * caller refreshes it after gathering the shards). */
-void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end,
-                         float *m, float *v, size_t base);
+void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, float gscale, int64_t first,
+                         int64_t end, float *m, float *v, size_t base);
 /* 1 if every parameter value is finite. */
 int st_params_finite(const st_params *p);
 

@@ -1,6 +1,7 @@
 /* test_optim.c - optimisers and schedules on a hand-built parameter block: the SGD step
  * is exactly fmaf(-lr, g, w) (= the rounded w - lr*g), momentum and AdamW against a
- * double-precision hand computation, the weight-decay groups, global-norm clipping,
+ * double-precision hand computation, the weight-decay groups, global-norm clipping (and
+ * clipping inside the update, bit for bit),
  * thread-count independence of the norm, and learning rates at key steps. */
 #include "harness.h"
 #include "st_train.h"
@@ -104,7 +105,7 @@ static void test_model_no_decay(void) {
         oc.no_decay = cases[k].mask;
         st_optim o;
         CHECK(st_optim_init(&o, &oc, &m.params, &e) == ST_OK);
-        st_optim_step(&o, &m.params, oc.lr, 1);
+        st_optim_step(&o, &m.params, oc.lr, 1, 1.0f);
         const char *names[3] = {"blocks.0.attn.qkv.bias", "blocks.0.ln1.weight", "tok_emb.weight"};
         const int want[3] = {cases[k].bias, cases[k].norm, cases[k].emb};
         for (int i = 0; i < 3; i++) {
@@ -128,7 +129,7 @@ static void test_sgd(void) {
     CHECK(st_optim_init(&o, &oc, &p, &e) == ST_OK);
     float *w0 = malloc(p.n * sizeof(float));
     memcpy(w0, p.data, p.n * sizeof(float));
-    st_optim_step(&o, &p, oc.lr, 1);
+    st_optim_step(&o, &p, oc.lr, 1, 1.0f);
     int exact = 1;
     double maxd = 0;
     for (size_t i = 0; i < p.n; i++) {
@@ -146,8 +147,8 @@ static void test_sgd(void) {
     CHECK(st_optim_init(&o, &oc, &p, &e) == ST_OK);
     memset(p.m, 0, p.n * sizeof(float));
     memcpy(p.data, w0, p.n * sizeof(float));
-    st_optim_step(&o, &p, oc.lr, 1);
-    st_optim_step(&o, &p, oc.lr, 2);
+    st_optim_step(&o, &p, oc.lr, 1, 1.0f);
+    st_optim_step(&o, &p, oc.lr, 2, 1.0f);
     int ok = 1;
     for (int i = 0; i < p.count && ok; i++) {
         int dec = st_param_decays(&p.info[i], oc.no_decay);
@@ -196,7 +197,7 @@ static void test_adamw(void) {
                 w[i] -= 1e-2 * mh / (sqrt(vh) + 1e-8);
             }
         }
-        st_optim_step(&o, &p, oc.lr, t);
+        st_optim_step(&o, &p, oc.lr, t, 1.0f);
     }
     double maxd = 0;
     for (size_t i = 0; i < n; i++) {
@@ -210,7 +211,7 @@ static void test_adamw(void) {
     memset(p.v, 0, n * sizeof(float));
     float *before = malloc(n * sizeof(float));
     memcpy(before, p.data, n * sizeof(float));
-    st_optim_step(&o, &p, oc.lr, 1);
+    st_optim_step(&o, &p, oc.lr, 1, 1.0f);
     for (int pi = 0; pi < p.count; pi++) {
         size_t off = p.info[pi].offset;
         int moved = p.data[off] != before[off];
@@ -310,17 +311,70 @@ static void test_bf16_shadow(void) {
         st_optim o;
         CHECK(st_optim_init(&o, &oc, &p, &e) == ST_OK);
         const uint64_t v0 = *p.bf16_ver;
-        for (int t = 1; t <= 2; t++) st_optim_step(&o, &p, oc.lr, t);
+        for (int t = 1; t <= 2; t++) st_optim_step(&o, &p, oc.lr, t, 1.0f);
         size_t bad = 0;
         for (size_t i = 0; i < p.n; i++) bad += p.bf16[i] != st_f32_to_bf16(p.data[i]);
         CHECK_MSG(bad == 0, "%s: %zu of %zu shadow values are not the rounded weights", name ? "sgd" : "adamw", bad,
                   p.n);
         CHECK(*p.bf16_ver == v0 + 2);
         uint16_t first = p.bf16[0];
-        st_optim_step_items(&o, &p, oc.lr, 3, 0, o.n_items, p.m, p.v, 0);
+        st_optim_step_items(&o, &p, oc.lr, 3, 1.0f, 0, o.n_items, p.m, p.v, 0);
         CHECK(*p.bf16_ver == v0 + 2 && p.bf16[0] == first && p.data[0] != st_bf16_to_f32(first));
         st_optim_free(&o);
         st_params_free(&p);
+    }
+}
+
+/* Clipping inside the update (st_optim_step's gscale, what the trainer does) gives the
+ * bits of st_clip_grad followed by an unscaled update: AdamW, SGD with and without
+ * momentum, two steps, weight decay on, the whole block and ZeRO's item ranges. */
+static void test_fused_clip(void) {
+    for (int kind = 0; kind < 3; kind++) {
+        st_params a, b;
+        make_params(&a, 2000);   /* three optimizer items */
+        make_params(&b, 2000);
+        st_error e = {0};
+        st_optim_config oc = optim_cfg(kind ? ST_OPT_SGD : ST_OPT_ADAMW, 0.05f);
+        oc.weight_decay = 0.1f;
+        oc.momentum = kind == 2 ? 0.9f : 0.0f;
+        st_optim oa, ob;
+        CHECK(st_optim_init(&oa, &oc, &a, &e) == ST_OK && st_optim_init(&ob, &oc, &b, &e) == ST_OK);
+        const size_t bytes = a.n * sizeof(float);
+        float *g0 = malloc(bytes);
+        memcpy(g0, a.grad, bytes);
+        const double norm = st_grad_norm(&oa, &a);
+        const float max_norm = (float)(norm / 3.0), f = st_clip_factor(norm, max_norm);
+        CHECK(f < 0.34f && f > 0.33f && st_clip_factor(norm, 0.0f) == 1.0f && st_clip_factor(norm, 1e9f) == 1.0f);
+        for (int t = 1; t <= 2; t++) {
+            memcpy(a.grad, g0, bytes);
+            CHECK(st_clip_grad(&oa, &a, norm, max_norm) == f);
+            st_optim_step(&oa, &a, oc.lr, t, 1.0f);
+            memcpy(b.grad, g0, bytes);
+            if (t == 1) {
+                st_optim_step(&ob, &b, oc.lr, t, f);
+            } else {   /* ZeRO: two shards of items, each with the factor */
+                const int64_t k = ob.n_items / 2;
+                st_optim_step_items(&ob, &b, oc.lr, t, f, 0, k, b.m, b.v, 0);
+                st_optim_step_items(&ob, &b, oc.lr, t, f, k, ob.n_items, b.m, b.v, 0);
+            }
+        }
+        const char *name = kind == 0 ? "adamw" : kind == 1 ? "sgd" : "sgd momentum";
+        CHECK_MSG(!memcmp(a.data, b.data, bytes) && !memcmp(a.m, b.m, bytes) && (kind || !memcmp(a.v, b.v, bytes)),
+                  "%s: clipping inside the update changed the bits", name);
+        /* the factor is applied: without it the weights differ */
+        float *w = malloc(bytes);
+        memcpy(w, b.data, bytes);
+        memcpy(b.grad, g0, bytes);
+        st_optim_step(&ob, &b, oc.lr, 3, f);
+        memcpy(a.grad, g0, bytes);
+        st_optim_step(&oa, &a, oc.lr, 3, 1.0f);
+        CHECK_MSG(memcmp(a.data, b.data, bytes) != 0 && memcmp(w, b.data, bytes) != 0, "%s: gscale ignored", name);
+        free(w);
+        free(g0);
+        st_optim_free(&oa);
+        st_optim_free(&ob);
+        st_params_free(&a);
+        st_params_free(&b);
     }
 }
 
@@ -331,6 +385,7 @@ int main(void) {
     test_adamw();
     test_bf16_shadow();
     test_norm_clip();
+    test_fused_clip();
     test_schedule();
     return test_finish("test_optim");
 }

@@ -6,7 +6,7 @@
  * step is the trainer's step without data loading or logging:
  *   forward   st_ctx_begin + st_model_loss          (arena reset, tape recorded)
  *   backward  st_backward                           (activation and parameter grads)
- *   optimiser st_grad_norm, st_clip_grad, st_optim_step (AdamW), st_params_zero_grad
+ *   optimiser st_grad_norm, st_clip_factor, st_optim_step (AdamW), st_params_zero_grad
  * The first step of a shape sizes the arena (extra chunks, consolidated at the next
  * reset); at least one untimed warmup step always runs so timed steps allocate nothing. */
 #define _GNU_SOURCE
@@ -245,8 +245,8 @@ static int bench_train(st_model *m, const st_bench_config *c, sgemm_probe *probe
             rc = st_fail(e, ST_ERR_NUMERIC, "bench: step %d: non-finite loss or gradient", s);
             goto out;
         }
-        st_clip_grad(&opt, &m->params, gn, c->clip_norm);
-        st_optim_step(&opt, &m->params, c->lr, s + 1);   /* bf16: rewrites the weights' shadow too */
+        /* clipped inside the update; bf16: it rewrites the weights' shadow too */
+        st_optim_step(&opt, &m->params, c->lr, s + 1, st_clip_factor(gn, c->clip_norm));
         st_params_zero_grad(&m->params);
         double t3 = st_time(), c3 = cpu_time();
         st_mm_set_profile(mm, NULL);

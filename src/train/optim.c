@@ -100,9 +100,13 @@ double st_grad_norm(st_optim *o, const st_params *p) {
     return sqrt(total);
 }
 
+float st_clip_factor(double norm, float max_norm) {
+    return max_norm > 0 && norm > max_norm ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
+}
+
 float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm) {
-    if (max_norm <= 0 || !(norm > max_norm)) return 1.0f;
-    const float f = (float)(max_norm / (norm + 1e-6));
+    const float f = st_clip_factor(norm, max_norm);
+    if (f == 1.0f) return f;
     const st_optim_item *items = o->items;
     float *grad = p->grad;
     #pragma omp parallel for schedule(static)
@@ -113,38 +117,44 @@ float st_clip_grad(st_optim *o, st_params *p, double norm, float max_norm) {
     return f;
 }
 
+/* gs: the clip factor. gj = fl(g[j] gs) is the value st_clip_grad would have stored (and
+ * g[j] itself when gs = 1), so clipping here instead of in a pass of its own (8 bytes a
+ * parameter, ~10 ms an M step) changes no bit. */
 static void adamw_item(float *restrict w, float *restrict m, float *restrict v, const float *restrict g,
-                       uint16_t *restrict h, size_t n, float b1, float b2, float eps, float step_size,
+                       uint16_t *restrict h, size_t n, float gs, float b1, float b2, float eps, float step_size,
                        float inv_bc2_sqrt, float decay_mul) {
     if (decay_mul != 1.0f)
         for (size_t j = 0; j < n; j++) w[j] *= decay_mul;
     for (size_t j = 0; j < n; j++) {
-        m[j] = b1 * m[j] + (1.0f - b1) * g[j];
-        v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
+        const float gj = g[j] * gs;
+        m[j] = b1 * m[j] + (1.0f - b1) * gj;
+        v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
         w[j] -= step_size * m[j] / (sqrtf(v[j]) * inv_bc2_sqrt + eps);
     }
     if (h) st_bf16_round(h, w, (int64_t)n);   /* one slice: no nested parallel region */
 }
 
-/* w - lr * d with one rounding (fmaf): exactly the rounded value of the SGD update. */
+/* w - lr * d with one rounding (fmaf): exactly the rounded value of the SGD update. The
+ * momentum buffer is fmaf(momentum, buf, fl(g gs)) written out: with the clip factor's
+ * product in the same sum, GCC's contraction could otherwise fuse that one instead. */
 static void sgd_item(float *restrict w, float *restrict buf, const float *restrict g, uint16_t *restrict h,
-                     size_t n, float lr, float momentum, float decay_mul) {
+                     size_t n, float gs, float lr, float momentum, float decay_mul) {
     if (decay_mul != 1.0f)
         for (size_t j = 0; j < n; j++) w[j] *= decay_mul;
     if (momentum > 0.0f) {
         for (size_t j = 0; j < n; j++) {
-            buf[j] = momentum * buf[j] + g[j];
+            buf[j] = fmaf(momentum, buf[j], g[j] * gs);
             w[j] = fmaf(-lr, buf[j], w[j]);
         }
     } else {
-        for (size_t j = 0; j < n; j++) w[j] = fmaf(-lr, g[j], w[j]);
+        for (size_t j = 0; j < n; j++) w[j] = fmaf(-lr, g[j] * gs, w[j]);
     }
     if (h) st_bf16_round(h, w, (int64_t)n);
 }
 
 /* items [first, end); shadow: p->bf16 to round each item into, or NULL */
-static void step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end, float *m,
-                       float *v, size_t base, uint16_t *shadow) {
+static void step_items(st_optim *o, st_params *p, float lr, int64_t t, float gs, int64_t first, int64_t end,
+                       float *m, float *v, size_t base, uint16_t *shadow) {
     const st_optim_config *c = &o->cfg;
     const st_optim_item *items = o->items;
     const float decay_mul = 1.0f - lr * c->weight_decay;
@@ -152,8 +162,8 @@ static void step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t f
         #pragma omp parallel for schedule(static)
         for (int64_t i = first; i < end; i++) {
             size_t off = items[i].offset;
-            sgd_item(p->data + off, m + (off - base), p->grad + off, shadow ? shadow + off : NULL, items[i].len, lr,
-                     c->momentum, items[i].decay ? decay_mul : 1.0f);
+            sgd_item(p->data + off, m + (off - base), p->grad + off, shadow ? shadow + off : NULL, items[i].len, gs,
+                     lr, c->momentum, items[i].decay ? decay_mul : 1.0f);
         }
         return;
     }
@@ -167,19 +177,19 @@ static void step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t f
     for (int64_t i = first; i < end; i++) {
         size_t off = items[i].offset;
         adamw_item(p->data + off, m + (off - base), v + (off - base), p->grad + off, shadow ? shadow + off : NULL,
-                   items[i].len, c->beta1, c->beta2, c->eps, step_size, inv_bc2_sqrt,
+                   items[i].len, gs, c->beta1, c->beta2, c->eps, step_size, inv_bc2_sqrt,
                    items[i].decay ? decay_mul : 1.0f);
     }
 }
 
-void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t) {
-    step_items(o, p, lr, t, 0, o->n_items, p->m, p->v, 0, p->bf16);
+void st_optim_step(st_optim *o, st_params *p, float lr, int64_t t, float gscale) {
+    step_items(o, p, lr, t, gscale, 0, o->n_items, p->m, p->v, 0, p->bf16);
     if (p->bf16) ++*p->bf16_ver;   /* the shadow changed: packed copies are stale */
 }
 
-void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, int64_t first, int64_t end,
-                         float *m, float *v, size_t base) {
-    step_items(o, p, lr, t, first, end, m, v, base, NULL);
+void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, float gscale, int64_t first,
+                         int64_t end, float *m, float *v, size_t base) {
+    step_items(o, p, lr, t, gscale, first, end, m, v, base, NULL);
 }
 
 int st_params_finite(const st_params *p) {

@@ -95,7 +95,7 @@ typedef struct st_zero {
 int st_zero_init(st_zero *z, st_dist *d, const st_optim *o, st_params *p, st_error *e);
 void st_zero_free(st_zero *z);
 /* The update of this rank's items, then the all-gather of the parameters. */
-int st_zero_step(st_zero *z, st_dist *d, st_optim *o, st_params *p, float lr, int64_t t);
+int st_zero_step(st_zero *z, st_dist *d, st_optim *o, st_params *p, float lr, int64_t t, float gscale);
 /* Before a checkpoint: rank 0 gets full p->m / p->v (collective); st_zero_release frees
  * them again after the write. */
 int st_zero_gather(st_zero *z, st_dist *d, st_params *p, st_error *e);

@@ -203,14 +203,14 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
                          (long long)t->st.step, what, val, (long long)t->st.skipped);
         return ST_OK;
     }
-    st_clip_grad(&t->opt, &t->model.params, gnorm, tc->clip_norm);
+    const float clip = st_clip_factor(gnorm, tc->clip_norm);   /* applied by the update itself */
     t->st.opt_t++;
     /* bf16: the weights' shadow is rewritten once per update, by the optimizer itself
      * (each item rounded while in cache) or, under ZeRO, after the gather */
     if (!t->zero.on) {
-        st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t);
+        st_optim_step(&t->opt, &t->model.params, (float)lr, t->st.opt_t, clip);
     } else {
-        if (st_zero_step(&t->zero, t->dist, &t->opt, &t->model.params, (float)lr, t->st.opt_t))
+        if (st_zero_step(&t->zero, t->dist, &t->opt, &t->model.params, (float)lr, t->st.opt_t, clip))
             return st_fail(e, ST_ERR_GENERIC, "step %lld: gathering the updated parameters failed",
                            (long long)t->st.step);
         st_params_refresh_bf16(&t->model.params);

@@ -53,8 +53,8 @@ int st_zero_init(st_zero *z, st_dist *d, const st_optim *o, st_params *p, st_err
     return ST_OK;
 }
 
-int st_zero_step(st_zero *z, st_dist *d, st_optim *o, st_params *p, float lr, int64_t t) {
-    st_optim_step_items(o, p, lr, t, z->item_lo, z->item_hi, z->m, z->v, z->lo);
+int st_zero_step(st_zero *z, st_dist *d, st_optim *o, st_params *p, float lr, int64_t t, float gscale) {
+    st_optim_step_items(o, p, lr, t, gscale, z->item_lo, z->item_hi, z->m, z->v, z->lo);
     return st_dist_allgather_f32(d, p->data, z->counts, z->displs);
 }
 
