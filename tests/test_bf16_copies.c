@@ -1,7 +1,8 @@
 /* test_bf16_copies.c - precision bf16: the ops that produce a linear layer's input
  * (LayerNorm, RMSNorm, GELU in both forms, SwiGLU, GeGLU, merge_heads) write its bf16
  * copy with their output, and the linear and the fused LM head read that copy instead
- * of rounding x themselves (docs/precision.md, "Activations rounded once").
+ * of rounding x themselves (docs/precision.md, "Activations rounded once"); a linear's
+ * backward rounds dy once, in its bias's column-sum pass when it has a bias.
  * Skipped without oneDNN. */
 #include "test_ops_util.h"
 
@@ -148,12 +149,66 @@ static void test_producer_copies(st_mm *bf) {
     st_params_free(&L.p);
 }
 
+/* With a bias, the linear's backward rounds dy for its two products in the column-sum
+ * pass (ops_colsum_acc); without one, in a pass of its own. dx and dW must be the same
+ * bits either way, and within bf16's bound of fp32 (a copy left unwritten or misplaced
+ * fails one or the other); db is the column sum of dy. OUT = 130: a partial column block. */
+static void test_linear_bias_rounding(st_mm *bf) {
+    const int64_t N = 200, IN = 40, OUT = 130;
+    const int64_t spec[3][5] = {{2, N, IN}, {2, OUT, IN}, {1, OUT}};
+    leaves L;
+    leaves_init(&L, 97, 3, spec, 1.0f);
+    float *dy = malloc((size_t)(N * OUT) * sizeof(float));
+    fill_normal(dy, N * OUT, 98, 1.0f, 0.0f);
+    float *g[3][2];   /* [bias / none / fp32][dx, dW] */
+    for (int run = 0; run < 3; run++) {
+        for (int i = 0; i < 3; i++) memset(L.t[i]->grad, 0, (size_t)st_numel(L.t[i]) * sizeof(float));
+        env e;
+        st_ctx *ctx = env_open(&e, 1, 0);
+        ctx->mm = run < 2 ? bf : NULL;
+        st_tensor *y = st_linear(ctx, L.t[0], L.t[1], run == 1 ? NULL : L.t[2]);
+        CHECK(y != NULL);
+        backward_from(ctx, y, dy);
+        for (int k = 0; k < 2; k++) {
+            const size_t bytes = (size_t)st_numel(L.t[k]) * sizeof(float);
+            g[run][k] = malloc(bytes);
+            memcpy(g[run][k], L.t[k]->grad, bytes);
+        }
+        if (run == 0) {
+            double worst = 0;
+            for (int64_t c = 0; c < OUT; c++) {
+                double ref = 0;
+                for (int64_t r = 0; r < N; r++) ref += dy[r * OUT + c];
+                const double d = fabs(L.t[2]->grad[c] - ref) / (1.0 + fabs(ref));
+                worst = d > worst ? d : worst;
+            }
+            CHECK_MSG(worst < 1e-6, "db is not the column sum of dy (worst %g)", worst);
+        }
+        env_close(&e);
+    }
+    for (int k = 0; k < 2; k++) {
+        const int64_t n = st_numel(L.t[k]);
+        CHECK_MSG(!memcmp(g[0][k], g[1][k], (size_t)n * sizeof(float)), "%s: the bias's rounding pass changed the bits",
+                  k ? "dW" : "dx");
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < n; i++) {
+            num += (g[0][k][i] - g[2][k][i]) * (double)(g[0][k][i] - g[2][k][i]);
+            den += (double)g[2][k][i] * g[2][k][i];
+        }
+        CHECK_MSG(sqrt(num / den) < 2.0 / 128, "%s: bf16 vs fp32 relative error %g", k ? "dW" : "dx", sqrt(num / den));
+    }
+    for (int run = 0; run < 3; run++) free(g[run][0]), free(g[run][1]);
+    free(dy);
+    st_params_free(&L.p);
+}
+
 int main(void) {
     int rc;
     st_mm *bf = test_bf16_backend("test_bf16_copies", 1, &rc);
     if (!bf) return rc;
     test_producer_copies(bf);
     test_linear_scratch(bf);
+    test_linear_bias_rounding(bf);
     st_mm_free(bf);
     return test_finish("test_bf16_copies");
 }

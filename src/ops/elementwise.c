@@ -83,7 +83,7 @@ static void bias_backward(st_ctx *ctx, st_node *n) {
     float *db = NULL;
     if (b->requires_grad && !(db = st_grad(ctx, b))) return;
     /* the bias gradient first: passing dy on to x may hand x the buffer */
-    if (db) ops_colsum_acc(db, n->out->grad, N, C);
+    if (db) ops_colsum_acc(db, n->out->grad, NULL, N, C);
     int aliased = 0;
     if (x->requires_grad) pass_grad(ctx, x, n->out->grad, N * C, &aliased);
 }

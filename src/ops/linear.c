@@ -45,15 +45,14 @@ static void linear_forward(st_mm *mm, float *out, const float *x, const uint16_t
 
 /* dx_fresh: dx is a new, uninitialised buffer (ops_grad_out): written with beta = 0. */
 /* dh, xh: bf16 copies of dout and x, or NULL (fp32, or the backend rounds them itself) */
-static void linear_backward_kernel(st_mm *mm, float *dx, int dx_fresh, float *dw, float *db,
-                                   const float *dout, const uint16_t *dh, const float *x, const uint16_t *xh,
-                                   const st_tensor *w, int64_t N, int64_t IN, int64_t OUT) {
+static void linear_backward_kernel(st_mm *mm, float *dx, int dx_fresh, float *dw, const float *dout,
+                                   const uint16_t *dh, const float *x, const uint16_t *xh, const st_tensor *w,
+                                   int64_t N, int64_t IN, int64_t OUT) {
     if (dx)   /* dx (N,IN) (+)= dout (N,OUT) W (OUT,IN) */
         st_mm_gemm(mm, N, IN, OUT, 1.0f, st_mm_a(dout, dh, 0, OUT), st_mm_w(w->data, w->bf16, w->bf16_ver, 0, IN),
                    dx_fresh ? 0.0f : 1.0f, dx, IN);
     if (dw)   /* dW (OUT,IN) += dout^T (OUT,N) x (N,IN) */
         st_mm_gemm(mm, OUT, IN, N, 1.0f, st_mm_a(dout, dh, 1, OUT), st_mm_a(x, xh, 0, IN), 1.0f, dw, IN);
-    if (db) ops_colsum_acc(db, dout, N, OUT);
 }
 
 static void linear_backward(st_ctx *ctx, st_node *n) {
@@ -64,14 +63,19 @@ static void linear_backward(st_ctx *ctx, st_node *n) {
     if (x->requires_grad && !(dx = ops_grad_out(ctx, x, &fresh))) return;
     if (w->requires_grad && !(dw = st_grad(ctx, w))) return;
     if (b && b->requires_grad && !(db = st_grad(ctx, b))) return;
-    /* dy rounded once when both products read it (one product: the backend rounds it);
+    /* dy rounded once when both products read it (one product: the backend rounds it),
+     * by the bias's column sums when there is a bias (the same values, one pass over dy);
      * the copy is scratch of this call, rewound after the products (M model, bf16: the
      * 24 linears' copies were 113 MiB of the step's arena) */
-    int fail = 0;
+    const float *dy = n->out->grad;
     const st_arena_mark mark = st_arena_mark_get(ctx->arena);
-    const uint16_t *dh = dx && dw ? bf16_copy(ctx, n->out->grad, N * OUT, 0, &fail) : NULL;
-    if (fail) return;
-    linear_backward_kernel(ctx->mm, dx, fresh, dw, db, n->out->grad, dh, x->data, n->saved, w, N, IN, OUT);
+    uint16_t *dh = NULL;
+    if (dx && dw && st_mm_precision(ctx->mm) == ST_PREC_BF16 && N * OUT > 0 &&
+        !(dh = st_ctx_alloc(ctx, (size_t)(N * OUT) * sizeof(uint16_t), 0)))
+        return;
+    if (db) ops_colsum_acc(db, dy, dh, N, OUT);
+    else if (dh) st_bf16_round(dh, dy, N * OUT);
+    linear_backward_kernel(ctx->mm, dx, fresh, dw, dy, dh, x->data, n->saved, w, N, IN, OUT);
     st_arena_rewind(ctx->arena, mark);
 }
 

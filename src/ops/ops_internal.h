@@ -175,9 +175,11 @@ static inline float ops_hash_uniform(uint64_t seed, uint64_t index) { return st_
 
 /* db[c] += sum_r dy[r, c] for dy (N, C): the bias gradient. Threads own blocks of 64
  * columns and walk all rows in order, summing in double, so the result does not depend
- * on the thread count. */
+ * on the thread count. dyh (or NULL): dy rounded to bf16 (N, C) in the same pass, the
+ * copy a bf16 linear's backward products read (one read of dy instead of two). */
 #define OPS_COLSUM_BLOCK 64
-static inline void ops_colsum_acc(float *restrict db, const float *restrict dy, int64_t N, int64_t C) {
+static inline void ops_colsum_acc(float *restrict db, const float *restrict dy, uint16_t *restrict dyh, int64_t N,
+                                  int64_t C) {
     int64_t nblk = (C + OPS_COLSUM_BLOCK - 1) / OPS_COLSUM_BLOCK;
     #pragma omp parallel for schedule(static) if (N * C > OPS_PAR_MIN && nblk > 1)
     for (int64_t blk = 0; blk < nblk; blk++) {
@@ -187,6 +189,7 @@ static inline void ops_colsum_acc(float *restrict db, const float *restrict dy, 
         for (int64_t r = 0; r < N; r++) {
             const float *row = dy + r * C + c0;
             for (int64_t j = 0; j < nc; j++) acc[j] += (double)row[j];
+            if (dyh) ops_round_row(dyh + r * C + c0, row, nc);
         }
         for (int64_t j = 0; j < nc; j++) db[c0 + j] += (float)acc[j];
     }
