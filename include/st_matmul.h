@@ -101,6 +101,14 @@ int st_mm_native(const st_mm *mm);
 enum { ST_MM_ATTN_GRAD = 1, ST_MM_ATTN_STREAM = 2 };
 int st_mm_attention(const st_mm *mm);
 void st_mm_set_attention(st_mm *mm, int kernels);
+/* 1 when a bf16 product whose reduction is much longer than both output sides (the LM
+ * head's dx = dz W) is computed transposed, c^T = op(b)^T op(a)^T, and written back: on a
+ * CPU with AMX, where oneDNN ran it 1.35-1.55x faster that way; with AVX512-BF16 alone
+ * (AMD Zen 4) the direct product was 2-5% faster (src/core/matmul_bf16.c). Fixed per CPU,
+ * so results stay deterministic; st_mm_set_long_k overrides it (tests). fp32, emulated
+ * bf16: 0, and the override is ignored. */
+int st_mm_long_k(const st_mm *mm);
+void st_mm_set_long_k(st_mm *mm, int transposed);
 /* 1 when st_mm_gemm may be called from inside an OpenMP parallel region (fp32: OpenBLAS
  * runs single-threaded there); 0 when products must be batched outside parallel loops
  * (bf16: one primitive cache). Attention picks its schedule by this (per-pair tasks with

@@ -188,9 +188,15 @@ static void gemm_shape(st_mm *mm, int64_t M, int64_t N, int64_t K) {
 
 static void test_gemm(st_mm *mm) {
     gemm_shape(mm, 37, 29, 61);
-    /* a reduction >= 16x both output sides (the LM head's dx): the backend computes the
-     * transposed product and writes it back */
-    gemm_shape(mm, 9, 7, 160);
+    /* a reduction >= 16x both output sides (the LM head's dx): with AMX the backend
+     * computes the transposed product and writes it back; both forms, whatever the CPU */
+    const int long_k = st_mm_long_k(mm);
+    for (int t = 0; t < 2; t++) {
+        st_mm_set_long_k(mm, t);
+        CHECK(st_mm_long_k(mm) == (st_mm_native(mm) ? t : 0));   /* emulated: no such path */
+        gemm_shape(mm, 9, 7, 160);
+    }
+    st_mm_set_long_k(mm, long_k);
     const int64_t M = 37, N = 29, K = 61;
     float *a = malloc(sizeof(float) * 64 * 64), *b = malloc(sizeof(float) * 64 * 64);
     float *c = malloc(sizeof(float) * 64 * 64), *c0 = malloc(sizeof(float) * 64 * 64);

@@ -58,6 +58,10 @@ int st_mm_attention(const st_mm *mm) { return mm ? mm->attn : 0; }
 void st_mm_set_attention(st_mm *mm, int kernels) {
     if (mm && mm->precision != ST_PREC_FP32) mm->attn = kernels & (ST_MM_ATTN_GRAD | ST_MM_ATTN_STREAM);
 }
+int st_mm_long_k(const st_mm *mm) { return mm ? mm->long_k : 0; }
+void st_mm_set_long_k(st_mm *mm, int transposed) {
+    if (mm && mm->precision != ST_PREC_FP32 && mm->native) mm->long_k = transposed != 0;
+}
 int st_mm_parallel_safe(const st_mm *mm) { return mm ? mm->be->parallel_safe : 1; }
 const char *st_mm_last_impl(const st_mm *mm) { return mm ? mm->last_impl : ""; }
 

@@ -336,15 +336,19 @@ static void merge_transposed(const float *t, int64_t M, int64_t N, float beta, f
 
 /* A single product whose reduction is much longer than both output sides (K >=
  * MM_LONG_K max(M, N)): the LM head's dx = dz W, (rows, C) over the whole vocabulary.
- * oneDNN 2.6 ran it at 0.65-0.74x the speed of its transpose c^T = op(b)^T op(a)^T, the
- * same products with the roles of the operands swapped (AMX Xeon, 2026-11-26: 688 x 512
- * x 33280 and 1024 and 2048 rows, medians of 15 alternating pairs). In training it also
- * reads the weight's shadow as it is, where the direct product re-packs W into its own
- * layout after every update: at C = 256 with 704-row chunks, where a standalone probe
- * favoured the direct product, training's dx took 50-75 ms a step transposed against
- * 79-88 ms direct (alternating `bench --preset S --profile`). So such a product is
- * computed transposed into a dense scratch and written back with beta; the write-back
- * is M N against the product's 2 M N K. */
+ * With AMX, oneDNN 2.6 ran it at 0.65-0.74x the speed of its transpose c^T = op(b)^T
+ * op(a)^T, the same products with the roles of the operands swapped (AMX Xeon,
+ * 2026-11-26: 688 x 512 x 33280 and 1024 and 2048 rows, medians of 15 alternating pairs).
+ * In training it also reads the weight's shadow as it is, where the direct product
+ * re-packs W into its own layout after every update: at C = 256 with 704-row chunks,
+ * where a standalone probe favoured the direct product, training's dx took 50-75 ms a
+ * step transposed against 79-88 ms direct (alternating `bench --preset S --profile`). So
+ * there (mm->long_k) such a product is computed transposed into a dense scratch and
+ * written back with beta; the write-back is M N against the product's 2 M N K. With
+ * AVX512-BF16 alone the direct product won: on the AMD Zen 4 (2026-11-27, 3 alternating
+ * pairs of `bench --profile`, bf16) the LM head's time over the linear layers' was
+ * 0.869-0.885 direct against 0.901-0.904 transposed on M, 2.56-2.64 against 2.69-2.72 on
+ * S. */
 #define MM_LONG_K 16
 
 static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,
@@ -355,7 +359,7 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
         st_mm_backend_fp32.gemm(mm, bt, M, N, K, alpha, a, b, beta, c, ldc);
         return;
     }
-    if (bt->count == 1 && K >= MM_LONG_K * (M > N ? M : N)) {
+    if (mm->long_k && bt->count == 1 && K >= MM_LONG_K * (M > N ? M : N)) {
         /* t (N,M) = op(b)^T op(a)^T: each operand read with the other transpose */
         float *t = st_mm_grow(&s->scratch[2], &s->cap[2], (size_t)(M * N) * sizeof(float));
         st_mm_arg ta = b, tb = a;
@@ -392,7 +396,9 @@ static int bf16_open(st_mm *mm, st_error *e) {
         return st_mm_bf16_emu_open(mm, why, e);
     }
     mm->native = 1;
-    mm->attn = isa_has(isa, dnnl_cpu_isa_avx512_core_amx) ? ST_MM_ATTN_GRAD | ST_MM_ATTN_STREAM : 0;
+    const int amx = isa_has(isa, dnnl_cpu_isa_avx512_core_amx);
+    mm->attn = amx ? ST_MM_ATTN_GRAD | ST_MM_ATTN_STREAM : 0;
+    mm->long_k = amx;
     bf16_state *s = st_calloc(1, sizeof *s, e);
     if (!s) return ST_ERR_MEMORY;
     mm->state = s;

@@ -21,6 +21,8 @@ struct st_mm {
     int native;             /* bf16: native instructions (not emulated) */
     int attn;               /* ST_MM_ATTN_* bits: the attention kernels that run their
                              * products here (bf16 with AMX: GRAD; st_mm_set_attention) */
+    int long_k;             /* bf16: a product with a long reduction runs transposed (AMX;
+                             * st_mm_set_long_k) */
     char describe[192];
     char last_impl[96];
     void *state;            /* the backend's own (oneDNN engine, stream, cache, scratch) */
