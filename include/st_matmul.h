@@ -104,9 +104,10 @@ void st_mm_set_attention(st_mm *mm, int kernels);
 /* 1 when a bf16 product whose reduction is much longer than both output sides (the LM
  * head's dx = dz W) is computed transposed, c^T = op(b)^T op(a)^T, and written back: on a
  * CPU with AMX, where oneDNN ran it 1.35-1.55x faster that way; with AVX512-BF16 alone
- * (AMD Zen 4) the direct product was 2-5% faster (src/core/matmul_bf16.c). Fixed per CPU,
- * so results stay deterministic; st_mm_set_long_k overrides it (tests). fp32, emulated
- * bf16: 0, and the override is ignored. */
+ * (AMD Zen 4) the direct product took 3-6% less of the LM head's time
+ * (src/core/matmul_bf16.c). Fixed per CPU, so results stay deterministic;
+ * st_mm_set_long_k overrides it (tests). fp32, emulated bf16: 0, and the override is
+ * ignored. */
 int st_mm_long_k(const st_mm *mm);
 void st_mm_set_long_k(st_mm *mm, int transposed);
 /* 1 when st_mm_gemm may be called from inside an OpenMP parallel region (fp32: OpenBLAS
