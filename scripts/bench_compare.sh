@@ -167,30 +167,22 @@ def runs(prog, core, kind, preset=None):
     return [load(os.path.basename(p)[:-5]) for p in sorted(glob.glob(os.path.join(work, pat)))]
 
 def cpu_model():
-    """The CPU as the VM shows it, and whether it has native bf16 (the peaks differ per CPU:
-    they are measured in this run, never taken from another machine)."""
+    """The CPU as the VM shows it, and its bf16 hardware: 'amx', 'avx512_bf16' or 'none'
+    (emulated). The kind decides which of issue #22's bf16 targets apply (AMX: bf16 >=
+    2.5x fp32 and >= 60% of the bf16 GEMM on M, best >= 3x PyTorch-best; AVX512-BF16
+    alone, AMD Zen 4/5: bf16 >= 1.6x fp32 on M). The peaks differ per CPU: they are
+    measured in this run, never taken from another machine."""
     try:
         txt = open("/proc/cpuinfo").read()
     except OSError:
-        return "unknown CPU", False
+        return "unknown CPU", "none"
     field = lambda k: next((l.split(":", 1)[1].strip() for l in txt.splitlines() if l.split(":")[0].strip() == k), "?")
     flags = set(field("flags").split())
+    hw = "amx" if "amx_bf16" in flags else "avx512_bf16" if "avx512_bf16" in flags else "none"
     name = "%s (family %s, model %s, %s; bf16: %s)" % (
         field("model name"), field("cpu family"), field("model"), field("vendor_id"),
-        "AMX (amx_bf16) and AVX512-BF16" if "amx_bf16" in flags else
-        "AVX512-BF16, no AMX" if "avx512_bf16" in flags else "none, emulated")
-    return name, ("avx512_bf16" in flags or "amx_bf16" in flags)
-
-
-def bf16_hw():
-    """'amx', 'avx512_bf16' or 'none': which of issue #22's bf16 targets apply to this CPU
-    (AMX: bf16 >= 2.5x fp32 and >= 60% of the bf16 GEMM on M, best >= 3x PyTorch-best;
-    AVX512-BF16 alone, AMD Zen 4/5: bf16 >= 1.6x fp32 on M)."""
-    try:
-        flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split(":", 1)[1].split())
-    except (OSError, StopIteration):
-        return "none"
-    return "amx" if "amx_bf16" in flags else "avx512_bf16" if "avx512_bf16" in flags else "none"
+        {"amx": "AMX (amx_bf16) and AVX512-BF16", "avx512_bf16": "AVX512-BF16, no AMX", "none": "none, emulated"}[hw])
+    return name, hw
 
 
 med = lambda xs: statistics.median(xs) if xs else float("nan")
@@ -281,7 +273,7 @@ def targets():
     # steps is the reference for MFU (a peak from another CPU or day would mislead).
     best = max([x["sgemm"]["gflops_best"] for p in presets for x in runs("stretch", core, "train", p)] or [0])
     if best:
-        name, native = cpu_model()
+        name = cpu_model()[0]
         P(f"CPU: {name}. "
           f"The best 2048^3 sgemm rate of this run (2 threads, {core} kernels) is {best:.0f} GFLOPS. "
           "The two programs alternate round by round under the same conditions, so the ratios "
@@ -307,7 +299,7 @@ def best_modes():
       + " | stretch best | PyTorch best | best / best |")
     P("|---|" + "---|" * (len(names) + 3))
     checks = []
-    hw = bf16_hw()
+    hw = cpu_model()[1]
     amx = hw == "amx"
     for p in presets:
         cells, best = [], {"stretch": (0, None, None), "PyTorch": (0, None, None)}
