@@ -36,7 +36,6 @@ typedef struct st_attn_saved {
     float scale, keep;   /* keep = 1/(1-p) */
 } st_attn_saved;
 
-
 /* The gradient buffers of one backward, shared by both schedules. */
 typedef struct st_attn_grads {
     float *dq, *dk, *dv;   /* (B,H,T,D) or NULL */

@@ -19,14 +19,20 @@
 #include <cblas.h>
 
 /* ---------------------------------------------------------------- linear ---- */
-/* x's bf16 copy (N*IN values) in the arena when the backend is bf16 (saved for the
+/* Room for `count` bf16 values in the arena when the backend is bf16 (kept for the
  * backward when `for_backward`), else NULL; *fail set on arena overflow. */
-static uint16_t *bf16_copy(st_ctx *ctx, const float *x, int64_t count, int for_backward, int *fail) {
+static uint16_t *bf16_buffer(st_ctx *ctx, int64_t count, int for_backward, int *fail) {
     *fail = 0;
     if (st_mm_precision(ctx->mm) != ST_PREC_BF16 || count == 0) return NULL;
     uint16_t *h = st_ctx_alloc(ctx, (size_t)count * sizeof(uint16_t), for_backward);
-    if (!h) { *fail = 1; return NULL; }
-    st_bf16_round(h, x, count);
+    if (!h) *fail = 1;
+    return h;
+}
+
+/* x's bf16 copy (N*IN values): bf16_buffer, rounded. */
+static uint16_t *bf16_copy(st_ctx *ctx, const float *x, int64_t count, int for_backward, int *fail) {
+    uint16_t *h = bf16_buffer(ctx, count, for_backward, fail);
+    if (h) st_bf16_round(h, x, count);
     return h;
 }
 
@@ -69,10 +75,9 @@ static void linear_backward(st_ctx *ctx, st_node *n) {
      * 24 linears' copies were 113 MiB of the step's arena) */
     const float *dy = n->out->grad;
     const st_arena_mark mark = st_arena_mark_get(ctx->arena);
-    uint16_t *dh = NULL;
-    if (dx && dw && st_mm_precision(ctx->mm) == ST_PREC_BF16 && N * OUT > 0 &&
-        !(dh = st_ctx_alloc(ctx, (size_t)(N * OUT) * sizeof(uint16_t), 0)))
-        return;
+    int fail = 0;
+    uint16_t *dh = dx && dw ? bf16_buffer(ctx, N * OUT, 0, &fail) : NULL;
+    if (fail) return;
     if (db) ops_colsum_acc(db, dy, dh, N, OUT);
     else if (dh) st_bf16_round(dh, dy, N * OUT);
     linear_backward_kernel(ctx->mm, dx, fresh, dw, dy, dh, x->data, n->saved, w, N, IN, OUT);
