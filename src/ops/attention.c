@@ -291,15 +291,7 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
      * and bf16, 48 MiB a layer at B x H = 32, T = 512) */
     const st_arena_mark mark = st_arena_mark_get(ctx->arena);
     if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
-        const int64_t qb = st_attn_batched_qblock(BH, T);
-        const size_t all = (size_t)BH * (size_t)qb * (size_t)T;
-        float *g = st_ctx_alloc(ctx, all * (s->drop ? 2 : 1) * sizeof(float), 1);
-        float *cs = npos ? st_ctx_alloc(ctx, (size_t)nth * (size_t)(qb * npos + T) * sizeof(float), 1) : NULL;
-        uint16_t *gh = st_ctx_alloc(ctx, all * sizeof(uint16_t), 1), *doh = NULL;   /* dS, dO in bf16 */
-        if (s->h.q && !(doh = st_ctx_alloc(ctx, (size_t)(BH * T * D) * sizeof(uint16_t), 1))) return;
-        if (!g || !gh || (npos && !cs)) return;
-        st_attn_backward_batched(ctx->mm, s, q->data, k->data, v->data, dO, &G, g, s->drop ? g + all : NULL, cs,
-                                 doh, gh);
+        if (!st_attn_backward_batched(ctx, s, q->data, k->data, v->data, dO, &G)) return;
     } else {
         const size_t per = (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1) +
                            (npos ? (size_t)ST_ATTN_QBLOCK * (size_t)npos + (size_t)T : 0);
@@ -431,38 +423,20 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     s->scale = pb.scale;
     s->keep = st_attn_keep_scale(pb.p_drop);
 
-    /* Tasks are (b,h,query block): each writes disjoint rows of P, the mask and out.
-     * Causal blocks cost in proportion to their key range, so tasks go out dearest first
-     * (last query block of every pair, then the one before, ...) to whichever thread is
-     * free: a cyclic static split gave one thread of two every odd block, 25-50% more
-     * work at T = 512-256. Results do not depend on which thread runs a task. */
-    const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
-    const int batched = st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD);
-    if (batched) {   /* P' in bf16, every query block's */
-        const int64_t qb = st_attn_batched_qblock(BH, T);
-        s->h.p = st_ctx_alloc(ctx, (size_t)st_attn_block_offset(BH, T, qb, causal, T) * sizeof(uint16_t), 1);
-        if (!s->h.p) return NULL;
-    }
-    if (batched && st_attn_batched_qblock(BH, T) == T) {   /* one block: q, k, v rounded once */
-        const size_t nqkv = (size_t)(BH * T * D);
-        if (!(s->h.q = st_ctx_alloc(ctx, 3 * nqkv * sizeof(uint16_t), 1))) return NULL;
-        s->h.k = s->h.q + nqkv;
-        s->h.v = s->h.k + nqkv;
-        st_bf16_round(s->h.q, q->data, (int64_t)nqkv);
-        st_bf16_round(s->h.k, k->data, (int64_t)nqkv);
-        st_bf16_round(s->h.v, v->data, (int64_t)nqkv);
-    }
-    /* dropout's P' rows, for this call only (rewound below): one block a thread
-     * (per-pair schedule) or of every pair (block-major) */
-    const st_arena_mark mark = st_arena_mark_get(ctx->arena);
-    float *pd = NULL;
-    if (dropout) {
-        const int64_t rows = batched ? BH * st_attn_batched_qblock(BH, T) : nth * ST_ATTN_QBLOCK;
-        if (!(pd = st_ctx_alloc(ctx, (size_t)rows * (size_t)T * sizeof(float), 0))) return NULL;
-    }
-    if (batched) {
-        st_attn_forward_batched(ctx->mm, &pb, s->P, s->drop, pd, &s->h);
+    if (st_attn_batched(ctx->mm, ST_MM_ATTN_GRAD)) {
+        if (!st_attn_forward_batched(ctx, &pb, s)) return NULL;
     } else {
+        /* Tasks are (b,h,query block): each writes disjoint rows of P, the mask and out.
+         * Causal blocks cost in proportion to their key range, so tasks go out dearest
+         * first (last query block of every pair, then the one before, ...) to whichever
+         * thread is free: a cyclic static split gave one thread of two every odd block,
+         * 25-50% more work at T = 512-256. Results do not depend on which thread runs a
+         * task. Dropout's P' rows: one block a thread, for this call only (rewound). */
+        const int64_t nq = (T + ST_ATTN_QBLOCK - 1) / ST_ATTN_QBLOCK, BH = B * H, ntask = BH * nq;
+        const st_arena_mark mark = st_arena_mark_get(ctx->arena);
+        float *pd = NULL;
+        if (dropout && !(pd = st_ctx_alloc(ctx, (size_t)(nth * ST_ATTN_QBLOCK) * (size_t)T * sizeof(float), 0)))
+            return NULL;
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
         for (int64_t t = 0; t < ntask; t++) {
             const int64_t bh = t % BH, i0 = (nq - 1 - t / BH) * ST_ATTN_QBLOCK;
@@ -470,8 +444,8 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
             forward_block(&pb, s->P, s->drop, bh, i0, i1,
                           pd ? pd + (size_t)omp_get_thread_num() * (size_t)ST_ATTN_QBLOCK * (size_t)T : NULL);
         }
+        st_arena_rewind(ctx->arena, mark);
     }
-    st_arena_rewind(ctx->arena, mark);
     if (!st_record(ctx, "attention", attention_backward, out, q, k, v, NULL, s)) return NULL;
     return out;
 }

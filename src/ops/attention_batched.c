@@ -32,13 +32,13 @@
 #define ATTN_FULL_ELEMS ((int64_t)1 << 26)
 #define ATTN_BATCHED_ROWS 256
 
-int64_t st_attn_batched_qblock(int64_t BH, int64_t T) {
+static int64_t batched_qblock(int64_t BH, int64_t T) {
     return T <= ATTN_FULL_T && BH * T * T <= ATTN_FULL_ELEMS ? T : ATTN_BATCHED_ROWS;
 }
 
 /* Values before query block [i0, i0 + qb) in the bf16 P' of every pair, blocks of qb rows,
  * each block (B*H, rb, kend) with kend = its end (causal) or T. */
-int64_t st_attn_block_offset(int64_t BH, int64_t T, int64_t qb, int causal, int64_t i0) {
+static int64_t block_offset(int64_t BH, int64_t T, int64_t qb, int causal, int64_t i0) {
     int64_t off = 0;
     for (int64_t j0 = 0; j0 < i0; j0 += qb) {
         const int64_t j1 = j0 + qb < T ? j0 + qb : T;
@@ -50,16 +50,33 @@ int64_t st_attn_block_offset(int64_t BH, int64_t T, int64_t qb, int causal, int6
 /* Grad-mode forward on the block-major schedule (a backend whose products run outside
  * parallel regions: bf16): per query block, S of every (b,h) pair in one batched product,
  * the row work in parallel over pairs, then O of every pair in one batched product.
- * pd: (B*H, qb, T) for P' when dropout is on (pair bh's block dense at bh rb kend).
- * h: bf16 operands (h->p always; q, k, v for one block, else NULL). */
-void st_attn_forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uint8_t *drop, float *pd,
-                             const st_attn_bf16 *h) {
-    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H, qb = st_attn_batched_qblock(BH, T);
+ * Keeps in s->h the bf16 P' of every block and, in one block, q, k, v rounded once (the
+ * backward reads them). pd: (B*H, qb, T) for P' when dropout is on (pair bh's block dense
+ * at bh rb kend), for this call only. 0 when the arena is out of memory. */
+int st_attn_forward_batched(st_ctx *ctx, const st_attn_problem *pb, st_attn_saved *s) {
+    const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H, qb = batched_qblock(BH, T);
+    st_attn_bf16 *h = &s->h;
+    if (!(h->p = st_ctx_alloc(ctx, (size_t)block_offset(BH, T, qb, pb->causal, T) * sizeof(uint16_t), 1))) return 0;
+    if (qb == T) {
+        const size_t nqkv = (size_t)(BH * T * D);
+        if (!(h->q = st_ctx_alloc(ctx, 3 * nqkv * sizeof(uint16_t), 1))) return 0;
+        h->k = h->q + nqkv;
+        h->v = h->k + nqkv;
+        st_bf16_round(h->q, pb->q, (int64_t)nqkv);
+        st_bf16_round(h->k, pb->k, (int64_t)nqkv);
+        st_bf16_round(h->v, pb->v, (int64_t)nqkv);
+    }
+    const st_arena_mark mark = st_arena_mark_get(ctx->arena);
+    float *pd = NULL;
+    if (pb->p_drop > 0.0f && !(pd = st_ctx_alloc(ctx, (size_t)(BH * qb) * (size_t)T * sizeof(float), 0))) return 0;
+    st_mm *mm = ctx->mm;
+    float *P = s->P;
+    uint8_t *drop = s->drop;
     for (int64_t i0 = 0; i0 < T; i0 += qb) {
         const int64_t i1 = i0 + qb < T ? i0 + qb : T, rb = i1 - i0;
         const int64_t kend = pb->causal ? i1 : T;
         const st_mm_batch s_bt = {BH, T * D, T * D, T * T};
-        uint16_t *ph = h->p + st_attn_block_offset(BH, T, qb, pb->causal, i0);   /* (BH, rb, kend) */
+        uint16_t *ph = h->p + block_offset(BH, T, qb, pb->causal, i0);   /* (BH, rb, kend) */
         st_mm_gemm_batched(mm, s_bt, rb, kend, D, pb->scale, st_mm_a(pb->q + i0 * D, h->q, 0, D),
                            st_mm_a(pb->k, h->k, 1, D), 0.0f, P + i0 * T, T);
 #pragma omp parallel for schedule(dynamic, 1)
@@ -70,23 +87,33 @@ void st_attn_forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uin
         st_mm_gemm_batched(mm, o_bt, rb, D, kend, 1.0f, st_mm_a(NULL, ph, 0, kend), st_mm_a(pb->v, h->v, 0, D), 0.0f,
                            pb->out + i0 * D, D);
     }
+    st_arena_rewind(ctx->arena, mark);
+    return 1;
 }
 
 /* Backward on the block-major schedule (bf16): per query block, each product of every
  * (b,h) pair is one batched call outside the parallel region, and the row work runs in
  * parallel over pairs (over heads, batch rows in order, for a learnable general bias).
  * Blocks go in ascending order, so dK and dV sum over blocks in the per-pair order.
- * g: (B*H, qb, T); pd: the same with dropout, else NULL; cs: per thread qb n_pos + T
- * floats (CoPE) or NULL; gh: (B*H, qb, T) for dS in bf16, rounded by the row work. doh:
- * (B,H,T,D) for dO in bf16 when the sequence is one block, else NULL. */
-void st_attn_backward_batched(st_mm *mm, const st_attn_saved *s, const float *q, const float *k, const float *v,
-                              const float *dO, const st_attn_grads *G, float *g, float *pd, float *cs,
-                              uint16_t *doh, uint16_t *gh) {
+ * Scratch from the arena, which the caller rewinds: g (B*H, qb, T) for dP' then dS, and
+ * gh for dS in bf16, rounded by the row work (6 bytes a score); pd, the same as g, for P'
+ * with dropout; cs, per thread qb n_pos + T floats for CoPE; doh (B,H,T,D) for dO in bf16
+ * when the sequence is one block. 0 when the arena is out of memory. */
+int st_attn_backward_batched(st_ctx *ctx, const st_attn_saved *s, const float *q, const float *k, const float *v,
+                             const float *dO, const st_attn_grads *G) {
     const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H, n = G->n;
-    const int64_t qb = st_attn_batched_qblock(BH, T), npos = s->has_cope ? s->cope.n_pos : 0, per = qb * npos + T;
+    const int64_t qb = batched_qblock(BH, T), npos = s->has_cope ? s->cope.n_pos : 0, per = qb * npos + T;
     const int need_ds = G->dq || G->dk || G->gacc || G->gfull || s->has_cope;
     const int general = G->gfull != NULL;
     const st_attn_bf16 *h = &s->h;
+    st_mm *mm = ctx->mm;
+    const size_t all = (size_t)BH * (size_t)qb * (size_t)T;
+    float *g = st_ctx_alloc(ctx, all * (s->drop ? 2 : 1) * sizeof(float), 1);
+    float *cs = npos ? st_ctx_alloc(ctx, (size_t)omp_get_max_threads() * (size_t)per * sizeof(float), 1) : NULL;
+    uint16_t *gh = st_ctx_alloc(ctx, all * sizeof(uint16_t), 1), *doh = NULL;
+    if (h->q && !(doh = st_ctx_alloc(ctx, (size_t)(BH * T * D) * sizeof(uint16_t), 1))) return 0;
+    if (!g || !gh || (npos && !cs)) return 0;
+    float *pd = s->drop ? g + all : NULL;
     if (doh) st_bf16_round(doh, dO, BH * T * D);
     for (int64_t i0 = 0; i0 < T; i0 += qb) {
         const int64_t i1 = i0 + qb < T ? i0 + qb : T, rb = i1 - i0;
@@ -100,7 +127,7 @@ void st_attn_backward_batched(st_mm *mm, const st_attn_saved *s, const float *q,
             }
             ldp = kend;
         }
-        const uint16_t *ph = h->p + st_attn_block_offset(BH, T, qb, s->causal, i0);   /* bf16 P' (BH, rb, kend) */
+        const uint16_t *ph = h->p + block_offset(BH, T, qb, s->causal, i0);   /* bf16 P' (BH, rb, kend) */
         const st_mm_batch p_bt = {BH, blk, T * D, T * D};
         /* dV[0:kend] += P'^T dO[i0:i1] */
         if (G->dv)
@@ -135,4 +162,5 @@ void st_attn_backward_batched(st_mm *mm, const st_attn_saved *s, const float *q,
             st_mm_gemm_batched(mm, dq_bt, kend, D, rb, s->scale, st_mm_a(g, gh, 1, kend),
                                st_mm_a(q + i0 * D, h->q, 0, D), 1.0f, G->dk, D);
     }
+    return 1;
 }

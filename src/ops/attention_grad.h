@@ -13,7 +13,7 @@
 #include "attention_internal.h"
 
 /* The block-major (bf16) schedule's ready operands. p: P' rounded by the row work while
- * each row is in cache, query block after query block (st_attn_block_offset), each block's pairs
+ * each row is in cache, query block after query block, each block's pairs
  * dense (B*H, rb, kend); the PV and dV products read it. q, k, v: (B,H,T,D) rounded once,
  * when the sequence is one block (only then are their row ranges dense over the pairs);
  * else NULL and the backend rounds each call's rows. */
@@ -55,16 +55,12 @@ void st_attn_ds_rows(const st_attn_saved *s, int64_t bh, int64_t i0, int64_t i1,
                      int64_t ldp, float *g, uint16_t *gh, float *gacc, float *gfull, float *dq, float *de, float *dZ,
                      float *crow);
 
-/* Block-major schedule (attention_batched.c). Query rows per block for B*H = BH pairs of
- * T rows: T (one block) or fewer. */
-int64_t st_attn_batched_qblock(int64_t BH, int64_t T);
-/* Values before query block [i0, i0 + qb) in the bf16 P' of every pair (at i0 = T: its
- * whole length). */
-int64_t st_attn_block_offset(int64_t BH, int64_t T, int64_t qb, int causal, int64_t i0);
-void st_attn_forward_batched(st_mm *mm, const st_attn_problem *pb, float *P, uint8_t *drop, float *pd,
-                             const st_attn_bf16 *h);
-void st_attn_backward_batched(st_mm *mm, const st_attn_saved *s, const float *q, const float *k, const float *v,
-                              const float *dO, const st_attn_grads *G, float *g, float *pd, float *cs,
-                              uint16_t *doh, uint16_t *gh);
+/* Block-major schedule (attention_batched.c): it sizes its own buffers (the query block,
+ * the bf16 copies kept in s->h, the scratch). Each returns 0 when the arena is out of
+ * memory (ctx->failed set). The forward fills s->h; the backward's scratch is left to the
+ * caller's arena mark. */
+int st_attn_forward_batched(st_ctx *ctx, const st_attn_problem *pb, st_attn_saved *s);
+int st_attn_backward_batched(st_ctx *ctx, const st_attn_saved *s, const float *q, const float *k, const float *v,
+                             const float *dO, const st_attn_grads *G);
 
 #endif
