@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_SETS 256
 
@@ -101,7 +102,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
                 int rc = st_train(NULL, dir, &opts, NULL, &e);
                 return rc ? cli_report(&e) : 0;
             }
-            if (e.code == ST_ERR_IO)
+            if (e.code == ST_ERR_IO && access(path, F_OK) != 0)
                 st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", resume);
             return cli_report(&e);
         }

@@ -415,8 +415,10 @@ int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_e
     size_t len = 0;
     st_error tmp = {0};
     char *name = st_read_file(latest, &len, 4096, &tmp);
-    if (!name)
+    if (!name) {
+        if (access(latest, F_OK) == 0) return st_fail(e, tmp.code, "%s", tmp.msg);   /* there, unreadable */
         return st_fail(e, ST_ERR_IO, "%s: no checkpoint yet (%s missing)", path_or_run_dir, latest);
+    }
     while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == ' ')) name[--len] = 0;
     if (len == 0 || strchr(name, '/')) {
         free(name);

@@ -11,8 +11,19 @@
 #include <unistd.h>
 
 char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    /* O_NONBLOCK: a FIFO in place of the file (a run directory's config.json or `latest`)
+     * must not block open() waiting for a writer; it is refused below, as data files,
+     * checkpoints and tokenizers are. The flag changes nothing for regular files. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) { st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        st_fail(e, ST_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {

@@ -14,9 +14,12 @@
 #include "train_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
                      int64_t total_steps, double elapsed0, int quiet, st_error *e) {
@@ -24,8 +27,19 @@ int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
     if (run_dir) {   /* NULL: no metrics file (the ranks > 0 of a data-parallel run) */
         char path[ST_PATH_BUF];
         snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
-        pg->metrics = fopen(path, "a");
-        if (!pg->metrics) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        /* O_NONBLOCK: a FIFO in place of the file must not block open() (or the run);
+         * anything but a regular file is refused */
+        const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+        if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        struct stat st;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            return st_fail(e, ST_ERR_IO, "%s: not a regular file", path);
+        }
+        if (!(pg->metrics = fdopen(fd, "a"))) {
+            close(fd);
+            return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        }
     }
     st_live_init(&pg->live, quiet);
     pg->quiet = quiet;
