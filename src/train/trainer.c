@@ -264,7 +264,14 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
         if (cfg_in) t->cfg = *cfg_in;
         else if ((rc = st_run_config_load(path, NULL, 0, &t->cfg, e))) return rc;
         if ((rc = st_checkpoint_resolve(t->dir, ckpt, ckpt_n, e))) return rc;
-        if ((rc = st_checkpoint_load(ckpt, &ck_cfg, NULL, 0, NULL, e))) return rc;
+        st_train_state ck_st;
+        if ((rc = st_checkpoint_load(ckpt, &ck_cfg, NULL, 0, &ck_st, e))) return rc;
+        /* a run cannot be shortened: config.json would then claim fewer steps than the
+         * checkpoints hold (it is rewritten below with the resumed config) */
+        if (t->cfg.train.steps < ck_st.step)
+            return st_fail(e, ST_ERR_CONFIG, "%s: resuming with train.steps %lld, below the step the run reached "
+                           "(%lld, %s): a resume can only keep or raise train.steps (evaluate the checkpoint "
+                           "instead)", t->dir, (long long)t->cfg.train.steps, (long long)ck_st.step, ckpt);
         char diff[1200];
         if (st_run_config_diff(&ck_cfg, &t->cfg, "model", diff, sizeof diff) ||
             st_run_config_diff(&ck_cfg, &t->cfg, "data", diff, sizeof diff))
@@ -534,11 +541,12 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
     double t_start = st_time();
     const double comm0 = t->dist ? t->dist->comm_seconds : 0;
     const int64_t calls0 = t->dist ? t->dist->comm_calls : 0;
+    int64_t step0 = 0;   /* the step this session starts from */
     int rc = setup(t, cfg, e);
     if (!rc) {
         res->n_params = st_model_num_params(&t->model);
         res->arena_bytes = t->arena.capacity;
-        res->step = t->st.step;
+        res->step = step0 = t->st.step;
         if (t->opts.resume && t->st.step >= t->cfg.train.steps && !t->opts.quiet)
             st_log(ST_LOG_INFO, "%s: already trained for %lld steps (train.steps); nothing to do", run_dir,
                    (long long)t->st.step);
@@ -574,8 +582,10 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
         if (t->st.best_step >= 0)
             snprintf(best, sizeof best, ", best validation loss %.4f (ppl %.3f) at step %lld", t->st.best_val,
                      exp(t->st.best_val), (long long)t->st.best_step);
-        st_progress_note(&t->pg, ST_LOG_INFO, "done: step %lld, loss %.4f%s, %.1f s, %.0f tokens/s, peak RSS %.0f MiB",
-                         (long long)t->st.step, res->loss, best, res->seconds, res->tokens_per_s,
+        char loss[48] = "";   /* the last step's loss, when this session ran one */
+        if (t->st.step > step0) snprintf(loss, sizeof loss, ", loss %.4f", res->loss);
+        st_progress_note(&t->pg, ST_LOG_INFO, "done: step %lld%s%s, %.1f s, %.0f tokens/s, peak RSS %.0f MiB",
+                         (long long)t->st.step, loss, best, res->seconds, res->tokens_per_s,
                          (double)st_peak_rss() / 1048576.0);
         if (t->ranks > 1 && t->dist->comm_calls > calls0)
             st_progress_note(&t->pg, ST_LOG_INFO, "gradient allreduce: %.3f ms per step (%lld steps, %.1f%% of the "
