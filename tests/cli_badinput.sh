@@ -381,7 +381,7 @@ echo "precious" >afile
 expect 3 "afile: exists and is not a directory" -- "$BIN" train "$CFG" --out afile --quiet
 check '[ "$(cat afile)" = "precious" ]' "a regular file given as --out was modified"
 EB4="$(snap export)"
-expect 3 "export: already holds an export" "--force" -- "$BIN" export run --out export
+expect 3 "export/model.safetensors: already exists" "--force" -- "$BIN" export run --out export
 check '[ "$(snap export)" = "$EB4" ]' "an existing export was modified"
 expect 3 "afile" -- "$BIN" export run --out afile/sub
 check '[ "$(cat afile)" = "precious" ]' "export under a regular file modified it"
@@ -389,10 +389,10 @@ check '[ "$(cat afile)" = "precious" ]' "export under a regular file modified it
 # ====================================== learned positions beyond their table ====
 expect 2 "model.max_len" -- "$BIN" eval learned --lengths 32,64 --quiet
 # a doubling range whose next length would overflow int64 (UB before the fix)
-expect 0 "" -- "$BIN" eval run --lengths 4611686018427387904..9223372036854775807 --max-tokens 64 --quiet --json big.json
+expect 0 "" -- "$BIN" eval run --lengths 4611686018427387904..9223372036854775807 --max-tokens 64 --quiet --json big.json --force
 # absurd lengths with per-position buckets (linear and log2 layouts overflowed int64)
-expect 0 "" -- "$BIN" eval run --lengths 9223372036854775807 --buckets 16 --max-tokens 64 --quiet --json big.json
-expect 0 "" -- "$BIN" eval run --lengths 9223372036854775807 --buckets 4 --bucket-scale log2 --max-tokens 64 --quiet --json big.json
+expect 0 "" -- "$BIN" eval run --lengths 9223372036854775807 --buckets 16 --max-tokens 64 --quiet --json big.json --force
+expect 0 "" -- "$BIN" eval run --lengths 9223372036854775807 --buckets 4 --bucket-scale log2 --max-tokens 64 --quiet --json big.json --force
 run "$BIN" eval learned --lengths 16,32 --quiet --json lrn.json
 check '[ "$RC" -eq 0 ] && grep -q "max_len" lrn.json' "learned 16,32: exit $RC, the 32 row should be an error row: $ERR"
 

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int cli_int_arg(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     if (!s || !*s || isspace((unsigned char)*s)) return 0;
@@ -74,4 +75,14 @@ int cli_path_arg(const char *cmd, const char *flag, const char *v) {
     st_error e = {0};
     if (st_path_check(v, flag, &e)) return cli_usage(cmd, "%s", e.msg);
     return ST_OK;
+}
+
+int cli_output_file(const char *cmd, const char *flag, const char *path, int force) {
+    struct stat st;
+    st_error e = {0};
+    if (lstat(path, &st) != 0) return ST_OK;   /* new file (a missing directory is the writer's error) */
+    if (S_ISDIR(st.st_mode)) st_fail(&e, ST_ERR_IO, "%s %s: is a directory", flag, path);
+    else if (!force)
+        st_fail(&e, ST_ERR_IO, "%s %s: the file exists; stretch %s replaces it only with --force", flag, path, cmd);
+    return e.code ? cli_report(&e) : ST_OK;
 }

@@ -40,6 +40,11 @@ int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
 /* A path flag or argument: ST_OK, or the usage error (exit 2) when it is empty or too
  * long (st_path_check). */
 int cli_path_arg(const char *cmd, const char *flag, const char *v);
+/* An output file named by `flag` (--json, --save-tokenizer): refused (exit 3, naming the
+ * flag) when `path` is a directory, or an existing file while `force` is not set, so a
+ * report never replaces a run's config.json or a user's file by mistake. Checked before
+ * the work that produces the file. */
+int cli_output_file(const char *cmd, const char *flag, const char *path, int force);
 /* One of the transform options (--transform, --scale, --clip, --sinks, --window; src/cli/
  * cli_transform.c) with value v into xf: returns 1 when `a` is one (*rc = ST_OK, or the
  * usage error's exit code already reported), 0 when it is not. */

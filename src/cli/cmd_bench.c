@@ -45,7 +45,7 @@ static const char *USAGE =
     "bench [--preset tiny|S|M|G] [--vocab V] [--layers L] [--d D] [--heads H] [--batch B] [--seq T]\n"
     "       [--pos alibi|sinusoidal|...] [--steps N] [--warmup N] [--eval L1,L2,..|none] [--eval-batch B]\n"
     "       [--eval-reps N] [--sgemm N] [--sgemm-reps N] [--threads N] [--seed S] [--precision fp32|bf16]\n"
-    "       [--coretype NAME] [--omp-wait passive|active] [--json FILE] [--no-train] [--no-eval] [--profile]\n"
+    "       [--coretype NAME] [--omp-wait passive|active] [--json FILE [--force]] [--no-train] [--no-eval] [--profile]\n"
     "       [--block gpt2|llama]\n"
     "--block llama: RMSNorm, SwiGLU with d_ff = 3 d, no biases, n_heads / 2 key/value heads (the\n"
     "GPT-2 block's matrix parameters; configs/block_llama.json); gpt2: the default block\n"
@@ -58,7 +58,7 @@ int cmd_bench(int argc, char **argv) {
     st_error e = {0};
     st_bench_config c;
     const char *preset = "S", *json = NULL, *coretype = NULL, *ompwait = NULL;
-    int llama = 0;
+    int llama = 0, force = 0;
     /* the preset first, so the other flags override it whatever their order */
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--preset") == 0) preset = argv[i + 1];
@@ -69,6 +69,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "--no-train")) { c.steps = 0; continue; }
         if (!strcmp(a, "--no-eval")) { c.n_eval = 0; continue; }
         if (!strcmp(a, "--profile")) { c.profile = 1; continue; }
+        if (!strcmp(a, "--force")) { force = 1; continue; }
         if (i + 1 >= argc) return cli_usage("bench", "%s needs a value", a);
         const char *v = argv[++i];
         int64_t x = 0;
@@ -138,6 +139,8 @@ int cmd_bench(int argc, char **argv) {
         c.model.d_ff = 3 * c.model.d_model;
     }
 
+    int rc = json ? cli_output_file("bench", "--json", json, force) : ST_OK;
+    if (rc) return rc;
     if (!ompwait && !getenv("OMP_WAIT_POLICY")) ompwait = "PASSIVE";
     if (reexec_needed("OPENBLAS_CORETYPE", coretype) || reexec_needed("OMP_WAIT_POLICY", ompwait)) {
         if (coretype) setenv("OPENBLAS_CORETYPE", coretype, 1);
@@ -155,7 +158,7 @@ int cmd_bench(int argc, char **argv) {
     }
 
     st_bench_result r;
-    int rc = st_bench_run(&c, &r, &e);
+    rc = st_bench_run(&c, &r, &e);
     st_blas_log();
     if (rc) return cli_report(&e);
     st_bench_print(&c, &r, stdout);

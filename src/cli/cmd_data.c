@@ -14,7 +14,7 @@
 
 static const char *usage_text =
     "data --source synthetic|wikitext|text [--path P] [--tokenizer auto|word|byte|bpe] [--bpe-vocab N]\n"
-    "       [--cache-dir D] [--valid-frac F] [--test-frac F] [--save-tokenizer FILE]\n"
+    "       [--cache-dir D] [--valid-frac F] [--test-frac F] [--save-tokenizer FILE [--force]]\n"
     "       [--seed S] [--syn-vocab V] [--syn-order K] [--syn-branch B] [--syn-tokens TRAIN,VALID,TEST]\n"
     "       [--syn-mode markov|copy]  (copy: the data.synthetic.copy defaults; set others in a run config)";
 
@@ -59,13 +59,14 @@ int cmd_data(int argc, char **argv) {
     st_data_config c;
     st_data_config_default(&c);
     const char *save = NULL;
-    int have_source = 0;
+    int have_source = 0, force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: stretch %s\n", usage_text);
             return 0;
         }
+        if (!strcmp(a, "--force")) { force = 1; continue; }
         if (strncmp(a, "--", 2) != 0)
             return cli_usage("data", "unexpected argument \"%s\" (config files are read by `stretch train`; "
                              "give the data settings as flags here)", a);
@@ -108,6 +109,8 @@ int cmd_data(int argc, char **argv) {
         }
     }
     if (!have_source) return cli_usage("data", "--source is required");
+    int rc = save ? cli_output_file("data", "--save-tokenizer", save, force) : ST_OK;
+    if (rc) return rc;
 
     st_error e = {0};
     /* the flags' values pass the same key table as a config's data section (one source
@@ -141,7 +144,6 @@ int cmd_data(int argc, char **argv) {
     if (!strcmp(c.source, "synthetic"))
         printf("entropy     %.6f nats/token; ideal perplexity exp(H) = %.4f\n", ds.entropy_rate, exp(ds.entropy_rate));
     printf("loaded in %.3f s (%d/3 splits from cache)\n", ds.load_seconds, ds.cache_hits);
-    int rc = ST_OK;
     if (save) {
         if (st_tokenizer_save(ds.tok, save, &e)) rc = cli_report(&e);
         else printf("tokenizer saved to %s\n", save);

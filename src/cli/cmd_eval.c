@@ -18,7 +18,7 @@
 static const char *usage_text =
     "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..16384] [--split valid|test]\n"
     "        [--mode nonoverlapping|sliding] [--stride S] [--max-tokens N] [--batch-tokens N]\n"
-    "        [--buckets N] [--bucket-scale linear|log2] [--precision fp32|bf16] [--json OUT.json]\n"
+    "        [--buckets N] [--bucket-scale linear|log2] [--precision fp32|bf16] [--json OUT.json [--force]]\n"
     "        [--threads N] [--quiet] [--data FILE|WIKITEXT_DIR]\n"
     "        [--transform pi|ntk|dynamic_ntk|yarn|rerope|alibi_interp|none] [--scale S] [--clip W]\n"
     "        [--sinks K --window W]\n"
@@ -33,7 +33,7 @@ static const char *usage_text =
     "  --split); a word-level run maps unseen words to <unk> and reports how many;\n"
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json),\n"
     "  with --data: RUN_DIR/eval_data-<name>[_<split>]_<mode>.json; a transform adds its label,\n"
-    "  e.g. eval_valid_nonoverlapping_yarn.json;\n"
+    "  e.g. eval_valid_nonoverlapping_yarn.json; an existing --json file is replaced only with --force;\n"
     "  --transform: inference-time position transform (rope: pi, ntk, dynamic_ntk, yarn, rerope; alibi:\n"
     "  alibi_interp), --scale S (default max(1, L / train.seq_len) per length), --clip W (rerope, default\n"
     "  train.seq_len / 2), --sinks/--window: attention sinks + window";
@@ -106,7 +106,7 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
 /* What the command line asks for. */
 typedef struct eval_args {
     const char *src, *json;
-    int threads, quiet, split_given, help;
+    int threads, quiet, split_given, help, force;
     st_eval_plan plan;
     /* transform options: given ones override the run's eval.* keys, the rest stay -1 */
     st_transform xf;
@@ -174,6 +174,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) { printf("usage: stretch %s\n", usage_text); a->help = 1; return 0; }
         if (!strcmp(opt, "--quiet")) { a->quiet = 1; continue; }
+        if (!strcmp(opt, "--force")) { a->force = 1; continue; }
         if (opt[0] != '-' || opt[1] == 0) {
             if (a->src) return cli_usage("eval", "unexpected argument '%s' (one RUN_DIR or CHECKPOINT)", opt);
             a->src = opt;
@@ -269,6 +270,7 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
     int rc = parse_args(argc, argv, &a);
     if (rc || a.help) return rc;
     if ((rc = finish_plan(&a))) return rc;
+    if (a.json && st_dist_rank(dist) == 0 && (rc = cli_output_file("eval", "--json", a.json, a.force))) return rc;
     struct stat st;
     st_error e = {0};
     if (stat(a.src, &st) != 0) {

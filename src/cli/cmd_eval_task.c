@@ -67,7 +67,7 @@ static int parse_value(const char *f, const char *v, task_args *a) {
         if (!cli_int_arg(v, 0, 4096, &a->threads)) return cli_usage("eval", "--threads '%s': expected an integer >= 0", v);
     } else {
         return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (it takes --sizes, --scales, "
-                         "--lengths, --depths, --trials, --seed, --split, --json, --threads, --quiet and the transform "
+                         "--lengths, --depths, --trials, --seed, --split, --json, --force, --threads, --quiet and the transform "
                          "options)", f);
     }
     return ST_OK;
@@ -78,6 +78,7 @@ static int parse_args(int argc, char **argv, task_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(f, "--quiet")) { a->quiet = 1; continue; }
+        if (!strcmp(f, "--force")) { a->force = 1; continue; }
         if (!strcmp(f, "--task")) {   /* NAME is optional: the run's own task */
             if (v && v[0] != '-' && (is_task_name(v) || a->src)) {
                 if (!is_task_name(v)) {
@@ -103,7 +104,7 @@ static int parse_args(int argc, char **argv, task_args *a) {
     }
     if (!a->src) return cli_usage("eval", "missing RUN_DIR or CHECKPOINT");
     if (a->n_sizes && a->n_scales) return cli_usage("eval", "--sizes and --scales: give one of them");
-    return ST_OK;
+    return a->json ? cli_output_file("eval", "--json", a->json, a->force) : ST_OK;
 }
 
 void eval_task_path(const task_args *a, const char *name, char *out, size_t n) {

@@ -64,9 +64,15 @@ int cmd_export(int argc, char **argv) {
         if (!tok) rc = e.code;
         st_tokenizer_free(tok);
     }
+    struct stat os;
     if (!rc && mkdir(out, 0755) != 0 && errno != EEXIST) rc = st_fail(&e, ST_ERR_IO, "%s: cannot create: %s", out, strerror(errno));
-    if (!rc && !force && (exists(st_path) || exists(cfg_path)))
-        rc = st_fail(&e, ST_ERR_IO, "%s: already holds an export (use --force to replace it)", out);
+    if (!rc && (stat(out, &os) != 0 || !S_ISDIR(os.st_mode)))
+        rc = st_fail(&e, ST_ERR_IO, "--out %s: exists and is not a directory", out);
+    /* every file the export writes, whether or not this run has a tokenizer: an existing
+     * one is the user's until --force says otherwise */
+    const char *const mine[3] = {st_path, cfg_path, tok_path};
+    for (int i = 0; i < 3 && !rc && !force; i++)
+        if (exists(mine[i])) rc = st_fail(&e, ST_ERR_IO, "%s: already exists (use --force to replace it)", mine[i]);
     if (!rc) rc = st_model_save_safetensors(&m, st_path, &e);
     if (!rc) rc = st_run_config_save(&cfg, cfg_path, &e);
     if (!rc && exists(tok_src)) rc = copy_file(tok_src, tok_path, &e);

@@ -21,7 +21,7 @@ typedef struct task_args {
     int n_depths, depths_given;
     int64_t trials;         /* 0: the default (10 text passkey, 50 tasks) */
     uint64_t seed;
-    int split, split_given, quiet;
+    int split, split_given, quiet, force;
     int64_t threads;
     st_transform xf;
 } task_args;

@@ -89,7 +89,8 @@ FILE *st_atomic_open(st_atomic_file *a, const char *path, st_error *e) {
         if (!a->f) { close(fd); unlink(a->tmp); break; }
         return a->f;
     }
-    st_fail(e, ST_ERR_IO, "%s: cannot create: %s", a->tmp, strerror(errno));
+    /* name the user's path: the temporary name means nothing to them */
+    st_fail(e, ST_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     st_atomic_abort(a);
     return NULL;
 }
@@ -114,7 +115,7 @@ int st_atomic_commit(st_atomic_file *a, st_error *e) {
         return rc;
     }
     if (rename(a->tmp, a->path) != 0) {
-        int rc = st_fail(e, ST_ERR_IO, "%s: cannot rename %s into place: %s", a->path, a->tmp, strerror(errno));
+        int rc = st_fail(e, ST_ERR_IO, "%s: cannot replace: %s", a->path, strerror(errno));
         st_atomic_abort(a);
         return rc;
     }

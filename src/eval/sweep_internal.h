@@ -79,6 +79,9 @@ int sweep_task_csv(const sweep *s, st_error *e);
 
 /* sweep_results.c: results.csv / results.json / results.md in s->out. */
 int sweep_write_results(const sweep *s, st_error *e);
+/* Before anything is written: s->out may hold the tables only when a sweep wrote them
+ * (its results.json is there and reads as one); a user's results.md is never replaced. */
+int sweep_check_out(const sweep *s, st_error *e);
 
 /* sweep_io.c */
 char *sweep_read_text(const char *path, size_t *len, st_error *e);

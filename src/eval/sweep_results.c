@@ -284,6 +284,35 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
     sweep_task_md(s, f);
 }
 
+/* The tables sweep_write_results (and sweep_task_csv) replace, results.json first: it is
+ * written first, so whenever another of them exists a sweep's results.json is beside it. */
+static const char *const table_files[] = {"results.json", "results.csv", "results.md", "task_results.csv"};
+
+int sweep_check_out(const sweep *s, st_error *e) {
+    char path[ST_PATH_BUF];
+    int ours = -1;   /* unknown until a table file is found */
+    for (size_t i = 0; i < sizeof table_files / sizeof table_files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", s->out, table_files[i]);
+        if (!sweep_exists(path)) continue;
+        if (ours < 0) {
+            char json[ST_PATH_BUF];
+            snprintf(json, sizeof json, "%s/results.json", s->out);
+            size_t len = 0;
+            st_error ignored = {0};
+            char *text = sweep_exists(json) ? sweep_read_text(json, &len, &ignored) : NULL;
+            cJSON *o = text ? cJSON_ParseWithLength(text, len) : NULL;
+            ours = cJSON_IsString(get(o, "sweep")) && cJSON_IsArray(get(o, "runs"));
+            cJSON_Delete(o);
+            free(text);
+        }
+        if (!ours)
+            return st_fail(e, ST_ERR_IO, "%s: the sweep's output directory holds %s, which no sweep wrote (there is "
+                           "no sweep results.json beside it); choose another out / --out or move the file", s->out,
+                           table_files[i]);
+    }
+    return ST_OK;
+}
+
 int sweep_write_results(const sweep *s, st_error *e) {
     double lens[1024];
     int nl = collect_lengths(s, lens, 1024);

@@ -358,6 +358,7 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
     if (!s) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     st_dist *dist = opts ? opts->dist : NULL;
     int rc = sweep_load(s, file, opts, e);
+    if (!rc && !(opts && opts->dry_run)) rc = sweep_check_out(s, e);
     if (!rc && !(opts && opts->dry_run)) rc = st_mkdirs(s->out, e);
     rc = st_dist_agree(dist, rc, e);   /* every rank read the same file: fail together */
     if (rc) { sweep_free(s); free(s); return rc; }
