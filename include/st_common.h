@@ -132,6 +132,11 @@ void st_fmt_duration(char *buf, size_t n, double seconds);
 void st_fmt_rate(char *buf, size_t n, double per_second);
 void st_fmt_bar(char *buf, size_t width, int64_t done, int64_t total);
 
+/* JSON as RFC 8259 has it where cJSON is lenient (src/core/json_strict.c): the offset of
+ * the first number with a leading zero or a bare '.', raw control character in a string or
+ * \u0000 escape, with *why saying which; (size_t)-1 when there is none. */
+size_t st_json_strict_check(const char *text, size_t len, const char **why);
+
 /* CRC32 (zlib) over a buffer, continuing from crc (start with 0). */
 uint32_t st_crc32(uint32_t crc, const void *buf, size_t n);
 

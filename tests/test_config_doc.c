@@ -79,10 +79,11 @@ static const char *type_name(int kind) {
 }
 
 /* A bound the README's way: powers of two from 2^20 as "2^k", integers below 10^6 in
- * full, the rest in the shortest %g without "+" and leading exponent zeros ("1e9"). */
+ * full, 2^53 - 1 by name, the rest in the shortest %g without "+" and leading exponent zeros ("1e9"). */
 static void bound(double d, char *buf, size_t n) {
     int k;
     if (d >= 1048576.0 && frexp(d, &k) == 0.5) { snprintf(buf, n, "2^%d", k - 1); return; }
+    if (d == 9007199254740991.0) { snprintf(buf, n, "2^53 - 1"); return; }   /* the seeds' bound */
     if (d == floor(d) && fabs(d) < 1e6) { snprintf(buf, n, "%.0f", d); return; }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, n, "%.*g", prec, d);
@@ -114,7 +115,7 @@ static void canonical_range(const st_ckey *k, char *buf, size_t n) {
     bound(k->min, lo, sizeof lo);
     bound(k->max, hi, sizeof hi);
     char r[96];
-    if (k->max >= 1e12 && k->max != 9007199254740992.0) snprintf(r, sizeof r, "%s %s", k->xmin ? ">" : ">=", lo);
+    if (k->max >= 1e12 && k->max != 9007199254740991.0) snprintf(r, sizeof r, "%s %s", k->xmin ? ">" : ">=", lo);
     else snprintf(r, sizeof r, "%c%s, %s]", k->xmin ? '(' : '[', lo, hi);
     if (k->kind == CK_I64_LIST) snprintf(buf, n, "1 to %zu entries, each %s", k->size, r);
     else if (k->kind == CK_I64_3) snprintf(buf, n, "each %s", r);

@@ -226,10 +226,11 @@ static int walk(st_run_config *c, const cJSON *obj, const char *prefix, const ch
 }
 
 /* A --set value (and a table default): a JSON value when the text is one (numbers,
- * true/false, "quoted", [arrays]); otherwise the raw text as a string (so model.pos=alibi
- * needs no quotes). NULL: out of memory. */
+ * true/false, "quoted", [arrays]; strict JSON, so "01" is the string "01"); otherwise the
+ * raw text as a string (so model.pos=alibi needs no quotes). NULL: out of memory. */
 static cJSON *set_value(const char *text) {
-    cJSON *v = cJSON_ParseWithOpts(text, NULL, 1);
+    const char *why;
+    cJSON *v = st_json_strict_check(text, strlen(text), &why) == (size_t)-1 ? cJSON_ParseWithOpts(text, NULL, 1) : NULL;
     if (!v || cJSON_IsObject(v)) {
         cJSON_Delete(v);
         v = cJSON_CreateString(text);
@@ -306,8 +307,10 @@ void st_data_config_default(st_data_config *c) {
 }
 
 /* ------------------------------------------------------------ parsing ---- */
-/* skip: bytes dropped before text (a BOM), added back to the reported byte offset */
-static int json_error(const char *file, const char *text, size_t len, size_t off, size_t skip, st_error *e) {
+/* skip: bytes dropped before text (a BOM), added back to the reported byte offset; why:
+ * what is wrong there, when known (st_json_strict_check) */
+static int json_error(const char *file, const char *text, size_t len, size_t off, size_t skip, const char *why,
+                      st_error *e) {
     int line = 1, col = 1;
     for (size_t i = 0; i < off && i < len; i++) {
         if (text[i] == '\n') { line++; col = 1; } else col++;
@@ -319,8 +322,8 @@ static int json_error(const char *file, const char *text, size_t len, size_t off
     if (off >= len)
         return st_fail(e, ST_ERR_CONFIG, "%s: invalid JSON: unexpected end of file at line %d, column %d (byte %zu)",
                        file, line, col, off + skip);
-    return st_fail(e, ST_ERR_CONFIG, "%s: invalid JSON at line %d, column %d (byte %zu), near '%s'",
-                   file, line, col, off + skip, near);
+    return st_fail(e, ST_ERR_CONFIG, "%s: invalid JSON at line %d, column %d (byte %zu)%s%s, near '%s'",
+                   file, line, col, off + skip, why ? ": " : "", why ? why : "", near);
 }
 
 int st_run_config_parse(const char *json, size_t len, const char *file,
@@ -338,12 +341,15 @@ int st_run_config_parse(const char *json, size_t len, const char *file,
     if (!buf) return ST_ERR_MEMORY;
     memcpy(buf, json + skip, len - skip);
     buf[len - skip] = 0;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, len - skip + 1, &end, 1);
+    const char *end = NULL, *why = NULL;
+    const size_t bad = st_json_strict_check(buf, len - skip, &why);
+    cJSON *root = bad == (size_t)-1 ? cJSON_ParseWithLengthOpts(buf, len - skip + 1, &end, 1) : NULL;
     int rc = ST_OK;
-    if (!root) {
+    if (bad != (size_t)-1) {
+        rc = json_error(file, buf, len - skip, bad, skip, why, e);
+    } else if (!root) {
         size_t off = end ? (size_t)(end - buf) : 0;
-        rc = json_error(file, buf, len - skip, off, skip, e);
+        rc = json_error(file, buf, len - skip, off, skip, NULL, e);
     } else if (!cJSON_IsObject(root)) {
         rc = st_fail(e, ST_ERR_CONFIG, "%s: expected a JSON object with sections model, data, train, eval", file);
     } else {

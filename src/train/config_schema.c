@@ -73,7 +73,9 @@ static const st_cenum en_mode = NAMES(mode_names);
 #define OBJ(p)                    { p, CK_OBJ, 0, 0, 0, 0, 0, 0, NULL, NULL }
 #define INT(p, f, lo, hi, d)      { p, CK_INT, OFF(f), 0, 0, lo, hi, 0, NULL, d }
 #define I64(p, f, lo, hi, d)      { p, CK_I64, OFF(f), 0, 0, lo, hi, 0, NULL, d }
-#define U64(p, f, d)              { p, CK_U64, OFF(f), 0, 0, 0, 9007199254740992.0, 0, NULL, d }
+/* seeds stop below 2^53: 2^53 + 1 reads as the double 2^53, so a range that admitted 2^53
+ * would take a seed the file does not hold */
+#define U64(p, f, d)              { p, CK_U64, OFF(f), 0, 0, 0, 9007199254740991.0, 0, NULL, d }
 #define FLT(p, f, lo, hi, x, d)   { p, CK_FLOAT, OFF(f), 0, 0, lo, hi, x, NULL, d }
 #define DBL(p, f, lo, hi, d)      { p, CK_DOUBLE, OFF(f), 0, 0, lo, hi, 0, NULL, d }
 #define BOOL(p, f, d)             { p, CK_BOOL, OFF(f), 0, 0, 0, 1, 0, NULL, d }
@@ -273,9 +275,9 @@ void st_ckey_where(char *buf, size_t n, const char *file, const char *path) {
 }
 
 /* Shortest text that reads back as the same double; integers up to 1e9 in full, larger
- * magnitudes as "1e12" / "1.23e29" (a count of digits is unreadable), 2^53 by name. */
+ * magnitudes as "1e12" / "1.23e29" (a count of digits is unreadable), 2^53 - 1 by name. */
 static void num(char *buf, size_t n, double d) {
-    if (d == 9007199254740992.0) { snprintf(buf, n, "2^53"); return; }
+    if (d == 9007199254740991.0) { snprintf(buf, n, "2^53 - 1"); return; }
     if (d == floor(d) && fabs(d) <= 1e9) { snprintf(buf, n, "%.0f", d); return; }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, n, "%.*g", prec, d);

@@ -10,7 +10,7 @@ enum {
     CK_OBJ,         /* a nested object (section or sub-object) */
     CK_INT,         /* int */
     CK_I64,         /* int64_t */
-    CK_U64,         /* uint64_t (seeds; JSON numbers are exact up to 2^53) */
+    CK_U64,         /* uint64_t (seeds; JSON numbers are exact below 2^53) */
     CK_FLOAT,       /* float */
     CK_DOUBLE,      /* double */
     CK_BOOL,        /* int 0/1 from true/false */
