@@ -75,3 +75,14 @@ int cli_path_arg(const char *cmd, const char *flag, const char *v) {
     if (st_path_check(v, flag, &e)) return cli_usage(cmd, "%s", e.msg);
     return ST_OK;
 }
+
+int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **argv, int *i, const char **v) {
+    *v = NULL;
+    for (const char *const *f = valued; *f; f++) {
+        if (strcmp(argv[*i], *f)) continue;
+        if (*i + 1 >= argc) return cli_usage(cmd, "%s needs a value", argv[*i]);
+        *v = argv[++*i];
+        return ST_OK;
+    }
+    return ST_OK;
+}

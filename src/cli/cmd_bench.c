@@ -54,6 +54,12 @@ static const char *USAGE =
     "--coretype / --omp-wait re-execute the command with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set\n"
     "(both are read when the libraries load); OMP_WAIT_POLICY defaults to PASSIVE when unset.";
 
+/* The flags that take a value (--no-train, --no-eval, --profile and --help take none). */
+static const char *const valued[] = {"--preset", "--vocab", "--layers", "--d", "--heads", "--batch", "--seq", "--steps",
+                                     "--warmup", "--eval-batch", "--eval-reps", "--sgemm", "--sgemm-reps", "--threads",
+                                     "--seed", "--pos", "--block", "--eval", "--precision", "--json", "--coretype",
+                                     "--omp-wait", NULL};
+
 int cmd_bench(int argc, char **argv) {
     st_error e = {0};
     st_bench_config c;
@@ -69,8 +75,11 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "--no-train")) { c.steps = 0; continue; }
         if (!strcmp(a, "--no-eval")) { c.n_eval = 0; continue; }
         if (!strcmp(a, "--profile")) { c.profile = 1; continue; }
-        if (i + 1 >= argc) return cli_usage("bench", "%s needs a value", a);
-        const char *v = argv[++i];
+        if (a[0] != '-') return cli_usage("bench", "unexpected argument '%s' (bench takes flags only)", a);
+        const char *v;
+        int rc = cli_flag_value("bench", valued, argc, argv, &i, &v);
+        if (rc) return rc;
+        if (!v) return cli_usage("bench", "unknown option '%s'", a);
         int64_t x = 0;
 #define INTARG(flag, lo, hi, dst) \
         if (!strcmp(a, flag)) { if (!cli_int_arg(v, lo, hi, &x)) return cli_usage("bench", "%s: bad value '%s'", flag, v); \

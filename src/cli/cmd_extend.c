@@ -46,9 +46,13 @@ typedef struct extend_args {
     st_train_opts opts;
 } extend_args;
 
+/* The flags that take a value. */
+static const char *const valued[] = {"--to", "--steps", "--budget", "--scale", "--batch", "--lr", "--warmup",
+                                     "--transform", "--stop-after", "--out", "-o", "--set", NULL};
+
 static int parse(int argc, char **argv, extend_args *a) {
     for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *f = argv[i], *v;
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) { help(); return -1; }
         if (!strcmp(f, "--force")) { a->opts.force = 1; continue; }
         if (!strcmp(f, "--quiet") || !strcmp(f, "-q")) { a->opts.quiet = 1; continue; }
@@ -58,8 +62,9 @@ static int parse(int argc, char **argv, extend_args *a) {
             if (cli_path_arg("extend", "RUN_DIR", f)) return ST_ERR_CONFIG;
             continue;
         }
-        if (!v) return cli_usage("extend", "%s needs a value", f);
-        i++;
+        int rc = cli_flag_value("extend", valued, argc, argv, &i, &v);
+        if (rc) return rc;
+        if (!v) return cli_usage("extend", "unknown option '%s'", f);
         if (!strcmp(f, "--to")) { if (!cli_int_arg(v, 1, 1 << 24, &a->to)) return cli_usage("extend", "--to '%s': integer in [1, 16777216] expected", v); }
         else if (!strcmp(f, "--steps")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->steps)) return cli_usage("extend", "--steps '%s': integer >= 0 expected", v); }
         else if (!strcmp(f, "--budget")) { if (!cli_num_arg(v, 1e-9, 1e6, &a->budget)) return cli_usage("extend", "--budget '%s': a fraction > 0 of the base run's tokens expected", v); }

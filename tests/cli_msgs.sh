@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# cli_msgs.sh - the command line's error messages name the right thing (the bad-input
+# probe's items 6a-6d, 7, 8c and its minor observations), through the real binary:
+#   values     a flag given last without its value says "FLAG needs a value" (not
+#              "unknown option"), an unknown flag given last is "unknown option" (not
+#              "needs a value"), a stray argument is "unexpected argument", in every
+#              subcommand; `stretch CMD RUN --help` prints CMD's usage and exits 0
+# Every command runs under a timeout; each case checks the exit code (2 usage/config,
+# 3 I/O) and what the message says, and, where it matters, what it must not say.
+. "$(dirname "$0")/lib_cli.sh" cli_msgs
+TIMEOUT="${STRETCH_MSGS_TIMEOUT:-120}"
+
+# run CMD...: out.txt, err.txt and RC; a hang or a signal is a failure of its own
+run() {
+    timeout -k 5 "$TIMEOUT" "$@" >out.txt 2>err.txt
+    RC=$?
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then bad "$* -> hang (killed after ${TIMEOUT}s)"; fi
+    if [ "$RC" -gt 128 ] && [ "$RC" -ne 130 ]; then bad "$* -> killed by signal $((RC - 128))"; fi
+}
+# expect CODE 'SUBSTRING'... -- CMD...: exit CODE and every SUBSTRING in stderr (one check)
+expect() {
+    local code="$1" w
+    shift
+    local wants=()
+    while [ "$1" != "--" ]; do wants+=("$1"); shift; done
+    shift
+    run "$@"
+    if [ "$RC" -ne "$code" ]; then bad "$* -> exit $RC, expected $code: $(head -c 400 err.txt)"; return; fi
+    for w in "${wants[@]}"; do
+        grep -qF -- "$w" err.txt || { bad "$* -> message lacks '$w': $(head -c 400 err.txt)"; return; }
+    done
+    ok
+}
+# lacks 'SUBSTRING': the last command's stderr does not say it (a misleading message)
+lacks() { if grep -qF -- "$1" err.txt; then bad "message says '$1': $(head -c 400 err.txt)"; else ok; fi; }
+
+cat >tiny.json <<'EOF'
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "rope"},
+ "data": {"source": "synthetic", "synthetic": {"vocab": 16, "tokens": [4000, 1000, 1000]}},
+ "train": {"batch_size": 4, "seq_len": 16, "steps": 2, "eval_batches": 1, "threads": 1,
+           "schedule": {"kind": "constant", "warmup": 0}}}
+EOF
+expect 0 -- "$BIN" train tiny.json --out run --quiet
+
+# ================================================================ values ====
+# a known flag given last: it needs a value (generate used to call it unknown)
+for f in --prompt --tokens --context --temperature --top-k --seed --precision --transform --window; do
+    expect 2 "$f needs a value" -- "$BIN" generate run "$f"
+    lacks "unknown option"
+done
+expect 2 "--lengths needs a value" -- "$BIN" eval run --lengths
+expect 2 "--trials needs a value" -- "$BIN" eval run --task --trials
+expect 2 "--warmup needs a value" -- "$BIN" extend run --to 32 --warmup
+expect 2 "--json needs a value" -- "$BIN" bench --preset tiny --json
+expect 2 "--syn-vocab needs a value" -- "$BIN" data --source synthetic --syn-vocab
+# an unknown flag given last is unknown, not a flag missing its value
+expect 2 "unknown option '--bogus'" -- "$BIN" generate run --bogus
+expect 2 "unknown option '--bogus'" -- "$BIN" eval run --bogus
+expect 2 "option '--bogus' does not apply" -- "$BIN" eval run --task --bogus
+expect 2 "unknown option '--bogus'" -- "$BIN" extend run --to 32 --steps 1 --bogus
+expect 2 "unknown option '--bogus'" -- "$BIN" bench --preset tiny --bogus
+expect 2 "unknown option '--bogus'" -- "$BIN" data --source synthetic --bogus
+# a stray argument is unexpected (bench read it as a flag)
+expect 2 "unexpected argument 'extra'" -- "$BIN" bench --preset tiny extra
+lacks "needs a value"
+expect 2 "unexpected argument 'extra'" -- "$BIN" bench extra --preset tiny
+expect 2 "unexpected argument 'extra'" -- "$BIN" generate run extra
+expect 2 "unexpected argument 'extra'" -- "$BIN" eval run extra
+expect 2 "unexpected argument 'extra'" -- "$BIN" extend run extra --to 32 --steps 1
+expect 2 "unexpected argument 'extra'" -- "$BIN" export run extra --out x
+expect 2 "unexpected argument" -- "$BIN" data --source synthetic extra
+expect 2 "unexpected argument 'extra'" -- "$BIN" train tiny.json extra
+# --help after the run directory: the subcommand's usage on stdout, exit 0
+for c in generate export eval extend; do
+    expect 0 -- "$BIN" "$c" run --help
+    expect_out "usage: stretch $c"
+done
+expect 0 -- "$BIN" eval run --task --help
+expect_out "usage: stretch eval"
+expect 0 -- "$BIN" generate run --tokens 3 --help
+expect_out "usage: stretch generate"
+
+finish cli_msgs
