@@ -5,6 +5,9 @@
 #              "unknown option"), an unknown flag given last is "unknown option" (not
 #              "needs a value"), a stray argument is "unexpected argument", in every
 #              subcommand; `stretch CMD RUN --help` prints CMD's usage and exits 0
+#   extend     an error in a value that came from extend's own flags names the flag (not
+#              --set, not RUN/config.json); the default RUN-to<N> is beside RUN whatever
+#              the trailing slashes, and RUN "." needs --out
 # Every command runs under a timeout; each case checks the exit code (2 usage/config,
 # 3 I/O) and what the message says, and, where it matters, what it must not say.
 . "$(dirname "$0")/lib_cli.sh" cli_msgs
@@ -79,5 +82,31 @@ expect 0 -- "$BIN" eval run --task --help
 expect_out "usage: stretch eval"
 expect 0 -- "$BIN" generate run --tokens 3 --help
 expect_out "usage: stretch generate"
+
+# ================================================================ extend ====
+# a value from extend's own flag is named by the flag, not as --set or RUN/config.json
+expect 2 "--transform" 'unknown value "bogus"' -- "$BIN" extend run --to 32 --steps 1 --transform bogus --out xb
+lacks "--set"
+expect 0 -- "$BIN" train tiny.json --set train.schedule.kind=cosine --out cosb --quiet
+expect 2 "--warmup" "--steps" "5 exceeds train.steps (2)" -- "$BIN" extend cosb --to 32 --steps 2 --warmup 5 --out xb
+lacks "cosb/config.json"
+expect 2 "--to" "train.seq_len" -- "$BIN" extend run --to 100000 --steps 1 --out xb --quiet
+lacks "run/config.json"
+# ... while a value of the user's own --set is still named as --set KEY
+expect 2 "--set model.scaling.transform" -- "$BIN" extend run --to 32 --steps 1 --set model.scaling.transform=bogus --out xb
+expect 2 "--set train.steps" -- "$BIN" extend run --to 32 --steps 1 --transform pi --set train.steps=abc --out xb
+[ ! -e xb ] && ok || bad "a refused extension wrote xb"
+# the default name: RUN-to<N> beside RUN whatever the slashes (run/ made run/-to32)
+for r in run/ run// ./run "$T/run/"; do
+    expect 0 -- "$BIN" extend "$r" --to 32 --steps 1 --quiet
+    [ -d run-to32 ] && [ ! -e run/-to32 ] && ok || bad "extend $r: made $(ls -d run-to32 run/-to32 2>/dev/null)"
+    rm -rf run-to32 run/-to32
+done
+# RUN "." or ".." names no directory to put it beside: --out is required
+(cd run && "$BIN" extend . --to 32 --steps 1 --quiet >../out.txt 2>../err.txt); RC=$?
+[ "$RC" -eq 2 ] && grep -q -- "--out" err.txt && ok || bad "extend . -> exit $RC: $(cat err.txt)"
+[ ! -e run/.-to32 ] && [ ! -e run-to32 ] && ok || bad "extend . wrote a run"
+(cd run && "$BIN" extend . --to 32 --steps 1 --quiet --out ../dot >../out.txt 2>../err.txt); RC=$?
+[ "$RC" -eq 0 ] && [ -s dot/config.json ] && ok || bad "extend . --out ../dot -> exit $RC: $(cat err.txt)"
 
 finish cli_msgs
