@@ -244,6 +244,9 @@ typedef struct st_train_opts {
                              * batch_size x grad_accum x ranks sequences */
     int zero;               /* ZeRO-1: shard the optimizer moments over the ranks (same
                              * results, 8 bytes x params x (N-1)/N less per rank) */
+    const char *occupied_advice; /* what refusing an occupied RUN_DIR tells the user to do;
+                             * NULL: stretch train's flags (--resume, --force, --out). A
+                             * caller without those flags (a sweep) says what applies */
 } st_train_opts;
 
 typedef struct st_train_result {

@@ -8,6 +8,8 @@
 #   extend     an error in a value that came from extend's own flags names the flag (not
 #              --set, not RUN/config.json); the default RUN-to<N> is beside RUN whatever
 #              the trailing slashes, and RUN "." needs --out
+#   sweep      an occupied point directory is refused with advice a sweep can follow
+#              (it has no --force)
 # Every command runs under a timeout; each case checks the exit code (2 usage/config,
 # 3 I/O) and what the message says, and, where it matters, what it must not say.
 . "$(dirname "$0")/lib_cli.sh" cli_msgs
@@ -108,5 +110,16 @@ done
 [ ! -e run/.-to32 ] && [ ! -e run-to32 ] && ok || bad "extend . wrote a run"
 (cd run && "$BIN" extend . --to 32 --steps 1 --quiet --out ../dot >../out.txt 2>../err.txt); RC=$?
 [ "$RC" -eq 0 ] && [ -s dot/config.json ] && ok || bad "extend . --out ../dot -> exit $RC: $(cat err.txt)"
+
+# ================================================================= sweep ====
+# an occupied point directory: the advice is what a sweep can do (it has no --force)
+printf '{"base": "tiny.json", "variants": [{"name": "a", "model.pos": "alibi"}], "eval": {"lengths": [16]}, "out": "sw"}' >sw.json
+mkdir -p occ/a && echo "my notes" >occ/a/notes.txt
+expect 3 "occ/a: directory is not empty (holds 'notes.txt')" "move or remove" "another --out" -- "$BIN" sweep sw.json --out occ --quiet
+lacks "--force"
+[ "$(cat occ/a/notes.txt)" = "my notes" ] && ok || bad "the occupied point directory was modified"
+# train keeps its own advice
+mkdir -p occt && echo "my notes" >occt/notes.txt
+expect 3 "use --force to train there anyway" -- "$BIN" train tiny.json --out occt --quiet
 
 finish cli_msgs
