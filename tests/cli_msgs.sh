@@ -10,6 +10,8 @@
 #              the trailing slashes, and RUN "." needs --out
 #   sweep      an occupied point directory is refused with advice a sweep can follow
 #              (it has no --force)
+#   coretype   bench --coretype with a name OpenBLAS does not know is exit 2 listing the
+#              names; a known one OpenBLAS replaces runs with a warning naming both cores
 # Every command runs under a timeout; each case checks the exit code (2 usage/config,
 # 3 I/O) and what the message says, and, where it matters, what it must not say.
 . "$(dirname "$0")/lib_cli.sh" cli_msgs
@@ -121,5 +123,19 @@ lacks "--force"
 # train keeps its own advice
 mkdir -p occt && echo "my notes" >occt/notes.txt
 expect 3 "use --force to train there anyway" -- "$BIN" train tiny.json --out occt --quiet
+
+# ============================================================== coretype ====
+# OpenBLAS runs another core without a word for a name it does not know: refused
+BENCH=(bench --preset tiny --steps 1 --eval none --sgemm 0 --threads 1)
+expect 2 "--coretype 'NoSuchCore'" "Haswell" "SkylakeX" -- "$BIN" "${BENCH[@]}" --coretype NoSuchCore
+# a known name OpenBLAS replaces (Katmai is 32-bit only: Prescott on x86-64) runs, with a warning naming both
+if [ "$(uname -m)" = x86_64 ]; then
+    expect 0 "OPENBLAS_CORETYPE=Katmai" "core Prescott instead" -- "$BIN" "${BENCH[@]}" --coretype Katmai
+else
+    skip "coretype Katmai: x86-64 only"
+fi
+# any case is OpenBLAS's own name, without a warning
+expect 0 -- "$BIN" "${BENCH[@]}" --coretype haswell
+lacks "instead"
 
 finish cli_msgs
