@@ -117,6 +117,11 @@ int st_run_config_load(const char *path, const char *const *sets, int n_sets,
 /* Same from a buffer; `file` names it in messages. */
 int st_run_config_parse(const char *json, size_t len, const char *file,
                         const char *const *sets, int n_sets, st_run_config *c, st_error *e);
+/* The error for JSON text[0..len) that does not parse at byte `off` (where cJSON stopped):
+ * "FILE: invalid JSON at line L, column C (byte B), near '...'" (or "unexpected end of
+ * file at ..."), ST_ERR_CONFIG; skip: bytes dropped before text (a BOM), added back to B.
+ * Run configs and sweep files report syntax errors alike. */
+int st_json_syntax_error(const char *file, const char *text, size_t len, size_t off, size_t skip, st_error *e);
 /* Apply one "section.key=value" assignment to a config (not validated across keys). */
 int st_run_config_set(st_run_config *c, const char *assignment, st_error *e);
 /* Fill derived defaults (eval.lengths from train.seq_len) and check every range and

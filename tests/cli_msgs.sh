@@ -12,6 +12,8 @@
 #              (it has no --force)
 #   coretype   bench --coretype with a name OpenBLAS does not know is exit 2 listing the
 #              names; a known one OpenBLAS replaces runs with a warning naming both cores
+#   files      a directory as CONFIG.json or SWEEP.json "is a directory" (exit 3); a
+#              malformed sweep file gets line, column and byte
 # Every command runs under a timeout; each case checks the exit code (2 usage/config,
 # 3 I/O) and what the message says, and, where it matters, what it must not say.
 . "$(dirname "$0")/lib_cli.sh" cli_msgs
@@ -137,5 +139,17 @@ fi
 # any case is OpenBLAS's own name, without a warning
 expect 0 -- "$BIN" "${BENCH[@]}" --coretype haswell
 lacks "instead"
+
+# ============================================================ file kinds ====
+mkdir -p adir
+expect 3 "adir: is a directory" -- "$BIN" train adir --out zz --quiet
+lacks "read error"
+expect 3 "adir: is a directory" -- "$BIN" sweep adir --quiet
+lacks "read error"
+# a malformed sweep file: line, column and byte, as a run config's
+printf '{"base": "tiny.json",\n  "variants": [}' >badsw.json
+expect 2 "badsw.json: invalid JSON at line 2, column 16 (byte 37)" -- "$BIN" sweep badsw.json --quiet
+printf '{"base": "tiny.json",\n  "variants": [' >endsw.json
+expect 2 "endsw.json: invalid JSON: unexpected end of file at line 2, column 16 (byte 37)" -- "$BIN" sweep endsw.json --quiet
 
 finish cli_msgs

@@ -306,8 +306,7 @@ void st_data_config_default(st_data_config *c) {
 }
 
 /* ------------------------------------------------------------ parsing ---- */
-/* skip: bytes dropped before text (a BOM), added back to the reported byte offset */
-static int json_error(const char *file, const char *text, size_t len, size_t off, size_t skip, st_error *e) {
+int st_json_syntax_error(const char *file, const char *text, size_t len, size_t off, size_t skip, st_error *e) {
     int line = 1, col = 1;
     for (size_t i = 0; i < off && i < len; i++) {
         if (text[i] == '\n') { line++; col = 1; } else col++;
@@ -343,7 +342,7 @@ int st_run_config_parse(const char *json, size_t len, const char *file,
     int rc = ST_OK;
     if (!root) {
         size_t off = end ? (size_t)(end - buf) : 0;
-        rc = json_error(file, buf, len - skip, off, skip, e);
+        rc = st_json_syntax_error(file, buf, len - skip, off, skip, e);
     } else if (!cJSON_IsObject(root)) {
         rc = st_fail(e, ST_ERR_CONFIG, "%s: expected a JSON object with sections model, data, train, eval", file);
     } else {
