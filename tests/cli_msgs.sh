@@ -88,6 +88,13 @@ expect 0 -- "$BIN" eval run --task --help
 expect_out "usage: stretch eval"
 expect 0 -- "$BIN" generate run --tokens 3 --help
 expect_out "usage: stretch generate"
+# ... as the other subcommands did already
+expect 0 -- "$BIN" train tiny.json --help
+expect_out "usage: stretch train"
+expect 0 -- "$BIN" bench --preset tiny --help
+expect_out "usage: stretch bench"
+expect 0 -- "$BIN" data --source synthetic --help
+expect_out "usage: stretch data"
 
 # ================================================================ extend ====
 # a value from extend's own flag is named by the flag, not as --set or RUN/config.json
