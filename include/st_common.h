@@ -159,6 +159,11 @@ const char *st_blas_better_core(void);
  * the CPU runs it (every other name: older cores, and names of other architectures).
  * OpenBLAS 0.3.21 does not check a forced core: its first product stops with SIGILL. */
 const char *st_blas_core_unsupported(const char *core);
+/* 1 when OPENBLAS_CORETYPE=core (any case) names a core OpenBLAS knows (on x86; every
+ * name elsewhere), else 0: OpenBLAS would silently run its probe's choice instead.
+ * st_blas_core_names: those names, comma-separated, for a message. */
+int st_blas_core_known(const char *core);
+void st_blas_core_names(char *buf, size_t n);
 /* The core with the widest vectors this CPU runs ("SkylakeX", "Haswell"), or NULL: leave
  * the choice to OpenBLAS's probe. */
 const char *st_blas_best_core(void);

@@ -117,6 +117,12 @@ int st_run_config_load(const char *path, const char *const *sets, int n_sets,
 /* Same from a buffer; `file` names it in messages. */
 int st_run_config_parse(const char *json, size_t len, const char *file,
                         const char *const *sets, int n_sets, st_run_config *c, st_error *e);
+/* JSON text[0..len) of `file` (a run config, a sweep file) parsed strictly: a BOM is
+ * skipped; a NUL byte, what st_json_strict_check refuses and cJSON's syntax errors give
+ * NULL and "FILE: invalid JSON at line L, column C (byte B)[: why], near '...'" (or
+ * "unexpected end of file at ..."), ST_ERR_CONFIG (ST_ERR_MEMORY when out of memory).
+ * Run configs and sweep files read and report alike. */
+struct cJSON *st_json_parse_text(const char *file, const char *text, size_t len, st_error *e);
 /* Apply one "section.key=value" assignment to a config (not validated across keys). */
 int st_run_config_set(st_run_config *c, const char *assignment, st_error *e);
 /* Fill derived defaults (eval.lengths from train.seq_len) and check every range and
@@ -244,6 +250,9 @@ typedef struct st_train_opts {
                              * batch_size x grad_accum x ranks sequences */
     int zero;               /* ZeRO-1: shard the optimizer moments over the ranks (same
                              * results, 8 bytes x params x (N-1)/N less per rank) */
+    const char *occupied_advice; /* what refusing an occupied RUN_DIR tells the user to do;
+                             * NULL: stretch train's flags (--resume, --force, --out). A
+                             * caller without those flags (a sweep) says what applies */
 } st_train_opts;
 
 typedef struct st_train_result {

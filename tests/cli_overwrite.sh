@@ -24,12 +24,7 @@ run_to() { local want=$1 what=$2; shift 2; expect_rc "$want" "$what" timeout -k 
 same() { [ "$(md5sum <"$1")" = "$2" ] && ok || bad "$3: $1 changed"; }
 sum() { md5sum <"$1"; }
 
-cat > tiny.json <<'EOF'
-{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "rope"},
- "data": {"source": "synthetic", "synthetic": {"vocab": 16, "tokens": [4000, 1000, 1000]}},
- "train": {"batch_size": 4, "seq_len": 16, "steps": 2, "eval_batches": 1, "threads": 1,
-           "schedule": {"kind": "constant", "warmup": 0}}}
-EOF
+tiny_synthetic_cfg tiny.json
 expect_rc 0 "tiny run" "$BIN" train tiny.json --out run --quiet
 [ -s run/checkpoints/latest ] || { bad "tiny run wrote no checkpoint"; finish cli_overwrite; }
 

@@ -140,7 +140,7 @@ v "bad variant"      "variants\[0\].model.n_heads" '{"base": "base.json", "out":
 v "cross-key"        "point n_heads-3" '{"base": "base.json", "out": "o", "grid": {"model.n_heads": [3]}}'
 v "duplicate names"  "both named" '{"base": "base.json", "out": "o", "variants": [{"name": "a", "model.pos": "alibi"}, {"name": "a", "model.pos": "rope"}]}'
 v "no out"           "out: missing" '{"base": "base.json"}'
-v "invalid json"     "line 2: invalid JSON" '{"base": "base.json",
+v "invalid json"     "invalid JSON at line 2, column 10 (byte 31)" '{"base": "base.json",
   "out": }'
 v "missing base"     "nothere.json" '{"base": "nothere.json", "out": "o"}' 3
 expect_rc 2 "no args" "$BIN" sweep

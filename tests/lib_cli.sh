@@ -11,6 +11,8 @@
 #   same_text WHAT ARGS...       generate with the KV cache and with --no-cache: same text
 #   tiny_text_run POS            corpus.txt (300 short lines) and cfg.json: a 2-layer byte
 #                                model of method POS, 20 steps of 4 x 32 (a run in ~0.2 s)
+#   tiny_synthetic_cfg FILE      a 1-layer d 16 rope model on a 16-token synthetic corpus,
+#                                2 steps of 4 x 16 on one thread (the probe's run, ~0.1 s)
 # Each test ends with: finish NAME (or echo "NAME: ..."; [ "$fails" -eq 0 ])
 set -u
 BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
@@ -54,4 +56,12 @@ tiny_text_run() {
  "train": {"seed": 3, "batch_size": 4, "seq_len": 32, "steps": 20, "eval_every": 20, "eval_batches": 1,
            "log_every": 20, "schedule": {"warmup": 2}}}
 EOF_TINY
+}
+tiny_synthetic_cfg() {
+    cat > "$1" <<'EOF_SYN'
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "rope"},
+ "data": {"source": "synthetic", "synthetic": {"vocab": 16, "tokens": [4000, 1000, 1000]}},
+ "train": {"batch_size": 4, "seq_len": 16, "steps": 2, "eval_batches": 1, "threads": 1,
+           "schedule": {"kind": "constant", "warmup": 0}}}
+EOF_SYN
 }

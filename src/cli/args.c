@@ -86,3 +86,14 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
         st_fail(&e, ST_ERR_IO, "%s %s: the file exists; stretch %s replaces it only with --force", flag, path, cmd);
     return e.code ? cli_report(&e) : ST_OK;
 }
+
+int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **argv, int *i, const char **v) {
+    *v = NULL;
+    for (const char *const *f = valued; *f; f++) {
+        if (strcmp(argv[*i], *f)) continue;
+        if (*i + 1 >= argc) return cli_usage(cmd, "%s needs a value", argv[*i]);
+        *v = argv[++*i];
+        return ST_OK;
+    }
+    return ST_OK;
+}

@@ -18,6 +18,8 @@ int cmd_export(int argc, char **argv);
 /* `stretch eval RUN --task NAME`: task evaluation (cmd_eval_task.c); cmd_eval hands over
  * when --task is among its arguments */
 int cmd_eval_task(int argc, char **argv);
+/* Print `stretch eval`'s usage to stdout (--help, with or without --task). */
+void cli_eval_usage(void);
 int cmd_bench(int argc, char **argv);
 int cmd_selfcheck(int argc, char **argv);
 int cmd_data(int argc, char **argv);
@@ -37,6 +39,15 @@ int cli_num_arg(const char *s, double lo, double hi, double *out);   /* finite *
 int cli_split_arg(const char *s, int *out);                    /* valid | test */
 /* "A,B,C" into out[0..cap): the count, or 0 when an item is empty, bad or out of range. */
 int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
+/* argv[*i], a flag of a command whose flags with a value are `valued` (NULL-terminated):
+ * ST_OK with *v = its value (argv[*i + 1], *i advanced) when it is one of them, ST_OK with
+ * *v = NULL when it is not (the caller's flags without a value, else an unknown option),
+ * or the usage error "FLAG needs a value" (exit 2) when it is one but comes last. One
+ * helper, so that every command tells a flag missing its value from an unknown flag, and
+ * neither from a stray argument. */
+int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **argv, int *i, const char **v);
+/* The transform options that take a value (cli_transform_arg), for a `valued` list. */
+#define CLI_TRANSFORM_FLAGS "--transform", "--scale", "--clip", "--sinks", "--window"
 /* A path flag or argument: ST_OK, or the usage error (exit 2) when it is empty or too
  * long (st_path_check). */
 int cli_path_arg(const char *cmd, const char *flag, const char *v);
@@ -53,6 +64,9 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, struct st_t
 /* "_<label>" of an active transform for report file names (only [A-Za-z0-9._-] kept),
  * "" when none: a transformed report never overwrites the plain one. */
 void cli_transform_tag(const struct st_transform *xf, char *tag, size_t n);
+/* `stretch CMD ... --help` for a command whose usage is its line of the command table:
+ * print it to stdout and return -1, which the command's parser hands back for exit 0. */
+int cli_help(const char *cmd);
 /* Usage error (exit 2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -22,9 +22,10 @@ static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
 int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transform *xf, int *rc) {
     int64_t x = 0;
     *rc = ST_OK;
-    if (strcmp(a, "--transform") && strcmp(a, "--scale") && strcmp(a, "--clip") && strcmp(a, "--sinks") &&
-        strcmp(a, "--window"))
-        return 0;
+    static const char *const flags[] = {CLI_TRANSFORM_FLAGS, NULL};
+    int known = 0;
+    for (const char *const *f = flags; *f; f++) known |= !strcmp(a, *f);
+    if (!known) return 0;
     if (!v) { *rc = cli_usage(cmd, "%s needs a value", a); return 1; }
     if (!strcmp(a, "--transform")) {
         if ((xf->kind = st_transform_from_name(v)) < 0)

@@ -5,7 +5,9 @@
  * before main() runs. So --coretype / --omp-wait cannot take effect in this process: when
  * they differ from the environment, the command sets the variables and re-executes
  * itself (/proc/self/exe) with the same arguments; the child finds them already set and
- * runs the benchmark. The report shows the core OpenBLAS actually chose.
+ * runs the benchmark. The report shows the core OpenBLAS actually chose. OpenBLAS takes
+ * an unknown name without a word and runs its probe's core, so --coretype is checked
+ * against its names first (st_blas_core_known) and refused with exit 2.
  *
  * OMP_WAIT_POLICY defaults to PASSIVE here when the environment leaves it unset: with
  * libgomp's default spinning, an idle thread of ours keeps its core busy between
@@ -52,7 +54,15 @@ static const char *USAGE =
     "--profile: a per-op table of the timed training steps (forward, backward, share) and the\n"
     "matmuls' implementation and GFLOPS by phase\n"
     "--coretype / --omp-wait re-execute the command with OPENBLAS_CORETYPE / OMP_WAIT_POLICY set\n"
-    "(both are read when the libraries load); OMP_WAIT_POLICY defaults to PASSIVE when unset.";
+    "(both are read when the libraries load); OMP_WAIT_POLICY defaults to PASSIVE when unset.\n"
+    "--coretype: an OpenBLAS core name (Haswell, SkylakeX, ...; any case); an unknown one or one whose\n"
+    "kernels this CPU lacks is refused; the log warns when OpenBLAS runs another core instead.";
+
+/* The flags that take a value (--no-train, --no-eval, --profile and --help take none). */
+static const char *const valued[] = {"--preset", "--vocab", "--layers", "--d", "--heads", "--batch", "--seq", "--steps",
+                                     "--warmup", "--eval-batch", "--eval-reps", "--sgemm", "--sgemm-reps", "--threads",
+                                     "--seed", "--pos", "--block", "--eval", "--precision", "--json", "--coretype",
+                                     "--omp-wait", NULL};
 
 int cmd_bench(int argc, char **argv) {
     st_error e = {0};
@@ -70,8 +80,11 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "--no-eval")) { c.n_eval = 0; continue; }
         if (!strcmp(a, "--profile")) { c.profile = 1; continue; }
         if (!strcmp(a, "--force")) { force = 1; continue; }
-        if (i + 1 >= argc) return cli_usage("bench", "%s needs a value", a);
-        const char *v = argv[++i];
+        if (a[0] != '-') return cli_usage("bench", "unexpected argument '%s' (bench takes flags only)", a);
+        const char *v;
+        int rc = cli_flag_value("bench", valued, argc, argv, &i, &v);
+        if (rc) return rc;
+        if (!v) return cli_usage("bench", "unknown option '%s'", a);
         int64_t x = 0;
 #define INTARG(flag, lo, hi, dst) \
         if (!strcmp(a, flag)) { if (!cli_int_arg(v, lo, hi, &x)) return cli_usage("bench", "%s: bad value '%s'", flag, v); \
@@ -110,6 +123,12 @@ int cmd_bench(int argc, char **argv) {
             if (cli_path_arg("bench", a, json)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--coretype")) {
             coretype = v;
+            if (!st_blas_core_known(v)) {
+                char names[512];
+                st_blas_core_names(names, sizeof names);
+                return cli_usage("bench", "--coretype '%s': not a core OpenBLAS knows (it would run another one "
+                                 "without a word); expected one of %s", v, names);
+            }
             const char *lacks = st_blas_core_unsupported(v);
             if (lacks) {
                 const char *best = st_blas_best_core();

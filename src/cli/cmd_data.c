@@ -18,6 +18,11 @@ static const char *usage_text =
     "       [--seed S] [--syn-vocab V] [--syn-order K] [--syn-branch B] [--syn-tokens TRAIN,VALID,TEST]\n"
     "       [--syn-mode markov|copy]  (copy: the data.synthetic.copy defaults; set others in a run config)";
 
+/* Every flag but --help takes a value. */
+static const char *const valued[] = {"--source", "--path", "--tokenizer", "--cache-dir", "--bpe-vocab", "--valid-frac",
+                                     "--test-frac", "--seed", "--syn-vocab", "--syn-order", "--syn-branch", "--syn-mode",
+                                     "--syn-tokens", "--save-tokenizer", NULL};
+
 static int bad(const char *flag, const char *val, const char *want) {
     st_error e = {0};
     st_fail(&e, ST_ERR_CONFIG, "data: %s: expected %s, got \"%s\"\nusage: stretch %s", flag, want, val, usage_text);
@@ -70,8 +75,10 @@ int cmd_data(int argc, char **argv) {
         if (strncmp(a, "--", 2) != 0)
             return cli_usage("data", "unexpected argument \"%s\" (config files are read by `stretch train`; "
                              "give the data settings as flags here)", a);
-        if (i + 1 >= argc) return cli_usage("data", "%s needs a value", a);
-        const char *v = argv[++i];
+        const char *v;
+        int rc = cli_flag_value("data", valued, argc, argv, &i, &v);
+        if (rc) return rc;
+        if (!v) return cli_usage("data", "unknown option '%s'", a);
         if (!strcmp(a, "--source")) {
             if (copy_str(c.source, sizeof c.source, v)) return bad(a, v, "synthetic, wikitext or text");
             have_source = 1;
@@ -105,7 +112,7 @@ int cmd_data(int argc, char **argv) {
             save = v;
             if (cli_path_arg("data", a, save)) return ST_ERR_CONFIG;
         } else {
-            return cli_usage("data", "unknown option %s", a);
+            return cli_usage("data", "unknown option '%s'", a);
         }
     }
     if (!have_source) return cli_usage("data", "--source is required");

@@ -163,6 +163,13 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
     return ST_OK;
 }
 
+/* The flags that take a value (parse_option's and the transform options). */
+static const char *const valued[] = {"--lengths", "--data", "--split", "--mode", "--stride", "--max-tokens",
+                                     "--batch-tokens", "--buckets", "--bucket-scale", "--precision", "--json",
+                                     "--threads", CLI_TRANSFORM_FLAGS, NULL};
+
+void cli_eval_usage(void) { printf("usage: stretch %s\n", usage_text); }
+
 /* The arguments in order; -h prints the usage and sets a->help. */
 static int parse_args(int argc, char **argv, eval_args *a) {
     memset(a, 0, sizeof *a);
@@ -170,9 +177,8 @@ static int parse_args(int argc, char **argv, eval_args *a) {
     st_eval_plan_default(&a->plan);
     a->xf = (st_transform){.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1};
     for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) { printf("usage: stretch %s\n", usage_text); a->help = 1; return 0; }
+        const char *opt = argv[i], *v;
+        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) { cli_eval_usage(); a->help = 1; return 0; }
         if (!strcmp(opt, "--quiet")) { a->quiet = 1; continue; }
         if (!strcmp(opt, "--force")) { a->force = 1; continue; }
         if (opt[0] != '-' || opt[1] == 0) {
@@ -181,16 +187,16 @@ static int parse_args(int argc, char **argv, eval_args *a) {
             if (cli_path_arg("eval", "RUN_DIR|CHECKPOINT", a->src)) return ST_ERR_CONFIG;
             continue;
         }
-        if (!v) return cli_usage("eval", "%s needs a value", opt);
-        i++;
+        int rc = cli_flag_value("eval", valued, argc, argv, &i, &v);
+        if (rc) return rc;
+        if (!v) return cli_usage("eval", "unknown option '%s'", opt);
         int xrc;
         if (cli_transform_arg("eval", opt, v, &a->xf, &xrc)) {
             if (xrc) return xrc;
             a->xf_given = 1;
             continue;
         }
-        int rc = parse_option(a, opt, v);
-        if (rc) return rc;
+        if ((rc = parse_option(a, opt, v))) return rc;
     }
     return ST_OK;
 }

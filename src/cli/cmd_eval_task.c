@@ -37,6 +37,16 @@ static int parse_numbers(const char *s, double lo, double hi, double *out, int c
 /* a value after --task is a task name unless it is an option or the run itself */
 static int is_task_name(const char *v) { return v && v[0] != '-' && (st_task_find(v) || !strcmp(v, "passkey")); }
 
+/* The flags that take a value (parse_value's and the transform options). */
+static const char *const valued[] = {"--lengths", "--sizes", "--scales", "--depths", "--trials", "--seed", "--split",
+                                     "--json", "--threads", CLI_TRANSFORM_FLAGS, NULL};
+
+static int not_for_tasks(const char *f) {
+    return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (it takes --sizes, --scales, "
+                     "--lengths, --depths, --trials, --seed, --split, --json, --force, --threads, --quiet and the "
+                     "transform options)", f);
+}
+
 static int parse_value(const char *f, const char *v, task_args *a) {
     if (!strcmp(f, "--lengths")) {
         if ((a->n_lengths = cli_list_arg(v, 1, (int64_t)1 << 30, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
@@ -66,17 +76,17 @@ static int parse_value(const char *f, const char *v, task_args *a) {
     } else if (!strcmp(f, "--threads")) {
         if (!cli_int_arg(v, 0, 4096, &a->threads)) return cli_usage("eval", "--threads '%s': expected an integer >= 0", v);
     } else {
-        return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (it takes --sizes, --scales, "
-                         "--lengths, --depths, --trials, --seed, --split, --json, --force, --threads, --quiet and the transform "
-                         "options)", f);
+        return not_for_tasks(f);
     }
     return ST_OK;
 }
 
+/* ST_OK, a usage error, or -1 after printing the usage for --help (exit 0). */
 static int parse_args(int argc, char **argv, task_args *a) {
     int rc = ST_OK;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) { cli_eval_usage(); return -1; }
         if (!strcmp(f, "--quiet")) { a->quiet = 1; continue; }
         if (!strcmp(f, "--force")) { a->force = 1; continue; }
         if (!strcmp(f, "--task")) {   /* NAME is optional: the run's own task */
@@ -97,8 +107,8 @@ static int parse_args(int argc, char **argv, task_args *a) {
             if (cli_path_arg("eval", "RUN_DIR|CHECKPOINT", f)) return ST_ERR_CONFIG;
             continue;
         }
-        if (!v) return cli_usage("eval", "%s needs a value", f);
-        i++;
+        if ((rc = cli_flag_value("eval", valued, argc, argv, &i, &v))) return rc;
+        if (!v) return not_for_tasks(f);
         if (cli_transform_arg("eval", f, v, &a->xf, &rc)) { if (rc) return rc; continue; }
         if ((rc = parse_value(f, v, a))) return rc;
     }
@@ -244,7 +254,7 @@ int cmd_eval_task(int argc, char **argv) {
     task_args a = {.seed = 1, .split = ST_SPLIT_VALID, .threads = -1};
     a.xf = (st_transform){0};
     int rc = parse_args(argc, argv, &a);
-    if (rc) return rc;
+    if (rc) return rc < 0 ? ST_OK : rc;
     if (a.n_depths == 0) {
         const double dflt[] = {0.0, 0.25, 0.5, 0.75, 1.0};
         memcpy(a.depths, dflt, sizeof dflt);

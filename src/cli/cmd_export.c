@@ -36,6 +36,7 @@ int cmd_export(int argc, char **argv) {
     const char *src = NULL, *out = NULL;
     int force = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { cli_help("export"); return ST_OK; }
         if (!strcmp(argv[i], "--out")) {
             if (i + 1 >= argc) return cli_usage("export", "--out needs a directory");
             out = argv[++i];

@@ -7,11 +7,14 @@
  * OUT/init_from.json records the checkpoint it came from.
  *
  * The command only writes overrides onto RUN's config (flags first, then --set), so every
- * value is checked by the config table and a bad one is named by its key. */
+ * value is checked by the config table and a bad one is named by its key, and by the flag
+ * it came from (blame_flags). */
 #include "cli/cli.h"
 #include "st_train.h"
 
+#include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +35,8 @@ static void help(void) {
            "  --batch B       sequences per step (default: RUN_DIR's tokens per step / N, at least 1)\n"
            "  --lr X          peak learning rate (default RUN_DIR's train.optimizer.lr)\n"
            "  --warmup W      warmup steps (default K / 10)\n"
-           "  --out DIR       run directory (default RUN_DIR-to<N>[-<transform>])\n"
+           "  --out DIR       run directory (default RUN_DIR-to<N>[-<transform>] beside RUN_DIR; required\n"
+           "                  when RUN_DIR ends in . or ..)\n"
            "  --force, --quiet, --stop-after N, --set k=v: as for stretch train\n"
            "Resume with: stretch train --resume DIR. Exit codes as stretch train.\n");
 }
@@ -46,9 +50,13 @@ typedef struct extend_args {
     st_train_opts opts;
 } extend_args;
 
+/* The flags that take a value. */
+static const char *const valued[] = {"--to", "--steps", "--budget", "--scale", "--batch", "--lr", "--warmup",
+                                     "--transform", "--stop-after", "--out", "-o", "--set", NULL};
+
 static int parse(int argc, char **argv, extend_args *a) {
     for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *f = argv[i], *v;
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) { help(); return -1; }
         if (!strcmp(f, "--force")) { a->opts.force = 1; continue; }
         if (!strcmp(f, "--quiet") || !strcmp(f, "-q")) { a->opts.quiet = 1; continue; }
@@ -58,8 +66,9 @@ static int parse(int argc, char **argv, extend_args *a) {
             if (cli_path_arg("extend", "RUN_DIR", f)) return ST_ERR_CONFIG;
             continue;
         }
-        if (!v) return cli_usage("extend", "%s needs a value", f);
-        i++;
+        int rc = cli_flag_value("extend", valued, argc, argv, &i, &v);
+        if (rc) return rc;
+        if (!v) return cli_usage("extend", "unknown option '%s'", f);
         if (!strcmp(f, "--to")) { if (!cli_int_arg(v, 1, 1 << 24, &a->to)) return cli_usage("extend", "--to '%s': integer in [1, 16777216] expected", v); }
         else if (!strcmp(f, "--steps")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->steps)) return cli_usage("extend", "--steps '%s': integer >= 0 expected", v); }
         else if (!strcmp(f, "--budget")) { if (!cli_num_arg(v, 1e-9, 1e6, &a->budget)) return cli_usage("extend", "--budget '%s': a fraction > 0 of the base run's tokens expected", v); }
@@ -83,63 +92,157 @@ static int parse(int argc, char **argv, extend_args *a) {
     return ST_OK;
 }
 
+/* The assignments the flags make on RUN's config, each with the flag it comes from (NULL:
+ * implied), so that an error in one names that flag rather than "--set" or RUN's file. */
+typedef struct overrides {
+    char set[16][SET_LEN];
+    const char *by[16];
+    int n;
+    int64_t L;            /* the length the base model was first trained at */
+    const char *xf;       /* --transform; "none" by default */
+    int scaled;           /* xf is not "none" */
+    double base_tokens;   /* the base run's training tokens (--budget's unit) */
+} overrides;
+
+static void add(overrides *o, const char *by, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(overrides *o, const char *by, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->set[o->n], SET_LEN, fmt, ap);
+    va_end(ap);
+    o->by[o->n++] = by;
+}
+
+/* The flags' assignments on RUN's config `base` (its train section: bt). */
+static void plan(const extend_args *a, const st_run_config *base, overrides *o) {
+    const st_train_config *bt = &base->train;
+    /* L: the length the model was first trained at (a scaled base keeps its own) */
+    o->L = base->model.scaling ? base->model.scaling_len : bt->seq_len;
+    const int64_t per_step = (int64_t)bt->batch_size * bt->seq_len / a->to;
+    const int64_t B = a->batch > 0 ? a->batch : (per_step > 0 ? per_step : 1);
+    o->base_tokens = (double)bt->steps * bt->batch_size * bt->seq_len * bt->grad_accum;
+    int64_t K = a->steps;   /* 0: the base weights with the scaling, as checkpoint step 0 */
+    if (a->budget > 0) {
+        K = (int64_t)llround(a->budget * o->base_tokens / ((double)B * (double)a->to * bt->grad_accum));
+        if (K < 1) K = 1;
+    }
+    const char *by_steps = a->budget > 0 ? "--budget" : "--steps";
+    o->xf = a->transform ? a->transform : "none";
+    o->scaled = strcmp(o->xf, "none") != 0;
+    const double s = a->scale > 0 ? a->scale : (double)a->to / (double)o->L;
+    o->n = 0;
+    add(o, NULL, "train.init_from=%s", a->run);
+    add(o, "--to", "train.seq_len=%lld", (long long)a->to);
+    add(o, a->batch > 0 ? "--batch" : "--to", "train.batch_size=%lld", (long long)B);
+    add(o, by_steps, "train.steps=%lld", (long long)K);
+    add(o, a->warmup >= 0 ? "--warmup" : "--warmup (default: steps / 10)", "train.schedule.warmup=%lld",
+        (long long)(a->warmup >= 0 ? a->warmup : K / 10));
+    if (a->lr > 0) add(o, "--lr", "train.optimizer.lr=%.17g", a->lr);
+    add(o, "--transform", "model.scaling.transform=%s", o->xf);
+    add(o, a->scale > 0 ? "--scale" : "--to", "model.scaling.scale=%.17g", o->scaled ? s : 1.0);
+    add(o, NULL, "model.scaling.train_len=%lld", o->scaled ? (long long)o->L : 0LL);
+}
+
+/* 1 when msg names the key path of assignment `set` ("train.steps=2": train.steps), not
+ * as a part of a longer path (train.steps_x, x.train.steps). */
+static int names_key(const char *msg, const char *set) {
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)strcspn(set, "="), set);
+    const size_t n = strlen(key);
+    for (const char *p = msg; (p = strstr(p, key)) != NULL; p++) {
+        const char b = p > msg ? p[-1] : ' ', c = p[n];
+        if (!isalnum((unsigned char)b) && b != '_' && b != '.' && !isalnum((unsigned char)c) && c != '_' && c != '.')
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when one of the user's --set assigns the key of assignment `set`. */
+static int user_sets(const extend_args *a, const char *set) {
+    const size_t n = strcspn(set, "=");
+    for (int i = 0; i < a->n_sets; i++)
+        if (strcspn(a->sets[i], "=") == n && !strncmp(a->sets[i], set, n)) return 1;
+    return 0;
+}
+
+/* A config error of the extended run (e, from loading or training). The loader places it
+ * at "--set KEY" or at RUN/config.json, neither of which the user wrote when the value
+ * came from a flag: an error that names keys the flags assigned (and no --set of the
+ * user's did) is told as theirs, e.g. "--steps, --warmup: train.schedule.warmup: 5
+ * exceeds train.steps (2)". Other errors stay as they are. */
+static void blame_flags(const extend_args *a, const char *path, const overrides *o, st_error *e) {
+    char flags[160] = "";
+    int named[16];
+    for (int i = 0; i < o->n; i++) {
+        named[i] = o->by[i] && names_key(e->msg, o->set[i]) && !user_sets(a, o->set[i]);
+        for (int j = 0; j < i && named[i]; j++) named[i] = !(named[j] && !strcmp(o->by[j], o->by[i]));   /* once */
+        if (named[i]) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s%s", flags[0] ? ", " : "", o->by[i]);
+    }
+    if (!flags[0]) return;
+    const char *rest = e->msg;
+    const size_t pl = strlen(path);
+    if (!strncmp(rest, "--set ", 6)) rest += 6;
+    else if (!strncmp(rest, path, pl) && !strncmp(rest + pl, ": ", 2)) rest += pl + 2;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", rest);
+    st_fail(e, e->code, "%s: %s", flags, msg);
+}
+
+/* RUN-to<N>[-<transform>] beside RUN. Trailing slashes are dropped: "run/" must not put
+ * the new run inside the base one, named "-to<N>". A RUN whose last component is "." or
+ * ".." (or "/") names no directory to put it beside: --out is required then. */
+static int default_out(const extend_args *a, const overrides *o, char *dir, size_t n) {
+    size_t len = strlen(a->run);
+    while (len > 1 && a->run[len - 1] == '/') len--;
+    const char *name = a->run + len;
+    while (name > a->run && name[-1] != '/') name--;
+    const size_t nl = (size_t)(a->run + len - name);
+    if (nl == 0 || (nl == 1 && name[0] == '.') || (nl == 2 && !strncmp(name, "..", 2)))
+        return cli_usage("extend", "RUN_DIR '%s' has no name to derive the new run's from (RUN_DIR-to%lld); give "
+                         "--out DIR", a->run, (long long)a->to);
+    snprintf(dir, n, "%.*s-to%lld%s%s", (int)len, a->run, (long long)a->to, o->scaled ? "-" : "",
+             o->scaled ? o->xf : "");
+    return ST_OK;
+}
+
 int cmd_extend(int argc, char **argv, st_dist *dist) {
     extend_args a = {.warmup = -1, .steps = -1};
     a.opts.dist = dist;
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     st_error e = {0};
-    char path[ST_PATH_BUF];
+    char path[ST_PATH_BUF], dir[ST_PATH_BUF];
     snprintf(path, sizeof path, "%s/config.json", a.run);
     st_run_config *base = malloc(sizeof *base), *cfg = malloc(sizeof *cfg);
-    char (*own)[SET_LEN] = calloc(16, SET_LEN);
+    overrides *o = malloc(sizeof *o);
     const char **sets = calloc(MAX_SETS + 16, sizeof *sets);
-    if (!base || !cfg || !own || !sets) { rc = st_fail(&e, ST_ERR_MEMORY, "out of memory"); goto out; }
+    if (!base || !cfg || !o || !sets) { rc = st_fail(&e, ST_ERR_MEMORY, "out of memory"); goto out; }
     if ((rc = st_run_config_load(path, NULL, 0, base, &e))) {
         if (rc == ST_ERR_IO) st_fail(&e, ST_ERR_IO, "%s: not a run directory (no readable config.json)", a.run);
         goto out;
     }
-    const st_train_config *bt = &base->train;
-    if (a.to <= bt->seq_len) {
+    if (a.to <= base->train.seq_len) {
         rc = cli_usage("extend", "--to %lld: must be longer than the base run's train.seq_len %d (%s)", (long long)a.to,
-                       bt->seq_len, path);
+                       base->train.seq_len, path);
         goto out;
     }
-    /* L: the length the model was first trained at (a scaled base keeps its own) */
-    const int64_t L = base->model.scaling ? base->model.scaling_len : bt->seq_len;
-    const int64_t B = a.batch > 0 ? a.batch : ((int64_t)bt->batch_size * bt->seq_len / a.to > 0 ? (int64_t)bt->batch_size * bt->seq_len / a.to : 1);
-    const double base_tokens = (double)bt->steps * bt->batch_size * bt->seq_len * bt->grad_accum;
-    int64_t K = a.steps;   /* 0: the base weights with the scaling, as checkpoint step 0 */
-    if (a.budget > 0) {
-        K = (int64_t)llround(a.budget * base_tokens / ((double)B * (double)a.to * bt->grad_accum));
-        if (K < 1) K = 1;
-    }
-    const int64_t W = a.warmup >= 0 ? a.warmup : K / 10;
-    const char *xf = a.transform ? a.transform : "none";
-    const int scaled = strcmp(xf, "none") != 0;
-    const double s = a.scale > 0 ? a.scale : (double)a.to / (double)L;
-    int n = 0;
-    snprintf(own[n++], SET_LEN, "train.init_from=%s", a.run);
-    snprintf(own[n++], SET_LEN, "train.seq_len=%lld", (long long)a.to);
-    snprintf(own[n++], SET_LEN, "train.batch_size=%lld", (long long)B);
-    snprintf(own[n++], SET_LEN, "train.steps=%lld", (long long)K);
-    snprintf(own[n++], SET_LEN, "train.schedule.warmup=%lld", (long long)W);
-    if (a.lr > 0) snprintf(own[n++], SET_LEN, "train.optimizer.lr=%.17g", a.lr);
-    snprintf(own[n++], SET_LEN, "model.scaling.transform=%s", xf);
-    snprintf(own[n++], SET_LEN, "model.scaling.scale=%.17g", scaled ? s : 1.0);
-    snprintf(own[n++], SET_LEN, "model.scaling.train_len=%lld", scaled ? (long long)L : 0LL);
-    for (int i = 0; i < n; i++) sets[i] = own[i];
-    for (int i = 0; i < a.n_sets; i++) sets[n + i] = a.sets[i];
-    if ((rc = st_run_config_load(path, sets, n + a.n_sets, cfg, &e))) goto out;
-    char dir[ST_PATH_BUF];
+    plan(&a, base, o);
     if (a.out) snprintf(dir, sizeof dir, "%s", a.out);
-    else snprintf(dir, sizeof dir, "%s-to%lld%s%s", a.run, (long long)a.to, scaled ? "-" : "", scaled ? xf : "");
+    else if ((rc = default_out(&a, o, dir, sizeof dir))) goto out;
+    for (int i = 0; i < o->n; i++) sets[i] = o->set[i];
+    for (int i = 0; i < a.n_sets; i++) sets[o->n + i] = a.sets[i];
+    if ((rc = st_run_config_load(path, sets, o->n + a.n_sets, cfg, &e))) {
+        if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);
+        goto out;
+    }
     if (!a.opts.quiet)
         st_log(ST_LOG_INFO, "extending %s (L = %lld) to %lld tokens: %s%s, %lld steps of %lld x %lld tokens (%.1f%% of "
-               "the base run's tokens) -> %s", a.run, (long long)L, (long long)a.to, xf, scaled ? " scaling" : " (plain "
-               "fine-tuning)", (long long)cfg->train.steps, (long long)cfg->train.batch_size, (long long)a.to,
-               100.0 * (double)cfg->train.steps * cfg->train.batch_size * a.to * cfg->train.grad_accum / base_tokens, dir);
+               "the base run's tokens) -> %s", a.run, (long long)o->L, (long long)a.to, o->xf, o->scaled ? " scaling" :
+               " (plain fine-tuning)", (long long)cfg->train.steps, (long long)cfg->train.batch_size, (long long)a.to,
+               100.0 * (double)cfg->train.steps * cfg->train.batch_size * a.to * cfg->train.grad_accum / o->base_tokens,
+               dir);
     rc = st_train(cfg, dir, &a.opts, NULL, &e);
+    if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);   /* e.g. --to longer than the data */
     if (rc == ST_ERR_INTERRUPTED) {
         if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
         goto done;
@@ -149,7 +252,7 @@ out:
 done:
     free(base);
     free(cfg);
-    free(own);
+    free(o);
     free(sets);
     return rc;
 }

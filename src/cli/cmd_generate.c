@@ -110,25 +110,43 @@ typedef struct gen_opts {
     st_transform xf; /* the model keeps a pointer to it (st_model_set_transform) */
 } gen_opts;
 
+/* The flags that take a value; --no-cache and --help take none. */
+static const char *const valued[] = {"--prompt", "--tokens", "--top-k", "--context", "--temperature", "--seed",
+                                     "--precision", CLI_TRANSFORM_FLAGS, NULL};
+
+/* One flag with its value. */
+static int parse_option(gen_opts *o, const char *a, const char *v) {
+    const int64_t max_count = 1L << 30;
+    int rc = ST_OK;
+    if (!strcmp(a, "--prompt")) o->prompt = v;
+    else if (!strcmp(a, "--tokens")) { if (!cli_int_arg(v, 1, max_count, &o->n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %lld] expected", (long long)max_count); }
+    else if (!strcmp(a, "--top-k")) { if (!cli_int_arg(v, 0, max_count, &o->top_k)) return cli_usage("generate", "--top-k: integer in [0, %lld] expected", (long long)max_count); }
+    else if (!strcmp(a, "--context")) { if (!cli_int_arg(v, 1, max_count, &o->context)) return cli_usage("generate", "--context: integer in [1, %lld] expected", (long long)max_count); }
+    else if (!strcmp(a, "--temperature")) { if (!cli_num_arg(v, 0, 1e6, &o->temp)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", v); }
+    else if (!strcmp(a, "--seed")) { if (!cli_u64_arg(v, &o->seed)) return cli_usage("generate", "--seed '%s': integer >= 0 expected", v); }
+    else if (!strcmp(a, "--precision")) { if ((o->precision = st_precision_from_name(v)) < 0) return cli_usage("generate", "--precision '%s': expected fp32 or bf16", v); }
+    else if (!cli_transform_arg("generate", a, v, &o->xf, &rc)) rc = cli_usage("generate", "unknown option '%s'", a);
+    return rc;
+}
+
+/* ST_OK, a usage error, or -1 after printing the usage for --help (exit 0). */
 static int parse_args(int argc, char **argv, gen_opts *o) {
     *o = (gen_opts){.prompt = "", .n_tokens = 200, .top_k = 40, .context = 1024, .temp = 0.8, .seed = 1,
                     .precision = -1};
-    const int64_t max_count = 1L << 30;
-    int rc = ST_OK;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--prompt") && i + 1 < argc) o->prompt = argv[++i];
-        else if (!strcmp(a, "--tokens") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 1, max_count, &o->n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %lld] expected", (long long)max_count); }
-        else if (!strcmp(a, "--top-k") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 0, max_count, &o->top_k)) return cli_usage("generate", "--top-k: integer in [0, %lld] expected", (long long)max_count); }
-        else if (!strcmp(a, "--context") && i + 1 < argc) { if (!cli_int_arg(argv[++i], 1, max_count, &o->context)) return cli_usage("generate", "--context: integer in [1, %lld] expected", (long long)max_count); }
-        else if (!strcmp(a, "--temperature") && i + 1 < argc) { if (!cli_num_arg(argv[++i], 0, 1e6, &o->temp)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", argv[i]); }
-        else if (!strcmp(a, "--seed") && i + 1 < argc) { if (!cli_u64_arg(argv[++i], &o->seed)) return cli_usage("generate", "--seed '%s': integer >= 0 expected", argv[i]); }
-        else if (!strcmp(a, "--no-cache")) o->no_cache = 1;
-        else if (!strcmp(a, "--precision") && i + 1 < argc) { if ((o->precision = st_precision_from_name(argv[++i])) < 0) return cli_usage("generate", "--precision '%s': expected fp32 or bf16", argv[i]); }
-        else if (cli_transform_arg("generate", a, i + 1 < argc ? argv[i + 1] : NULL, &o->xf, &rc)) { if (rc) return rc; i++; }
-        else if (a[0] == '-') return cli_usage("generate", "unknown option '%s'", a);
-        else if (!o->src) { o->src = a; if (cli_path_arg("generate", "RUN_DIR|CHECKPOINT", o->src)) return ST_ERR_CONFIG; }
-        else return cli_usage("generate", "unexpected argument '%s'", a);
+        const char *a = argv[i], *v;
+        int rc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return cli_help("generate");
+        if (!strcmp(a, "--no-cache")) { o->no_cache = 1; continue; }
+        if (a[0] != '-') {
+            if (o->src) return cli_usage("generate", "unexpected argument '%s'", a);
+            o->src = a;
+            if (cli_path_arg("generate", "RUN_DIR|CHECKPOINT", o->src)) return ST_ERR_CONFIG;
+            continue;
+        }
+        if ((rc = cli_flag_value("generate", valued, argc, argv, &i, &v))) return rc;
+        if (!v) return cli_usage("generate", "unknown option '%s'", a);
+        if ((rc = parse_option(o, a, v))) return rc;
     }
     if (!o->src) return cli_usage("generate", "needs a run directory or checkpoint");
     return ST_OK;
@@ -291,7 +309,7 @@ static void print_text(const gen_run *r) {
 int cmd_generate(int argc, char **argv) {
     gen_opts o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc;
+    if (rc) return rc < 0 ? ST_OK : rc;
     st_error e = {0};
     gen_run r;
     if (load_run(&o, &r, &e)) return cli_report(&e);

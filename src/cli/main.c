@@ -41,6 +41,12 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     return ST_ERR_CONFIG;
 }
 
+int cli_help(const char *cmd) {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, cmd) == 0) printf("usage: stretch %s\n", commands[i].help);
+    return -1;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "stretch %s - train short, test long: decoder-only transformers with ALiBi\n\nusage:\n", ST_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -102,7 +108,7 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
         if (strcmp(commands[i].name, argv[1]) != 0) continue;
         /* `stretch CMD --help` for the commands without a longer help of their own */
         if (argc == 3 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) && !commands[i].own_help) {
-            printf("usage: stretch %s\n", commands[i].help);
+            cli_help(commands[i].name);
             return 0;
         }
         if (commands[i].dist_fn) {

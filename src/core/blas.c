@@ -40,6 +40,32 @@ static int core_isa(const char *core) {
     return ISA_OTHER;
 }
 
+/* The names OPENBLAS_CORETYPE takes on x86 (the corename[] of OpenBLAS 0.3.x's
+ * driver/others/dynamic.c; SapphireRapids from 0.3.22). OpenBLAS says nothing about any
+ * other name: it runs its probe's choice instead, so a typo would benchmark another core. */
+static const char *const x86_cores[] = {
+    "Katmai", "Coppermine", "Northwood", "Prescott", "Banias", "Atom", "Core2", "Penryn", "Dunnington", "Nehalem",
+    "Athlon", "Opteron", "Opteron_SSE3", "Barcelona", "Nano", "Sandybridge", "Bobcat", "Bulldozer", "Piledriver",
+    "Haswell", "Steamroller", "Excavator", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", NULL};
+
+int st_blas_core_known(const char *core) {
+#if defined(__x86_64__) || defined(__i386__)
+    for (int i = 0; x86_cores[i]; i++)
+        if (strcasecmp(core, x86_cores[i]) == 0) return 1;
+    return 0;
+#else
+    (void)core;
+    return 1;   /* other architectures' names are not listed here */
+#endif
+}
+
+void st_blas_core_names(char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; x86_cores[i] && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", x86_cores[i]);
+}
+
 const char *st_blas_best_core(void) {
     const int cpu = cpu_isa();
     return cpu == ISA_AVX512 ? "SkylakeX" : cpu == ISA_AVX2 ? "Haswell" : NULL;
@@ -84,6 +110,12 @@ void st_blas_log(void) {
         st_log(ST_LOG_WARN, "OPENBLAS_CORETYPE=%s needs %s, which this CPU lacks (its kernels would stop at the "
                "first product with an illegal instruction): running core %s instead", refused,
                lacks ? lacks : "?", bi.corename);
+    /* OpenBLAS runs another core without a word for a name it does not know, or one it
+     * cannot run here (Katmai, a 32-bit core, becomes Prescott on x86-64) */
+    if (env && !refused && strcasecmp(env, bi.corename) != 0)
+        st_log(ST_LOG_WARN, "OPENBLAS_CORETYPE=%s: OpenBLAS runs core %s instead (%s)", env, bi.corename,
+               st_blas_core_known(env) ? "it does not run that core on this CPU, or this build lacks it"
+                                       : "not a core name OpenBLAS knows");
     int par = openblas_get_parallel();
     st_log(ST_LOG_INFO, "BLAS: OpenBLAS core %s (OPENBLAS_CORETYPE=%s%s), %d BLAS threads (%s), %d OpenMP threads",
            bi.corename, env ? env : "unset", how, bi.blas_threads,

@@ -265,22 +265,15 @@ typedef struct sweep_spec {
     char *base_text;                /* the inline base, printed (cJSON_free) */
 } sweep_spec;
 
-/* Read and parse the file into s->root; a syntax error names its line. */
+/* Read and parse the file into s->root; a syntax error names its line, column and byte,
+ * as a run config's does. */
 static int parse_file(sweep *s, const char *file, st_error *e) {
     size_t len = 0;
     char *text = sweep_read_text(file, &len, e);
     if (!text) return e ? e->code : ST_ERR_IO;
-    const char *err_at = NULL;
-    s->root = cJSON_ParseWithOpts(text, &err_at, 1);
-    if (!s->root) {
-        long off = err_at ? (long)(err_at - text) : -1;
-        int line = 1;
-        for (long i = 0; i < off && text[i]; i++) line += text[i] == '\n';
-        free(text);
-        return st_fail(e, ST_ERR_CONFIG, "%s: line %d: invalid JSON", file, line);
-    }
+    s->root = st_json_parse_text(file, text, len, e);
     free(text);
-    return ST_OK;
+    return s->root ? ST_OK : e ? e->code : ST_ERR_CONFIG;
 }
 
 /* The top level: known keys only, "description", "jobs" and "out" (options override). */

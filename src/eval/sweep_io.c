@@ -24,10 +24,15 @@ char *sweep_read_text(const char *path, size_t *len, st_error *e) {
         buf = nb;
         cap *= 2;
     }
-    int err = ferror(f);
+    const int err = ferror(f) ? errno : 0;   /* EISDIR: fopen opens a directory, fread fails */
     fclose(f);
     if (!buf) return NULL;
-    if (err) { free(buf); st_fail(e, ST_ERR_IO, "%s: read error", path); return NULL; }
+    if (err) {
+        free(buf);
+        if (err == EISDIR) st_fail(e, ST_ERR_IO, "%s: is a directory", path);
+        else st_fail(e, ST_ERR_IO, "%s: read error: %s", path, strerror(err));
+        return NULL;
+    }
     buf[n] = 0;
     if (len) *len = n;
     return buf;

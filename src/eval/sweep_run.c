@@ -167,6 +167,8 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
     *incomplete = 0;
     st_train_opts to = {0};
     to.quiet = opts && opts->quiet;
+    /* sweep has no --force (a point's run is its to resume, not to replace) */
+    to.occupied_advice = "a sweep point trains there: move or remove what it holds, or give the sweep another --out";
     st_run_config cfg = pt->cfg;
     if (s->threads > 0) cfg.train.threads = s->threads;
     int rc;

@@ -307,8 +307,8 @@ void st_data_config_default(st_data_config *c) {
 }
 
 /* ------------------------------------------------------------ parsing ---- */
-/* skip: bytes dropped before text (a BOM), added back to the reported byte offset; why:
- * what is wrong there, when known (st_json_strict_check) */
+/* The error at byte `off` of text[0..len): line, column, the byte (plus skip, the BOM's
+ * bytes dropped before text), what is wrong when known, and the text there. */
 static int json_error(const char *file, const char *text, size_t len, size_t off, size_t skip, const char *why,
                       st_error *e) {
     int line = 1, col = 1;
@@ -326,37 +326,45 @@ static int json_error(const char *file, const char *text, size_t len, size_t off
                    file, line, col, off + skip, why ? ": " : "", why ? why : "", near);
 }
 
-int st_run_config_parse(const char *json, size_t len, const char *file,
-                        const char *const *sets, int n_sets, st_run_config *c, st_error *e) {
-    st_run_config_default(c);
-    snprintf(c->file, sizeof c->file, "%s", file ? file : "config");
-    file = c->file;
+cJSON *st_json_parse_text(const char *file, const char *json, size_t len, st_error *e) {
     size_t skip = 0;
     if (len >= 3 && (unsigned char)json[0] == 0xEF && (unsigned char)json[1] == 0xBB && (unsigned char)json[2] == 0xBF)
         skip = 3;   /* UTF-8 byte-order mark */
     const char *nul = memchr(json, 0, len);
-    if (nul) return st_fail(e, ST_ERR_CONFIG, "%s: invalid JSON: NUL byte at byte %zu", file, (size_t)(nul - json));
+    if (nul) {
+        st_fail(e, ST_ERR_CONFIG, "%s: invalid JSON: NUL byte at byte %zu", file, (size_t)(nul - json));
+        return NULL;
+    }
     /* cJSON wants the terminator inside the length when it must reject trailing garbage */
     char *buf = st_malloc(len - skip + 1, e);
-    if (!buf) return ST_ERR_MEMORY;
+    if (!buf) return NULL;
     memcpy(buf, json + skip, len - skip);
     buf[len - skip] = 0;
     const char *end = NULL, *why = NULL;
     const size_t bad = st_json_strict_check(buf, len - skip, &why);
     cJSON *root = bad == (size_t)-1 ? cJSON_ParseWithLengthOpts(buf, len - skip + 1, &end, 1) : NULL;
+    if (bad != (size_t)-1) json_error(file, buf, len - skip, bad, skip, why, e);
+    else if (!root) json_error(file, buf, len - skip, end ? (size_t)(end - buf) : 0, skip, NULL, e);
+    free(buf);
+    return root;
+}
+
+int st_run_config_parse(const char *json, size_t len, const char *file,
+                        const char *const *sets, int n_sets, st_run_config *c, st_error *e) {
+    st_run_config_default(c);
+    snprintf(c->file, sizeof c->file, "%s", file ? file : "config");
+    file = c->file;
+    st_error pe = {0};
+    cJSON *root = st_json_parse_text(file, json, len, &pe);
     int rc = ST_OK;
-    if (bad != (size_t)-1) {
-        rc = json_error(file, buf, len - skip, bad, skip, why, e);
-    } else if (!root) {
-        size_t off = end ? (size_t)(end - buf) : 0;
-        rc = json_error(file, buf, len - skip, off, skip, NULL, e);
+    if (!root) {
+        rc = st_fail(e, pe.code, "%s", pe.msg);
     } else if (!cJSON_IsObject(root)) {
         rc = st_fail(e, ST_ERR_CONFIG, "%s: expected a JSON object with sections model, data, train, eval", file);
     } else {
         rc = walk(c, root, "", file, e);
     }
     cJSON_Delete(root);
-    free(buf);
     for (int i = 0; !rc && i < n_sets; i++) rc = st_run_config_set(c, sets[i], e);
     if (!rc) rc = st_run_config_validate(c, e);
     return rc;

@@ -40,7 +40,13 @@ char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e)
         size_t got = fread(buf + n, 1, cap - 1 - n, f);
         n += got;
         if (got == 0) {
-            if (ferror(f)) { st_fail(e, ST_ERR_IO, "%s: read error", path); free(buf); buf = NULL; }
+            /* fopen opens a directory; reading it fails with EISDIR */
+            if (ferror(f)) {
+                if (errno == EISDIR) st_fail(e, ST_ERR_IO, "%s: is a directory", path);
+                else st_fail(e, ST_ERR_IO, "%s: read error: %s", path, strerror(errno));
+                free(buf);
+                buf = NULL;
+            }
             break;
         }
     }

@@ -85,8 +85,8 @@ static int remove_run(const char *dir, st_error *e) {
 }
 
 /* How many entries dir holds (0 when it does not exist); refuses an occupied dir unless
- * force. Touches nothing. */
-static int inspect(const char *dir, int force, int *entries, st_error *e) {
+ * force, with the caller's advice (NULL: stretch train's flags). Touches nothing. */
+static int inspect(const char *dir, int force, const char *advice, int *entries, st_error *e) {
     /* "" would make every derived path absolute ("/config.json"): never a run directory */
     int prc = st_path_check(dir, "run directory (--out)", e);
     if (prc) return prc;
@@ -100,7 +100,10 @@ static int inspect(const char *dir, int force, int *entries, st_error *e) {
         if (n > 0 && !force) {
             char cfg[ST_PATH_BUF];
             snprintf(cfg, sizeof cfg, "%s/config.json", dir);
-            if (access(cfg, F_OK) == 0)
+            const int run = access(cfg, F_OK) == 0;
+            if (advice) return st_fail(e, ST_ERR_IO, "%s: %s%s%s; %s", dir, run ? "already holds a run" :
+                                       "directory is not empty (holds '", run ? "" : first, run ? "" : "')", advice);
+            if (run)
                 return st_fail(e, ST_ERR_IO, "%s: already holds a run; continue it with --resume %s, "
                                "replace it with --force, or choose another --out", dir, dir);
             return st_fail(e, ST_ERR_IO, "%s: directory is not empty (holds '%s'); use --force to train "
@@ -111,13 +114,13 @@ static int inspect(const char *dir, int force, int *entries, st_error *e) {
     return ST_OK;
 }
 
-int st_rundir_check(const char *dir, int force, st_error *e) {
+int st_rundir_check(const char *dir, int force, const char *advice, st_error *e) {
     int n;
-    return inspect(dir, force, &n, e);
+    return inspect(dir, force, advice, &n, e);
 }
 
-int st_rundir_prepare(const char *dir, int force, st_error *e) {
-    int n, rc = inspect(dir, force, &n, e);
+int st_rundir_prepare(const char *dir, int force, const char *advice, st_error *e) {
+    int n, rc = inspect(dir, force, advice, &n, e);
     if (rc) return rc;
     if (n > 0 && (rc = remove_run(dir, e))) return rc;
     char cdir[ST_PATH_BUF];

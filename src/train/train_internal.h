@@ -21,9 +21,11 @@ char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e)
  * unless force, in which case the previous run's files are removed (config.json,
  * metrics.jsonl, tokenizer.json, checkpoints/step_*.ckpt, best.ckpt, latest, temp files;
  * anything else stays). st_rundir_check is the same test without touching anything: the
- * trainer calls it first and st_rundir_prepare only once the new run is ready. */
-int st_rundir_check(const char *dir, int force, st_error *e);
-int st_rundir_prepare(const char *dir, int force, st_error *e);
+ * trainer calls it first and st_rundir_prepare only once the new run is ready. advice:
+ * what the refusal tells the user to do (st_train_opts.occupied_advice; NULL: --resume,
+ * --force or another --out, stretch train's flags). */
+int st_rundir_check(const char *dir, int force, const char *advice, st_error *e);
+int st_rundir_prepare(const char *dir, int force, const char *advice, st_error *e);
 /* Write checkpoints/step_NNNNNNNN.ckpt, update `latest`, delete step files beyond keep. */
 int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_params *p,
                         const st_train_state *s, int keep, char *written, size_t n, st_error *e);

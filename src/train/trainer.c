@@ -290,7 +290,7 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
         t->cfg = *cfg_in;
         /* refuse an occupied dir now; with --force the old run is replaced only at the end
          * of setup, once data, model and memory have all been checked */
-        if ((rc = st_rundir_check(t->dir, t->opts.force, e))) return rc;
+        if ((rc = st_rundir_check(t->dir, t->opts.force, t->opts.occupied_advice, e))) return rc;
     }
     return ST_OK;
 }
@@ -404,7 +404,7 @@ static int setup_buffers(trainer *t, st_error *e) {
 
     if (t->rank == 0) {
         /* Only now does --force remove the previous run (st_rundir_prepare). */
-        if (!t->opts.resume && (rc = st_rundir_prepare(t->dir, t->opts.force, e))) return rc;
+        if (!t->opts.resume && (rc = st_rundir_prepare(t->dir, t->opts.force, t->opts.occupied_advice, e))) return rc;
         join(path, sizeof path, t->dir, "config.json");
         if ((rc = st_run_config_save(c, path, e))) return rc;
         if (!t->opts.resume && t->origin) {
