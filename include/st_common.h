@@ -104,6 +104,11 @@ size_t st_mem_total(void);
 int st_path_check(const char *path, const char *what, st_error *e);
 /* mkdir -p (ST_ERR_IO naming the component that failed). */
 int st_mkdirs(const char *path, st_error *e);
+/* A whole regular file (src/core/fileio.c), NUL-terminated (*len excludes the NUL),
+ * malloc'd; NULL with e set (ST_ERR_IO) when it cannot be opened, is a directory, a FIFO
+ * or any other non-regular file (never blocks), or is larger than max_bytes. */
+char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e);
+
 /* The one atomic file writer: st_atomic_open creates PATH.tmp.PID.NONCE beside path and
  * returns its FILE (NULL with e set); write to a->f (seeking is fine); st_atomic_commit
  * flushes, fsyncs, closes, renames over path and fsyncs the directory; on any failure,

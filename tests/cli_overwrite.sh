@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cli_overwrite.sh - outputs never replace what is not theirs, inputs never hang, and the
 # JSON reader is as strict as RFC 8259 (found by a black-box probe of the CLI):
-#   fifo       a FIFO in place of a run's checkpoints/latest, config.json or metrics.jsonl:
-#              refused ("not a regular file", exit 3) for eval, generate, export and resume
-#              instead of blocking for ever; a directory given as a config says so
+#   fifo       a FIFO in place of a run's checkpoints/latest, config.json or metrics.jsonl,
+#              or given as CONFIG / SWEEP: refused ("not a regular file", exit 3) for eval,
+#              generate, export, resume, train and sweep instead of blocking for ever
 #   reports    eval --json, eval --task --json, bench --json and data --save-tokenizer
 #              refuse an existing file (a run's config.json, a user's notes) without
 #              --force and replace it with --force; a directory is refused either way
@@ -41,6 +41,9 @@ run_to 3 "resume, metrics.jsonl a FIFO" "$BIN" train --resume rM --set train.ste
 expect_err "rM/metrics.jsonl: not a regular file"
 mkdir cfgdir
 run_to 3 "a directory as CONFIG" "$BIN" train cfgdir --out rD --quiet; expect_err "cfgdir: is a directory"
+mkfifo fifo.json
+run_to 3 "a FIFO as CONFIG" "$BIN" train fifo.json --out rP --quiet; expect_err "fifo.json: not a regular file"
+run_to 3 "a FIFO as SWEEP" "$BIN" sweep fifo.json --quiet;           expect_err "fifo.json: not a regular file"
 
 # ---- reports ----
 c0=$(sum run/config.json)

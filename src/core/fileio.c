@@ -1,4 +1,5 @@
-/* fileio.c - the one way stretch replaces a file, mkdir -p, and the path-length rule.
+/* fileio.c - the one way stretch replaces a file, reads a whole (small) file, mkdir -p,
+ * and the path-length rule.
  *
  * Atomic replacement: the content goes to PATH.tmp.PID.NONCE in the same directory (so
  * rename() stays on one file system), the file is flushed and fsync'ed, renamed over PATH,
@@ -156,4 +157,48 @@ int st_write_file_atomic(const char *path, const void *data, size_t n, st_error 
         return rc;
     }
     return st_atomic_commit(&a, e);
+}
+
+char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e) {
+    /* O_NONBLOCK: a FIFO in place of the file (a run directory's config.json or `latest`)
+     * must not block open() waiting for a writer; it is refused below, as data files,
+     * checkpoints and tokenizers are. The flag changes nothing for regular files. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) { st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        st_fail(e, ST_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            if (cap > max_bytes) {
+                st_fail(e, ST_ERR_IO, "%s: larger than %zu bytes", path, max_bytes);
+                free(buf); buf = NULL; break;
+            }
+            char *q = realloc(buf, cap * 2);
+            if (!q) { free(buf); buf = NULL; break; }
+            buf = q;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                st_fail(e, ST_ERR_IO, "%s: read error: %s", path, strerror(errno));
+                free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+    }
+    if (!buf && e && !e->code) st_fail(e, ST_ERR_MEMORY, "%s: out of memory reading the file", path);
+    fclose(f);
+    if (buf) { buf[n] = 0; if (len) *len = n; }
+    return buf;
 }

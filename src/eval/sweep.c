@@ -269,7 +269,7 @@ typedef struct sweep_spec {
  * as a run config's does. */
 static int parse_file(sweep *s, const char *file, st_error *e) {
     size_t len = 0;
-    char *text = sweep_read_text(file, &len, e);
+    char *text = st_read_file(file, &len, SWEEP_TEXT_MAX, e);
     if (!text) return e ? e->code : ST_ERR_IO;
     s->root = st_json_parse_text(file, text, len, e);
     free(text);

@@ -83,8 +83,10 @@ int sweep_write_results(const sweep *s, st_error *e);
  * (its results.json is there and reads as one); a user's results.md is never replaced. */
 int sweep_check_out(const sweep *s, st_error *e);
 
+/* The files a sweep reads (sweep files, point markers, results.json), at most this large. */
+#define SWEEP_TEXT_MAX ((size_t)64 << 20)
+
 /* sweep_io.c */
-char *sweep_read_text(const char *path, size_t *len, st_error *e);
 int sweep_exists(const char *path);
 int sweep_is_dir(const char *path);
 

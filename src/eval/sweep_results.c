@@ -299,7 +299,7 @@ int sweep_check_out(const sweep *s, st_error *e) {
             snprintf(json, sizeof json, "%s/results.json", s->out);
             size_t len = 0;
             st_error ignored = {0};
-            char *text = sweep_exists(json) ? sweep_read_text(json, &len, &ignored) : NULL;
+            char *text = sweep_exists(json) ? st_read_file(json, &len, SWEEP_TEXT_MAX, &ignored) : NULL;
             cJSON *o = text ? cJSON_ParseWithLength(text, len) : NULL;
             ours = cJSON_IsString(get(o, "sweep")) && cJSON_IsArray(get(o, "runs"));
             cJSON_Delete(o);

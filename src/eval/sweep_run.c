@@ -127,7 +127,7 @@ static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_diffe
     path_join(path, sizeof path, pt->dir, "sweep_done.json");
     *plan_differs = 0;
     if (!sweep_exists(path)) return NULL;
-    char *text = sweep_read_text(path, NULL, NULL);
+    char *text = st_read_file(path, NULL, SWEEP_TEXT_MAX, NULL);
     cJSON *m = text ? cJSON_Parse(text) : NULL;
     free(text);
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(m, "config_hash");

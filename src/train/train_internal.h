@@ -12,9 +12,6 @@ struct st_ckey;
 /* The value of one key as JSON text ("128", "\"alibi\"", "[64, 128]"). */
 void st_config_value_str(const struct st_ckey *k, const st_run_config *c, char *buf, size_t n);
 
-/* ---- fileio.c ---- */
-/* Read a whole file (NUL-terminated, *len excludes the NUL). malloc'd; NULL with e set. */
-char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e);
 
 /* ---- rundir.c: the run directory ---- */
 /* A fresh run: create RUN_DIR (and checkpoints/); refuse (ST_ERR_IO) when it holds files
