@@ -45,9 +45,9 @@ for prec in fp32 bf16; do
     else
         "$BIN" train "$CONFIG" "${SETS[@]}" --set train.precision=$prec --set train.threads=$THREADS --out "$OUT/$prec"
     fi
-    "$BIN" eval "$OUT/$prec" --quiet --json "$OUT/eval_$prec.json"
+    "$BIN" eval "$OUT/$prec" --quiet --json "$OUT/eval_$prec.json" --force   # the script's own report
 done
-"$BIN" eval "$OUT/fp32" --quiet --precision bf16 --json "$OUT/eval_fp32_in_bf16.json"
+"$BIN" eval "$OUT/fp32" --quiet --precision bf16 --json "$OUT/eval_fp32_in_bf16.json" --force
 
 /usr/bin/python3 - "$OUT" "$CONFIG" <<'PY'
 import json, os, sys
