@@ -131,13 +131,19 @@ sys.exit(0 if ra == rb and len(ra) > 0 else 1)
 PYEOF
 }
 for mode in "--buckets 4" "--mode sliding --batch-tokens 64"; do
-    expect_rc 0 "eval, 1 process ($mode)" "$BIN" eval r2 --lengths 16,32,100 $mode --json e1.json --quiet
+    expect_rc 0 "eval, 1 process ($mode)" "$BIN" eval r2 --lengths 16,32,100 $mode --json e1.json --force --quiet
     grep -v "elapsed\|^ *[0-9]" out.txt >e1.head; awk '/^ *[0-9]/{print $1,$2,$3,$4,$5,$6}' out.txt >e1.rows
-    expect_rc 0 "eval, 2 ranks ($mode)" timeout 300 "${MPI[@]}" "$BIN" eval r2 --lengths 16,32,100 $mode --json e2.json --quiet
+    expect_rc 0 "eval, 2 ranks ($mode)" timeout 300 "${MPI[@]}" "$BIN" eval r2 --lengths 16,32,100 $mode --json e2.json --force --quiet
     awk '/^ *[0-9]/{print $1,$2,$3,$4,$5,$6}' out.txt >e2.rows
     cmp -s e1.rows e2.rows && [ -s e1.rows ] && ok || bad "eval table differs ($mode)"
     same_eval e1.json e2.json && ok || bad "eval JSON differs ($mode)"
 done
+# rank 0 refuses an existing --json before evaluating: every rank stops with it (no abort, no hang)
+e2sum=$(md5sum <e2.json)
+expect_rc 3 "eval --json over a file, 2 ranks" timeout 120 "${MPI[@]}" "$BIN" eval r2 --lengths 16 --json e2.json --quiet
+grep -q -- "--json e2.json: the file exists" err.txt && ok || bad "2-rank refusal lacks its message: $(head -3 err.txt)"
+grep -q "MPI_ABORT" err.txt && bad "2-rank refusal aborted the job" || ok
+[ "$(md5sum <e2.json)" = "$e2sum" ] && ok || bad "e2.json changed"
 
 # ---- stopping: a signal on one rank, failures on one rank; never a hang ----
 "${MPI[@]}" "$BIN" train tiny.json --out rsig --quiet --set train.steps=1000000 --set train.checkpoint_every=0 \

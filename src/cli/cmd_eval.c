@@ -276,9 +276,12 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
     int rc = parse_args(argc, argv, &a);
     if (rc || a.help) return rc;
     if ((rc = finish_plan(&a))) return rc;
-    if (a.json && st_dist_rank(dist) == 0 && (rc = cli_output_file("eval", "--json", a.json, a.force))) return rc;
     struct stat st;
     st_error e = {0};
+    if (a.json) {   /* rank 0 alone writes the report; every rank stops with its refusal */
+        rc = st_dist_rank(dist) == 0 ? cli_output_file("eval", "--json", a.json, a.force) : ST_OK;
+        if ((rc = st_dist_agree(dist, rc, &e))) return rc;
+    }
     if (stat(a.src, &st) != 0) {
         st_fail(&e, ST_ERR_IO, "%s: no such run directory or checkpoint", a.src);
         return cli_report(&e);
