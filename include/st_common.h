@@ -109,6 +109,12 @@ int st_mkdirs(const char *path, st_error *e);
  * or any other non-regular file (never blocks), or is larger than max_bytes. */
 char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e);
 
+/* An exclusive lock on directory `dir` (flock on the directory itself, so it adds no file
+ * to it) for as long as *fd stays open: one writer per run directory or sweep output.
+ * Another process holding it: ST_ERR_IO "DIR: in use by another stretch process (what)".
+ * The lock goes with the open file description, so forked children share it. */
+int st_dir_lock(const char *dir, const char *what, int *fd, st_error *e);
+
 /* The one atomic file writer: st_atomic_open creates PATH.tmp.PID.NONCE beside path and
  * returns its FILE (NULL with e set); write to a->f (seeking is fine); st_atomic_commit
  * flushes, fsyncs, closes, renames over path and fsyncs the directory; on any failure,

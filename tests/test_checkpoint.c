@@ -14,6 +14,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* st_rundir_prepare, releasing the directory's lock at once (each call is a new "run") */
+static int prepare(const char *dir, int force, st_error *e) {
+    int fd = -1;
+    const int rc = st_rundir_prepare(dir, force, NULL, &fd, e);
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
 static void make_params(st_params *p, int64_t rows, uint64_t seed) {
     st_params_init(p);
     int64_t sw[2] = {rows, 33}, sb[1] = {33};
@@ -172,7 +180,7 @@ static void test_rundir(const char *base) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/run", base);
     st_error e = {0};
-    CHECK_MSG(st_rundir_prepare(dir, 0, NULL, &e) == ST_OK, "%s", e.msg);
+    CHECK_MSG(prepare(dir, 0, &e) == ST_OK, "%s", e.msg);
     st_params p;
     make_params(&p, 8, 5);
     st_train_state s;
@@ -199,7 +207,7 @@ static void test_rundir(const char *base) {
     char cfgp[700];
     snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
     CHECK(st_run_config_save(&c, cfgp, &e) == ST_OK);
-    CHECK(st_rundir_prepare(dir, 0, NULL, &e) == ST_ERR_IO);
+    CHECK(prepare(dir, 0, &e) == ST_ERR_IO);
     CHECK_MSG(strstr(e.msg, dir) && strstr(e.msg, "--force"), "%s", e.msg);
     CHECK(file_exists(dir, "config.json") && file_exists(cdir, "step_00000050.ckpt"));
     /* a non-empty directory that is not a run is refused too */
@@ -209,16 +217,16 @@ static void test_rundir(const char *base) {
     FILE *f = fopen(strcat(strcpy(cfgp, other), "/notes.txt"), "w");
     fputs("mine\n", f);
     fclose(f);
-    CHECK(st_rundir_prepare(other, 0, NULL, &e) == ST_ERR_IO && strstr(e.msg, "not empty"));
+    CHECK(prepare(other, 0, &e) == ST_ERR_IO && strstr(e.msg, "not empty"));
     /* a directory left by a run that failed before its first checkpoint is reusable */
     char failed[600], fc[700];
     snprintf(failed, sizeof failed, "%s/failed", base);
     snprintf(fc, sizeof fc, "%s/checkpoints", failed);
     CHECK(st_mkdirs(fc, &e) == ST_OK);
-    CHECK_MSG(st_rundir_prepare(failed, 0, NULL, &e) == ST_OK, "%s", e.msg);
+    CHECK_MSG(prepare(failed, 0, &e) == ST_OK, "%s", e.msg);
     /* --force removes the run's files only */
-    CHECK(st_rundir_prepare(other, 1, NULL, &e) == ST_OK && file_exists(other, "notes.txt"));
-    CHECK(st_rundir_prepare(dir, 1, NULL, &e) == ST_OK);
+    CHECK(prepare(other, 1, &e) == ST_OK && file_exists(other, "notes.txt"));
+    CHECK(prepare(dir, 1, &e) == ST_OK);
     CHECK(!file_exists(dir, "config.json") && !file_exists(cdir, "step_00000050.ckpt") && !file_exists(cdir, "latest"));
     CHECK(st_checkpoint_resolve(dir, resolved, sizeof resolved, &e) == ST_ERR_IO);
 

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,10 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
 }
 
 int main(int argc, char **argv) {
+    /* past a file-size limit (ulimit -f) a write fails with EFBIG, which every writer
+     * reports (exit 3, naming the file) and cleans up after; the default action of
+     * SIGXFSZ would kill the process and leave its temporary file behind */
+    signal(SIGXFSZ, SIG_IGN);
     default_runtime_env(argv);
     /* the transport is chosen once, here: "mpi" under an MPI launcher, else "none" */
     st_dist dist;

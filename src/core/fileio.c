@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -201,4 +202,17 @@ char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e)
     fclose(f);
     if (buf) { buf[n] = 0; if (len) *len = n; }
     return buf;
+}
+
+int st_dir_lock(const char *dir, const char *what, int *fd, st_error *e) {
+    *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open directory: %s", dir, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return ST_OK;
+    const int err = errno;
+    close(*fd);
+    *fd = -1;
+    if (err == EWOULDBLOCK)
+        return st_fail(e, ST_ERR_IO, "%s: in use by another stretch process (%s); wait for it to finish or stop it",
+                       dir, what);
+    return st_fail(e, ST_ERR_IO, "%s: cannot lock: %s", dir, strerror(err));
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void path_join(char *out, size_t n, const char *dir, const char *name) {
     snprintf(out, n, "%s/%s", dir, name);
@@ -359,11 +360,14 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
     sweep *s = calloc(1, sizeof *s);
     if (!s) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     st_dist *dist = opts ? opts->dist : NULL;
-    int rc = sweep_load(s, file, opts, e);
+    int rc = sweep_load(s, file, opts, e), lock_fd = -1;
     if (!rc && !(opts && opts->dry_run)) rc = sweep_check_out(s, e);
     if (!rc && !(opts && opts->dry_run)) rc = st_mkdirs(s->out, e);
+    /* one sweep at a time in OUT (rank 0 holds the lock; forked --jobs children share it) */
+    if (!rc && !(opts && opts->dry_run) && st_dist_rank(dist) == 0)
+        rc = st_dir_lock(s->out, "a sweep is writing it", &lock_fd, e);
     rc = st_dist_agree(dist, rc, e);   /* every rank read the same file: fail together */
-    if (rc) { sweep_free(s); free(s); return rc; }
+    if (rc) { if (lock_fd >= 0) close(lock_fd); sweep_free(s); free(s); return rc; }
     st_log(ST_LOG_INFO, "sweep %s: %d runs in %s", file, s->n_points, s->out);
     if (opts && opts->dry_run) {
         for (int i = 0; i < s->n_points; i++) {
@@ -409,6 +413,7 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
     } else {
         rc = ST_OK;
     }
+    if (lock_fd >= 0) close(lock_fd);
     sweep_free(s);
     free(s);
     return rc;

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "train_internal.h"
 
+#include <cjson/cJSON.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -58,12 +60,43 @@ static int count_entries(const char *dir, char *first, size_t n) {
     return count;
 }
 
+/* NAME.tmp.PID[.NONCE] (st_atomic_open; NAME.tmp.PID: the hard link of best.ckpt): the
+ * writer's PID, or 0 when name is no temp file. */
+static long temp_pid(const char *name) {
+    const char *t = strstr(name, ".tmp.");
+    if (!t) return 0;
+    char *end;
+    errno = 0;
+    const long pid = strtol(t + 5, &end, 10);
+    return (*end && *end != '.') || errno || pid <= 0 ? 0 : pid;
+}
+
+/* A temp file of one of the run's own files in RUN_DIR (config.json.tmp.PID.NONCE, ...,
+ * eval_*.json.tmp...): what resume and --force may remove there; a user's file never. */
+static int is_run_temp(const char *name) {
+    if (!temp_pid(name)) return 0;
+    const size_t stem = (size_t)(strstr(name, ".tmp.") - name);
+    for (int i = 0; run_files[i]; i++)
+        if (strlen(run_files[i]) == stem && !strncmp(name, run_files[i], stem)) return 1;
+    return !strncmp(name, "eval_", 5) && stem > 10 && !strncmp(name + stem - 5, ".json", 5);
+}
+
 static int remove_run(const char *dir, st_error *e) {
     char path[ST_PATH_BUF + 256];   /* checkpoints/ + a directory entry name */
     for (int i = 0; run_files[i]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, run_files[i]);
         if (unlink(path) != 0 && errno != ENOENT)
             return st_fail(e, ST_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+    }
+    DIR *top = opendir(dir);   /* the run files' temp files (the lock keeps their writers out) */
+    if (top) {
+        struct dirent *de;
+        while ((de = readdir(top)))
+            if (is_run_temp(de->d_name) && strncmp(de->d_name, "eval_", 5) != 0) {
+                snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+                unlink(path);
+            }
+        closedir(top);
     }
     char cdir[ST_PATH_BUF];
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
@@ -119,13 +152,30 @@ int st_rundir_check(const char *dir, int force, const char *advice, st_error *e)
     return inspect(dir, force, advice, &n, e);
 }
 
-int st_rundir_prepare(const char *dir, int force, const char *advice, st_error *e) {
+int st_rundir_prepare(const char *dir, int force, const char *advice, int *lock_fd, st_error *e) {
+    /* the directory first, so it can be locked before it is inspected: of two fresh runs
+     * into one directory, the second finds it locked, or holding the first's files */
     int n, rc = inspect(dir, force, advice, &n, e);
-    if (rc) return rc;
+    if (rc || (rc = st_mkdirs(dir, e)) || (rc = st_dir_lock(dir, "a run is writing it", lock_fd, e))) return rc;
+    if ((rc = inspect(dir, force, advice, &n, e))) return rc;
     if (n > 0 && (rc = remove_run(dir, e))) return rc;
     char cdir[ST_PATH_BUF];
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     return st_mkdirs(cdir, e);
+}
+
+int st_rundir_has_checkpoint(const char *dir) {
+    char path[ST_PATH_BUF + 256];
+    snprintf(path, sizeof path, "%s/checkpoints/latest", dir);
+    if (access(path, F_OK) == 0) return 1;
+    snprintf(path, sizeof path, "%s/checkpoints", dir);
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int any = 0;
+    struct dirent *de;
+    while (!any && (de = readdir(d))) any = is_step_file(de->d_name, NULL) || !strcmp(de->d_name, "best.ckpt");
+    closedir(d);
+    return any;
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -177,28 +227,30 @@ int st_rundir_link_best(const char *dir, const char *step_path, st_error *e) {
     return st_link_atomic(step_path, best, e);
 }
 
-void st_rundir_clean_temps(const char *dir) {
-    char cdir[ST_PATH_BUF], path[ST_PATH_BUF + 256];   /* + a directory entry name */
-    snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
-    DIR *d = opendir(cdir);
-    if (!d) return;
+/* Temp files of dead writers in dir (all of them, or only the run's own: is_run_temp). */
+static int clean_dir(const char *dir, int run_files_only) {
+    char path[ST_PATH_BUF + 256];   /* + a directory entry name */
+    DIR *d = opendir(dir);
+    if (!d) return 0;
     int removed = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        const char *t = strstr(de->d_name, ".tmp.");
-        if (!t) continue;
-        char *end;
-        errno = 0;
-        long pid = strtol(t + 5, &end, 10);
-        /* NAME.tmp.PID.NONCE (st_atomic_open) or NAME.tmp.PID (hard link of best.ckpt) */
-        if ((*end && *end != '.') || errno || pid <= 0 || pid == (long)getpid()) continue;
+        const long pid = temp_pid(de->d_name);
+        if (!pid || pid == (long)getpid() || (run_files_only && !is_run_temp(de->d_name))) continue;
         /* a live PID (possibly reused by another process) or one we may not signal: keep */
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        snprintf(path, sizeof path, "%s/%s", cdir, de->d_name);
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         if (unlink(path) == 0) removed++;
     }
     closedir(d);
-    if (removed) st_log(ST_LOG_INFO, "%s: removed %d temp file(s) left by interrupted writes", cdir, removed);
+    return removed;
+}
+
+void st_rundir_clean_temps(const char *dir) {
+    char cdir[ST_PATH_BUF];
+    snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+    const int removed = clean_dir(cdir, 0) + clean_dir(dir, 1);
+    if (removed) st_log(ST_LOG_INFO, "%s: removed %d temp file(s) left by interrupted writes", dir, removed);
 }
 
 int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e) {
@@ -208,15 +260,19 @@ int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e) {
     size_t len = 0;
     char *text = st_read_file(path, &len, (size_t)1 << 30, e);
     if (!text) return e ? e->code : ST_ERR_IO;
-    /* keep complete lines whose step is <= last_step (records are {"step": N, ...}) */
+    /* keep complete records whose step is <= last_step (records are {"step": N, ...});
+     * a line that is not one JSON object (a partial last line from a killed process, or
+     * a record torn by a full disk before writes were checked) is dropped */
     size_t out = 0;
     char *line = text;
     while (line < text + len) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
-        if (!nl) break;   /* a partial last line from a killed process */
+        if (!nl) break;
         long long step = -1;
-        const char *k = strstr(line, "\"step\":");
-        if (k && k < nl) step = strtoll(k + 7, NULL, 10);
+        cJSON *rec = cJSON_ParseWithLength(line, (size_t)(nl - line));
+        const cJSON *sv = cJSON_GetObjectItemCaseSensitive(rec, "step");
+        if (cJSON_IsObject(rec) && cJSON_IsNumber(sv)) step = (long long)sv->valuedouble;
+        cJSON_Delete(rec);
         size_t l = (size_t)(nl - line) + 1;
         if (step >= 0 && step <= last_step) {
             memmove(text + out, line, l);

@@ -14,15 +14,18 @@ void st_config_value_str(const struct st_ckey *k, const st_run_config *c, char *
 
 
 /* ---- rundir.c: the run directory ---- */
-/* A fresh run: create RUN_DIR (and checkpoints/); refuse (ST_ERR_IO) when it holds files
- * unless force, in which case the previous run's files are removed (config.json,
- * metrics.jsonl, tokenizer.json, checkpoints/step_*.ckpt, best.ckpt, latest, temp files;
- * anything else stays). st_rundir_check is the same test without touching anything: the
- * trainer calls it first and st_rundir_prepare only once the new run is ready. advice:
- * what the refusal tells the user to do (st_train_opts.occupied_advice; NULL: --resume,
- * --force or another --out, stretch train's flags). */
+/* A fresh run: create RUN_DIR (and checkpoints/) and lock it (st_dir_lock, *lock_fd: the
+ * trainer keeps it open to the end); refuse (ST_ERR_IO) when it holds files unless
+ * force, in which case the previous run's files are removed (config.json, metrics.jsonl,
+ * tokenizer.json, checkpoints/step_*.ckpt, best.ckpt, latest, their temp files; anything
+ * else stays). st_rundir_check is the same test without touching anything: the trainer
+ * calls it first and st_rundir_prepare only once the new run is ready. advice: what the
+ * refusal tells the user to do (st_train_opts.occupied_advice; NULL: --resume, --force or
+ * another --out, stretch train's flags). */
 int st_rundir_check(const char *dir, int force, const char *advice, st_error *e);
-int st_rundir_prepare(const char *dir, int force, const char *advice, st_error *e);
+int st_rundir_prepare(const char *dir, int force, const char *advice, int *lock_fd, st_error *e);
+/* 1 when the run has written a checkpoint (checkpoints/latest or a step file exists). */
+int st_rundir_has_checkpoint(const char *dir);
 /* Write checkpoints/step_NNNNNNNN.ckpt, update `latest`, delete step files beyond keep. */
 int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_params *p,
                         const st_train_state *s, int keep, char *written, size_t n, st_error *e);
@@ -31,8 +34,9 @@ int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_para
 int st_rundir_link_best(const char *dir, const char *step_path, st_error *e);
 /* Path of checkpoints/best.ckpt (or any other name) inside dir. */
 void st_rundir_path(const char *dir, const char *name, char *out, size_t n);
-/* Remove checkpoints/NAME.tmp.PID files whose writer PID is no longer running (left by a
- * SIGKILL or power loss mid-write; never read, but as large as a checkpoint). */
+/* Remove NAME.tmp.PID files whose writer PID is no longer running (left by a SIGKILL or
+ * power loss mid-write; never read; in checkpoints/ as large as a checkpoint): any in
+ * checkpoints/, and in RUN_DIR those of the run's own files and eval reports. */
 void st_rundir_clean_temps(const char *dir);
 /* Keep only metrics.jsonl records with step <= last_step (after a resume). */
 int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e);
@@ -45,7 +49,8 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, char **ori
 
 /* ---- progress.c: terminal progress and metrics.jsonl ---- */
 typedef struct st_progress {
-    FILE *metrics;          /* RUN_DIR/metrics.jsonl (append) */
+    int metrics;            /* RUN_DIR/metrics.jsonl (O_APPEND), or -1 */
+    char metrics_path[ST_PATH_BUF];
     st_live live;           /* the terminal's live line (off when not a TTY or quiet) */
     int quiet;
     int64_t total_steps, first_step;
@@ -56,11 +61,14 @@ typedef struct st_progress {
 /* run_dir NULL: report to the terminal only, no metrics.jsonl */
 int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
                      int64_t total_steps, double elapsed0, int quiet, st_error *e);
-/* Step record: terminal bar every step (throttled), log line + metrics every log_every. */
-void st_progress_step(st_progress *pg, int64_t step, double loss, double lr, double gnorm,
-                      double tokens_per_s, int log_now);
-/* m: the model, for the learned receptive fields of alibi_rf ("rf_rho": [layer][head]) */
-void st_progress_val(st_progress *pg, int64_t step, double val_loss, int best, const st_model *m);
+/* Step record: terminal bar every step (throttled), log line + metrics every log_every.
+ * A record is appended whole or not at all: a failed write (a full disk, a file-size
+ * limit) is cut back off the file and returned as ST_ERR_IO naming metrics.jsonl. */
+int st_progress_step(st_progress *pg, int64_t step, double loss, double lr, double gnorm,
+                     double tokens_per_s, int log_now, st_error *e);
+/* m: the model, for the learned receptive fields of alibi_rf ("rf_rho": [layer][head]);
+ * the record is written as st_progress_step's is */
+int st_progress_val(st_progress *pg, int64_t step, double val_loss, int best, const st_model *m, st_error *e);
 /* A message that should not be overwritten by the bar. */
 void st_progress_note(st_progress *pg, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -66,12 +66,15 @@ typedef struct trainer {
     st_train_state st;
     st_progress pg;
     int have_ds, have_model, have_opt, have_arena, have_ctx, have_pg;
+    int lock_fd;            /* rank 0: the run directory's lock (st_dir_lock), or -1 */
+    int restart;            /* --resume of a run that never wrote a checkpoint: from step 0 */
     char last_ckpt[ST_PATH_BUF];
     char *origin;           /* init_from.json of a run started from a checkpoint (NULL: none) */
 } trainer;
 
 static void trainer_free(trainer *t) {
     if (t->have_pg) st_progress_close(&t->pg);
+    if (t->lock_fd >= 0) close(t->lock_fd);   /* last: the run's files are all written */
     if (t->have_ctx) st_ctx_free(&t->ctx);
     st_mm_free(t->mm);
     if (t->have_arena) st_arena_free(&t->arena);
@@ -235,6 +238,10 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
     } else {
         /* the other ranks receive rank 0's initialisation (st_train_dist_share_state) */
         if (tc->init_from[0] && t->rank == 0) rc = st_init_from_load(&t->cfg, &t->model, t->opts.quiet, &t->origin, e);
+        if (!rc && t->restart) {   /* the records and temp files of the attempt that died */
+            rc = st_rundir_trim_metrics(t->dir, -1, e);
+            st_rundir_clean_temps(t->dir);
+        }
         memset(&t->st, 0, sizeof t->st);
         st_rng_seed(&t->st.rng, tc->seed ^ SEED_DROPOUT);
         t->st.best_val = INFINITY;
@@ -263,6 +270,15 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
         join(path, sizeof path, t->dir, "config.json");
         if (cfg_in) t->cfg = *cfg_in;
         else if ((rc = st_run_config_load(path, NULL, 0, &t->cfg, e))) return rc;
+        if ((rc = st_dir_lock(t->dir, "a run is writing it", &t->lock_fd, e))) return rc;
+        if (!st_rundir_has_checkpoint(t->dir)) {
+            /* stopped (a signal, a full disk) before its first checkpoint: the run starts
+             * over from step 0 in its own directory, which is the run it would have been */
+            st_log(ST_LOG_INFO, "%s: no checkpoint yet; training from step 0", t->dir);
+            t->opts.resume = 0;
+            t->restart = 1;
+            return ST_OK;
+        }
         if ((rc = st_checkpoint_resolve(t->dir, ckpt, ckpt_n, e))) return rc;
         st_train_state ck_st;
         if ((rc = st_checkpoint_load(ckpt, &ck_cfg, NULL, 0, &ck_st, e))) return rc;
@@ -404,7 +420,9 @@ static int setup_buffers(trainer *t, st_error *e) {
 
     if (t->rank == 0) {
         /* Only now does --force remove the previous run (st_rundir_prepare). */
-        if (!t->opts.resume && (rc = st_rundir_prepare(t->dir, t->opts.force, t->opts.occupied_advice, e))) return rc;
+        if (!t->opts.resume && !t->restart &&
+            (rc = st_rundir_prepare(t->dir, t->opts.force, t->opts.occupied_advice, &t->lock_fd, e)))
+            return rc;
         join(path, sizeof path, t->dir, "config.json");
         if ((rc = st_run_config_save(c, path, e))) return rc;
         if (!t->opts.resume && t->origin) {
@@ -458,7 +476,10 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         const int last = step == tc->steps;
         double session = st_time() - t0;
         double tps = session > 0 ? (double)((step - step0) * tc->batch_size * tc->seq_len * tc->grad_accum * t->ranks) / session : 0;
-        st_progress_step(&t->pg, step, loss, lr, gnorm, tps, step % tc->log_every == 0 || last);
+        /* a metrics write error (rank 0) is held until the ranks agree below: the step's
+         * collective work (validation, checkpoint) runs on every rank first */
+        st_error pe = {0};
+        int prc = st_progress_step(&t->pg, step, loss, lr, gnorm, tps, step % tc->log_every == 0 || last, &pe);
         res->step = step;
         res->loss = loss;
         res->tokens_per_s = tps;
@@ -470,7 +491,7 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
             best = isfinite(val) && val < t->st.best_val;
             t->st.last_val = val;
             if (best) { t->st.best_val = val; t->st.best_step = step; }
-            st_progress_val(&t->pg, step, val, best, &t->model);
+            if (!prc) prc = st_progress_val(&t->pg, step, val, best, &t->model, &pe);
         }
         int sig = g_stop_signal;
         int out_of_time = tc->max_seconds > 0 && session >= tc->max_seconds;
@@ -489,6 +510,7 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
                 rc = save_checkpoint(t, "best.ckpt", e);
         }
         if ((save_step || best) && t->zero.on) st_zero_release(&t->zero, t->dist, &t->model.params);
+        if (!rc && prc) rc = st_fail(e, prc, "%s", pe.msg);
         if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
         if (sig) {
             res->stopped = 3;
@@ -512,15 +534,17 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
  * step 0, with the validation loss when eval_batches > 0: a baseline to evaluate or
  * export like any other checkpoint. */
 static int save_initial(trainer *t, st_error *e) {
-    int rc;
+    int rc, prc = ST_OK;
+    st_error pe = {0};   /* a metrics write error, after the checkpoint every rank takes part in */
     if (t->cfg.train.eval_batches > 0) {
         double val;
         if ((rc = validate(t, &val, e))) return rc;
         t->st.last_val = val;
         if (isfinite(val)) { t->st.best_val = val; t->st.best_step = 0; }
-        st_progress_val(&t->pg, 0, val, 0, &t->model);
+        prc = st_progress_val(&t->pg, 0, val, 0, &t->model, &pe);
     }
-    return save_checkpoint(t, NULL, e);
+    rc = save_checkpoint(t, NULL, e);
+    return rc ? rc : prc ? st_fail(e, prc, "%s", pe.msg) : ST_OK;
 }
 
 int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts *opts,
@@ -532,6 +556,7 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
     res->best_val = NAN;
     trainer *t = calloc(1, sizeof *t);
     if (!t) return st_fail(e, ST_ERR_MEMORY, "out of memory");
+    t->lock_fd = -1;
     if (opts) t->opts = *opts;
     t->dir = run_dir;
     t->dist = t->opts.dist;
@@ -566,6 +591,14 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
         sigaction(SIGINT, &sa, &old_int);
         sigaction(SIGTERM, &sa, &old_term);
         rc = t->cfg.train.steps == 0 && !t->opts.resume ? save_initial(t, e) : loop(t, res, e);
+        /* a signal that came while the last checkpoint was written: the loop had already
+         * looked, so say it now (a sweep must stop, not go on to its next point) */
+        if (!rc && g_stop_signal) {
+            res->stopped = 3;
+            rc = st_fail(e, ST_ERR_INTERRUPTED, "interrupted by %s as the session ended at step %lld (%s is "
+                         "saved)", g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", (long long)t->st.step,
+                         t->last_ckpt[0] ? t->last_ckpt : t->dir);
+        }
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
         g_stop_signal = 0;
