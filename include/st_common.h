@@ -38,6 +38,14 @@ typedef enum st_status {
  * ST_PATH_BUF buffer and is never cut. Longer input is refused by st_path_check. */
 #define ST_PATH_MAX 3072
 #define ST_PATH_SUFFIX 1024
+/* A directory stretch writes into (a run directory, a sweep's OUT/<point>, an export's
+ * --out) must leave room below ST_PATH_MAX for the names it adds, or a file written hours
+ * into a run is refused then (st_dir_check refuses the directory up front instead). The
+ * longest is a step checkpoint's temp file: "/checkpoints/step_" (18) + the step, up to 13
+ * digits (train.steps <= 1e12) + ".ckpt" (5) + the atomic writer's ".tmp." (5) + a PID of
+ * up to 10 digits + "." and a 6-digit hex nonce (7) = 58; the others are shorter
+ * ("/eval_valid_nonoverlapping.json" and its temp suffix: 53). Rounded up to 64. */
+#define ST_DIR_ROOM 64
 #define ST_PATH_BUF (ST_PATH_MAX + ST_PATH_SUFFIX + 1)
 
 typedef struct st_error {
@@ -102,6 +110,9 @@ size_t st_mem_total(void);
 /* ---- files (src/core/fileio.c) ---- */
 /* ST_OK, or ST_ERR_CONFIG naming `what` when path is empty or longer than ST_PATH_MAX. */
 int st_path_check(const char *path, const char *what, st_error *e);
+/* The same for a directory stretch writes files into: ST_ERR_CONFIG naming `what` when dir
+ * is empty or longer than ST_PATH_MAX - ST_DIR_ROOM. */
+int st_dir_check(const char *dir, const char *what, st_error *e);
 /* mkdir -p (ST_ERR_IO naming the component that failed). */
 int st_mkdirs(const char *path, st_error *e);
 /* A whole regular file (src/core/fileio.c), NUL-terminated (*len excludes the NUL),

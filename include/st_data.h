@@ -136,6 +136,10 @@ int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, int64_t len
  * decimal ids joined by spaces; task: names joined by spaces. */
 int64_t st_tokenizer_decode(const st_tokenizer *t, const int32_t *ids, int64_t n,
                             char *out, int64_t cap);
+/* The bytes token id adds after a text whose last token is prev (-1: id comes first), as
+ * st_tokenizer_decode (same return and cap rules): decoding ids one by one with this
+ * gives exactly the bytes of decoding them whole (streamed output). */
+int64_t st_tokenizer_decode_next(const st_tokenizer *t, int32_t prev, int32_t id, char *out, int64_t cap);
 
 /* ---- outside text for evaluation (`stretch eval --data`) ----
  * path: a text file (tokenized whole), or a WikiText directory (the file of `split`:

@@ -122,6 +122,10 @@ typedef struct st_eval_plan {
 } st_eval_plan;
 
 void st_eval_plan_default(st_eval_plan *p);
+/* Fill the plan's -1 fields from the run's eval section (cfg) and check it (ST_ERR_CONFIG
+ * naming src). st_eval_checkpoint does this itself; `stretch eval` also calls it up front
+ * to know the default report's name before evaluating. */
+int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *src, st_error *e);
 
 /* One evaluation length: its result, or why it could not be evaluated. */
 typedef struct st_eval_row {

@@ -77,6 +77,12 @@ int cli_path_arg(const char *cmd, const char *flag, const char *v) {
     return ST_OK;
 }
 
+int cli_dir_arg(const char *cmd, const char *flag, const char *dir) {
+    st_error e = {0};
+    if (st_dir_check(dir, flag, &e)) return cli_usage(cmd, "%s", e.msg);
+    return ST_OK;
+}
+
 int cli_output_file(const char *cmd, const char *flag, const char *path, int force) {
     struct stat st;
     st_error e = {0};

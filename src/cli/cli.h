@@ -51,6 +51,9 @@ int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **
 /* A path flag or argument: ST_OK, or the usage error (exit 2) when it is empty or too
  * long (st_path_check). */
 int cli_path_arg(const char *cmd, const char *flag, const char *v);
+/* A directory stretch writes into (--out, --resume): the same, and also refused when it
+ * leaves no room for the file names stretch adds (st_dir_check), before any work. */
+int cli_dir_arg(const char *cmd, const char *flag, const char *dir);
 /* An output file named by `flag` (--json, --save-tokenizer): refused (exit 3, naming the
  * flag) when `path` is a directory, or an existing file while `force` is not set, so a
  * report never replaces a run's config.json or a user's file by mistake. Checked before

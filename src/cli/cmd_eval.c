@@ -103,6 +103,12 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
              stem);
 }
 
+/* At most what default_json_path adds to the source path: "/eval_data-" (11) + the data
+ * name (< 256) + "_valid" (6) + "_nonoverlapping" (15) + a transform tag (< 160) +
+ * ".json" (5) = 451, + 2 for a bare checkpoint name that gains "./" (a checkpoint's
+ * "_<name>" stem otherwise replaces its own "/<name>.ckpt"), rounded up. */
+#define REPORT_NAME_ROOM 460
+
 /* What the command line asks for. */
 typedef struct eval_args {
     const char *src, *json;
@@ -238,6 +244,38 @@ static int use_data(eval_args *a, st_error *e) {
     return ST_OK;
 }
 
+/* The default report's name depends on the run's eval section (split, mode, transform),
+ * so a source near the path limit could be evaluated and its report then refused: there
+ * (only), read the checkpoint's config first and refuse the source before evaluating. */
+static int check_report_path(const eval_args *a, int is_dir) {
+    if (a->json || strlen(a->src) + REPORT_NAME_ROOM <= ST_PATH_MAX) return ST_OK;
+    st_eval_report *rep = calloc(1, sizeof *rep);
+    if (!rep) return ST_OK;   /* the evaluation reports the shortage */
+    st_error e = {0};
+    st_eval_plan plan = a->plan;
+    char path[ST_PATH_BUF];
+    size_t n = 0;
+    int rc = st_checkpoint_resolve(a->src, rep->checkpoint, sizeof rep->checkpoint, &e);
+    if (!rc) rc = st_checkpoint_load(rep->checkpoint, &rep->cfg, NULL, 0, NULL, &e);
+    if (!rc) rc = st_eval_plan_resolve(&plan, &rep->cfg, rep->checkpoint, &e);
+    if (!rc) {   /* the fields default_json_path reads, as st_eval_checkpoint sets them */
+        struct stat ds;
+        rep->split = plan.split;
+        rep->mode = plan.mode;
+        rep->xf = (st_transform){.kind = plan.transform, .scale = plan.transform_scale, .sinks = plan.sinks,
+                                 .window = plan.window, .clip = plan.clip};
+        rep->external = plan.data_path != NULL;
+        rep->data.is_dir = rep->external && stat(plan.data_path, &ds) == 0 && S_ISDIR(ds.st_mode);
+        default_json_path(a->src, is_dir, rep, plan.data_path, path, sizeof path);
+        n = strlen(path);
+    }
+    free(rep);
+    if (rc || n <= ST_PATH_MAX) return ST_OK;   /* a load error: the evaluation reports it */
+    return cli_usage("eval", "RUN_DIR|CHECKPOINT %.200s...: its default report would be %zu bytes long, and stretch "
+                     "accepts paths of up to %d bytes: name the report with --json OUT.json or use a shorter path "
+                     "(report: %.200s...)", a->src, n, ST_PATH_MAX, path);
+}
+
 /* Rank 0's JSON report (--json or the default name) and what it says about failed rows. */
 static int save_report(const eval_args *a, int is_dir, const st_eval_report *rep, st_error *e) {
     char path[ST_PATH_BUF];
@@ -286,6 +324,7 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
         st_fail(&e, ST_ERR_IO, "%s: no such run directory or checkpoint", a.src);
         return cli_report(&e);
     }
+    if ((rc = check_report_path(&a, S_ISDIR(st.st_mode)))) return rc;
     if (a.plan.data_path && (rc = use_data(&a, &e))) return rc;
     if (a.threads >= 0) st_set_threads(a.threads);
     const int rank = st_dist_rank(dist);

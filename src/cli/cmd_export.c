@@ -40,7 +40,7 @@ int cmd_export(int argc, char **argv) {
         if (!strcmp(argv[i], "--out")) {
             if (i + 1 >= argc) return cli_usage("export", "--out needs a directory");
             out = argv[++i];
-            if (cli_path_arg("export", "--out", out)) return ST_ERR_CONFIG;
+            if (cli_dir_arg("export", "--out", out)) return ST_ERR_CONFIG;
         }
         else if (!strcmp(argv[i], "--force")) force = 1;
         else if (argv[i][0] == '-') return cli_usage("export", "unknown option '%s'", argv[i]);

@@ -78,7 +78,7 @@ static int parse(int argc, char **argv, extend_args *a) {
         else if (!strcmp(f, "--warmup")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->warmup)) return cli_usage("extend", "--warmup '%s': integer >= 0 expected", v); }
         else if (!strcmp(f, "--transform")) a->transform = v;
         else if (!strcmp(f, "--stop-after")) { if (!cli_int_arg(v, 1, INT64_MAX, &a->opts.stop_after)) return cli_usage("extend", "--stop-after needs a step number >= 1"); }
-        else if (!strcmp(f, "--out") || !strcmp(f, "-o")) { a->out = v; if (cli_path_arg("extend", f, v)) return ST_ERR_CONFIG; }
+        else if (!strcmp(f, "--out") || !strcmp(f, "-o")) { a->out = v; if (cli_dir_arg("extend", f, v)) return ST_ERR_CONFIG; }
         else if (!strcmp(f, "--set")) {
             if (a->n_sets == MAX_SETS) return cli_usage("extend", "too many --set options (max %d)", MAX_SETS);
             a->sets[a->n_sets++] = v;
@@ -228,7 +228,9 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
     }
     plan(&a, base, o);
     if (a.out) snprintf(dir, sizeof dir, "%s", a.out);
-    else if ((rc = default_out(&a, o, dir, sizeof dir))) goto out;
+    else if ((rc = default_out(&a, o, dir, sizeof dir)) ||
+             (rc = cli_dir_arg("extend", "--out (not given: RUN_DIR-to<N>)", dir)))
+        goto out;
     for (int i = 0; i < o->n; i++) sets[i] = o->set[i];
     for (int i = 0; i < a.n_sets; i++) sets[o->n + i] = a.sets[i];
     if ((rc = st_run_config_load(path, sets, o->n + a.n_sets, cfg, &e))) {

@@ -269,19 +269,55 @@ static int decode_step(gen_engine *g, gen_run *r, int64_t *fed, st_error *e) {
     return rc;
 }
 
-/* Sample --tokens tokens after the prompt. */
-static int generate(gen_engine *g, const gen_opts *o, gen_run *r, st_error *e) {
+/* The text as it grows: written to stdout and flushed token by token, so what was
+ * generated before a Ctrl-C (which ends the process by the default action) is on the
+ * terminal or in the file. The bytes are those of the whole text decoded at the end (as
+ * stretch printed it before it streamed): the run's tokenizer's pieces
+ * (st_tokenizer_decode_next), or the ids joined by spaces when the run has none. That text
+ * went through printf("%s"), which ended it at its first NUL byte (token 0 of a byte or
+ * BPE run, where a run without --prompt starts): the stream ends there too. */
+typedef struct gen_stream {
+    int64_t shown;   /* ids[0..shown) are written */
+    int ended;       /* a NUL byte (or an undecodable id) ended the text */
+} gen_stream;
+
+/* One token's piece after its predecessor; 0 when the text ends at it. */
+static int stream_token(const gen_run *r, int64_t i) {
+    const int32_t prev = i > 0 ? r->ids[i - 1] : -1;
+    if (!r->tok) return printf(i > 0 ? " %d" : "%d", r->ids[i]) >= 0;
+    char buf[256], *piece = buf;
+    int64_t len = st_tokenizer_decode_next(r->tok, prev, r->ids[i], buf, sizeof buf);
+    if (len >= (int64_t)sizeof buf && (piece = malloc((size_t)len + 1)) != NULL)
+        st_tokenizer_decode_next(r->tok, prev, r->ids[i], piece, len + 1);
+    if (len < 0 || !piece) return 0;
+    const char *nul = memchr(piece, 0, (size_t)len);
+    fwrite(piece, 1, nul ? (size_t)(nul - piece) : (size_t)len, stdout);
+    if (piece != buf) free(piece);
+    return nul == NULL;
+}
+
+/* Write ids[s->shown..r->n) and flush. */
+static void stream_text(const gen_run *r, gen_stream *s) {
+    for (; s->shown < r->n; s->shown++)
+        if (!s->ended && !stream_token(r, s->shown)) s->ended = 1;
+    fflush(stdout);
+}
+
+/* Sample --tokens tokens after the prompt, streaming the text (the prompt first). */
+static int generate(gen_engine *g, const gen_opts *o, gen_run *r, gen_stream *out, st_error *e) {
     const int V = r->m.cfg.vocab_size;
     st_rng rng;
     st_rng_seed(&rng, o->seed);
     int64_t fed = 0;
     int rc = ST_OK;
     const double t0 = st_time();
+    stream_text(r, out);
     while (!rc && r->n < r->n_prompt + o->n_tokens) {
         st_ctx_begin(&g->ctx, 0, 0);
         if (o->no_cache) rc = window_logits(&r->m, &g->ctx, r->ids, r->n, o->context, g->logits, e);
         else rc = decode_step(g, r, &fed, e);
         if (!rc) r->ids[r->n++] = sample(g->logits, V, (float)o->temp, (int)o->top_k, &rng, g->logits + V);
+        if (!rc) stream_text(r, out);
     }
     if (rc) return rc;
     const double dt = st_time() - t0;
@@ -292,20 +328,6 @@ static int generate(gen_engine *g, const gen_opts *o, gen_run *r, st_error *e) {
     return ST_OK;
 }
 
-/* The text, or the ids when the run has no tokenizer. */
-static void print_text(const gen_run *r) {
-    const int32_t *ids = r->ids;
-    const int64_t n = r->n;
-    if (r->tok) {
-        int64_t bytes = st_tokenizer_decode(r->tok, ids, n, NULL, 0);
-        char *text = malloc((size_t)(bytes > 0 ? bytes : 0) + 1);
-        if (text && bytes >= 0 && st_tokenizer_decode(r->tok, ids, n, text, bytes + 1) >= 0) printf("%s\n", text);
-        free(text);
-    } else {
-        for (int64_t i = 0; i < n; i++) printf("%d%c", ids[i], i + 1 < n ? ' ' : '\n');
-    }
-}
-
 int cmd_generate(int argc, char **argv) {
     gen_opts o;
     int rc = parse_args(argc, argv, &o);
@@ -314,9 +336,14 @@ int cmd_generate(int argc, char **argv) {
     gen_run r;
     if (load_run(&o, &r, &e)) return cli_report(&e);
     gen_engine g;
+    gen_stream out = {0};
     rc = engine_init(&g, &o, &r, &e);
-    if (!rc) rc = generate(&g, &o, &r, &e);
-    if (!rc) print_text(&r);
+    if (!rc) rc = generate(&g, &o, &r, &out, &e);
+    /* the line ends after the text, or after the part written before an error */
+    if (!rc || out.shown > 0) {
+        putchar('\n');
+        fflush(stdout);
+    }
     engine_free(&g);
     free_run(&r);
     return rc ? cli_report(&e) : ST_OK;

@@ -57,11 +57,11 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         } else if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
             if (i + 1 >= argc) return cli_usage("train", "%s needs a directory", a);
             out = argv[++i];
-            if (cli_path_arg("train", a, out)) return ST_ERR_CONFIG;
+            if (cli_dir_arg("train", a, out)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--resume")) {
             if (i + 1 >= argc) return cli_usage("train", "--resume needs a run directory");
             resume = argv[++i];
-            if (cli_path_arg("train", a, resume)) return ST_ERR_CONFIG;
+            if (cli_dir_arg("train", a, resume)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--force")) {
             opts.force = 1;
         } else if (!strcmp(a, "--zero")) {
@@ -108,7 +108,10 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         }
     } else {
         if (out) snprintf(dir, sizeof dir, "%s", out);
-        else default_out(config, dir, sizeof dir);
+        else {
+            default_out(config, dir, sizeof dir);
+            if (cli_dir_arg("train", "--out (not given: runs/<CONFIG name>)", dir)) return ST_ERR_CONFIG;
+        }
         if (st_run_config_load(config, sets, n_sets, &cfg, &e)) return cli_report(&e);
     }
     if (!opts.quiet) st_log(ST_LOG_INFO, "%s %s -> %s", resume ? "resuming" : "training", resume ? resume : config, dir);

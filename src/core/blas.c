@@ -131,7 +131,17 @@ void st_blas_log(void) {
 }
 
 void st_set_threads(int n) {
+    const int asked = n;
     if (n <= 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
     openblas_set_num_threads(n);
+    /* OpenBLAS caps the count at the CPUs it was built for (and sets OpenMP's to match),
+     * OMP_THREAD_LIMIT caps OpenMP's teams: results are bit-identical for a fixed count
+     * only, so a count other than the one asked for is said (0 = all cores asks none) */
+    int used = openblas_get_num_threads();
+    if (omp_get_max_threads() < used) used = omp_get_max_threads();
+    if (omp_get_thread_limit() < used) used = omp_get_thread_limit();
+    if (asked > 0 && used != asked)
+        st_log(ST_LOG_WARN, "threads: %d asked for (train.threads or --threads), %d used: this OpenBLAS/OpenMP runs "
+               "at most %d (the machine has %d cores)", asked, used, used, omp_get_num_procs());
 }

@@ -29,6 +29,16 @@ int st_path_check(const char *path, const char *what, st_error *e) {
     return ST_OK;
 }
 
+int st_dir_check(const char *dir, const char *what, st_error *e) {
+    if (!dir || !*dir) return st_path_check(dir, what, e);
+    size_t n = strlen(dir);
+    if (n > ST_PATH_MAX - ST_DIR_ROOM)
+        return st_fail(e, ST_ERR_CONFIG, "%s: directory path is %zu bytes long; stretch accepts up to %d bytes for a "
+                       "directory it writes into (its %d-byte path limit less %d for the file names it adds): "
+                       "%.200s...", what, n, ST_PATH_MAX - ST_DIR_ROOM, ST_PATH_MAX, ST_DIR_ROOM, dir);
+    return ST_OK;
+}
+
 int st_mkdirs(const char *path, st_error *e) {
     int rc = st_path_check(path, "directory", e);
     if (rc) return rc;

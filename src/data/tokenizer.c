@@ -290,6 +290,40 @@ static void emit(sink *k, const char *s, int64_t len) {
     k->n += len;
 }
 
+/* The bytes of token id after a text whose last token is prev (-1: none): the separator
+ * a word, synthetic id or task name takes after its predecessor, then the token. The one
+ * place that knows how tokens join, so decoding a text whole or token by token (stretch
+ * generate streams) gives the same bytes. */
+static void emit_token(sink *k, const st_tokenizer *t, int32_t prev, int32_t id) {
+    switch (t->kind) {
+    case ST_TOK_BYTE: {
+        char c = (char)(unsigned char)id;
+        emit(k, &c, 1);
+        break;
+    }
+    case ST_TOK_BPE:
+        emit(k, t->pool + t->off[id], t->off[id + 1] - t->off[id]);
+        break;
+    case ST_TOK_WORD:
+        if (id == t->eos) { emit(k, "\n", 1); break; }
+        if (prev >= 0 && prev != t->eos) emit(k, " ", 1);
+        emit(k, t->pool + t->off[id], t->off[id + 1] - t->off[id]);
+        break;
+    case ST_TOK_TASK: {
+        char name[24];
+        if (prev >= 0) emit(k, " ", 1);
+        st_task_token_name(id, name, sizeof name);
+        emit(k, name, (int64_t)strlen(name));
+        break;
+    }
+    default: {
+        char num[16];
+        int m = snprintf(num, sizeof num, "%s%d", prev >= 0 ? " " : "", id);
+        emit(k, num, m);
+    }
+    }
+}
+
 int64_t st_tokenizer_decode(const st_tokenizer *t, const int32_t *ids, int64_t n, char *out, int64_t cap) {
     sink k = {out, out ? cap : 0, 0};
     for (int64_t i = 0; i < n; i++)
@@ -297,36 +331,18 @@ int64_t st_tokenizer_decode(const st_tokenizer *t, const int32_t *ids, int64_t n
             if (out && cap > 0) out[0] = 0;
             return -1;
         }
-    for (int64_t i = 0; i < n; i++) {
-        int32_t id = ids[i];
-        switch (t->kind) {
-        case ST_TOK_BYTE: {
-            char c = (char)(unsigned char)id;
-            emit(&k, &c, 1);
-            break;
-        }
-        case ST_TOK_BPE:
-            emit(&k, t->pool + t->off[id], t->off[id + 1] - t->off[id]);
-            break;
-        case ST_TOK_WORD:
-            if (id == t->eos) { emit(&k, "\n", 1); break; }
-            if (i > 0 && ids[i - 1] != t->eos) emit(&k, " ", 1);
-            emit(&k, t->pool + t->off[id], t->off[id + 1] - t->off[id]);
-            break;
-        case ST_TOK_TASK: {
-            char name[24];
-            if (i > 0) emit(&k, " ", 1);
-            st_task_token_name(id, name, sizeof name);
-            emit(&k, name, (int64_t)strlen(name));
-            break;
-        }
-        default: {
-            char num[16];
-            int m = snprintf(num, sizeof num, "%s%d", i > 0 ? " " : "", id);
-            emit(&k, num, m);
-        }
-        }
+    for (int64_t i = 0; i < n; i++) emit_token(&k, t, i > 0 ? ids[i - 1] : -1, ids[i]);
+    if (out && cap > 0) out[k.n < cap - 1 ? k.n : cap - 1] = 0;
+    return k.n;
+}
+
+int64_t st_tokenizer_decode_next(const st_tokenizer *t, int32_t prev, int32_t id, char *out, int64_t cap) {
+    sink k = {out, out ? cap : 0, 0};
+    if (id < 0 || id >= t->vocab_size || prev < -1 || prev >= t->vocab_size) {
+        if (out && cap > 0) out[0] = 0;
+        return -1;
     }
+    emit_token(&k, t, prev, id);
     if (out && cap > 0) out[k.n < cap - 1 ? k.n : cap - 1] = 0;
     return k.n;
 }

@@ -55,8 +55,7 @@ static double *token_byte_table(const st_tokenizer *tok, int V) {
     return t;
 }
 
-/* Fill the plan's -1 fields from the run's eval section and check it. */
-static int resolve_plan(st_eval_plan *p, const st_run_config *cfg, const char *src, st_error *e) {
+int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *src, st_error *e) {
     const st_eval_config *c = &cfg->eval;
     if (p->n_lengths == 0) {
         p->n_lengths = c->n_lengths;
@@ -245,7 +244,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     memset(&et, 0, sizeof et);
     double *tbytes = NULL;
     st_mm *mm = NULL;
-    rc = resolve_plan(&plan, &rep->cfg, rep->checkpoint, e);
+    rc = st_eval_plan_resolve(&plan, &rep->cfg, rep->checkpoint, e);
     if (!rc) rc = plan.data_path ? load_external(&plan, rep, state.tok_hash, &et, e) : load_own(&plan, rep, &et, e);
     if (!rc && et.vocab != m.cfg.vocab_size) {
         rc = st_fail(e, ST_ERR_DATA, "%s: the model has a vocabulary of %d, its dataset (%s) now has %d",

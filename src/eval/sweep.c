@@ -524,6 +524,19 @@ static void sign_plan(sweep *s) {
                       s->task_depths[i]);
 }
 
+/* Every point's run directory must leave room for the files its run writes: checked
+ * before the first point trains, not when the last one saves its first checkpoint. */
+static int check_dirs(const sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
+    char what[ST_PATH_MAX + 320];
+    for (int i = 0; i < s->n_points; i++) {
+        snprintf(what, sizeof what, "%s%s: run directory OUT/%s", opts && opts->out ? "" : file,
+                 opts && opts->out ? "--out" : ": out", s->points[i].name);
+        int rc = st_dir_check(s->points[i].dir, what, e);
+        if (rc) return rc;
+    }
+    return ST_OK;
+}
+
 int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
     memset(s, 0, sizeof *s);
     snprintf(s->file, sizeof s->file, "%s", file);
@@ -536,6 +549,7 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     rc = parse_eval(s, cJSON_GetObjectItemCaseSensitive(s->root, "eval"), e);
     if (!rc) rc = check_sections(s, &sp, e);
     if (!rc) rc = expand_points(s, &sp, e);
+    if (!rc) rc = check_dirs(s, file, opts, e);
     cJSON_free(sp.base_text);
     if (rc) return rc;
     sign_plan(s);
