@@ -64,7 +64,7 @@ expect 0 "eval of a checkpoint under a long path" "" -- "$BIN" eval "$long/run/c
 expect 0 "export under a long path" "" -- "$BIN" export "$long/run" --out "$long/exp"
 [ -s "$long/exp/model.safetensors" ] && ok || bad "export missing under the long path"
 huge="$T/$(printf 'x%.0s' $(seq 4000))"
-expect 2 "train --out 4000 bytes" "--out: path is" -- "$BIN" train tiny.json --out "$huge" --quiet
+expect 2 "train --out 4000 bytes" "--out: directory path is" -- "$BIN" train tiny.json --out "$huge" --quiet
 expect 2 "data.path 4000 bytes" "data.path" -- "$BIN" train tiny.json --out r2 --quiet --set "data.source=text" --set "data.path=$huge"
 
 # ---- item 9: flag values that used to be read loosely ----
