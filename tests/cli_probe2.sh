@@ -105,6 +105,11 @@ tiny_text_run rope
 expect_rc 0 "train a byte run" "$BIN" train cfg.json --out rb --quiet
 same_text "byte run" rb --prompt "the quick" --tokens 200 --seed 3
 grep -q "^the quick" out.txt && ok || bad "byte run: the text does not start with the prompt"
+# without --prompt the run starts from token 0, a NUL byte: context, not text (it once
+# ended the printed text before its first character, leaving an empty line)
+expect_rc 0 "byte run without --prompt" "$BIN" generate rb --tokens 50 --seed 3
+[ "$(wc -c < out.txt)" -gt 20 ] && ok || bad "byte run without --prompt printed $(wc -c < out.txt) byte(s)"
+[ "$(head -c 1 out.txt | od -An -tu1 | tr -d ' ')" != 0 ] && ok || bad "byte run without --prompt: the text starts with a NUL"
 for i in $(seq 1 200); do echo "the quick brown fox jumps over the lazy dog"; echo "a dog and a fox"; done > words.txt
 sed 's/"corpus.txt", "tokenizer": "byte"/"words.txt", "tokenizer": "word"/' cfg.json > wcfg.json
 expect_rc 0 "train a word-level run" "$BIN" train wcfg.json --out rw --quiet

@@ -161,6 +161,7 @@ typedef struct gen_run {
     st_tokenizer *tok;   /* NULL: the run has no tokenizer.json */
     int32_t *ids;        /* the prompt's ids, then the sampled ones */
     int64_t n, n_prompt;
+    int64_t first_shown; /* 1 when ids[0] is the start token of a run without --prompt */
 } gen_run;
 
 static void free_run(gen_run *r) {
@@ -180,13 +181,15 @@ static int encode_prompt(const gen_opts *o, gen_run *r, st_error *e) {
     int64_t cap = o->n_tokens + (int64_t)strlen(prompt) + 1;
     if (!(r->ids = st_malloc((size_t)cap * sizeof(int32_t), e))) return ST_ERR_MEMORY;
     int64_t n = 0;
+    r->first_shown = 0;
     if (prompt[0]) {
         n = r->tok ? st_tokenizer_encode(r->tok, prompt, (int64_t)strlen(prompt), r->ids, cap) : -1;
         if (n < 0)
             return st_fail(e, ST_ERR_DATA, "--prompt \"%.60s\": cannot be encoded by %s (a word or id outside the vocabulary%s)",
                            prompt, r->tok ? r->tok_path : "the run", r->tok ? "" : "; the run has no tokenizer.json");
     }
-    if (n <= 0) { r->ids[0] = 0; n = 1; }   /* no prompt: start from token 0 (<eos> for word level) */
+    /* no prompt: start from token 0 (<eos> for word level), a context the text does not show */
+    if (n <= 0) { r->ids[0] = 0; n = 1; r->first_shown = 1; }
     r->n = r->n_prompt = n;
     return ST_OK;
 }
@@ -271,33 +274,35 @@ static int decode_step(gen_engine *g, gen_run *r, int64_t *fed, st_error *e) {
 
 /* The text as it grows: written to stdout and flushed token by token, so what was
  * generated before a Ctrl-C (which ends the process by the default action) is on the
- * terminal or in the file. The bytes are those of the whole text decoded at the end (as
- * stretch printed it before it streamed): the run's tokenizer's pieces
- * (st_tokenizer_decode_next), or the ids joined by spaces when the run has none. That text
- * went through printf("%s"), which ended it at its first NUL byte (token 0 of a byte or
- * BPE run, where a run without --prompt starts): the stream ends there too. */
+ * terminal or in the file: the run's tokenizer's pieces (st_tokenizer_decode_next, the
+ * bytes st_tokenizer_decode gives for the whole text), or the ids joined by spaces when
+ * the run has none. The start token of a run without --prompt is context, not text: it
+ * is not shown (it is token 0, a NUL byte in a byte or BPE run, which once ended the
+ * printed text before its first character). A NUL byte the model samples is written as
+ * it is, like any other byte. */
 typedef struct gen_stream {
-    int64_t shown;   /* ids[0..shown) are written */
-    int ended;       /* a NUL byte (or an undecodable id) ended the text */
+    int64_t shown;   /* ids[first_shown..shown) are written */
+    int ended;       /* an undecodable id ended the text */
 } gen_stream;
 
 /* One token's piece after its predecessor; 0 when the text ends at it. */
 static int stream_token(const gen_run *r, int64_t i) {
-    const int32_t prev = i > 0 ? r->ids[i - 1] : -1;
-    if (!r->tok) return printf(i > 0 ? " %d" : "%d", r->ids[i]) >= 0;
+    const int first = i == r->first_shown;
+    const int32_t prev = first ? -1 : r->ids[i - 1];
+    if (!r->tok) return printf(first ? "%d" : " %d", r->ids[i]) >= 0;
     char buf[256], *piece = buf;
     int64_t len = st_tokenizer_decode_next(r->tok, prev, r->ids[i], buf, sizeof buf);
     if (len >= (int64_t)sizeof buf && (piece = malloc((size_t)len + 1)) != NULL)
         st_tokenizer_decode_next(r->tok, prev, r->ids[i], piece, len + 1);
     if (len < 0 || !piece) return 0;
-    const char *nul = memchr(piece, 0, (size_t)len);
-    fwrite(piece, 1, nul ? (size_t)(nul - piece) : (size_t)len, stdout);
+    fwrite(piece, 1, (size_t)len, stdout);
     if (piece != buf) free(piece);
-    return nul == NULL;
+    return 1;
 }
 
 /* Write ids[s->shown..r->n) and flush. */
 static void stream_text(const gen_run *r, gen_stream *s) {
+    if (s->shown < r->first_shown) s->shown = r->first_shown;
     for (; s->shown < r->n; s->shown++)
         if (!s->ended && !stream_token(r, s->shown)) s->ended = 1;
     fflush(stdout);
@@ -333,14 +338,14 @@ int cmd_generate(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? ST_OK : rc;
     st_error e = {0};
-    gen_run r;
+    gen_run r = {0};
     if (load_run(&o, &r, &e)) return cli_report(&e);
     gen_engine g;
     gen_stream out = {0};
     rc = engine_init(&g, &o, &r, &e);
     if (!rc) rc = generate(&g, &o, &r, &out, &e);
     /* the line ends after the text, or after the part written before an error */
-    if (!rc || out.shown > 0) {
+    if (!rc || out.shown > r.first_shown) {
         putchar('\n');
         fflush(stdout);
     }
