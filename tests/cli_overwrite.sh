@@ -61,12 +61,7 @@ run_to 0 "eval --json --force" "$BIN" eval run --lengths 16 --quiet --json e.jso
 "$PY" -c "import json; json.load(open('e.json'))['results']" 2>/dev/null && ok || bad "e.json is not an eval report after --force"
 run_to 0 "data --save-tokenizer --force" "$BIN" data --source synthetic --syn-tokens 100,100,100 --save-tokenizer notes.txt --force
 [ "$(sum notes.txt)" != "$n0" ] && ok || bad "--force did not replace notes.txt"
-cat > task.json <<'EOF'
-{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
- "data": {"source": "task", "task": {"name": "copy", "min_size": 2, "max_size": 4}},
- "train": {"batch_size": 4, "seq_len": 32, "steps": 2, "eval_batches": 1, "threads": 1,
-           "schedule": {"kind": "constant", "warmup": 0}}}
-EOF
+tiny_task_cfg task.json
 if "$BIN" train task.json --out trun --quiet >/dev/null 2>&1; then
     echo keep > keep.json; k0=$(sum keep.json)
     run_to 3 "eval --task --json onto a file" "$BIN" eval trun --task --sizes 2 --trials 2 --quiet --json keep.json

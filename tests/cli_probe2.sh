@@ -58,6 +58,15 @@ refused "eval of a checkpoint whose default report is too long" "RUN_DIR|CHECKPO
 expect_err "use a shorter path"
 expect_rc 0 "the same eval with --json" "$BIN" eval "$long/checkpoints/step_00000002.ckpt" --lengths 16 --json e.json --quiet
 expect_rc 0 "eval of the long run dir (its report fits)" "$BIN" eval "$long" --lengths 16 --quiet
+# the same for a task run's report (eval --task), a checkpoint outside any checkpoints/
+tiny_task_cfg task.json
+expect_rc 0 "train a copy-task run" "$BIN" train task.json --out trun --quiet
+tlong=$(mk 3060)
+mkdir -p "$tlong" && cp trun/checkpoints/step_00000002.ckpt "$tlong/x.ckpt"
+refused "eval --task of a checkpoint whose default report is too long" "RUN_DIR|CHECKPOINT" \
+    "$tlong/eval_task_copy.json" "$BIN" eval "$tlong/x.ckpt" --task --sizes 2 --trials 2
+[ -s out.txt ] && bad "eval --task printed a table before refusing" || ok
+expect_rc 0 "the same eval --task with --json" "$BIN" eval "$tlong/x.ckpt" --task --sizes 2 --trials 2 --json tk.json --quiet
 
 base=$(mk 3040)
 cp -r r "$base"

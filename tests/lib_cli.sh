@@ -13,6 +13,7 @@
 #                                model of method POS, 20 steps of 4 x 32 (a run in ~0.2 s)
 #   tiny_synthetic_cfg FILE      a 1-layer d 16 rope model on a 16-token synthetic corpus,
 #                                2 steps of 4 x 16 on one thread (the probe's run, ~0.1 s)
+#   tiny_task_cfg FILE           the same size of model on the copy task (sizes 2..4)
 # Each test ends with: finish NAME (or echo "NAME: ..."; [ "$fails" -eq 0 ])
 set -u
 BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
@@ -64,4 +65,12 @@ tiny_synthetic_cfg() {
  "train": {"batch_size": 4, "seq_len": 16, "steps": 2, "eval_batches": 1, "threads": 1,
            "schedule": {"kind": "constant", "warmup": 0}}}
 EOF_SYN
+}
+tiny_task_cfg() {
+    cat > "$1" <<'EOF_TASK'
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "task", "task": {"name": "copy", "min_size": 2, "max_size": 4}},
+ "train": {"batch_size": 4, "seq_len": 32, "steps": 2, "eval_batches": 1, "threads": 1,
+           "schedule": {"kind": "constant", "warmup": 0}}}
+EOF_TASK
 }

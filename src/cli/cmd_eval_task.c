@@ -134,6 +134,21 @@ void eval_task_path(const task_args *a, const char *name, char *out, size_t n) {
     snprintf(out, n, "%s/%s%s.json", dir, name, tag);
 }
 
+/* The default report's name (without --json) must fit the path limit: checked before the
+ * evaluation, so a source near the limit is not evaluated only to lose its report. task:
+ * the run's registry task, NULL for passkey. */
+static int check_report_path(const task_args *a, const char *task) {
+    if (a->json) return ST_OK;
+    char name[64], path[2 * ST_PATH_BUF];
+    if (task) snprintf(name, sizeof name, "eval_task_%s", task);
+    else snprintf(name, sizeof name, "%s", a->split == ST_SPLIT_TEST ? "eval_test_passkey" : "eval_valid_passkey");
+    eval_task_path(a, name, path, sizeof path);
+    if (strlen(path) <= ST_PATH_MAX) return ST_OK;
+    return cli_usage("eval", "RUN_DIR|CHECKPOINT %.200s...: its default report would be %zu bytes long, and stretch "
+                     "accepts paths of up to %d bytes: name the report with --json OUT.json or use a shorter path",
+                     a->src, strlen(path), ST_PATH_MAX);
+}
+
 /* ---- registry tasks ---- */
 
 static void print_table(const task_args *a, const st_task_data *td, const st_task_cell *cells, int n_depth) {
@@ -280,6 +295,10 @@ int cmd_eval_task(int argc, char **argv) {
     if (rc) {
         st_model_free(&m);
         return cli_report(&e);
+    }
+    if ((rc = check_report_path(&a, task_run ? (a.task ? a.task : cfg.data.task_name) : NULL))) {
+        st_model_free(&m);
+        return rc;
     }
     rc = task_run ? eval_registry_task(&a, &m, &cfg) : eval_passkey_text(&a, &m, &cfg, &ts, tok_path);
     st_model_free(&m);
