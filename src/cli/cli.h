@@ -28,8 +28,13 @@ int cmd_data(int argc, char **argv);
  * run's tokenizer.json (it may not exist: synthetic runs have none). */
 int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_state *ts,
                      char *tok_path, size_t n, st_error *e);
-/* RUN_DIR/tokenizer.json for a checkpoint RUN_DIR/checkpoints/X.ckpt. */
+/* RUN_DIR/tokenizer.json for a checkpoint RUN_DIR/checkpoints/X.ckpt; DIR/tokenizer.json
+ * for a checkpoint DIR/X.ckpt kept elsewhere. */
 void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n);
+/* A run trained on text or a task has a tokenizer.json (a synthetic run has none): when
+ * tok_path is missing for such a run, warn that `cmd` goes on without it (what it does
+ * instead: `without`). */
+void cli_warn_missing_tokenizer(const char *cmd, const st_run_config *cfg, const char *tok_path, const char *without);
 /* Print "stretch: error: <msg>" to stderr and return the code. */
 int cli_report(const st_error *e);
 /* ---- flag values (args.c): 1 when s is entirely a value in [lo, hi], else 0 ---- */

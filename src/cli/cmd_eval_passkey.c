@@ -105,6 +105,12 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
         else default_path(a, path, sizeof path);
         rc = save_json(a, cells, cfg, digits, path, &e);
         if (!rc && !a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
+        if (!rc) {   /* reported by eval_cells_status itself */
+            const int crc = eval_cells_status(&cells[0].status, a->n_lengths * a->n_depths, sizeof cells[0], "cells");
+            free(cells);
+            st_tokenizer_free(tok);
+            return crc;
+        }
     }
     free(cells);
     if (tok) st_tokenizer_free(tok);

@@ -149,6 +149,22 @@ static int check_report_path(const task_args *a, const char *task) {
                      a->src, strlen(path), ST_PATH_MAX);
 }
 
+/* The exit rule of `stretch eval` (docs/evaluation.md), for cells: 0 when at least one
+ * was evaluated (with a note counting the others), else the first one's status. */
+int eval_cells_status(const int *status, int n, size_t stride, const char *what) {
+    int failed = 0, first = ST_OK;
+    for (int i = 0; i < n; i++) {
+        const int s = *(const int *)((const char *)status + (size_t)i * stride);
+        if (s == ST_OK) continue;
+        if (!failed++) first = s;
+    }
+    if (failed && failed < n) fprintf(stderr, "stretch eval: %d of %d %s could not be evaluated (see the report)\n",
+                                      failed, n, what);
+    if (failed == n && n > 0)
+        fprintf(stderr, "stretch eval: none of the %d %s could be evaluated (see the report)\n", n, what);
+    return failed == n && n > 0 ? first : ST_OK;
+}
+
 /* ---- registry tasks ---- */
 
 static void print_table(const task_args *a, const st_task_data *td, const st_task_cell *cells, int n_depth) {
@@ -235,14 +251,29 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
     }
     if (!a->trials) a->trials = 50;
     const int n_depth = td.task->has_depth ? a->n_depths : 1;
+    int defaulted = 0;
     if (!a->n_sizes) {
         if (!a->n_scales) {
             const double dflt[] = {1, 2, 4, 8, 16, 32};
             memcpy(a->scales, dflt, sizeof dflt);
             a->n_scales = 6;
+            defaulted = 1;
         }
         st_task_sizes_from_scales(&td, a->scales, a->n_scales, a->sizes);
         a->n_sizes = a->n_scales;
+    }
+    if (defaulted) {   /* the default scales keep the sizes the task can make (MQAR: keys <= symbols) */
+        int kept = 0;
+        for (int i = 0; i < a->n_sizes; i++) {
+            st_error le = {0};
+            if (st_task_check_sizes(&td, &a->sizes[i], 1, "the default scales", &le)) {
+                if (!a->quiet) fprintf(stderr, "stretch eval: default scale %gx left out: %s\n", a->scales[i], le.msg);
+                continue;
+            }
+            a->sizes[kept] = a->sizes[i];
+            a->scales[kept++] = a->scales[i];
+        }
+        a->n_sizes = a->n_scales = kept > 0 ? kept : a->n_sizes;   /* none: the check below says why */
     }
     /* every size must be one the task can make (MQAR: distinct keys <= symbols) */
     if (st_task_check_sizes(&td, a->sizes, a->n_sizes, a->n_scales ? "--scales" : "--sizes", &e))
@@ -258,7 +289,10 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
         else eval_task_path(a, name, path, sizeof path);
         if (save_task_json(a, &td, cells, n_depth, cfg, path, &e)) rc = cli_report(&e);
-        else if (!a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
+        else {
+            if (!a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
+            rc = eval_cells_status(&cells[0].status, a->n_sizes * n_depth, sizeof cells[0], "cells");
+        }
     }
     free(cells);
     st_task_data_free(&td);

@@ -60,6 +60,7 @@ int cmd_export(int argc, char **argv) {
     int rc = ST_OK;
     /* refuse to bundle a tokenizer.json that is not the checkpoint's (e.g. copied from
      * another run): check it before writing anything */
+    cli_warn_missing_tokenizer("export", &cfg, tok_src, "the export has no tokenizer.json");
     if (exists(tok_src)) {
         st_tokenizer *tok = st_tokenizer_load_expect(tok_src, ts.tok_hash, m.cfg.vocab_size, &e);
         if (!tok) rc = e.code;

@@ -176,6 +176,7 @@ static int encode_prompt(const gen_opts *o, gen_run *r, st_error *e) {
     /* the run's tokenizer must be the one the checkpoint was trained with (same hash and
      * size): a tokenizer.json copied from another run would decode to wrong text */
     r->tok = stat(r->tok_path, &sb) == 0 ? st_tokenizer_load_expect(r->tok_path, r->ts.tok_hash, r->m.cfg.vocab_size, e) : NULL;
+    if (!r->tok && !e->code) cli_warn_missing_tokenizer("generate", &r->cfg, r->tok_path, "token ids are printed");
     if (!r->tok && e->code) return e->code;
     const char *prompt = o->prompt;
     int64_t cap = o->n_tokens + (int64_t)strlen(prompt) + 1;

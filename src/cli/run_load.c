@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_state *ts,
                      char *tok_path, size_t n, st_error *e) {
@@ -18,12 +19,27 @@ int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_
 }
 
 void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n) {
-    /* RUN_DIR/checkpoints/X.ckpt -> RUN_DIR (a loose checkpoint file has no tokenizer) */
+    /* RUN_DIR/checkpoints/X.ckpt -> RUN_DIR/tokenizer.json; a checkpoint kept anywhere else
+     * (DIR/X.ckpt) -> DIR/tokenizer.json, beside it: never a directory further up, whose
+     * tokenizer.json would belong to something else */
     char d[ST_PATH_BUF];
     snprintf(d, sizeof d, "%s", ckpt);
-    for (int k = 0; k < 2; k++) {
-        char *slash = strrchr(d, '/');
-        if (slash) *slash = 0; else snprintf(d, sizeof d, ".");
+    char *slash = strrchr(d, '/');
+    if (!slash) snprintf(d, sizeof d, ".");
+    else if (slash == d) d[1] = 0;   /* "/X.ckpt": the root */
+    else *slash = 0;
+    const char *base = strrchr(d, '/');
+    base = base ? base + 1 : d;
+    if (!strcmp(base, "checkpoints")) {
+        if (base == d) snprintf(d, sizeof d, ".");           /* "checkpoints/X.ckpt" */
+        else if (base == d + 1) d[1] = 0;                     /* "/checkpoints/X.ckpt" */
+        else d[base - d - 1] = 0;
     }
-    snprintf(tok_path, n, "%s/tokenizer.json", d[0] ? d : "/");
+    snprintf(tok_path, n, "%s%stokenizer.json", d, d[strlen(d) - 1] == '/' ? "" : "/");
+}
+
+void cli_warn_missing_tokenizer(const char *cmd, const st_run_config *cfg, const char *tok_path, const char *without) {
+    if (!strcmp(cfg->data.source, "synthetic") || access(tok_path, F_OK) == 0) return;
+    st_log(ST_LOG_WARN, "%s: %s not found (this run was trained on %s data with a %s tokenizer): %s; put the run's "
+           "tokenizer.json there", cmd, tok_path, cfg->data.source, cfg->data.tokenizer, without);
 }
