@@ -5,6 +5,7 @@
 #     say so (a warning naming the path) instead of going on silently;
 #   - eval --task exits as eval does: 0 when at least one cell was evaluated (a note counts
 #     the rest), else the first cell's code (2: past a learned table's max_len);
+#   - task reports carry eval's "model" object, with a trained scaling ("alibi_interp2");
 #   - the default scales of eval --task keep the sizes the task can make (MQAR with 64
 #     symbols: at most 32 pairs), instead of refusing the whole evaluation over --scales.
 . "$(dirname "$0")/lib_cli.sh" cli_probe3
@@ -34,6 +35,14 @@ expect_rc 2 "eval --task, every size past max_len" "$BIN" eval L --task --sizes 
 expect_err "none of the 2 cells could be evaluated"
 expect_rc 0 "eval --task, one size past max_len" "$BIN" eval L --task --sizes 2,100 --trials 2 --quiet --json l2.json
 expect_err "1 of 2 cells could not be evaluated"
+
+# ---- the trained scaling is in the task report, as in eval's ----
+expect_rc 0 "train a copy run" "$BIN" train task.json --out base --quiet
+expect_rc 0 "extend it with alibi_interp, 0 steps" "$BIN" extend base --to 64 --transform alibi_interp --steps 0 \
+    --out ext --quiet
+expect_rc 0 "eval --task of the extended run" "$BIN" eval ext --task --scales 1,2 --trials 2 --quiet
+"$PY" -c "import json; m = json.load(open('ext/eval_task_copy.json'))['model']; assert m['scaling'] == 'alibi_interp2' and m['pos'] == 'alibi', m" \
+    && ok || bad "the task report does not record the trained scaling: $(head -c 300 ext/eval_task_copy.json)"
 
 # ---- default scales the task cannot make ----
 cat > mqar.json <<'EOF'

@@ -42,11 +42,12 @@ static void print_grid(const task_args *a, const st_passkey_cell *cells, int dig
     }
 }
 
-static int save_json(const task_args *a, const st_passkey_cell *cells, const st_run_config *cfg, int digits,
-                     const char *path, st_error *e) {
+static int save_json(const task_args *a, const st_passkey_cell *cells, const st_run_config *cfg, size_t n_params,
+                     int digits, const char *path, st_error *e) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "task", "passkey");
     cJSON_AddStringToObject(o, "run", a->src);
+    cJSON_AddItemToObject(o, "model", st_eval_model_json(cfg, n_params));   /* with a trained scaling */
     cJSON_AddStringToObject(o, "split", a->split == ST_SPLIT_TEST ? "test" : "valid");
     cJSON_AddNumberToObject(o, "train_len", cfg->train.seq_len);
     cJSON_AddNumberToObject(o, "digits", digits);
@@ -103,7 +104,7 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
         char path[ST_PATH_BUF];
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
         else default_path(a, path, sizeof path);
-        rc = save_json(a, cells, cfg, digits, path, &e);
+        rc = save_json(a, cells, cfg, st_model_num_params(m), digits, path, &e);
         if (!rc && !a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
         if (!rc) {   /* reported by eval_cells_status itself */
             const int crc = eval_cells_status(&cells[0].status, a->n_lengths * a->n_depths, sizeof cells[0], "cells");

@@ -202,11 +202,12 @@ static void print_table(const task_args *a, const st_task_data *td, const st_tas
 }
 
 static int save_task_json(const task_args *a, const st_task_data *td, const st_task_cell *cells, int n_depth,
-                          const st_run_config *cfg, const char *path, st_error *e) {
+                          const st_run_config *cfg, size_t n_params, const char *path, st_error *e) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "task", td->task->name);
     cJSON_AddStringToObject(o, "run", a->src);
     cJSON_AddStringToObject(o, "pos", st_pos_name(cfg->model.pos));
+    cJSON_AddItemToObject(o, "model", st_eval_model_json(cfg, n_params));   /* with a trained scaling */
     cJSON_AddNumberToObject(o, "train_len", cfg->train.seq_len);
     cJSON_AddNumberToObject(o, "train_min_size", (double)td->min_size);
     cJSON_AddNumberToObject(o, "train_max_size", (double)td->max_size);
@@ -288,7 +289,7 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         snprintf(name, sizeof name, "eval_task_%s", td.task->name);
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
         else eval_task_path(a, name, path, sizeof path);
-        if (save_task_json(a, &td, cells, n_depth, cfg, path, &e)) rc = cli_report(&e);
+        if (save_task_json(a, &td, cells, n_depth, cfg, st_model_num_params(m), path, &e)) rc = cli_report(&e);
         else {
             if (!a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
             rc = eval_cells_status(&cells[0].status, a->n_sizes * n_depth, sizeof cells[0], "cells");

@@ -107,13 +107,8 @@ static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
     return o;
 }
 
-char *st_eval_report_json(const st_eval_report *rep) {
-    const st_run_config *c = &rep->cfg;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "source", rep->source);
-    cJSON_AddStringToObject(o, "checkpoint", rep->checkpoint);
-    cJSON_AddNumberToObject(o, "step", (double)rep->step);
-    cJSON *mo = cJSON_AddObjectToObject(o, "model");
+cJSON *st_eval_model_json(const st_run_config *c, size_t n_params) {
+    cJSON *mo = cJSON_CreateObject();
     cJSON_AddStringToObject(mo, "pos", st_pos_name(c->model.pos));
     const char *vkey, *variant = st_pos_variant(&c->model, &vkey);
     if (variant) cJSON_AddStringToObject(mo, vkey, variant);
@@ -127,7 +122,17 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON_AddNumberToObject(mo, "d_model", c->model.d_model);
     cJSON_AddNumberToObject(mo, "n_heads", c->model.n_heads);
     cJSON_AddNumberToObject(mo, "vocab_size", c->model.vocab_size);
-    cJSON_AddNumberToObject(mo, "params", (double)rep->n_params);
+    cJSON_AddNumberToObject(mo, "params", (double)n_params);
+    return mo;
+}
+
+char *st_eval_report_json(const st_eval_report *rep) {
+    const st_run_config *c = &rep->cfg;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "source", rep->source);
+    cJSON_AddStringToObject(o, "checkpoint", rep->checkpoint);
+    cJSON_AddNumberToObject(o, "step", (double)rep->step);
+    cJSON_AddItemToObject(o, "model", st_eval_model_json(c, rep->n_params));
     cJSON *to = cJSON_AddObjectToObject(o, "train");
     cJSON_AddNumberToObject(to, "seq_len", c->train.seq_len);
     cJSON_AddNumberToObject(to, "seed", (double)c->train.seed);
