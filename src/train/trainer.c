@@ -1,4 +1,5 @@
-/* trainer.c - the training loop behind `stretch train`.
+/* trainer.c - the training loop behind `stretch train` (what runs before the first step:
+ * trainer_setup.c).
  *
  *   config -> dataset -> model (+ init_from | checkpoint) -> per step:
  *     zero grads; grad_accum x [next window batch -> loss -> backward(seed 1/grad_accum)]
@@ -18,8 +19,7 @@
  * every exit from the loop is agreed by all ranks, so none is left waiting.
  * Not here: long-context evaluation (src/eval), the checkpoint format (checkpoint.c). */
 #define _GNU_SOURCE
-#include "train_internal.h"
-#include "st_task.h"
+#include "trainer_internal.h"
 
 #include <math.h>
 #include <signal.h>
@@ -38,39 +38,7 @@ static void on_signal(int sig) {
     g_stop_signal = sig;
 }
 
-/* Seeds derived from train.seed for independent streams. */
-#define SEED_LOADER  0x6c6f61646572ull   /* "loader" */
-#define SEED_DROPOUT 0x64726f706f7574ull /* "dropout" */
-#define SEED_VALID   0x76616c6964ull     /* "valid" */
-#define SEED_POSITIONS 0x706f73ull       /* "pos": train.random_positions */
 
-typedef struct trainer {
-    st_run_config cfg;
-    const char *dir;
-    st_train_opts opts;
-    st_dataset ds;
-    st_model model;
-    st_optim opt;
-    st_arena arena;
-    st_ctx ctx;
-    st_mm *mm;              /* train.precision's matmul backend (NULL until set up) */
-    st_loader loader;
-    int32_t *x, *y;         /* (B*T) batch buffers */
-    int64_t *positions;     /* (T) randomized positions of a micro-batch (train.random_positions) */
-    int32_t *doc;           /* (B*T) instance starts of a batch's rows (data.task.doc_mask), or NULL */
-    st_passkey pk;          /* data.passkey.rate > 0: the passkey pieces in the run's tokenizer */
-    double *val_losses;     /* (eval_batches) one validation batch's loss per slot */
-    st_dist *dist;          /* NULL or the ranks of a data-parallel run */
-    st_zero zero;           /* ZeRO-1 shard of the moments (opts.zero, ranks > 1) */
-    int rank, ranks;
-    st_train_state st;
-    st_progress pg;
-    int have_ds, have_model, have_opt, have_arena, have_ctx, have_pg;
-    int lock_fd;            /* rank 0: the run directory's lock (st_dir_lock), or -1 */
-    int restart;            /* --resume of a run that never wrote a checkpoint: from step 0 */
-    char last_ckpt[ST_PATH_BUF];
-    char *origin;           /* init_from.json of a run started from a checkpoint (NULL: none) */
-} trainer;
 
 static void trainer_free(trainer *t) {
     if (t->have_pg) st_progress_close(&t->pg);
@@ -90,9 +58,6 @@ static void trainer_free(trainer *t) {
     st_zero_free(&t->zero);
 }
 
-static void join(char *out, size_t n, const char *dir, const char *name) {
-    snprintf(out, n, "%s/%s", dir, name);
-}
 
 /* A failed forward: the model's own message, else the arena/tape report. */
 static int forward_failed(trainer *t, st_error *e) {
@@ -221,248 +186,6 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     return ST_OK;
 }
 
-/* The training state: rank 0 reads it from the checkpoint when resuming (the other ranks
- * receive it), else every rank starts from step 0. */
-static int setup_state(trainer *t, const char *ckpt, st_error *e) {
-    const st_train_config *tc = &t->cfg.train;
-    int rc = ST_OK;
-    if (t->opts.resume && t->rank == 0) {
-        if ((rc = st_checkpoint_load(ckpt, NULL, &t->model.params, 1, &t->st, e))) return rc;
-        if (t->st.tok_hash != t->ds.tok_hash)
-            return st_fail(e, ST_ERR_CHECKPOINT, "%s: trained with a different tokenizer (hash %016llx) than the "
-                           "dataset now gives (%016llx)", ckpt, (unsigned long long)t->st.tok_hash,
-                           (unsigned long long)t->ds.tok_hash);
-        snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", ckpt);
-        rc = st_rundir_trim_metrics(t->dir, t->st.step, e);
-        st_rundir_clean_temps(t->dir);   /* checkpoint-sized leftovers of killed writers */
-    } else {
-        /* the other ranks receive rank 0's initialisation (st_train_dist_share_state) */
-        if (tc->init_from[0] && t->rank == 0) rc = st_init_from_load(&t->cfg, &t->model, t->opts.quiet, &t->origin, e);
-        if (!rc && t->restart) {   /* the records and temp files of the attempt that died */
-            rc = st_rundir_trim_metrics(t->dir, -1, e);
-            st_rundir_clean_temps(t->dir);
-        }
-        memset(&t->st, 0, sizeof t->st);
-        st_rng_seed(&t->st.rng, tc->seed ^ SEED_DROPOUT);
-        t->st.best_val = INFINITY;
-        t->st.best_step = -1;
-        t->st.last_val = NAN;
-        t->st.tok_hash = t->ds.tok_hash;
-    }
-    /* checks only rank 0 can make (it alone read the checkpoint), agreed by all */
-    if (!rc && t->opts.resume && t->rank == 0 && (t->st.world_size ? t->st.world_size : 1) != t->ranks)
-        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: written by a run of %lld rank(s), this run has %d: resume with "
-                     "mpirun -np %lld (batches and dropout streams are cut per rank, so another count would not "
-                     "continue the same run)", ckpt, (long long)(t->st.world_size ? t->st.world_size : 1), t->ranks,
-                     (long long)(t->st.world_size ? t->st.world_size : 1));
-    t->st.world_size = t->ranks;
-    return rc;
-}
-
-/* Rank 0: the run directory (fresh: prepared; resume: its config and checkpoint checked).
- * The other ranks take their own config if they have one (compared with rank 0's later). */
-static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, size_t ckpt_n, st_error *e) {
-    char path[ST_PATH_BUF];
-    int rc;
-    const int resume = t->opts.resume;
-    st_run_config ck_cfg;
-    if (resume) {
-        join(path, sizeof path, t->dir, "config.json");
-        if (cfg_in) t->cfg = *cfg_in;
-        else if ((rc = st_run_config_load(path, NULL, 0, &t->cfg, e))) return rc;
-        if ((rc = st_dir_lock(t->dir, "a run is writing it", &t->lock_fd, e))) return rc;
-        if (!st_rundir_has_checkpoint(t->dir)) {
-            /* stopped (a signal, a full disk) before its first checkpoint: the run starts
-             * over from step 0 in its own directory, which is the run it would have been */
-            st_log(ST_LOG_INFO, "%s: no checkpoint yet; training from step 0", t->dir);
-            t->opts.resume = 0;
-            t->restart = 1;
-            return ST_OK;
-        }
-        if ((rc = st_checkpoint_resolve(t->dir, ckpt, ckpt_n, e))) return rc;
-        st_train_state ck_st;
-        if ((rc = st_checkpoint_load(ckpt, &ck_cfg, NULL, 0, &ck_st, e))) return rc;
-        /* a run cannot be shortened: config.json would then claim fewer steps than the
-         * checkpoints hold (it is rewritten below with the resumed config) */
-        if (t->cfg.train.steps < ck_st.step)
-            return st_fail(e, ST_ERR_CONFIG, "%s: resuming with train.steps %lld, below the step the run reached "
-                           "(%lld, %s): a resume can only keep or raise train.steps (evaluate the checkpoint "
-                           "instead)", t->dir, (long long)t->cfg.train.steps, (long long)ck_st.step, ckpt);
-        char diff[1200];
-        if (st_run_config_diff(&ck_cfg, &t->cfg, "model", diff, sizeof diff) ||
-            st_run_config_diff(&ck_cfg, &t->cfg, "data", diff, sizeof diff))
-            return st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint does not match the run config (%s): %s "
-                           "(checkpoint vs config)", ckpt, t->cfg.file, diff);
-        /* keys that do not change the training trace may differ freely */
-        st_train_config *k = &ck_cfg.train;
-        const st_train_config *n = &t->cfg.train;
-        k->max_seconds = n->max_seconds; k->log_every = n->log_every; k->eval_every = n->eval_every;
-        k->eval_batches = n->eval_batches; k->checkpoint_every = n->checkpoint_every; k->keep_last = n->keep_last;
-        if (st_run_config_diff(&ck_cfg, &t->cfg, "train", diff, sizeof diff))
-            st_log(ST_LOG_WARN, "resuming with a changed train section (%s, checkpoint vs now): the loss trace "
-                   "will differ from an uninterrupted run", diff);
-    } else {
-        if (!cfg_in) return st_fail(e, ST_ERR_CONFIG, "st_train: no config");
-        t->cfg = *cfg_in;
-        /* refuse an occupied dir now; with --force the old run is replaced only at the end
-         * of setup, once data, model and memory have all been checked */
-        if ((rc = st_rundir_check(t->dir, t->opts.force, t->opts.occupied_advice, e))) return rc;
-    }
-    return ST_OK;
-}
-
-/* Every rank: dataset, model and optimizer (rank 0's config). */
-static int setup_model(trainer *t, st_error *e) {
-    st_run_config *c = &t->cfg;
-    st_train_config *tc = &c->train;
-    int rc;
-    st_set_threads(tc->threads);
-    if (!t->opts.quiet) st_blas_log();
-
-    if ((rc = st_dataset_load(&c->data, c->file, &t->ds, e))) return rc;
-    t->have_ds = 1;
-    if (c->model.vocab_size == 0) c->model.vocab_size = t->ds.vocab_size;
-    else if (c->model.vocab_size != t->ds.vocab_size && t->opts.resume)
-        /* the saved config is the run's own: the corpus changed under it (a data error) */
-        return st_fail(e, ST_ERR_DATA, "%s: the data's vocabulary has %d symbols but this run was trained with "
-                       "model.vocab_size %d: the corpus or tokenizer changed since the checkpoint",
-                       c->data.path[0] ? c->data.path : c->file, t->ds.vocab_size, c->model.vocab_size);
-    else if (c->model.vocab_size != t->ds.vocab_size)
-        return st_fail(e, ST_ERR_CONFIG, "%s: model.vocab_size: %d does not match the dataset's vocabulary (%d); "
-                       "omit it to use the dataset's", c->file, c->model.vocab_size, t->ds.vocab_size);
-    /* A window is seq_len + 1 consecutive tokens (inputs and their next-token targets) and
-     * starts anywhere in [0, n - seq_len); seq_len + 2 tokens give at least two starts. */
-    if (t->ds.n[ST_SPLIT_TRAIN] < (int64_t)tc->seq_len + 2)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: the train split needs at least train.seq_len + 2 = %lld "
-                       "tokens (a window is train.seq_len + 1 tokens, and at least two window positions), but has "
-                       "%lld; lower train.seq_len or use more data", c->file, (long long)tc->seq_len + 2,
-                       (long long)t->ds.n[ST_SPLIT_TRAIN]);
-    if (tc->eval_batches > 0 && t->ds.n[ST_SPLIT_VALID] < (int64_t)tc->seq_len + 2)
-        return st_fail(e, ST_ERR_CONFIG, "%s: train.eval_batches: the valid split needs at least train.seq_len + 2 = "
-                       "%lld tokens for validation windows, but has %lld; set train.eval_batches to 0 or lower "
-                       "train.seq_len", c->file, (long long)tc->seq_len + 2, (long long)t->ds.n[ST_SPLIT_VALID]);
-    if (!t->opts.quiet)
-        st_log(ST_LOG_INFO, "data: %lld / %lld / %lld tokens (train/valid/test), vocabulary %d",
-               (long long)t->ds.n[0], (long long)t->ds.n[1], (long long)t->ds.n[2], t->ds.vocab_size);
-
-    if ((rc = st_model_init(&t->model, &c->model, tc->seed, e))) return rc;
-    t->have_model = 1;
-    if ((rc = st_optim_init(&t->opt, &tc->optim, &t->model.params, e))) return rc;
-    t->have_opt = 1;
-    return ST_OK;
-}
-
-/* Every rank: loader, batch buffers, step arena; rank 0 writes config.json (and the
- * tokenizer) last, once everything above worked: a run dir holding config.json is a run. */
-static int setup_buffers(trainer *t, st_error *e) {
-    st_run_config *c = &t->cfg;
-    st_train_config *tc = &c->train;
-    char path[ST_PATH_BUF];
-    int rc;
-    st_loader_init(&t->loader, t->ds.tokens[ST_SPLIT_TRAIN], t->ds.n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
-    t->loader.draws = t->st.loader_draws;
-    t->loader.task = t->ds.task;
-    const int64_t task_len = t->ds.task ? st_task_data_max_len(t->ds.task) : 0;
-    if (task_len > (int64_t)tc->seq_len + 1)
-        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.max_size: a %s instance of size %lld has %lld tokens; "
-                       "train.seq_len + 1 is %d (raise train.seq_len or lower data.task.max_size)", c->file,
-                       t->ds.task->task->name, (long long)c->data.task_max_size, (long long)task_len, tc->seq_len + 1);
-    if (c->data.pk_rate > 0) {   /* passkeys in a fraction of the training windows */
-        if ((rc = st_passkey_init(&t->pk, t->ds.tok, c->data.pk_digits, e))) return rc;
-        const int64_t need = st_passkey_overhead(&t->pk);
-        if (need > (int64_t)tc->seq_len + 1)
-            return st_fail(e, ST_ERR_CONFIG, "%s: data.passkey.rate: an instance needs %lld tokens in this tokenizer "
-                           "(needle, query, %d-digit answer); train.seq_len + 1 is %d", c->file, (long long)need,
-                           t->pk.digits, tc->seq_len + 1);
-        t->loader.pk = &t->pk;
-        t->loader.pk_rate = c->data.pk_rate;
-    }
-
-    /* the step estimate refuses a batch that cannot fit before anything batch-sized exists */
-    size_t step_bytes = st_model_step_bytes(&t->model, tc->batch_size, tc->seq_len, 1, e);
-    if (!step_bytes) return e && e->code ? e->code : st_fail(e, ST_ERR_MEMORY, "cannot size the training step");
-    size_t bt = (size_t)tc->batch_size * (size_t)tc->seq_len;
-    t->x = st_malloc(bt * sizeof(int32_t), e);
-    t->y = t->x ? st_malloc(bt * sizeof(int32_t), e) : NULL;
-    t->val_losses = t->y ? st_calloc((size_t)tc->eval_batches + 1, sizeof *t->val_losses, e) : NULL;
-    if (!t->val_losses) return ST_ERR_MEMORY;
-    if (tc->random_positions > 0 && !(t->positions = st_malloc((size_t)tc->seq_len * sizeof(int64_t), e)))
-        return ST_ERR_MEMORY;
-    if (c->data.task_doc_mask) {   /* the loader writes it with every batch, the model reads it */
-        if (!(t->doc = st_malloc(bt * sizeof(int32_t), e))) return ST_ERR_MEMORY;
-        t->loader.doc = t->doc;
-        t->model.doc = t->doc;
-    }
-    size_t cap = step_bytes + step_bytes / 16 + ((size_t)1 << 20);
-    size_t limit = cap * 4, mem = st_mem_total();
-    if (mem && limit > mem / 10 * 9) limit = mem / 10 * 9;
-    if (limit < cap) limit = cap;
-    if ((rc = st_arena_init(&t->arena, cap, limit, e))) return rc;
-    t->have_arena = 1;
-    if ((rc = st_ctx_init(&t->ctx, &t->arena, 256 * (c->model.n_layers + 4), e))) return rc;
-    t->have_ctx = 1;
-    /* precision: the backend and, for bf16, the weights' shadow (after any load above) */
-    if ((rc = st_mm_create(&t->mm, tc->precision, t->opts.quiet, e))) return rc;
-    if (tc->precision == ST_PREC_BF16 && (rc = st_params_enable_bf16(&t->model.params, e))) return rc;
-    t->ctx.mm = t->mm;
-    if (!t->opts.quiet) {
-        char blk[160];
-        st_block_label(&c->model, blk, sizeof blk);
-        st_log(ST_LOG_INFO, "model: %s, %d layers, d_model %d, %d heads%s: %zu parameters; arena %.1f MiB "
-               "for (B=%d, T=%d)%s", st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
-               c->model.n_heads, blk, st_model_num_params(&t->model), (double)cap / 1048576.0, tc->batch_size,
-               tc->seq_len, t->ranks > 1 ? " per rank" : "");
-    }
-    if (t->ranks > 1 && !t->opts.quiet)
-        st_log(ST_LOG_INFO, "data parallel: %d ranks (%s transport), global batch %d x %d x %d = %lld sequences "
-               "per update", t->ranks, t->dist->ops->name, tc->batch_size, tc->grad_accum, t->ranks,
-               (long long)tc->batch_size * tc->grad_accum * t->ranks);
-
-    if (t->rank == 0) {
-        /* Only now does --force remove the previous run (st_rundir_prepare). */
-        if (!t->opts.resume && !t->restart &&
-            (rc = st_rundir_prepare(t->dir, t->opts.force, t->opts.occupied_advice, &t->lock_fd, e)))
-            return rc;
-        join(path, sizeof path, t->dir, "config.json");
-        if ((rc = st_run_config_save(c, path, e))) return rc;
-        if (!t->opts.resume && t->origin) {
-            join(path, sizeof path, t->dir, "init_from.json");
-            if ((rc = st_write_file_atomic(path, t->origin, strlen(t->origin), e))) return rc;
-        }
-        if (!t->opts.resume && t->ds.tok) {
-            join(path, sizeof path, t->dir, "tokenizer.json");
-            if ((rc = st_tokenizer_save(t->ds.tok, path, e))) return rc;
-        }
-    }
-    return ST_OK;
-}
-
-/* Config, run dir, dataset, model, optimizer state, arena. Each phase ends with the ranks
- * agreeing on its status, so a failure on any rank stops all of them here. */
-static int setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
-    char ckpt[ST_PATH_BUF] = "";
-    int rc = t->rank == 0 ? setup_rundir(t, cfg_in, ckpt, sizeof ckpt, e) : ST_OK;
-    if (t->rank > 0) {
-        if (cfg_in) t->cfg = *cfg_in;
-        else memset(&t->cfg, 0, sizeof t->cfg);
-    }
-    if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
-    rc = st_train_dist_share_config(t->dist, &t->cfg, cfg_in, e);
-    if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
-    rc = setup_model(t, e);
-    if (!rc) rc = setup_state(t, ckpt, e);
-    if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
-    if ((rc = st_train_dist_share_state(t->dist, &t->model.params, &t->st, &t->ds, e))) return rc;
-    if (t->opts.zero && t->ranks > 1) {
-        rc = st_zero_init(&t->zero, t->dist, &t->opt, &t->model.params, e);
-        if (!rc && !t->opts.quiet)
-            st_log(ST_LOG_INFO, "ZeRO-1: optimizer moments sharded, %.1f MiB on this rank instead of %.1f MiB",
-                   (double)(t->zero.hi - t->zero.lo) * 8.0 / 1048576.0, (double)t->model.params.n * 8.0 / 1048576.0);
-    }
-    if (!rc) rc = setup_buffers(t, e);
-    return st_dist_agree(t->dist, rc, e);
-}
-
 static int loop(trainer *t, st_train_result *res, st_error *e) {
     const st_train_config *tc = &t->cfg.train;
     const double t0 = st_time();
@@ -567,7 +290,7 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
     const double comm0 = t->dist ? t->dist->comm_seconds : 0;
     const int64_t calls0 = t->dist ? t->dist->comm_calls : 0;
     int64_t step0 = 0;   /* the step this session starts from */
-    int rc = setup(t, cfg, e);
+    int rc = st_trainer_setup(t, cfg, e);
     if (!rc) {
         res->n_params = st_model_num_params(&t->model);
         res->arena_bytes = t->arena.capacity;
