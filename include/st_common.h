@@ -115,6 +115,15 @@ int st_path_check(const char *path, const char *what, st_error *e);
 int st_dir_check(const char *dir, const char *what, st_error *e);
 /* mkdir -p (ST_ERR_IO naming the component that failed). */
 int st_mkdirs(const char *path, st_error *e);
+/* open(path, flags) of a regular file, its stat in *st: the fd, or -1 with e set
+ * (ST_ERR_IO: cannot open, "is a directory", "not a regular file"). O_NONBLOCK is added,
+ * so a FIFO in place of the file never blocks open() waiting for its other end; it is
+ * refused like any other non-regular file. O_CREAT creates with mode 0644. */
+struct stat;
+int st_open_regular(const char *path, int flags, struct stat *st, st_error *e);
+/* The `size` bytes of fd (from st_open_regular), NUL-terminated, malloc'd; fd is closed.
+ * NULL with e set on a read error or a file that shrank. */
+char *st_read_fd(int fd, const char *path, int64_t size, st_error *e);
 /* A whole regular file (src/core/fileio.c), NUL-terminated (*len excludes the NUL),
  * malloc'd; NULL with e set (ST_ERR_IO) when it cannot be opened, is a directory, a FIFO
  * or any other non-regular file (never blocks), or is larger than max_bytes. */

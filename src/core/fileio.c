@@ -170,47 +170,54 @@ int st_write_file_atomic(const char *path, const void *data, size_t n, st_error 
     return st_atomic_commit(&a, e);
 }
 
-char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e) {
-    /* O_NONBLOCK: a FIFO in place of the file (a run directory's config.json or `latest`)
-     * must not block open() waiting for a writer; it is refused below, as data files,
-     * checkpoints and tokenizers are. The flag changes nothing for regular files. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) { st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+int st_open_regular(const char *path, int flags, struct stat *st, st_error *e) {
+    const int fd = open(path, flags | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) { st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    if (fstat(fd, st) != 0) {
+        const int err = errno;
         close(fd);
-        st_fail(e, ST_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+        st_fail(e, ST_ERR_IO, "%s: cannot stat: %s", path, strerror(err));
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        st_fail(e, ST_ERR_IO, "%s: %s", path, S_ISDIR(st->st_mode) ? "is a directory" : "not a regular file");
+        return -1;
+    }
+    return fd;
+}
+
+char *st_read_fd(int fd, const char *path, int64_t size, st_error *e) {
+    char *buf = malloc((size_t)size + 1);
+    if (!buf) { close(fd); st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); return NULL; }
+    int64_t got = 0;
+    while (got < size) {
+        const ssize_t r = read(fd, buf + got, (size_t)(size - got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            free(buf);
+            close(fd);
+            st_fail(e, ST_ERR_IO, "%s: read error: %s", path, r < 0 ? strerror(errno) : "file shrank");
+            return NULL;
+        }
+        got += r;
+    }
+    close(fd);
+    buf[got] = 0;
+    return buf;
+}
+
+char *st_read_file(const char *path, size_t *len, size_t max_bytes, st_error *e) {
+    struct stat st;
+    const int fd = st_open_regular(path, O_RDONLY, &st, e);
+    if (fd < 0) return NULL;
+    if ((uint64_t)st.st_size > max_bytes) {
+        close(fd);
+        st_fail(e, ST_ERR_IO, "%s: larger than %zu bytes", path, max_bytes);
         return NULL;
     }
-    FILE *f = fdopen(fd, "rb");
-    if (!f) { close(fd); st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            if (cap > max_bytes) {
-                st_fail(e, ST_ERR_IO, "%s: larger than %zu bytes", path, max_bytes);
-                free(buf); buf = NULL; break;
-            }
-            char *q = realloc(buf, cap * 2);
-            if (!q) { free(buf); buf = NULL; break; }
-            buf = q;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                st_fail(e, ST_ERR_IO, "%s: read error: %s", path, strerror(errno));
-                free(buf);
-                buf = NULL;
-            }
-            break;
-        }
-    }
-    if (!buf && e && !e->code) st_fail(e, ST_ERR_MEMORY, "%s: out of memory reading the file", path);
-    fclose(f);
-    if (buf) { buf[n] = 0; if (len) *len = n; }
+    char *buf = st_read_fd(fd, path, (int64_t)st.st_size, e);
+    if (buf && len) *len = (size_t)st.st_size;
     return buf;
 }
 

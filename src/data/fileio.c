@@ -122,14 +122,11 @@ done:
 
 int sd_identity_of(const char *path, sd_identity *id, st_error *e) {
     memset(id, 0, sizeof *id);
-    /* O_NONBLOCK (here and in every read-only open of this module): a FIFO given in place
-     * of a file must not block open() waiting for a writer; it is then refused as "not a
-     * regular file". The flag changes nothing for regular files. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* read-only opens of this module add O_NONBLOCK (st_open_regular's reason): a FIFO in
+     * place of a file must not block open() waiting for a writer */
     struct stat st;
-    if (fstat(fd, &st) != 0) { close(fd); return st_fail(e, ST_ERR_IO, "%s: cannot stat: %s", path, strerror(errno)); }
-    if (!S_ISREG(st.st_mode)) { close(fd); return st_fail(e, ST_ERR_IO, "%s: not a regular file", path); }
+    const int fd = st_open_regular(path, O_RDONLY, &st, e);
+    if (fd < 0) return e ? e->code : ST_ERR_IO;
     id->size = (uint64_t)st.st_size;
     id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     /* CRC32 of the first and last MiB: catches an edit that kept size and mtime (a copy
@@ -157,37 +154,17 @@ int sd_identity_of(const char *path, sd_identity *id, st_error *e) {
 }
 
 char *sd_read_file(const char *path, int64_t *n, int64_t max_bytes, st_error *e) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) { st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        st_fail(e, ST_ERR_IO, "%s: not a regular file", path);
-        return NULL;
-    }
+    const int fd = st_open_regular(path, O_RDONLY, &st, e);
+    if (fd < 0) return NULL;
     if (st.st_size > max_bytes) {
         close(fd);
         st_fail(e, ST_ERR_DATA, "%s: %lld bytes is larger than the %lld allowed here", path, (long long)st.st_size,
                 (long long)max_bytes);
         return NULL;
     }
-    char *buf = malloc((size_t)st.st_size + 1);
-    if (!buf) { close(fd); st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); return NULL; }
-    int64_t got = 0;
-    while (got < st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)(st.st_size - got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            free(buf);
-            close(fd);
-            st_fail(e, ST_ERR_IO, "%s: read error: %s", path, r < 0 ? strerror(errno) : "file shrank");
-            return NULL;
-        }
-        got += r;
-    }
-    close(fd);
-    buf[got] = 0;
-    *n = got;
+    char *buf = st_read_fd(fd, path, (int64_t)st.st_size, e);
+    if (buf) *n = (int64_t)st.st_size;
     return buf;
 }
 

@@ -92,14 +92,9 @@ static int check_tiling(const st_span *s, int n, uint64_t data_len, const st_par
 
 int st_model_load_safetensors(st_model *m, const char *path, st_error *e) {
     st_params *p = &m->params;
-    /* O_NONBLOCK: a FIFO in place of the file must not block open(); it is refused below */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return st_fail(e, ST_ERR_IO, "%s: not a regular file", path);
-    }
+    struct stat sb;   /* a FIFO in place of the file must not block open(): refused */
+    const int fd = st_open_regular(path, O_RDONLY, &sb, e);
+    if (fd < 0) return e ? e->code : ST_ERR_IO;
     FILE *f = fdopen(fd, "rb");
     if (!f) { close(fd); return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); }
     int rc = ST_OK;

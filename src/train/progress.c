@@ -29,16 +29,9 @@ int st_progress_open(st_progress *pg, const char *run_dir, int64_t first_step,
     if (run_dir) {   /* NULL: no metrics file (the ranks > 0 of a data-parallel run) */
         snprintf(pg->metrics_path, sizeof pg->metrics_path, "%s/metrics.jsonl", run_dir);
         const char *path = pg->metrics_path;
-        /* O_NONBLOCK: a FIFO in place of the file must not block open() (or the run);
-         * anything but a regular file is refused */
-        const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
-        if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        struct stat st;
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-            close(fd);
-            return st_fail(e, ST_ERR_IO, "%s: not a regular file", path);
-        }
-        pg->metrics = fd;
+        struct stat st;   /* a FIFO in its place must not block open() (or the run) */
+        if ((pg->metrics = st_open_regular(path, O_WRONLY | O_APPEND | O_CREAT, &st, e)) < 0)
+            return e ? e->code : ST_ERR_IO;
     }
     st_live_init(&pg->live, quiet);
     pg->quiet = quiet;
