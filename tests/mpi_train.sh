@@ -103,6 +103,19 @@ expect_rc 5 "resume with 1 process" "$BIN" train --resume rs --quiet
 expect_err "written by a run of 2 rank(s), this run has 1"
 expect_rc 0 "2 ranks, resume" timeout 300 "${MPI[@]}" "$BIN" train --resume rs --quiet
 cmp -s <(losses r2) <(losses rs) && ok || bad "resumed 2-rank trace differs from the uninterrupted one"
+# a 2-rank run that died before its first checkpoint restarts from step 0 on both ranks
+# (rank 0 alone sees the run dir; the others must take its decision): the trace of the
+# uninterrupted run, and with train.steps 0 the initial checkpoint (the ranks once disagreed:
+# rank 1 ran the training loop while rank 0 wrote the initial checkpoint)
+expect_rc 0 "2 ranks, a run to restart" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out rr --quiet --stop-after 10
+rm -f rr/checkpoints/*
+expect_rc 0 "2 ranks, resume without a checkpoint" timeout 300 "${MPI[@]}" "$BIN" train --resume rr
+expect_err "no checkpoint yet; training from step 0"
+cmp -s <(losses r2) <(losses rr) && ok || bad "the restarted 2-rank trace differs from the uninterrupted one"
+expect_rc 0 "2 ranks, steps 0" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out r0 --quiet --set train.steps=0
+rm -f r0/checkpoints/*
+expect_rc 0 "2 ranks, resume of steps 0 without a checkpoint" timeout 120 "${MPI[@]}" "$BIN" train --resume r0 --quiet
+[ -e r0/checkpoints/latest ] && ok || bad "the restarted steps-0 run wrote no initial checkpoint"
 # ZeRO-1: the moments sharded, the same bits; its checkpoints resume with or without it
 expect_rc 0 "2 ranks, --zero" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out rz --zero
 expect_err "ZeRO-1: optimizer moments sharded"

@@ -235,6 +235,12 @@ int st_trainer_setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
         else memset(&t->cfg, 0, sizeof t->cfg);
     }
     if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
+    /* rank 0 alone looked for a checkpoint: a restart from step 0 is every rank's (a
+     * resume of train.steps 0 then writes its initial checkpoint on all of them) */
+    int32_t restart = t->restart;
+    if ((rc = st_dist_bcast(t->dist, &restart, sizeof restart, 0)))
+        return st_fail(e, rc, "rank %d: cannot receive from rank 0 whether the run restarts", t->rank);
+    if (restart) { t->restart = 1; t->opts.resume = 0; }
     rc = st_train_dist_share_config(t->dist, &t->cfg, cfg_in, e);
     if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
     rc = setup_model(t, e);
