@@ -35,6 +35,20 @@ expect_out "(0/3 splits from cache)"
 expect_rc 0 "text bpe cached" "$BIN" data --source text --path corpus.txt --tokenizer bpe --bpe-vocab 300 --cache-dir cache
 expect_out "(3/3 splits from cache)"
 if compgen -G "cache/*.tmp.*" >/dev/null; then bad "temporary files left in the cache"; else ok; fi
+# an edit that keeps size and mtime, in the middle of a file over 2 MiB (cache format 1
+# checksummed only the first and last MiB and served the old tokens): rebuilt
+for i in $(seq 1 60000); do echo "row $i: the quick brown fox jumps over the lazy dog"; done > big.txt
+expect_rc 0 "big text" "$BIN" data --source text --path big.txt --cache-dir bcache
+expect_out "(0/3 splits from cache)"
+expect_rc 0 "big text, cached" "$BIN" data --source text --path big.txt --cache-dir bcache
+expect_out "(3/3 splits from cache)"
+cp -p big.txt big.orig
+sed -i 's/^row 30000: the quick/row 30000: QQQ quick/' big.txt
+touch -r big.orig big.txt
+[ "$(stat -c %s.%Y big.txt)" = "$(stat -c %s.%Y big.orig)" ] && ! cmp -s big.txt big.orig && ok || bad "the edit changed size or mtime"
+expect_rc 0 "big text, edited in the middle" "$BIN" data --source text --path big.txt --cache-dir bcache
+expect_out "(0/3 splits from cache)"
+expect_err "the source file changed"
 
 # WikiText-2, when the shared data is there
 W=${STRETCH_DATA_DIR:-}/wikitext-2

@@ -2,9 +2,9 @@
  * fixed header and zlib data, written atomically, verified completely on read.
  *
  * Header, 128 bytes, little-endian (data/README.md documents it too):
- *     0  magic "STRCACHE"            8  u32 version (1)      12 u32 type (1 tokens, 2 vocab)
+ *     0  magic "STRCACHE"            8  u32 version (2)      12 u32 type (1 tokens, 2 vocab)
  *    16  u64 tokenizer hash         24  u64 source size     32 i64 source mtime (ns)
- *    40  u64 source sample (CRC32 of first MiB << 32 | CRC32 of last MiB)
+ *    40  u64 source checksums (CRC32 of the whole file << 32 | its Adler-32)
  *    48  i64 range begin            56  i64 range end       64 i64 count (tokens | payload bytes)
  *    72  i64 text bytes             80  u32 vocab size      84 u32 payload CRC32 (see below)
  *    88  char[16] tokenizer spec   104  u64 payload size    112 u32 byte planes (type 1)
@@ -34,7 +34,7 @@
 #include <zlib.h>
 
 #define MAGIC "STRCACHE"
-#define VERSION 1
+#define VERSION 2   /* 2: the source checksums cover the whole file */
 #define HDR 128
 #define BLOCK_IDS ((int64_t)1 << 20)
 

@@ -101,9 +101,9 @@ int64_t sd_safe_cut(const char *buf, int64_t len);
 /* Number of '\n' in the first `off` bytes of a file (line numbers of split ranges). */
 int64_t sd_lines_before(const char *path, int64_t off);
 
-/* What identifies a source file without reading it all: size, mtime, and CRC32s of its
- * first and last MiB. */
-typedef struct sd_identity { uint64_t size; int64_t mtime_ns; uint64_t sample; } sd_identity;
+/* What identifies a source file: size, mtime, and the whole file's checksums (sample:
+ * CRC32 << 32 | Adler-32; crc32 alone is what reports show). */
+typedef struct sd_identity { uint64_t size; int64_t mtime_ns; uint64_t sample; uint32_t crc32; } sd_identity;
 int sd_identity_of(const char *path, sd_identity *id, st_error *e);
 
 /* Read a whole (small) file; *n gets its size. NUL-terminated for convenience. */

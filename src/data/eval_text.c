@@ -20,24 +20,6 @@ void st_text_data_free(st_text_data *d) {
     d->tokens = NULL;
 }
 
-static int file_crc32(const char *path, uint32_t *crc, st_error *e) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = malloc(1 << 20);
-    if (!buf) { close(fd); return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); }
-    uint32_t c = 0;
-    ssize_t r;
-    while ((r = read(fd, buf, 1 << 20)) != 0) {
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) { free(buf); close(fd); return st_fail(e, ST_ERR_IO, "%s: read error: %s", path, strerror(errno)); }
-        c = st_crc32(c, buf, (size_t)r);
-    }
-    free(buf);
-    close(fd);
-    *crc = c;
-    return ST_OK;
-}
-
 int st_text_data_load(const st_tokenizer *t, const char *path, int split, st_text_data *d, st_error *e) {
     memset(d, 0, sizeof *d);
     if (t->kind == ST_TOK_SYNTHETIC || t->kind == ST_TOK_TASK)
@@ -57,8 +39,8 @@ int st_text_data_load(const st_tokenizer *t, const char *path, int split, st_tex
     if (sd_identity_of(d->path, &id, e)) return e->code;
     if (id.size == 0) return st_fail(e, ST_ERR_DATA, "%s: empty file", d->path);
     d->bytes = (int64_t)id.size;
-    int rc = file_crc32(d->path, &d->crc32, e);
-    if (rc) return rc;
+    d->crc32 = id.crc32;
+    int rc = ST_OK;
 
     sd_vec v = {0};
     sd_unk_count unk = {0};
