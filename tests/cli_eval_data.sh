@@ -53,6 +53,13 @@ for e in err: print(e)
 sys.exit(1 if err else 0)
 EOF
 
+# the header counts what the split holds: bytes for a byte run, tokens for BPE (its
+# metric is per byte, its count is not)
+expect_rc 0 "byte eval header" "$BIN" eval byte --split test --lengths 16 --json hb.json
+expect_out "^test split: [0-9]* bytes ([0-9]* targets), "
+expect_rc 0 "bpe eval header" "$BIN" eval bpe --split test --lengths 16 --json hp.json
+expect_out "^test split: [0-9]* tokens ([0-9]* targets, [0-9.]* bytes per token), "
+
 # --- a different file, evaluated whole; default report name next to the run's own
 expect_rc 0 "word own report" "$BIN" eval word --quiet
 cp word/eval_valid_nonoverlapping.json word.valid.before

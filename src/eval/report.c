@@ -28,8 +28,12 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     } else {
         fprintf(f, "%s split: ", st_eval_split_name(rep->split));
     }
-    fprintf(f, "%lld %ss (%lld targets), %s, %d threads, %s matmuls", (long long)rep->split_tokens,
-            st_unit_name(rep->unit), (long long)(rep->split_tokens - 1), st_eval_mode_name(rep->mode), rep->threads,
+    /* a byte-level metric over multi-byte tokens (BPE): the count is of tokens */
+    const int multibyte = rep->unit == ST_UNIT_BYTE && rep->bytes_per_token != 1.0;
+    fprintf(f, "%lld %ss (%lld targets", (long long)rep->split_tokens, multibyte ? "token" : st_unit_name(rep->unit),
+            (long long)(rep->split_tokens - 1));
+    if (multibyte) fprintf(f, ", %.3f bytes per token", rep->bytes_per_token);
+    fprintf(f, "), %s, %d threads, %s matmuls", st_eval_mode_name(rep->mode), rep->threads,
             st_precision_name(rep->precision));
     if (rep->entropy_rate > 0)
         fprintf(f, "; source entropy rate %.4f nats (ideal ppl %.3f)", rep->entropy_rate, exp(rep->entropy_rate));
