@@ -86,8 +86,8 @@ int st_data_config_validate(const st_data_config *c, const char *file, st_error 
         if (!(c->valid_frac > 0.0f) || !(c->test_frac > 0.0f))
             return st_fail(e, ST_ERR_CONFIG, "%s: data.valid_frac / data.test_frac: must be > 0 for source \"text\"", f);
         if (c->valid_frac + c->test_frac > 0.5f)
-            return st_fail(e, ST_ERR_CONFIG, "%s: data.test_frac: valid_frac + test_frac must be <= 0.5, got %g", f,
-                           (double)(c->valid_frac + c->test_frac));
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.test_frac: valid_frac + test_frac must be <= 0.5, got %g + %g",
+                           f, (double)c->valid_frac, (double)c->test_frac);
     }
     if (syn) {
         if (c->syn_vocab < 2 || c->syn_order < 1)

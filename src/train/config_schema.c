@@ -274,14 +274,18 @@ void st_ckey_where(char *buf, size_t n, const char *file, const char *path) {
     else snprintf(buf, n, "--set %s", path);
 }
 
-/* Shortest text that reads back as the same double; integers up to 1e9 in full, larger
- * magnitudes as "1e12" / "1.23e29" (a count of digits is unreadable), 2^53 - 1 by name. */
+/* Shortest text that reads back as the same double (or, for a value that is a float, as
+ * the same float: a float key's 0.6 is 0.6000000238418579 as a double); integers up to
+ * 1e9 in full, larger magnitudes as "1e12" / "1.23e29" (a count of digits is
+ * unreadable), 2^53 - 1 by name. */
 static void num(char *buf, size_t n, double d) {
     if (d == 9007199254740991.0) { snprintf(buf, n, "2^53 - 1"); return; }
     if (d == floor(d) && fabs(d) <= 1e9) { snprintf(buf, n, "%.0f", d); return; }
+    const int is_float = isfinite(d) && (double)(float)d == d;
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, n, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d) break;
+        const double back = strtod(buf, NULL);
+        if (back == d || (is_float && (float)back == (float)d)) break;
     }
     char *x = strchr(buf, 'e');   /* "1e+12" -> "1e12", "1e-05" -> "1e-5" */
     if (x) {

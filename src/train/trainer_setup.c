@@ -19,7 +19,7 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
     if (t->opts.resume && t->rank == 0) {
         if ((rc = st_checkpoint_load(ckpt, NULL, &t->model.params, 1, &t->st, e))) return rc;
         if (t->st.tok_hash != t->ds.tok_hash)
-            return st_fail(e, ST_ERR_CHECKPOINT, "%s: trained with a different tokenizer (hash %016llx) than the "
+            return st_fail(e, ST_ERR_DATA, "%s: trained with a different tokenizer (hash %016llx) than the "
                            "dataset now gives (%016llx)", ckpt, (unsigned long long)t->st.tok_hash,
                            (unsigned long long)t->ds.tok_hash);
         snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", ckpt);
@@ -227,6 +227,22 @@ static int setup_buffers(trainer *t, st_error *e) {
     return ST_OK;
 }
 
+/* Rank 0, resuming, once the checkpoint's tokenizer hash was found to be the dataset's:
+ * eval and generate read RUN_DIR/tokenizer.json, so a missing, damaged or foreign one
+ * is put back. */
+static int restore_tokenizer(trainer *t, st_error *e) {
+    char path[ST_PATH_BUF];
+    st_trainer_join(path, sizeof path, t->dir, "tokenizer.json");
+    st_error te = {0};
+    st_tokenizer *had = st_tokenizer_load(path, &te);
+    const int same = had && st_tokenizer_hash(had) == t->ds.tok_hash;
+    if (had) st_tokenizer_free(had);
+    if (same) return ST_OK;
+    if (had) st_log(ST_LOG_WARN, "%s: not this run's tokenizer (another hash); writing the run's again", path);
+    else st_log(ST_LOG_WARN, "%s; writing the run's tokenizer again", te.msg);
+    return st_tokenizer_save(t->ds.tok, path, e);
+}
+
 int st_trainer_setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
     char ckpt[ST_PATH_BUF] = "";
     int rc = t->rank == 0 ? setup_rundir(t, cfg_in, ckpt, sizeof ckpt, e) : ST_OK;
@@ -245,6 +261,7 @@ int st_trainer_setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
     if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
     rc = setup_model(t, e);
     if (!rc) rc = setup_state(t, ckpt, e);
+    if (!rc && t->opts.resume && t->rank == 0 && t->ds.tok) rc = restore_tokenizer(t, e);
     if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
     if ((rc = st_train_dist_share_state(t->dist, &t->model.params, &t->st, &t->ds, e))) return rc;
     if (t->opts.zero && t->ranks > 1) {

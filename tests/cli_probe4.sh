@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# cli_probe4.sh - the findings of the fourth round of black-box probes (data pipeline,
+# sweeps, scripts) that are not checked beside their feature's own tests:
+#   - a resume puts back RUN/tokenizer.json when it is missing, damaged or another run's
+#     (eval and generate read it); a dataset whose tokenizer no longer matches the
+#     checkpoint's is a data error (exit 4, as eval says) and leaves tokenizer.json alone;
+#   - a float key's value reads as typed in a range error ("got 0.6"), and the
+#     valid_frac + test_frac rule shows both terms.
+. "$(dirname "$0")/lib_cli.sh" cli_probe4
+
+# ---- resume and the run's tokenizer ----
+for i in $(seq 1 300); do echo "the quick brown fox $i jumps over the lazy dog $((i * 7))"; done > corpus.txt
+cat > bpe.json <<JSON
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "text", "path": "$T/corpus.txt", "tokenizer": "bpe", "bpe_vocab": 280, "valid_frac": 0.1,
+          "test_frac": 0.1, "cache_dir": "$T/cache"},
+ "train": {"batch_size": 4, "seq_len": 16, "steps": 8, "eval_batches": 1, "checkpoint_every": 2, "threads": 1,
+           "schedule": {"kind": "constant", "warmup": 0}}}
+JSON
+expect_rc 0 "a BPE run, stopped" "$BIN" train bpe.json --out r --quiet --stop-after 2
+cp r/tokenizer.json tok.orig
+rm r/tokenizer.json
+expect_rc 0 "resume without tokenizer.json" "$BIN" train --resume r --quiet --stop-after 4
+expect_err "r/tokenizer.json: cannot open"
+cmp -s tok.orig r/tokenizer.json && ok || bad "the resume did not put tokenizer.json back"
+echo '{"version": 1, "kind": "broken"}' > r/tokenizer.json
+expect_rc 0 "resume with a damaged tokenizer.json" "$BIN" train --resume r --quiet --stop-after 6
+expect_err "writing the run's tokenizer again"
+cmp -s tok.orig r/tokenizer.json && ok || bad "the resume did not replace a damaged tokenizer.json"
+expect_rc 0 "generate after the resumes" "$BIN" generate r --prompt "the quick" --tokens 4 --seed 1
+# the corpus changes so that BPE learns other merges: the checkpoint's tokenizer is not
+# the dataset's any more
+sed -i 's/the/xqz/g' corpus.txt
+expect_rc 4 "resume on a corpus with another tokenizer" "$BIN" train --resume r --quiet
+expect_err "trained with a different tokenizer"
+cmp -s tok.orig r/tokenizer.json && ok || bad "a refused resume changed tokenizer.json"
+expect_rc 4 "eval of the same" "$BIN" eval r --quiet --json ev.json
+rm -f ev.json
+
+# ---- messages of float keys ----
+expect_rc 2 "valid_frac out of range" "$BIN" data --source text --path corpus.txt --valid-frac 0.6
+expect_err "data.valid_frac: must be in (0, 0.5], got 0.6$"
+expect_rc 2 "valid_frac + test_frac" "$BIN" data --source text --path corpus.txt --valid-frac 0.5 --test-frac 0.0000001
+expect_err "valid_frac + test_frac must be <= 0.5, got 0.5 + 1e-07"
+
+finish cli_probe4
