@@ -18,7 +18,10 @@
 #    (nonoverlapping with buckets, sliding);
 #  - stopping: SIGTERM to rank 1 stops both ranks (exit 130) with a loadable checkpoint and
 #    no process left; a config that differs on rank 1 (MPMD launch) fails both ranks with
-#    exit 2; a config missing on rank 1 aborts the job (exit 3), no hang (timeouts);
+#    exit 2, and so does a --stop-after or --zero given to one rank only; a config missing
+#    on rank 1 aborts the job (exit 3), no hang (timeouts);
+#  - restart: a 2-rank run without a checkpoint restarts from step 0 on both ranks (also
+#    with train.steps 0: its initial checkpoint);
 #  - SIGKILL of rank 1, then of rank 0: mpirun ends the job within 60 s, no rank is left,
 #    the last checkpoint loads and resumes with 2 ranks.
 #
@@ -209,6 +212,14 @@ expect_rc 2 "rank 1 has another config" timeout 120 "$MPIRUN" --oversubscribe --
     -np 1 "$BIN" train tiny.json --out rm --quiet : -np 1 "$BIN" train other.json --out rm --quiet
 expect_err "config differs from rank 0's (train.seq_len"
 [ ! -e rm/checkpoints/latest ] && ok || bad "a failed start wrote a checkpoint"
+# a flag given to one rank only: refused by both (they waited in a collective for ever)
+expect_rc 2 "--stop-after on rank 0 only" timeout 120 "$MPIRUN" --oversubscribe --bind-to none "${NET[@]}" \
+    -np 1 "$BIN" train tiny.json --out rf --quiet --stop-after 15 : -np 1 "$BIN" train tiny.json --out rf --quiet
+expect_err "rank 1: --stop-after differs from rank 0's (15 on rank 0, 0 here)"
+expect_rc 2 "--zero on rank 1 only" timeout 120 "$MPIRUN" --oversubscribe --bind-to none "${NET[@]}" \
+    -np 1 "$BIN" train tiny.json --out rf --quiet : -np 1 "$BIN" train tiny.json --out rf --quiet --zero
+expect_err "rank 1: --zero differs"
+[ ! -e rf ] && ok || bad "a refused start left rf"
 expect_rc 3 "config missing on rank 1" timeout 120 "$MPIRUN" --oversubscribe --bind-to none "${NET[@]}" \
     -np 1 "$BIN" train tiny.json --out rn --quiet : -np 1 "$BIN" train missing.json --out rn --quiet
 expect_err "missing.json"

@@ -243,9 +243,30 @@ static int restore_tokenizer(trainer *t, st_error *e) {
     return st_tokenizer_save(t->ds.tok, path, e);
 }
 
+/* The flags that shape the collective work must be rank 0's on every rank: a --stop-after
+ * or --zero given to one rank of an MPMD launch (mpirun -np 1 ... : -np 1 ...) left the
+ * other waiting in a collective for ever. */
+static int same_flags(trainer *t, st_error *e) {
+    if (t->ranks == 1) return ST_OK;
+    const int64_t mine[3] = {t->opts.resume, t->opts.stop_after, t->opts.zero};
+    int64_t root[3];
+    memcpy(root, mine, sizeof root);
+    const int rc = st_dist_bcast(t->dist, root, sizeof root, 0);
+    if (rc) return st_fail(e, rc, "rank %d: cannot receive rank 0's flags", t->rank);
+    static const char *const names[3] = {"--resume", "--stop-after", "--zero"};
+    for (int i = 0; i < 3; i++)
+        if (root[i] != mine[i])
+            return st_fail(e, ST_ERR_CONFIG, "rank %d: %s differs from rank 0's (%lld on rank 0, %lld here): every "
+                           "rank must get the same command line", t->rank, names[i], (long long)root[i],
+                           (long long)mine[i]);
+    return ST_OK;
+}
+
 int st_trainer_setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
     char ckpt[ST_PATH_BUF] = "";
-    int rc = t->rank == 0 ? setup_rundir(t, cfg_in, ckpt, sizeof ckpt, e) : ST_OK;
+    int rc = same_flags(t, e);
+    if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
+    rc = t->rank == 0 ? setup_rundir(t, cfg_in, ckpt, sizeof ckpt, e) : ST_OK;
     if (t->rank > 0) {
         if (cfg_in) t->cfg = *cfg_in;
         else memset(&t->cfg, 0, sizeof t->cfg);
