@@ -20,6 +20,7 @@
 #    no process left; a config that differs on rank 1 (MPMD launch) fails both ranks with
 #    exit 2, and so does a --stop-after or --zero given to one rank only; a config missing
 #    on rank 1 aborts the job (exit 3), no hang (timeouts);
+#  - extend under 2 ranks, and of a 2-rank run: --budget counts every rank's tokens;
 #  - restart: a 2-rank run without a checkpoint restarts from step 0 on both ranks (also
 #    with train.steps 0: its initial checkpoint);
 #  - SIGKILL of rank 1, then of rank 0: mpirun ends the job within 60 s, no rank is left,
@@ -225,6 +226,14 @@ expect_rc 3 "config missing on rank 1" timeout 120 "$MPIRUN" --oversubscribe --b
 expect_err "missing.json"
 expect_rc 2 "generate refuses 2 ranks" timeout 120 "${MPI[@]}" "$BIN" generate r2 --tokens 4
 expect_err "runs in one process"
+
+# ---- extend: data-parallel; --budget counts every rank's tokens on both sides ----
+expect_rc 0 "1-process base" "$BIN" train tiny.json --out eb1 --quiet --set train.steps=20 --set model.dropout_resid=0
+expect_rc 0 "2-rank extend of a 1-process run" timeout 300 "${MPI[@]}" "$BIN" extend eb1 --to 32 --budget 1.0 --out ee12
+expect_err "10 steps of 2 x 32 tokens x 2 ranks (100.0% of the base run's tokens)"
+[ "$(grep -c 'extending' err.txt)" = 1 ] && ok || bad "the extend header was printed by more than rank 0"
+expect_rc 0 "1-process extend of a 2-rank run" "$BIN" extend r2 --to 32 --budget 0.5 --out ee21
+expect_err "50 steps of 2 x 32 tokens (50.0% of the base run's tokens)"
 
 # ---- sweep: one run per rank, the tables of a one-process sweep ----
 cat >sweep.json <<JSON

@@ -28,7 +28,7 @@ static void help(void) {
            "Fine-tune RUN_DIR's latest weights at train.seq_len N (context extension, docs/extension.md).\n"
            "  --to N          the new training length; longer than RUN_DIR's train.seq_len\n"
            "  --steps K       fine-tuning steps (0: the base weights under the new keys, a baseline), or\n"
-           "  --budget F      a fraction of RUN_DIR's training tokens (0.05 = 5%%): K = F x its tokens / (B x N)\n"
+           "  --budget F      a fraction of RUN_DIR's training tokens (0.05 = 5%%): K = F x its tokens / (B x N x ranks)\n"
            "  --transform T   none (plain fine-tuning, default), pi, ntk, yarn (model.pos rope) or alibi_interp\n"
            "                  (model.pos alibi): stored as model.scaling.*, applied in training and evaluation\n"
            "  --scale S       the scaling factor (default N / L, L = the base run's training length)\n"
@@ -113,17 +113,28 @@ static void add(overrides *o, const char *by, const char *fmt, ...) {
     o->by[o->n++] = by;
 }
 
-/* The flags' assignments on RUN's config `base` (its train section: bt). */
-static void plan(const extend_args *a, const st_run_config *base, overrides *o) {
+/* Ranks of the run that wrote RUN's latest checkpoint (its tokens were steps x batch x
+ * ranks); 1 when it cannot be read (train.init_from then says why). */
+static int64_t base_ranks(const char *run) {
+    char ckpt[ST_PATH_BUF];
+    st_train_state st;
+    st_error e = {0};
+    if (st_checkpoint_resolve(run, ckpt, sizeof ckpt, &e) || st_checkpoint_load(ckpt, NULL, NULL, 0, &st, &e)) return 1;
+    return st.world_size > 1 ? st.world_size : 1;
+}
+
+/* The flags' assignments on RUN's config `base` (its train section: bt); the new run
+ * trains on `ranks` ranks (each step: batch x ranks sequences). */
+static void plan(const extend_args *a, const st_run_config *base, int64_t ranks, overrides *o) {
     const st_train_config *bt = &base->train;
     /* L: the length the model was first trained at (a scaled base keeps its own) */
     o->L = base->model.scaling ? base->model.scaling_len : bt->seq_len;
     const int64_t per_step = (int64_t)bt->batch_size * bt->seq_len / a->to;
     const int64_t B = a->batch > 0 ? a->batch : (per_step > 0 ? per_step : 1);
-    o->base_tokens = (double)bt->steps * bt->batch_size * bt->seq_len * bt->grad_accum;
+    o->base_tokens = (double)bt->steps * bt->batch_size * bt->seq_len * bt->grad_accum * (double)base_ranks(a->run);
     int64_t K = a->steps;   /* 0: the base weights with the scaling, as checkpoint step 0 */
     if (a->budget > 0) {
-        K = (int64_t)llround(a->budget * o->base_tokens / ((double)B * (double)a->to * bt->grad_accum));
+        K = (int64_t)llround(a->budget * o->base_tokens / ((double)B * (double)a->to * bt->grad_accum * (double)ranks));
         if (K < 1) K = 1;
     }
     const char *by_steps = a->budget > 0 ? "--budget" : "--steps";
@@ -226,7 +237,8 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
                        base->train.seq_len, path);
         goto out;
     }
-    plan(&a, base, o);
+    const int64_t ranks = st_dist_size(dist);
+    plan(&a, base, ranks, o);
     if (a.out) snprintf(dir, sizeof dir, "%s", a.out);
     else if ((rc = default_out(&a, o, dir, sizeof dir)) ||
              (rc = cli_dir_arg("extend", "--out (not given: RUN_DIR-to<N>)", dir)))
@@ -237,12 +249,16 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
         if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);
         goto out;
     }
-    if (!a.opts.quiet)
-        st_log(ST_LOG_INFO, "extending %s (L = %lld) to %lld tokens: %s%s, %lld steps of %lld x %lld tokens (%.1f%% of "
-               "the base run's tokens) -> %s", a.run, (long long)o->L, (long long)a.to, o->xf, o->scaled ? " scaling" :
-               " (plain fine-tuning)", (long long)cfg->train.steps, (long long)cfg->train.batch_size, (long long)a.to,
-               100.0 * (double)cfg->train.steps * cfg->train.batch_size * a.to * cfg->train.grad_accum / o->base_tokens,
-               dir);
+    if (!a.opts.quiet && st_dist_rank(dist) == 0) {
+        char per_rank[32] = "";
+        if (ranks > 1) snprintf(per_rank, sizeof per_rank, " x %lld ranks", (long long)ranks);
+        st_log(ST_LOG_INFO, "extending %s (L = %lld) to %lld tokens: %s%s, %lld steps of %lld x %lld tokens%s (%.1f%% "
+               "of the base run's tokens) -> %s", a.run, (long long)o->L, (long long)a.to, o->xf,
+               o->scaled ? " scaling" : " (plain fine-tuning)", (long long)cfg->train.steps,
+               (long long)cfg->train.batch_size, (long long)a.to, per_rank,
+               100.0 * (double)cfg->train.steps * cfg->train.batch_size * a.to * cfg->train.grad_accum * (double)ranks /
+                   o->base_tokens, dir);
+    }
     rc = st_train(cfg, dir, &a.opts, NULL, &e);
     if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);   /* e.g. --to longer than the data */
     if (rc == ST_ERR_INTERRUPTED) {

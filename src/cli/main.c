@@ -118,7 +118,7 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
         }
         if (dist->size > 1) {
             fprintf(stderr, "stretch %s: runs in one process; start it without mpirun (%d ranks). Under MPI: "
-                    "train, eval and sweep\n", argv[1], dist->size);
+                    "train, extend, eval and sweep\n", argv[1], dist->size);
             return ST_ERR_CONFIG;
         }
         return commands[i].fn(argc - 1, argv + 1);
