@@ -4,6 +4,9 @@
 #   - a resume puts back RUN/tokenizer.json when it is missing, damaged or another run's
 #     (eval and generate read it); a dataset whose tokenizer no longer matches the
 #     checkpoint's is a data error (exit 4, as eval says) and leaves tokenizer.json alone;
+#   - a sweep evaluates a point again when the eval keys its runs take from the base
+#     config or "set" change (the marker's plan covered the sweep's eval section and
+#     the variants' keys only);
 #   - a float key's value reads as typed in a range error ("got 0.6"), and the
 #     valid_frac + test_frac rule shows both terms.
 . "$(dirname "$0")/lib_cli.sh" cli_probe4
@@ -36,6 +39,32 @@ expect_err "trained with a different tokenizer"
 cmp -s tok.orig r/tokenizer.json && ok || bad "a refused resume changed tokenizer.json"
 expect_rc 4 "eval of the same" "$BIN" eval r --quiet --json ev.json
 rm -f ev.json
+
+# ---- a sweep whose runs' own eval keys change (in "set" or the base config) ----
+tiny_synthetic_cfg base.json
+cat > sw.json <<'JSON'
+{"base": "base.json", "set": {"train.steps": 2},
+ "variants": [{"name": "alibi", "model.pos": "alibi"}], "eval": {"lengths": [16]}, "out": "sw"}
+JSON
+expect_rc 0 "sweep" "$BIN" sweep sw.json --quiet
+sed -i 's/"train.steps": 2}/"train.steps": 2, "eval.split": "test", "eval.buckets": 2}/' sw.json
+expect_rc 0 "sweep, set's eval keys edited" "$BIN" sweep sw.json
+expect_err "alibi: the eval plan changed, evaluating again"
+"$PY" -c "
+import json, sys
+r = json.load(open('sw/results.json'))['runs'][0]
+rep = json.load(open('sw/alibi/sweep_done.json'))['report']
+sys.exit(0 if rep['split'] == 'test' and len(rep['results'][0]['buckets']) == 2 else 1)
+" && ok || bad "the re-run sweep kept the old evaluation"
+expect_rc 0 "sweep, unchanged" "$BIN" sweep sw.json
+expect_err "alibi: finished earlier, skipped"
+python3 - <<'PYEOF'
+import json
+c = json.load(open("base.json")); c["eval"] = {"mode": "sliding", "stride": 8}; json.dump(c, open("base.json", "w"))
+PYEOF
+expect_rc 0 "sweep, base's eval keys edited" "$BIN" sweep sw.json
+expect_err "alibi: the eval plan changed, evaluating again"
+[ -f sw/alibi/eval_test_sliding.json ] && ok || bad "the base's eval.mode was not evaluated: $(ls sw/alibi)"
 
 # ---- messages of float keys ----
 expect_rc 2 "valid_frac out of range" "$BIN" data --source text --path corpus.txt --valid-frac 0.6

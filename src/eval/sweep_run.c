@@ -67,8 +67,9 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
 /* The point's eval plan: the sweep's "eval" section over the runs' own eval keys, and over
  * both a variant's or grid's eval.* keys (the more specific setting wins: a sweep can
  * evaluate "alibi" nonoverlapping and "alibi-sliding" sliding). Transform keys not set by
- * the eval section come from the point's config. */
-static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan) {
+ * the eval section come from the point's config; with `resolve`, every other key too (the
+ * plan evaluated; without it, the plan as signed, -1 where the run's config decides). */
+static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan, int resolve) {
     const st_eval_config *c = &pt->cfg.eval;
     *plan = s->plan;
     for (const cJSON *o = pt->overrides ? pt->overrides->child : NULL; o; o = o->next) {
@@ -95,6 +96,44 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
     if (plan->sinks < 0) plan->sinks = c->sinks;
     if (plan->window < 0) plan->window = c->window;
     if (plan->clip < 0) plan->clip = c->clip;
+    if (!resolve) return;
+    /* the rest from the point's config (base + set + variant), not from the config saved
+     * in its run dir, which is the one it was trained with: eval keys edited since then
+     * are the ones to evaluate with */
+    if (plan->n_lengths == 0) {
+        plan->n_lengths = c->n_lengths;
+        memcpy(plan->lengths, c->lengths, sizeof plan->lengths);
+    }
+    if (plan->split < 0) plan->split = c->split;
+    if (plan->mode < 0) plan->mode = c->mode;
+    if (plan->stride < 0) plan->stride = plan->mode == ST_EVAL_SLIDING ? c->stride : 0;
+    if (plan->max_tokens < 0) plan->max_tokens = c->max_tokens;
+    if (plan->buckets < 0) plan->buckets = c->buckets;
+}
+
+/* What the plan leaves to the run's own eval section (set by the sweep's base config or
+ * its "set") and that differs from the defaults: those keys decide the evaluation too
+ * (suite.c resolves them), so they join the signature; a sweep whose runs keep the
+ * default eval keys signs as before. */
+static void run_eval_sig(const st_eval_plan *p, const st_eval_config *c, char *out, size_t n) {
+    st_run_config *d = malloc(sizeof *d);
+    if (!d) return;
+    st_run_config_default(d);
+    const st_eval_config *c0 = &d->eval;
+    int o = 0;
+#define RUN_KEY(cond, ...) \
+    if ((cond) && o < (int)n) o += snprintf(out + o, n - (size_t)o, __VA_ARGS__)
+    if (p->n_lengths == 0 && (c->n_lengths != c0->n_lengths || memcmp(c->lengths, c0->lengths, sizeof c->lengths))) {
+        RUN_KEY(1, ";run lengths=");
+        for (int i = 0; i < c->n_lengths; i++) RUN_KEY(1, "%s%lld", i ? "," : "", (long long)c->lengths[i]);
+    }
+    RUN_KEY(p->split < 0 && c->split != c0->split, ";run split=%d", c->split);
+    RUN_KEY(p->mode < 0 && c->mode != c0->mode, ";run mode=%d", c->mode);
+    RUN_KEY(p->stride < 0 && c->stride != c0->stride, ";run stride=%lld", (long long)c->stride);
+    RUN_KEY(p->max_tokens < 0 && c->max_tokens != c0->max_tokens, ";run max_tokens=%lld", (long long)c->max_tokens);
+    RUN_KEY(p->buckets < 0 && c->buckets != c0->buckets, ";run buckets=%d", c->buckets);
+#undef RUN_KEY
+    free(d);
 }
 
 /* The eval plan's signature for this point: the sweep's plan text, plus what the point
@@ -102,7 +141,7 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
  * so a changed plan evaluates again. Points that change nothing keep the sweep's text. */
 static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, size_t n) {
     st_eval_plan p;
-    point_plan(s, pt, &p);
+    point_plan(s, pt, &p, 0);
     const st_eval_plan *q = &s->plan;
     int o = snprintf(out, n, "%s", s->plan_sig);
     if (p.n_lengths != q->n_lengths || memcmp(p.lengths, q->lengths, sizeof p.lengths) != 0) {
@@ -115,8 +154,9 @@ static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, siz
         o += snprintf(out + o, n - (size_t)o, ";point split=%d;mode=%d;stride=%lld;max_tokens=%lld;buckets=%d",
                       p.split, p.mode, (long long)p.stride, (long long)p.max_tokens, p.buckets);
     if (o < (int)n && (p.transform != 0 || p.window != 0))
-        snprintf(out + o, n - (size_t)o, ";transform=%d;scale=%.17g;sinks=%lld;window=%lld;clip=%lld", p.transform,
-                 p.transform_scale, (long long)p.sinks, (long long)p.window, (long long)p.clip);
+        o += snprintf(out + o, n - (size_t)o, ";transform=%d;scale=%.17g;sinks=%lld;window=%lld;clip=%lld",
+                      p.transform, p.transform_scale, (long long)p.sinks, (long long)p.window, (long long)p.clip);
+    if (o < (int)n) run_eval_sig(&p, &pt->cfg.eval, out + o, n - (size_t)o);
 }
 
 /* Marker of a finished point: matches when the eval plan does and the config is the
@@ -139,7 +179,7 @@ static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_diffe
         cJSON_Delete(m);
         return NULL;
     }
-    char sig[sizeof s->plan_sig + 640];
+    char sig[sizeof s->plan_sig + 1280];
     point_plan_sig(s, pt, sig, sizeof sig);
     if (strcmp(p->valuestring, sig) != 0) { *plan_differs = 1; cJSON_Delete(m); return NULL; }
     return m;
@@ -246,7 +286,7 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     int rc = strcmp(pt->train_dir, pt->dir) != 0 ? st_mkdirs(pt->dir, e) : ST_OK;
     /* the point's own plan (its eval.* keys), also when a twin's run is evaluated */
     st_eval_plan plan;
-    point_plan(s, pt, &plan);
+    point_plan(s, pt, &plan, 1);
     if (!rc) rc = st_eval_checkpoint(pt->train_dir, &plan, rep, e);
     if (rc && rep->n > 0) {
         /* the run is fine but no length applies to it (e.g. all beyond a learned-position
@@ -272,7 +312,7 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         cJSON_AddStringToObject(m, "name", pt->name);
         cJSON_AddStringToObject(m, "config_hash", pt->config_hash);
         if (strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(m, "trained_in", pt->train_dir);
-        char sig[sizeof s->plan_sig + 640];
+        char sig[sizeof s->plan_sig + 1280];
         point_plan_sig(s, pt, sig, sizeof sig);
         cJSON_AddStringToObject(m, "eval_plan", sig);
         cJSON_AddItemToObject(m, "train", train_summary(&st, &rep->cfg));
