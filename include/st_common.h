@@ -168,6 +168,17 @@ void st_fmt_bar(char *buf, size_t width, int64_t done, int64_t total);
  * \u0000 escape, with *why saying which; (size_t)-1 when there is none. */
 size_t st_json_strict_check(const char *text, size_t len, const char **why);
 
+/* A JSON number that reads back as the same double (src/core/json_num.c): integers up to
+ * 2^53 in full, else the shortest %g text; "null" for inf / nan. cJSON's own printing
+ * rounds to 15 digits (a 16-digit seed changed). st_json_add_number adds one to a cJSON
+ * object. */
+void st_json_number_text(double d, char *buf, size_t n);
+struct cJSON;
+struct cJSON *st_json_add_number(struct cJSON *obj, const char *key, double d);
+/* cJSON_Print (formatted) or cJSON_PrintUnformatted with every number as
+ * st_json_number_text writes it (caller frees with cJSON_free); NULL when out of memory. */
+char *st_json_print_exact(const struct cJSON *v, int formatted);
+
 /* CRC32 (zlib) over a buffer, continuing from crc (start with 0). */
 uint32_t st_crc32(uint32_t crc, const void *buf, size_t n);
 

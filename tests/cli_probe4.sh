@@ -7,6 +7,8 @@
 #   - a sweep evaluates a point again when the eval keys its runs take from the base
 #     config or "set" change (the marker's plan covered the sweep's eval section and
 #     the variants' keys only);
+#   - a sweep keeps seeds up to 2^53 - 1 exact (run names, config.json, reports; cJSON
+#     printed 15 digits and two seeds shared one name);
 #   - a float key's value reads as typed in a range error ("got 0.6"), and the
 #     valid_frac + test_frac rule shows both terms.
 . "$(dirname "$0")/lib_cli.sh" cli_probe4
@@ -65,6 +67,22 @@ PYEOF
 expect_rc 0 "sweep, base's eval keys edited" "$BIN" sweep sw.json
 expect_err "alibi: the eval plan changed, evaluating again"
 [ -f sw/alibi/eval_test_sliding.json ] && ok || bad "the base's eval.mode was not evaluated: $(ls sw/alibi)"
+
+# ---- seeds up to 2^53 - 1 in a sweep grid: exact in names, configs and reports ----
+tiny_synthetic_cfg base2.json
+cat > sws.json <<'JSON'
+{"base": "base2.json", "set": {"train.steps": 1},
+ "variants": [{"name": "a", "model.pos": "alibi"}],
+ "grid": {"train.seed": [9007199254740991, 1000000000000001, 1000000000000002]},
+ "eval": {"lengths": [16], "max_tokens": 200}, "out": "sws"}
+JSON
+expect_rc 0 "sweep of large seeds" "$BIN" sweep sws.json --quiet
+for s in 9007199254740991 1000000000000001 1000000000000002; do
+    d=sws/a__seed-$s
+    [ -d "$d" ] && grep -q "\"seed\": $s" "$d/config.json" && grep -q "\"seed\":.$s" "$d/sweep_done.json" \
+        && grep -q "\"seed\":.$s" "$d/eval_valid_nonoverlapping.json" && grep -q "\"seed\":.$s" sws/results.json \
+        && grep -q "^a__seed-$s,done,alibi,$s," sws/results.csv && ok || bad "seed $s was not kept exactly: $(ls sws)"
+done
 
 # ---- messages of float keys ----
 expect_rc 2 "valid_frac out of range" "$BIN" data --source text --path corpus.txt --valid-frac 0.6

@@ -52,7 +52,7 @@ static int save_json(const task_args *a, const st_passkey_cell *cells, const st_
     cJSON_AddNumberToObject(o, "train_len", cfg->train.seq_len);
     cJSON_AddNumberToObject(o, "digits", digits);
     cJSON_AddNumberToObject(o, "trials", (double)a->trials);
-    cJSON_AddNumberToObject(o, "seed", (double)a->seed);
+    st_json_add_number(o, "seed", (double)a->seed);
     char label[160];
     st_transform_label(&a->xf, label, sizeof label);
     cJSON_AddStringToObject(o, "transform", label);

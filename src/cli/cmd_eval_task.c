@@ -213,7 +213,7 @@ static int save_task_json(const task_args *a, const st_task_data *td, const st_t
     cJSON_AddNumberToObject(o, "train_max_size", (double)td->max_size);
     cJSON_AddStringToObject(o, "size_unit", td->task->size_unit);
     cJSON_AddNumberToObject(o, "trials", (double)a->trials);
-    cJSON_AddNumberToObject(o, "seed", (double)a->seed);
+    st_json_add_number(o, "seed", (double)a->seed);
     char label[160];
     st_transform_label(&a->xf, label, sizeof label);
     cJSON_AddStringToObject(o, "transform", label);
@@ -222,7 +222,7 @@ static int save_task_json(const task_args *a, const st_task_data *td, const st_t
 }
 
 int eval_task_write(cJSON *o, const char *path, st_error *e) {
-    char *s = cJSON_Print(o);
+    char *s = st_json_print_exact(o, 1);
     cJSON_Delete(o);
     if (!s) return st_fail(e, ST_ERR_MEMORY, "%s: cannot format the report", path);
     size_t n = strlen(s);

@@ -139,7 +139,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON_AddItemToObject(o, "model", st_eval_model_json(c, rep->n_params));
     cJSON *to = cJSON_AddObjectToObject(o, "train");
     cJSON_AddNumberToObject(to, "seq_len", c->train.seq_len);
-    cJSON_AddNumberToObject(to, "seed", (double)c->train.seed);
+    st_json_add_number(to, "seed", (double)c->train.seed);
     cJSON *dob = cJSON_AddObjectToObject(o, "data");
     cJSON_AddStringToObject(dob, "source", c->data.source);
     cJSON_AddStringToObject(dob, "tokenizer", c->data.tokenizer);
@@ -190,7 +190,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
     }
     cJSON *rs = cJSON_AddArrayToObject(o, "results");
     for (int i = 0; i < rep->n; i++) cJSON_AddItemToArray(rs, result_json(rep, &rep->rows[i]));
-    char *s = cJSON_Print(o);
+    char *s = st_json_print_exact(o, 1);
     cJSON_Delete(o);
     return s;
 }

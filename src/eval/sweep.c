@@ -164,7 +164,7 @@ static int check_override(const sweep *s, const char *where, const char *key, co
         return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected a string, number, boolean or array", s->file, where);
     if (!strchr(key, '.'))
         return st_fail(e, ST_ERR_CONFIG, "%s: %s: a config key path is section.key (e.g. model.pos)", s->file, where);
-    char *text = cJSON_PrintUnformatted(v);
+    char *text = st_json_print_exact(v, 0);
     if (!text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", s->file);
     size_t n = strlen(key) + strlen(text) + 2;
     char *asg = malloc(n);
@@ -191,7 +191,9 @@ static void name_part(const char *key, const cJSON *v, char *out, size_t n) {
     if (cJSON_IsString(v)) snprintf(val, sizeof val, "%s", v->valuestring);
     else if (cJSON_IsBool(v)) snprintf(val, sizeof val, "%s", cJSON_IsTrue(v) ? "true" : "false");
     else if (cJSON_IsNumber(v)) {
-        if (v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 1e15) snprintf(val, sizeof val, "%.0f", v->valuedouble);
+        /* integers in full up to 2^53 (seeds: 1e15+1 and 1e15+2 were both "1e_15") */
+        if (v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) <= 9007199254740992.0)
+            snprintf(val, sizeof val, "%.0f", v->valuedouble);
         else snprintf(val, sizeof val, "%g", v->valuedouble);
     } else if (cJSON_IsArray(v)) {
         for (const cJSON *it = v->child; it; it = it->next) {
@@ -225,7 +227,7 @@ static void add_key(sweep *s, const char *key) {
 
 /* Append one assignment to the point (and, when `record`, to its overrides). */
 static int point_add(sweep_point *pt, const char *key, const cJSON *v, int record) {
-    char *text = cJSON_PrintUnformatted(v);
+    char *text = st_json_print_exact(v, 0);
     if (!text) return ST_ERR_MEMORY;
     size_t n = strlen(key) + strlen(text) + 2;
     char **ns = realloc(pt->sets, (size_t)(pt->n_sets + 1) * sizeof *ns);
@@ -321,7 +323,7 @@ static int resolve_base(sweep *s, sweep_spec *sp, st_error *e) {
         return ST_OK;
     }
     if (cJSON_IsObject(base)) {
-        sp->base_text = cJSON_PrintUnformatted(base);
+        sp->base_text = st_json_print_exact(base, 0);
         if (!sp->base_text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", file);
         snprintf(s->base_desc, sizeof s->base_desc, "%s:base", file);
         return ST_OK;

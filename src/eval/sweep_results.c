@@ -87,7 +87,7 @@ static void csv_field(FILE *f, const char *s, int last) {
 static void value_text(const cJSON *v, char *out, size_t n) {
     if (!v) { snprintf(out, n, "%s", ""); return; }
     if (cJSON_IsString(v)) { snprintf(out, n, "%s", v->valuestring); return; }
-    char *t = cJSON_PrintUnformatted(v);
+    char *t = st_json_print_exact(v, 0);
     snprintf(out, n, "%s", t ? t : "");
     cJSON_free(t);
 }
@@ -168,7 +168,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         }
         cJSON_AddStringToObject(r, "label", buf);
         cJSON_AddNumberToObject(r, "seq_len", pt->cfg.train.seq_len);
-        cJSON_AddNumberToObject(r, "seed", (double)pt->cfg.train.seed);
+        st_json_add_number(r, "seed", (double)pt->cfg.train.seed);
         if (pt->record) {
             cJSON_AddItemToObject(r, "train", cJSON_Duplicate(get(pt->record, "train"), 1));
             cJSON_AddStringToObject(r, "unit", str(get(rep, "data"), "unit"));
@@ -183,7 +183,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         }
         cJSON_AddItemToArray(runs, r);
     }
-    char *text = cJSON_Print(o);
+    char *text = st_json_print_exact(o, 1);
     cJSON_Delete(o);
     if (!text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path);
     int rc = st_write_file_atomic(path, text, strlen(text), e);

@@ -325,7 +325,7 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         if (task) cJSON_AddItemToObject(m, "task", task);
     }
     if (!rc) {
-        char *text = cJSON_Print(m);
+        char *text = st_json_print_exact(m, 1);
         path_join(path, sizeof path, pt->dir, "sweep_done.json");
         rc = text ? st_write_file_atomic(path, text, strlen(text), e) : st_fail(e, ST_ERR_MEMORY, "out of memory");
         free(text);

@@ -20,7 +20,7 @@ static char *origin_json(const char *init_from, const char *path, const st_train
     cJSON_AddNumberToObject(o, "train_seq_len", base->train.seq_len);
     cJSON_AddStringToObject(o, "pos", st_pos_name(base->model.pos));
     cJSON_AddStringToObject(o, "scaling", st_transform_name(base->model.scaling));
-    char *txt = cJSON_Print(o);
+    char *txt = st_json_print_exact(o, 1);
     cJSON_Delete(o);
     return txt;
 }

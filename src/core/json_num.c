@@ -1,0 +1,53 @@
+/* json_num.c - numbers written into JSON exactly. cJSON prints a double with 15
+ * significant digits whenever that reads back within a relative 2^-52 (an approximate
+ * comparison), so a seed of 2^53 - 1 came out as 9.00719925474099e+15 and read back as
+ * another seed. Here: integers up to 2^53 in full, other values in the fewest digits
+ * that read back as the same double. */
+#include "st_common.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_json_number_text(double d, char *buf, size_t n) {
+    if (!isfinite(d)) { snprintf(buf, n, "null"); return; }   /* JSON has no inf / nan */
+    if (d == floor(d) && fabs(d) <= 9007199254740992.0) { snprintf(buf, n, "%.0f", d); return; }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d) return;
+    }
+}
+
+struct cJSON *st_json_add_number(struct cJSON *obj, const char *key, double d) {
+    char buf[40];
+    st_json_number_text(d, buf, sizeof buf);
+    return cJSON_AddRawToObject(obj, key, buf);
+}
+
+/* Every number node of the tree a raw node of its exact text (recursively). */
+static int exact_numbers(cJSON *v) {
+    for (; v; v = v->next) {
+        if (cJSON_IsNumber(v)) {
+            char buf[40];
+            st_json_number_text(v->valuedouble, buf, sizeof buf);
+            char *t = cJSON_malloc(strlen(buf) + 1);
+            if (!t) return -1;
+            memcpy(t, buf, strlen(buf) + 1);
+            v->type = cJSON_Raw;
+            v->valuestring = t;
+        } else if (v->child && exact_numbers(v->child)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+char *st_json_print_exact(const struct cJSON *v, int formatted) {
+    cJSON *copy = cJSON_Duplicate(v, 1);
+    if (!copy) return NULL;
+    char *text = exact_numbers(copy) ? NULL : formatted ? cJSON_Print(copy) : cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    return text;
+}
