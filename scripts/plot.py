@@ -9,7 +9,9 @@ Default plot (as Figure 1 of Press et al., "Train Short, Test Long"): perplexity
 evaluation length (log2 x), one line per group of runs (a sweep's run name without the
 train.seed part, e.g. "alibi_rf-exp" or "rope, seq_len-64"; for eval reports the
 position method), a vertical dashed line at each training length. Runs that differ only
-in train.seed are averaged: the mean loss over seeds, shown as exp(mean loss), i.e. the
+in train.seed are averaged (runs of one sweep out dir; reports of the same model and
+training length: a label shared by other runs gets what tells them apart, e.g.
+"alibi [out runs/b]" or "alibi [seq_len 32]"): the mean loss over seeds, shown as exp(mean loss), i.e. the
 geometric mean of perplexity (bits per byte: the arithmetic mean). Lengths a run could not
 be evaluated at (e.g. beyond a learned-position table) are left out of its line.
 
@@ -35,7 +37,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_json import die, read_json  # noqa: E402
+from sweep_json import die, read_json, run_dir, split_labels, sweep_out  # noqa: E402
 
 PLAIN = FuncFormatter(lambda v, _: "%g" % v)
 
@@ -60,20 +62,24 @@ def load_runs(paths):
         doc = read_json(path)
         if "runs" in doc:            # a sweep's results.json
             for r in doc["runs"]:
-                if "results" not in r or r.get("dir", r.get("name")) in seen:
+                if "results" not in r or run_dir(r) in seen:
                     continue         # not finished, or already read from another input
-                seen.add(r.get("dir", r.get("name")))   # (a seed sweep sharing the out dir)
+                seen.add(run_dir(r))   # (a seed sweep sharing the out dir)
                 # the sweep's group: the run name without its seed ("alibi_rf-exp",
                 # "pos-rope__seq_len-64"); a "pos-X" part is shown as X
                 parts = r.get("group", r.get("name", "?")).split("__")
                 label = ", ".join(p[4:] if p.startswith("pos-") else p for p in parts)
-                runs.append(dict(label=label, seq_len=r.get("seq_len"), seed=r.get("seed"),
+                runs.append(dict(label=label, key={"out": sweep_out(doc, path)},
+                                 seq_len=r.get("seq_len"), seed=r.get("seed"),
                                  unit=r.get("unit", "token"), split=r.get("split"), mode=r.get("mode"),
                                  bucket_scale=r.get("bucket_scale"), entropy_rate=r.get("entropy_rate"),
                                  results=r["results"]))
         elif "results" in doc and "model" in doc:   # one `stretch eval` report
             xf = doc.get("transform", {}).get("label")   # inference-time transform, if any
-            runs.append(dict(label=pos_label(doc["model"]) + (" + " + xf if xf else ""), seq_len=doc.get("train", {}).get("seq_len"),
+            # averaged with other reports only when the model and its training length agree
+            key = dict(doc["model"], seq_len=doc.get("train", {}).get("seq_len"))
+            runs.append(dict(label=pos_label(doc["model"]) + (" + " + xf if xf else ""), key=key,
+                             seq_len=doc.get("train", {}).get("seq_len"),
                              seed=doc.get("train", {}).get("seed"), unit=doc.get("data", {}).get("unit", "token"),
                              split=doc.get("split"), mode=doc.get("mode"), bucket_scale=doc.get("bucket_scale"),
                              entropy_rate=doc.get("data", {}).get("entropy_rate"), results=doc["results"]))
@@ -237,6 +243,7 @@ def main():
         for r in runs:
             if r["label"].endswith("-" + args.mode):
                 r["label"] = r["label"][:-len(args.mode) - 1]
+    split_labels(runs)
     lines = group(runs)
     unknown = [x for x in args.only if x not in lines]
     if unknown:

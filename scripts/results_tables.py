@@ -9,7 +9,9 @@ dropped, as in plot.py --mode), one column per evaluation length, cells the perp
 the geometric mean over seeds (exp of the mean loss), "n/a" where a run could not be
 evaluated. The best cell of each column is bold; --relative adds each cell's change
 against the group's own first length. Several inputs are merged (a run that appears in
-more than one, e.g. a sweep and its seed sweep sharing an out dir, counts once).
+more than one, e.g. a sweep and its seed sweep sharing an out dir, counts once); runs of
+sweeps with other out dirs are never averaged together: a group name found in several
+gets its out dir appended ("alibi [out runs/b]").
 --spread prints, for the groups with two or more seeds, each seed's row and the spread
 |max - min| / mean of the perplexities per length instead.
 """
@@ -19,7 +21,7 @@ import os
 import sys
 from collections import OrderedDict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_json import die, read_json  # noqa: E402
+from sweep_json import die, read_json, run_dir, split_labels, sweep_out  # noqa: E402
 
 
 def load(paths, mode):
@@ -31,15 +33,16 @@ def load(paths, mode):
         for r in doc["runs"]:
             if "results" not in r or r.get("mode") != mode:
                 continue
-            runs[r["name"]] = r
+            g = r.get("group", r["name"])
+            if g.endswith("-" + mode):
+                g = g[:-len(mode) - 1]
+            runs[run_dir(r)] = dict(r, label=g, key={"out": sweep_out(doc, path)})
     if not runs:
         die("no finished run evaluated with mode %s in %s" % (mode, ", ".join(paths)))
+    split_labels(list(runs.values()))
     groups = OrderedDict()
     for r in runs.values():
-        g = r.get("group", r["name"])
-        if g.endswith("-" + mode):
-            g = g[:-len(mode) - 1]
-        groups.setdefault(g, []).append(r)
+        groups.setdefault(r["label"], []).append(r)
     return groups
 
 

@@ -9,6 +9,8 @@
 #     the variants' keys only);
 #   - a sweep keeps seeds up to 2^53 - 1 exact (run names, config.json, reports; cJSON
 #     printed 15 digits and two seeds shared one name);
+#   - results_tables.py and plot.py never average runs of two sweeps (other out dirs) or
+#     eval reports of two models (the label says what differs);
 #   - a float key's value reads as typed in a range error ("got 0.6"), and the
 #     valid_frac + test_frac rule shows both terms.
 . "$(dirname "$0")/lib_cli.sh" cli_probe4
@@ -83,6 +85,34 @@ for s in 9007199254740991 1000000000000001 1000000000000002; do
         && grep -q "\"seed\":.$s" "$d/eval_valid_nonoverlapping.json" && grep -q "\"seed\":.$s" sws/results.json \
         && grep -q "^a__seed-$s,done,alibi,$s," sws/results.csv && ok || bad "seed $s was not kept exactly: $(ls sws)"
 done
+
+# ---- result scripts: runs of different sweeps (other out dirs) or models are not averaged ----
+for x in A B; do
+    steps=1; [ $x = B ] && steps=3
+    cat > sw$x.json <<JSON
+{"base": "base2.json", "set": {"train.steps": $steps}, "variants": [{"name": "alibi", "model.pos": "alibi"}],
+ "grid": {"train.seed": [1, 2]}, "eval": {"lengths": [16], "max_tokens": 200}, "out": "sweep$x"}
+JSON
+    expect_rc 0 "sweep $x" "$BIN" sweep sw$x.json --quiet
+done
+expect_rc 0 "results_tables of two sweeps" "$PY" "$SRC/scripts/results_tables.py" sweepA/results.json sweepB/results.json
+grep -q '^| alibi \[out sweepA\] | 2 |' out.txt && grep -q '^| alibi \[out sweepB\] | 2 |' out.txt && ok \
+    || bad "results_tables merged two sweeps' runs: $(cat out.txt)"
+expect_rc 0 "results_tables of one sweep" "$PY" "$SRC/scripts/results_tables.py" sweepA/results.json sweepA/results.json
+grep -q '^| alibi | 2 |' out.txt && ok || bad "one sweep read twice: $(cat out.txt)"
+if "$PY" -c "import matplotlib" 2>/dev/null; then
+    # the line names are listed by an --only that names none of them
+    expect_rc 2 "plot of two sweeps" "$PY" "$SRC/scripts/plot.py" sweepA/results.json sweepB/results.json --only x -o p.png
+    expect_err "have: alibi \[out sweepA\], alibi \[out sweepB\])"
+    "$BIN" train base2.json --out r16 --quiet --set model.pos=alibi && "$BIN" eval r16 --lengths 16 --quiet \
+        && "$BIN" train base2.json --out r8 --quiet --set model.pos=alibi --set train.seq_len=8 \
+        && "$BIN" eval r8 --lengths 16 --quiet && ok || bad "two eval reports"
+    expect_rc 2 "plot of two models' reports" "$PY" "$SRC/scripts/plot.py" r16/eval_valid_nonoverlapping.json \
+        r8/eval_valid_nonoverlapping.json --only x -o p.png
+    expect_err "have: alibi \[seq_len 16\], alibi \[seq_len 8\])"
+else
+    skip "plot.py (no matplotlib)"
+fi
 
 # ---- messages of float keys ----
 expect_rc 2 "valid_frac out of range" "$BIN" data --source text --path corpus.txt --valid-frac 0.6
