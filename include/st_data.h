@@ -65,6 +65,8 @@ typedef struct st_data_config {
     int copy_max_dist;      /* 24 */
     double copy_decay;      /* 0.1: P(d) ~ exp(-decay (d - min_dist)), recency-biased */
     double copy_rate;       /* 0.25: chance per free step that a copy starts */
+    int quiet;              /* not a config key: st_dataset_load logs no info lines (--quiet,
+                               the ranks after the first) */
 } st_data_config;
 
 /* Defaults for every field: the data rows of the config key table

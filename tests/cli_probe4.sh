@@ -11,6 +11,7 @@
 #     printed 15 digits and two seeds shared one name);
 #   - results_tables.py and plot.py never average runs of two sweeps (other out dirs) or
 #     eval reports of two models (the label says what differs);
+#   - --quiet silences the data loader's info lines too (and so the ranks after the first);
 #   - a float key's value reads as typed in a range error ("got 0.6"), and the
 #     valid_frac + test_frac rule shows both terms.
 . "$(dirname "$0")/lib_cli.sh" cli_probe4
@@ -113,6 +114,12 @@ if "$PY" -c "import matplotlib" 2>/dev/null; then
 else
     skip "plot.py (no matplotlib)"
 fi
+
+# ---- --quiet: no info lines from the data loader either ----
+expect_rc 0 "train --quiet" "$BIN" train base2.json --out quiet --quiet
+[ ! -s err.txt ] && ok || bad "train --quiet logged: $(cat err.txt)"
+expect_rc 0 "eval --quiet" "$BIN" eval quiet --lengths 16 --quiet --json quiet.json
+[ ! -s err.txt ] && ok || bad "eval --quiet logged: $(cat err.txt)"
 
 # ---- messages of float keys ----
 expect_rc 2 "valid_frac out of range" "$BIN" data --source text --path corpus.txt --valid-frac 0.6

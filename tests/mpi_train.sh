@@ -98,6 +98,8 @@ equiv llama-sgd 1e-6 20 "${SGD[@]}" --set train.optimizer.lr=0.1 --set model.nor
 expect_rc 0 "2 ranks" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out r2 --quiet
 expect_rc 0 "2 ranks again" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out r2b --quiet
 cmp -s <(losses r2) <(losses r2b) && ok || bad "two 2-rank runs differ"
+expect_rc 0 "2 ranks, not quiet" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out r2c --stop-after 2
+[ "$(grep -c 'data: synthetic Markov source' err.txt)" = 1 ] && ok || bad "the data line was logged by every rank"
 cmp -s <(grep val_loss r2/metrics.jsonl) <(grep val_loss r2b/metrics.jsonl) && ok || bad "validation differs"
 [ ! -e r2/metrics.jsonl.1 ] && [ "$(grep -c '"step": 50' r2/metrics.jsonl)" = 2 ] && ok || bad "metrics.jsonl written twice?"
 

@@ -181,10 +181,11 @@ static int load_synthetic(const st_data_config *c, const char *cfg_file, st_data
         ds->unit = ST_UNIT_TOKEN;
         ds->tok_hash = ds->tok->hash;
         ds->entropy_rate = copy ? cp.entropy_rate : m.entropy_rate;
-        st_log(ST_LOG_INFO, "data: synthetic Markov source V=%d order %d branch %d seed %" PRIu64
-               ": entropy rate %.6f nats/token, ideal perplexity %.4f", c->syn_vocab, c->syn_order, c->syn_branch,
-               c->syn_seed, m.entropy_rate, exp(m.entropy_rate));
-        if (copy)
+        if (!c->quiet)
+            st_log(ST_LOG_INFO, "data: synthetic Markov source V=%d order %d branch %d seed %" PRIu64
+                   ": entropy rate %.6f nats/token, ideal perplexity %.4f", c->syn_vocab, c->syn_order, c->syn_branch,
+                   c->syn_seed, m.entropy_rate, exp(m.entropy_rate));
+        if (copy && !c->quiet)
             st_log(ST_LOG_INFO, "data: copy mode (len %d, distance %d..%d, decay %g, rate %g, gap %d; H(distance) %.4f): "
                    "entropy rate %.6f nats/token, ideal perplexity %.4f", cp.len, cp.min_dist, cp.max_dist, cp.decay,
                    cp.rate, cp.gap, cp.dist_entropy, cp.entropy_rate, exp(cp.entropy_rate));
@@ -215,9 +216,11 @@ static int load_task(const st_data_config *c, const char *cfg_file, st_dataset *
     ds->vocab_size = vocab;
     ds->unit = ST_UNIT_TOKEN;
     ds->tok_hash = ds->tok->hash;
-    st_log(ST_LOG_INFO, "data: task %s, sizes %lld..%lld %s, vocabulary %d (%d symbols), loss on %s tokens%s",
-           ds->task->task->name, (long long)c->task_min_size, (long long)c->task_max_size, ds->task->task->size_unit,
-           vocab, c->task_symbols, ds->task->loss_all ? "all" : "answer", ds->task->pack ? ", packed rows" : "");
+    if (!c->quiet)
+        st_log(ST_LOG_INFO, "data: task %s, sizes %lld..%lld %s, vocabulary %d (%d symbols), loss on %s tokens%s",
+               ds->task->task->name, (long long)c->task_min_size, (long long)c->task_max_size,
+               ds->task->task->size_unit, vocab, c->task_symbols, ds->task->loss_all ? "all" : "answer",
+               ds->task->pack ? ", packed rows" : "");
     return ST_OK;
 }
 
@@ -330,7 +333,9 @@ static int build_tokenizer(const st_data_config *c, corpus *co, const st_dataset
         const split_src *s = &co->src[0];
         double t0 = st_time();
         if (!(co->t = sd_bpe_train_file(s->path, s->begin, s->end, c->bpe_vocab, e))) return e->code;
-        st_log(ST_LOG_INFO, "data: trained BPE (%d tokens) on %s in %.2f s", co->t->vocab_size, s->path, st_time() - t0);
+        if (!c->quiet)
+            st_log(ST_LOG_INFO, "data: trained BPE (%d tokens) on %s in %.2f s", co->t->vocab_size, s->path,
+                   st_time() - t0);
         built = 1;
     }
     if (built && ds->vocab_file[0]) {
@@ -418,7 +423,7 @@ int st_dataset_load(const st_data_config *cfg, const char *cfg_file, st_dataset 
         return rc;
     }
     ds->load_seconds = st_time() - t0;
-    if (strcmp(cfg->source, "synthetic") != 0 && strcmp(cfg->source, "task") != 0)
+    if (strcmp(cfg->source, "synthetic") != 0 && strcmp(cfg->source, "task") != 0 && !cfg->quiet)
         st_log(ST_LOG_INFO, "data: %s %s (%s): vocab %d; train %lld / valid %lld / test %lld tokens; %d/3 splits from "
                "cache; %.2f s", cfg->source, cfg->path, st_data_tokenizer_name(cfg), ds->vocab_size, (long long)ds->n[0],
                (long long)ds->n[1], (long long)ds->n[2], ds->cache_hits, ds->load_seconds);

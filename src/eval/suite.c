@@ -245,6 +245,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     double *tbytes = NULL;
     st_mm *mm = NULL;
     rc = st_eval_plan_resolve(&plan, &rep->cfg, rep->checkpoint, e);
+    rep->cfg.data.quiet = plan.opts.progress_every <= 0;   /* --quiet, the ranks after the first */
     if (!rc) rc = plan.data_path ? load_external(&plan, rep, state.tok_hash, &et, e) : load_own(&plan, rep, &et, e);
     if (!rc && et.vocab != m.cfg.vocab_size) {
         rc = st_fail(e, ST_ERR_DATA, "%s: the model has a vocabulary of %d, its dataset (%s) now has %d",

@@ -109,6 +109,7 @@ static int setup_model(trainer *t, st_error *e) {
     st_set_threads(tc->threads);
     if (!t->opts.quiet) st_blas_log();
 
+    c->data.quiet = t->opts.quiet;   /* --quiet, and every rank but the first */
     if ((rc = st_dataset_load(&c->data, c->file, &t->ds, e))) return rc;
     t->have_ds = 1;
     if (c->model.vocab_size == 0) c->model.vocab_size = t->ds.vocab_size;
