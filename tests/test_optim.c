@@ -58,6 +58,15 @@ static void test_decay_groups(void) {
     CHECK(st_param_decays(&in, ST_NODECAY_BIAS) == 1);
     snprintf(in.name, sizeof in.name, "ln_f.weight");
     CHECK(st_param_decays(&in, ST_NODECAY_NORM) == 0);
+    /* model.qk_norm's gains are norm weights: the option decides for them too (they
+     * never decayed, whatever no_decay said) */
+    in.decay = 0;
+    snprintf(in.name, sizeof in.name, "blocks.1.attn.q_norm.weight");
+    CHECK(st_param_decays(&in, ST_NODECAY_NORM) == 0);
+    CHECK(st_param_decays(&in, ST_NODECAY_EMBEDDING) == 1);
+    snprintf(in.name, sizeof in.name, "blocks.1.attn.k_norm.weight");
+    CHECK(st_param_decays(&in, 0) == 1);
+    in.decay = 1;
     in.ndim = 2;
     snprintf(in.name, sizeof in.name, "tok_emb.weight");
     CHECK(st_param_decays(&in, ST_NODECAY_EMBEDDING) == 0);

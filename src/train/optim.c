@@ -27,10 +27,11 @@ static int decay_group(const st_param_info *in) {
     const char *last = strrchr(in->name, '.');
     if (in->ndim == 1 && last && strcmp(last, ".bias") == 0) return ST_NODECAY_BIAS;
     if (last && strcmp(last, ".weight") == 0) {
-        /* the component before ".weight": "blocks.0.ln1" -> "ln1", "ln_f" -> "ln_f" */
+        /* the component before ".weight": "blocks.0.ln1" -> "ln1", "ln_f" -> "ln_f",
+         * "blocks.0.attn.q_norm" -> "q_norm" (model.qk_norm's gains are norm weights too) */
         const char *comp = last;
         while (comp > in->name && comp[-1] != '.') comp--;
-        if (starts_with(comp, "ln")) return ST_NODECAY_NORM;
+        if (starts_with(comp, "ln") || (last - comp >= 5 && strncmp(last - 5, "_norm", 5) == 0)) return ST_NODECAY_NORM;
     }
     if (in->is_embedding || starts_with(in->name, "tok_emb") || starts_with(in->name, "pos_emb"))
         return ST_NODECAY_EMBEDDING;
