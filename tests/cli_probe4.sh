@@ -12,6 +12,8 @@
 #   - results_tables.py and plot.py never average runs of two sweeps (other out dirs) or
 #     eval reports of two models (the label says what differs);
 #   - --quiet silences the data loader's info lines too (and so the ranks after the first);
+#   - a train.steps 0 baseline's validation loss makes it best.ckpt; a resume refuses another
+#     train.init_from; a start from a safetensors export writes init_from.json;
 #   - a float key's value reads as typed in a range error ("got 0.6"), and the
 #     valid_frac + test_frac rule shows both terms.
 . "$(dirname "$0")/lib_cli.sh" cli_probe4
@@ -120,6 +122,36 @@ expect_rc 0 "train --quiet" "$BIN" train base2.json --out quiet --quiet
 [ ! -s err.txt ] && ok || bad "train --quiet logged: $(cat err.txt)"
 expect_rc 0 "eval --quiet" "$BIN" eval quiet --lengths 16 --quiet --json quiet.json
 [ ! -s err.txt ] && ok || bad "eval --quiet logged: $(cat err.txt)"
+
+# ---- training bookkeeping ----
+# a train.steps 0 baseline that stays the best: best.ckpt holds its weights after a resume
+# that never beats it (keep_last 1 drops step 0); the lr makes every later step worse
+expect_rc 0 "steps 0 baseline" "$BIN" train base2.json --out b0 --quiet --set train.steps=0 --set train.keep_last=1 \
+    --set train.optimizer.lr=5 --set train.schedule.warmup=0
+[ -e b0/checkpoints/best.ckpt ] && ok || bad "a steps-0 baseline with a validation loss wrote no best.ckpt"
+expect_rc 0 "resume that never beats it" "$BIN" train --resume b0 --quiet --set train.steps=6 \
+    --set train.eval_every=2 --set train.checkpoint_every=2
+grep -q '"step": 0, "val_loss"' b0/metrics.jsonl && [ ! -e b0/checkpoints/step_00000000.ckpt ] && ok \
+    || bad "the setup of the check is off: $(ls b0/checkpoints)"
+expect_rc 0 "eval best.ckpt" "$BIN" eval b0/checkpoints/best.ckpt --lengths 16 --quiet --json b0best.json
+grep -q '"step":.0,' b0best.json && ok || bad "best.ckpt is not the step-0 baseline"
+# init_from on a resume: refused (config.json would then name weights the run never used)
+expect_rc 0 "a run to resume" "$BIN" train base2.json --out ir --quiet --set train.steps=4 --stop-after 2 \
+    --set train.checkpoint_every=1
+cp ir/config.json ir.before
+expect_rc 2 "resume with another init_from" "$BIN" train --resume ir --set train.init_from=b0
+expect_err "train.init_from applies to a fresh run only"
+cmp -s ir.before ir/config.json && ok || bad "a refused resume rewrote config.json"
+# init_from a safetensors export: init_from.json records it
+expect_rc 0 "export" "$BIN" export b0 --out b0x
+expect_rc 0 "init_from an export" "$BIN" train base2.json --out fx --quiet --set train.init_from=$T/b0x/model.safetensors
+"$PY" -c "
+import json, sys, zlib
+o = json.load(open('fx/init_from.json'))
+data = open('b0x/model.safetensors', 'rb').read()
+sys.exit(0 if o['safetensors'].endswith('b0x/model.safetensors') and o['bytes'] == len(data)
+         and o['crc32'] == '%08x' % zlib.crc32(data) else 1)
+" && ok || bad "init_from.json of a safetensors start: $(cat fx/init_from.json 2>&1)"
 
 # ---- messages of float keys ----
 expect_rc 2 "valid_frac out of range" "$BIN" data --source text --path corpus.txt --valid-frac 0.6

@@ -8,6 +8,7 @@
 #include "train_internal.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,11 +26,37 @@ static char *origin_json(const char *init_from, const char *path, const st_train
     return txt;
 }
 
+/* RUN/init_from.json for exported weights: the file and its CRC32 (an export has no step;
+ * the checksum tells which weights they were). NULL when out of memory or unreadable. */
+static char *origin_safetensors(const char *init_from) {
+    size_t n = 0;
+    st_error le = {0};
+    char *data = st_read_file(init_from, &n, (size_t)1 << 40, &le);
+    if (!data) return NULL;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "init_from", init_from);
+    cJSON_AddStringToObject(o, "safetensors", init_from);
+    st_json_add_number(o, "bytes", (double)n);
+    char crc[16];
+    snprintf(crc, sizeof crc, "%08x", (unsigned)st_crc32(0, data, n));
+    cJSON_AddStringToObject(o, "crc32", crc);
+    free(data);
+    char *txt = st_json_print_exact(o, 1);
+    cJSON_Delete(o);
+    return txt;
+}
+
 int st_init_from_load(const st_run_config *c, st_model *m, int quiet, char **origin, st_error *e) {
     const st_train_config *tc = &c->train;
     const st_model_config *mc = &c->model;
     *origin = NULL;
-    if (!st_checkpoint_is(tc->init_from)) return st_model_load_safetensors(m, tc->init_from, e);
+    if (!st_checkpoint_is(tc->init_from)) {
+        int rc = st_model_load_safetensors(m, tc->init_from, e);
+        if (!rc && !(*origin = origin_safetensors(tc->init_from)))
+            rc = st_fail(e, ST_ERR_IO, "%s: train.init_from: %s: cannot read it again for init_from.json", c->file,
+                         tc->init_from);
+        return rc;
+    }
     char path[ST_PATH_BUF];
     st_run_config *base = malloc(sizeof *base);   /* large: paths */
     if (!base) return st_fail(e, ST_ERR_MEMORY, "out of memory");

@@ -257,16 +257,23 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
  * step 0, with the validation loss when eval_batches > 0: a baseline to evaluate or
  * export like any other checkpoint. */
 static int save_initial(trainer *t, st_error *e) {
-    int rc, prc = ST_OK;
+    int rc, prc = ST_OK, best = 0;
     st_error pe = {0};   /* a metrics write error, after the checkpoint every rank takes part in */
     if (t->cfg.train.eval_batches > 0) {
         double val;
         if ((rc = validate(t, &val, e))) return rc;
         t->st.last_val = val;
-        if (isfinite(val)) { t->st.best_val = val; t->st.best_step = 0; }
-        prc = st_progress_val(&t->pg, 0, val, 0, &t->model, &pe);
+        best = isfinite(val);
+        if (best) { t->st.best_val = val; t->st.best_step = 0; }
+        prc = st_progress_val(&t->pg, 0, val, best, &t->model, &pe);
     }
     rc = save_checkpoint(t, NULL, e);
+    /* the baseline's loss is the run's best so far: best.ckpt holds those weights (a
+     * resume that never beats it must not lose them when keep_last drops step 0) */
+    if (!rc && best && t->rank == 0) {
+        st_error le = {0};
+        if (st_rundir_link_best(t->dir, t->last_ckpt, &le)) rc = save_checkpoint(t, "best.ckpt", e);
+    }
     return rc ? rc : prc ? st_fail(e, prc, "%s", pe.msg) : ST_OK;
 }
 

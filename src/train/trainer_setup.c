@@ -78,6 +78,12 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
             return st_fail(e, ST_ERR_CONFIG, "%s: resuming with train.steps %lld, below the step the run reached "
                            "(%lld, %s): a resume can only keep or raise train.steps (evaluate the checkpoint "
                            "instead)", t->dir, (long long)t->cfg.train.steps, (long long)ck_st.step, ckpt);
+        /* init_from chose the starting weights; the checkpoint holds later ones. Taken
+         * silently it would also go into config.json, which then no longer repeats the run */
+        if (strcmp(ck_cfg.train.init_from, t->cfg.train.init_from) != 0)
+            return st_fail(e, ST_ERR_CONFIG, "%s: train.init_from applies to a fresh run only (a resume continues "
+                           "from %s); it was \"%s\", now \"%s\"", t->dir, ckpt, ck_cfg.train.init_from,
+                           t->cfg.train.init_from);
         char diff[1200];
         if (st_run_config_diff(&ck_cfg, &t->cfg, "model", diff, sizeof diff) ||
             st_run_config_diff(&ck_cfg, &t->cfg, "data", diff, sizeof diff))
