@@ -102,6 +102,10 @@ typedef struct st_dataset {
 /* Load (or build and cache) all three splits. cfg_file names the config for messages. */
 int st_dataset_load(const st_data_config *cfg, const char *cfg_file, st_dataset *ds, st_error *e);
 void st_dataset_free(st_dataset *ds);
+/* What the splits hold: CRC32 and length of each split's token ids, folded into 64 bits
+ * (never 0). A checkpoint records it, so a resume notices a corpus that changed under a
+ * tokenizer that did not (a byte-level run's tokenizer hash is the same for any text). */
+uint64_t st_dataset_hash(const st_dataset *ds);
 
 /* Tokenizer files: written next to a run / export ("tokenizer.json"), read back by eval
  * and generate. Loading a tokenizer whose hash differs from a checkpoint's is an error.

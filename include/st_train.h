@@ -201,7 +201,7 @@ void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, float g
 int st_params_finite(const st_params *p);
 
 /* -------------------------------------------------------- checkpoint ---- */
-#define ST_CKPT_VERSION 1
+#define ST_CKPT_VERSION 2   /* 2: the state ends with data_hash; version 1 is still read */
 typedef struct st_train_state {
     int64_t step;           /* updates done */
     int64_t opt_t;          /* updates applied (skipped non-finite steps excluded) */
@@ -216,6 +216,9 @@ typedef struct st_train_state {
     uint64_t tok_hash;      /* dataset tokenizer hash */
     int64_t world_size;     /* ranks of the run that wrote it (0 in files of older builds
                              * = 1); --resume needs the same count */
+    uint64_t data_hash;     /* the training data's tokens (st_dataset_hash) when it was
+                             * written; 0 = unknown (version-1 files): a resume on other
+                             * data warns */
 } st_train_state;
 
 /* Write atomically (temp file + fsync + rename + directory fsync). */

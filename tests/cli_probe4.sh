@@ -14,6 +14,8 @@
 #   - --quiet silences the data loader's info lines too (and so the ranks after the first);
 #   - a train.steps 0 baseline's validation loss makes it best.ckpt; a resume refuses another
 #     train.init_from; a start from a safetensors export writes init_from.json;
+#   - a resume on a byte-level corpus that changed warns (checkpoint version 2 records a
+#     hash of the data's tokens);
 #   - a float key's value reads as typed in a range error ("got 0.6"), and the
 #     valid_frac + test_frac rule shows both terms.
 . "$(dirname "$0")/lib_cli.sh" cli_probe4
@@ -152,6 +154,23 @@ data = open('b0x/model.safetensors', 'rb').read()
 sys.exit(0 if o['safetensors'].endswith('b0x/model.safetensors') and o['bytes'] == len(data)
          and o['crc32'] == '%08x' % zlib.crc32(data) else 1)
 " && ok || bad "init_from.json of a safetensors start: $(cat fx/init_from.json 2>&1)"
+
+# ---- a byte-level corpus that changed under a resume: warned (the tokenizer hash is the
+# same for every byte-level text; the checkpoint now records the data's own hash) ----
+for i in $(seq 1 300); do echo "the quick brown fox $i jumps over the lazy dog $((i * 7))"; done > bytes.txt
+cat > byte.json <<JSON
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "text", "path": "$T/bytes.txt", "tokenizer": "byte", "valid_frac": 0.1, "test_frac": 0.1,
+          "cache_dir": "$T/cache"},
+ "train": {"batch_size": 4, "seq_len": 16, "steps": 6, "eval_batches": 1, "checkpoint_every": 2, "threads": 1,
+           "schedule": {"kind": "constant", "warmup": 0}}}
+JSON
+expect_rc 0 "byte run, stopped" "$BIN" train byte.json --out by --quiet --stop-after 2
+expect_rc 0 "resume on the same data" "$BIN" train --resume by --quiet --stop-after 4
+[ ! -s err.txt ] && ok || bad "a resume on unchanged data warned: $(cat err.txt)"
+head -c 12000 bytes.txt > cut.txt && mv cut.txt bytes.txt
+expect_rc 0 "resume on a changed corpus" "$BIN" train --resume by --quiet
+expect_err "the training data changed since this checkpoint"
 
 # ---- messages of float keys ----
 expect_rc 2 "valid_frac out of range" "$BIN" data --source text --path corpus.txt --valid-frac 0.6

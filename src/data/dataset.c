@@ -430,6 +430,16 @@ int st_dataset_load(const st_data_config *cfg, const char *cfg_file, st_dataset 
     return ST_OK;
 }
 
+uint64_t st_dataset_hash(const st_dataset *ds) {
+    uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a over (CRC32, length) of the splits */
+    for (int i = 0; i < 3; i++) {
+        const uint64_t part[2] = {ds->tokens[i] ? st_crc32(0, ds->tokens[i], (size_t)ds->n[i] * sizeof(int32_t)) : 0,
+                                  (uint64_t)ds->n[i]};
+        for (int k = 0; k < 2; k++) { h ^= part[k]; h *= 0x100000001b3ull; }
+    }
+    return h ? h : 1;
+}
+
 void st_dataset_free(st_dataset *ds) {
     if (!ds) return;
     for (int i = 0; i < 3; i++) free(ds->tokens[i]);

@@ -6,7 +6,9 @@
  *   payload = u32 config_len, config JSON (canonical, its FNV-1a hash is in the header)
  *             state: i64 step, i64 opt_t, u64 loader_draws, u64 rng[4], f64 best_val,
  *                    i64 best_step, f64 last_val, i64 tokens, f64 elapsed, i64 skipped,
- *                    u64 tok_hash, i64 world_size (ranks; 0 = written before MPI = 1)
+ *                    u64 tok_hash, i64 world_size (ranks; 0 = written before MPI = 1),
+ *                    u64 data_hash (version 2; the training data's tokens, st_dataset_hash;
+ *                    version-1 files end the state before it and read as 0, unknown)
  *             u32 n_params, per param: u32 name_len, name, u32 ndim, i64 shape[4],
  *                    u64 offset, u64 numel
  *             u64 n floats, then the data, m and v blocks (n floats each, IEEE binary32)
@@ -30,7 +32,8 @@
 #endif
 
 #define HEADER_BYTES 64
-#define STATE_BYTES 120
+#define STATE_BYTES 128      /* version 2; version 1: 120 (no data_hash) */
+#define STATE_BYTES_V1 120
 static const char MAGIC[8] = {'S', 'T', 'C', 'K', 'P', 'T', 0, 0};
 
 /* ---------------------------------------------------------- byte packing ---- */
@@ -42,22 +45,25 @@ static uint64_t f64_bits(double d) { uint64_t x; memcpy(&x, &d, 8); return x; }
 static double bits_f64(uint64_t x) { double d; memcpy(&d, &x, 8); return d; }
 
 static void pack_state(unsigned char *b, const st_train_state *s) {
-    uint64_t v[15] = {(uint64_t)s->step, (uint64_t)s->opt_t, s->loader_draws,
+    uint64_t v[16] = {(uint64_t)s->step, (uint64_t)s->opt_t, s->loader_draws,
                       s->rng.s[0], s->rng.s[1], s->rng.s[2], s->rng.s[3],
                       f64_bits(s->best_val), (uint64_t)s->best_step, f64_bits(s->last_val),
-                      (uint64_t)s->tokens, f64_bits(s->elapsed), (uint64_t)s->skipped, s->tok_hash, (uint64_t)s->world_size};
-    for (int i = 0; i < 15; i++) put_u64(b + 8 * i, v[i]);
+                      (uint64_t)s->tokens, f64_bits(s->elapsed), (uint64_t)s->skipped, s->tok_hash, (uint64_t)s->world_size,
+                      s->data_hash};
+    for (int i = 0; i < 16; i++) put_u64(b + 8 * i, v[i]);
 }
 
-static void unpack_state(const unsigned char *b, st_train_state *s) {
-    uint64_t v[15];
-    for (int i = 0; i < 15; i++) v[i] = get_u64(b + 8 * i);
+/* bytes: STATE_BYTES, or STATE_BYTES_V1 for a version-1 file (no data_hash: 0) */
+static void unpack_state(const unsigned char *b, size_t bytes, st_train_state *s) {
+    uint64_t v[16] = {0};
+    for (size_t i = 0; i < bytes / 8; i++) v[i] = get_u64(b + 8 * i);
     s->step = (int64_t)v[0]; s->opt_t = (int64_t)v[1]; s->loader_draws = v[2];
     for (int i = 0; i < 4; i++) s->rng.s[i] = v[3 + i];
     s->best_val = bits_f64(v[7]); s->best_step = (int64_t)v[8]; s->last_val = bits_f64(v[9]);
     s->tokens = (int64_t)v[10]; s->elapsed = bits_f64(v[11]); s->skipped = (int64_t)v[12];
     s->tok_hash = v[13];
     s->world_size = (int64_t)v[14];   /* the slot was reserved (0) before MPI runs */
+    s->data_hash = v[15];
 }
 
 static uint64_t fnv1a(const char *s, size_t n) {
@@ -188,6 +194,7 @@ typedef struct zreader {
     st_train_state state;
     int n_params;
     st_param_info *table;
+    uint32_t version;       /* 1 or 2 (ST_CKPT_VERSION) */
 } zreader;
 
 static int corrupt(const zreader *r, st_error *e, const char *what) {
@@ -251,8 +258,8 @@ static int zr_open(zreader *r, const char *path, st_error *e) {
     else if (memcmp(hdr, MAGIC, 8) != 0)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: not a stretch checkpoint (magic %02x%02x%02x%02x%02x%02x, expected \"STCKPT\")",
                      path, hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]);
-    else if (get_u32(hdr + 8) != ST_CKPT_VERSION)
-        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint version %u, this build reads version %d",
+    else if (get_u32(hdr + 8) != ST_CKPT_VERSION && get_u32(hdr + 8) != 1)
+        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint version %u, this build reads versions 1 to %d",
                      path, get_u32(hdr + 8), ST_CKPT_VERSION);
     else if (get_u32(hdr + 12) != HEADER_BYTES)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: corrupt checkpoint: header size %u, expected %d",
@@ -299,8 +306,10 @@ static int zr_open(zreader *r, const char *path, st_error *e) {
         if (e) e->code = rc = ST_ERR_CHECKPOINT;
         goto fail;
     }
-    if ((rc = zr_read(r, b, STATE_BYTES, e))) goto fail;
-    unpack_state(b, &r->state);
+    r->version = get_u32(hdr + 8);
+    const size_t state_bytes = r->version == 1 ? STATE_BYTES_V1 : STATE_BYTES;
+    if ((rc = zr_read(r, b, state_bytes, e))) goto fail;
+    unpack_state(b, state_bytes, &r->state);
     if ((uint64_t)r->state.step != get_u64(hdr + 32)) { rc = corrupt(r, e, "step in header and payload differ"); goto fail; }
     if ((rc = zr_read(r, b, 4, e))) goto fail;
     uint32_t np = get_u32(b);

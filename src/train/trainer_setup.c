@@ -23,6 +23,12 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
                            "dataset now gives (%016llx)", ckpt, (unsigned long long)t->st.tok_hash,
                            (unsigned long long)t->ds.tok_hash);
         snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", ckpt);
+        const uint64_t data_hash = st_dataset_hash(&t->ds);
+        if (t->st.data_hash && t->st.data_hash != data_hash)
+            st_log(ST_LOG_WARN, "%s: the training data changed since this checkpoint (its tokens differ; the "
+                   "tokenizer is the same): the run continues on the new data, and the loss trace will differ "
+                   "from an uninterrupted run's", ckpt);
+        t->st.data_hash = data_hash;   /* later checkpoints record the data they saw */
         rc = st_rundir_trim_metrics(t->dir, t->st.step, e);
         st_rundir_clean_temps(t->dir);   /* checkpoint-sized leftovers of killed writers */
     } else {
@@ -38,6 +44,7 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
         t->st.best_step = -1;
         t->st.last_val = NAN;
         t->st.tok_hash = t->ds.tok_hash;
+        t->st.data_hash = st_dataset_hash(&t->ds);
     }
     /* checks only rank 0 can make (it alone read the checkpoint), agreed by all */
     if (!rc && t->opts.resume && t->rank == 0 && (t->st.world_size ? t->st.world_size : 1) != t->ranks)

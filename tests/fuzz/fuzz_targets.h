@@ -156,8 +156,8 @@ static inline unsigned char *fz_ckpt_wrap(const uint8_t *pl, size_t n, size_t *o
         if ((uint64_t)jl + 4 <= n) {
             hash = fz_fnv1a(pl + 4, jl);
             at = 4 + (size_t)jl;
-            if (at + 120 <= n) step = fz_get64(pl + at);
-            at += 120;
+            if (at + 128 <= n) step = fz_get64(pl + at);
+            at += 128;   /* the state of a version-2 checkpoint (ST_CKPT_VERSION) */
             if (at + 4 <= n) {
                 uint32_t np = fz_get32(pl + at);
                 at += 4;
