@@ -16,6 +16,10 @@
 #     train.init_from; a start from a safetensors export writes init_from.json;
 #   - a resume on a byte-level corpus that changed warns (checkpoint version 2 records a
 #     hash of the data's tokens);
+#   - the config-combination probe's edges: extend of a run with a scaling and train_len 0
+#     (scale "inf") or an inv_sqrt schedule (--steps 0 refused), dropout 0.99 (the float's
+#     own bound), the passkey filler's branching, eval.max_tokens 1, eval messages that blame
+#     flags for the run's stored eval keys, --transform that inherited another's scale;
 #   - a float key's value reads as typed in a range error ("got 0.6"), and the
 #     valid_frac + test_frac rule shows both terms.
 . "$(dirname "$0")/lib_cli.sh" cli_probe4
@@ -171,6 +175,41 @@ expect_rc 0 "resume on the same data" "$BIN" train --resume by --quiet --stop-af
 head -c 12000 bytes.txt > cut.txt && mv cut.txt bytes.txt
 expect_rc 0 "resume on a changed corpus" "$BIN" train --resume by --quiet
 expect_err "the training data changed since this checkpoint"
+
+# ---- edges found by the config-combination probe ----
+cat > tiny8.json <<'JSON'
+{"model": {"n_layers": 1, "d_model": 8, "n_heads": 2}, "data": {"source": "synthetic"},
+ "train": {"seq_len": 8, "batch_size": 1, "steps": 1, "threads": 1, "eval_batches": 1, "schedule": {"warmup": 0}}}
+JSON
+# extend of a run trained with a scaling from the start (train_len 0): N / its seq_len
+expect_rc 0 "a run with a trained scaling" "$BIN" train tiny8.json --out sc --quiet --set model.pos=rope \
+    --set model.scaling.transform=ntk
+expect_rc 0 "extend it" "$BIN" extend sc --to 16 --steps 1 --transform pi --out scx --quiet
+grep -q '"scale": 2,' scx/config.json && ok || bad "extend's default scale is not 16 / 8: $(grep scale scx/config.json)"
+# extend --steps 0 of an inv_sqrt run: the default warmup is 1, not 0
+expect_rc 0 "an inv_sqrt run" "$BIN" train tiny8.json --out is --quiet --set train.schedule.kind=inv_sqrt \
+    --set train.schedule.warmup=1
+expect_rc 0 "extend --steps 0 of it" "$BIN" extend is --to 16 --steps 0 --out isx --quiet
+# a float key at its documented bound
+expect_rc 0 "dropout 0.99" "$BIN" train tiny8.json --out d99 --quiet --set model.dropout_attn=0.99
+# the passkey task over 2 symbols: the filler's branching names its key
+expect_rc 2 "passkey over 2 symbols" "$BIN" train tiny8.json --out pk2 --quiet --set data.source=task \
+    --set data.task.name=passkey --set data.task.symbols=2 --set data.task.min_size=7 --set data.task.max_size=8 \
+    --set train.seq_len=16
+expect_err "data.synthetic.branch: 4 exceeds data.task.symbols 2"
+# eval.max_tokens 1: refused where it is set
+expect_rc 2 "eval.max_tokens 1 in a config" "$BIN" train tiny8.json --out mt1 --quiet --set eval.max_tokens=1
+expect_err "eval.max_tokens: 1 token has no target"
+expect_rc 2 "eval --max-tokens 1" "$BIN" eval d99 --max-tokens 1 --lengths 8 --quiet --json mt1.json
+expect_err "max_tokens 1: at least 2 tokens"
+# eval settings stored in the run: messages name them; a --transform brings its own scale
+expect_rc 0 "a run with a sliding eval config" "$BIN" train tiny8.json --out sl --quiet --set eval.mode=sliding \
+    --set eval.stride=8
+expect_rc 2 "eval at a length below the stored stride" "$BIN" eval sl --lengths 4 --quiet --json sl4.json
+expect_err "sliding stride 8 (--stride or eval.stride)"
+expect_rc 0 "a rope run with an ntk eval config" "$BIN" train tiny8.json --out nt --quiet --set model.pos=rope \
+    --set eval.transform=ntk --set eval.transform_scale=2
+expect_rc 0 "eval --transform dynamic_ntk" "$BIN" eval nt --lengths 8 --transform dynamic_ntk --quiet --json nt.json
 
 # ---- messages of float keys ----
 expect_rc 2 "valid_frac out of range" "$BIN" data --source text --path corpus.txt --valid-frac 0.6

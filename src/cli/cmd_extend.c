@@ -34,7 +34,7 @@ static void help(void) {
            "  --scale S       the scaling factor (default N / L, L = the base run's training length)\n"
            "  --batch B       sequences per step (default: RUN_DIR's tokens per step / N, at least 1)\n"
            "  --lr X          peak learning rate (default RUN_DIR's train.optimizer.lr)\n"
-           "  --warmup W      warmup steps (default K / 10)\n"
+           "  --warmup W      warmup steps (default K / 10; at least 1 with schedule inv_sqrt)\n"
            "  --out DIR       run directory (default RUN_DIR-to<N>[-<transform>] beside RUN_DIR; required\n"
            "                  when RUN_DIR ends in . or ..)\n"
            "  --force, --quiet, --stop-after N, --set k=v: as for stretch train\n"
@@ -127,8 +127,9 @@ static int64_t base_ranks(const char *run) {
  * trains on `ranks` ranks (each step: batch x ranks sequences). */
 static void plan(const extend_args *a, const st_run_config *base, int64_t ranks, overrides *o) {
     const st_train_config *bt = &base->train;
-    /* L: the length the model was first trained at (a scaled base keeps its own) */
-    o->L = base->model.scaling ? base->model.scaling_len : bt->seq_len;
+    /* L: the length the model was first trained at (a scaled base keeps its own; one
+     * trained with a scaling from the start, train_len 0, was first trained at seq_len) */
+    o->L = base->model.scaling && base->model.scaling_len > 0 ? base->model.scaling_len : bt->seq_len;
     const int64_t per_step = (int64_t)bt->batch_size * bt->seq_len / a->to;
     const int64_t B = a->batch > 0 ? a->batch : (per_step > 0 ? per_step : 1);
     o->base_tokens = (double)bt->steps * bt->batch_size * bt->seq_len * bt->grad_accum * (double)base_ranks(a->run);
@@ -146,8 +147,11 @@ static void plan(const extend_args *a, const st_run_config *base, int64_t ranks,
     add(o, "--to", "train.seq_len=%lld", (long long)a->to);
     add(o, a->batch > 0 ? "--batch" : "--to", "train.batch_size=%lld", (long long)B);
     add(o, by_steps, "train.steps=%lld", (long long)K);
+    /* the default: a tenth of the steps, at least 1 for inv_sqrt (its lr divides by it) */
+    int64_t warm = K / 10;
+    if (warm < 1 && bt->sched.kind == ST_SCHED_INV_SQRT) warm = 1;
     add(o, a->warmup >= 0 ? "--warmup" : "--warmup (default: steps / 10)", "train.schedule.warmup=%lld",
-        (long long)(a->warmup >= 0 ? a->warmup : K / 10));
+        (long long)(a->warmup >= 0 ? a->warmup : warm));
     if (a->lr > 0) add(o, "--lr", "train.optimizer.lr=%.17g", a->lr);
     add(o, "--transform", "model.scaling.transform=%s", o->xf);
     add(o, a->scale > 0 ? "--scale" : "--to", "model.scaling.scale=%.17g", o->scaled ? s : 1.0);

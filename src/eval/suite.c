@@ -71,11 +71,14 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
     if (p->max_tokens < 0) p->max_tokens = c->max_tokens;
     if (p->buckets < 0) p->buckets = c->buckets;
     if (p->precision < 0) p->precision = cfg->train.precision;
+    /* a transform given here (--transform) other than the config's brings its own defaults:
+     * the config's scale and clip were set for the config's transform */
+    const int own_xf = p->transform >= 0 && p->transform != c->transform;
     if (p->transform < 0) p->transform = c->transform;
-    if (p->transform_scale < 0) p->transform_scale = c->transform_scale;
+    if (p->transform_scale < 0) p->transform_scale = own_xf ? 0 : c->transform_scale;
     if (p->sinks < 0) p->sinks = c->sinks;
     if (p->window < 0) p->window = c->window;
-    if (p->clip < 0) p->clip = c->clip;
+    if (p->clip < 0) p->clip = own_xf ? 0 : c->clip;
     if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
         return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < p->n_lengths; i++)
@@ -202,8 +205,8 @@ static int eval_lengths(st_model *m, const st_eval_plan *plan, const int32_t *to
         rep->xf.n = L;   /* s = max(1, L / train.seq_len) unless given */
         row->xf_scale = st_transform_scale(&rep->xf, L);
         if (S > L)   /* S == L is allowed: sliding with S = L is the nonoverlapping protocol */
-            row->status = st_fail(&le, ST_ERR_CONFIG, "length %lld: sliding stride %lld is longer than the window "
-                                  "(targets would be skipped)", (long long)L, (long long)S);
+            row->status = st_fail(&le, ST_ERR_CONFIG, "length %lld: sliding stride %lld (--stride or eval.stride) "
+                                  "is longer than the window (targets would be skipped)", (long long)L, (long long)S);
         else
             row->status = st_eval_run(m, toks, n, L, S, opts, &row->r, &le);
         row->r.length = L;
@@ -270,6 +273,11 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     rep->threads = bi.omp_threads;
     int64_t n = et.n;
     if (plan.max_tokens > 0 && plan.max_tokens < n) n = plan.max_tokens;
+    if (plan.max_tokens == 1) {   /* one token has no target to score */
+        rc = st_fail(e, ST_ERR_CONFIG, "%s: --max-tokens / eval.max_tokens 1: at least 2 tokens are needed to score "
+                     "one (0: the whole split)", rep->checkpoint);
+        goto out;
+    }
     rep->split_tokens = n;
 
     st_eval_opts opts = plan.opts;

@@ -306,6 +306,13 @@ int st_ckey_range_error(st_error *e, const char *loc, const st_ckey *k, double x
 }
 
 int st_ckey_in_range(const st_ckey *k, double x) {
+    if (k->kind == CK_FLOAT) {
+        /* a float key's bounds as floats too: 0.99 is stored as 0.99000001f, which the
+         * double bound 0.99 refused ("must be in [0, 0.99], got 0.99") */
+        const float v = (float)x;
+        if (!isfinite(v) || v > (float)k->max) return 0;
+        return k->xmin ? v > (float)k->min : v >= (float)k->min;
+    }
     if (!isfinite(x) || x > k->max) return 0;
     return k->xmin ? x > k->min : x >= k->min;
 }

@@ -79,7 +79,8 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, char **ori
                (long long)bs.step, base->train.seq_len, st_pos_name(base->model.pos),
                base->model.scaling ? ", model.scaling.transform " : "",
                base->model.scaling ? st_transform_name(base->model.scaling) : "");
-        const int base_len = base->model.scaling ? base->model.scaling_len : base->train.seq_len;
+        const int base_len = base->model.scaling && base->model.scaling_len > 0 ? base->model.scaling_len
+                                                                                : base->train.seq_len;
         if (mc->scaling != ST_XF_NONE && mc->scaling_len != base_len)
             st_log(ST_LOG_WARN, "model.scaling.train_len %d differs from the base run's training length %d (%s)",
                    mc->scaling_len, base_len, path);

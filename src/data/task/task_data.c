@@ -144,7 +144,14 @@ int st_task_data_init(st_task_data *td, const st_data_config *c, const char *cfg
     if (td->task->has_depth) {
         /* the filler: the built-in Markov source (data.synthetic.{seed,order,branch}) over
          * the task's symbols */
-        if ((rc = st_markov_init(&td->filler, c->syn_seed, c->task_symbols, c->syn_order, c->syn_branch, e))) return rc;
+        if (c->syn_branch > c->task_symbols)
+            return st_fail(e, ST_ERR_CONFIG, "%s: data.synthetic.branch: %d exceeds data.task.symbols %d (the %s task's "
+                           "filler is the Markov source over the task's symbols; set data.synthetic.branch <= %d)",
+                           cfg_file, c->syn_branch, c->task_symbols, td->task->name, c->task_symbols);
+        st_error me = {0};
+        if ((rc = st_markov_init(&td->filler, c->syn_seed, c->task_symbols, c->syn_order, c->syn_branch, &me)))
+            return st_fail(e, rc, "%s: data.synthetic (the %s task's filler over data.task.symbols %d): %s", cfg_file,
+                           td->task->name, c->task_symbols, me.msg);
         td->have_filler = 1;
         td->p.filler = &td->filler;
     }
