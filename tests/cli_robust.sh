@@ -99,11 +99,16 @@ for d in 0.3 0.45 0.6 0.75 0.9 1.05 1.2 1.4; do
     "$BIN" train tiny.json --set model.d_model=512 --set model.n_layers=2 --set train.steps=1 \
         --set train.eval_batches=0 --out sig --quiet >/dev/null 2>sig.err & P=$!
     sleep $d
-    if kill -TERM $P 2>/dev/null; then
+    # stopped first, so that it cannot exit between the look and the signal: a process that
+    # had already exited (a zombie not yet reaped) also accepts kill, and its exit 0 is
+    # then no failure
+    if kill -STOP $P 2>/dev/null && [ "$(awk '{print $3}' /proc/$P/stat 2>/dev/null)" = T ]; then
+        kill -TERM $P; kill -CONT $P
         wait $P; rc=$?
         hit=$((hit + 1))
         [ "$rc" -ne 0 ] && ok || bad "SIGTERM at ${d}s was delivered but the run exited 0: $(cat sig.err)"
     else
+        kill -CONT $P 2>/dev/null
         wait $P
     fi
 done
