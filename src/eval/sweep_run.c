@@ -67,9 +67,9 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
 /* The point's eval plan: the sweep's "eval" section over the runs' own eval keys, and over
  * both a variant's or grid's eval.* keys (the more specific setting wins: a sweep can
  * evaluate "alibi" nonoverlapping and "alibi-sliding" sliding). Transform keys not set by
- * the eval section come from the point's config; with `resolve`, every other key too (the
- * plan evaluated; without it, the plan as signed, -1 where the run's config decides). */
-static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan, int resolve) {
+ * the eval section come from the point's config; the others stay -1 here (the plan as
+ * signed) and eval_point resolves them from the point's config too. */
+static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan) {
     const st_eval_config *c = &pt->cfg.eval;
     *plan = s->plan;
     for (const cJSON *o = pt->overrides ? pt->overrides->child : NULL; o; o = o->next) {
@@ -96,19 +96,6 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
     if (plan->sinks < 0) plan->sinks = c->sinks;
     if (plan->window < 0) plan->window = c->window;
     if (plan->clip < 0) plan->clip = c->clip;
-    if (!resolve) return;
-    /* the rest from the point's config (base + set + variant), not from the config saved
-     * in its run dir, which is the one it was trained with: eval keys edited since then
-     * are the ones to evaluate with */
-    if (plan->n_lengths == 0) {
-        plan->n_lengths = c->n_lengths;
-        memcpy(plan->lengths, c->lengths, sizeof plan->lengths);
-    }
-    if (plan->split < 0) plan->split = c->split;
-    if (plan->mode < 0) plan->mode = c->mode;
-    if (plan->stride < 0) plan->stride = plan->mode == ST_EVAL_SLIDING ? c->stride : 0;
-    if (plan->max_tokens < 0) plan->max_tokens = c->max_tokens;
-    if (plan->buckets < 0) plan->buckets = c->buckets;
 }
 
 /* What the plan leaves to the run's own eval section (set by the sweep's base config or
@@ -141,7 +128,7 @@ static void run_eval_sig(const st_eval_plan *p, const st_eval_config *c, char *o
  * so a changed plan evaluates again. Points that change nothing keep the sweep's text. */
 static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, size_t n) {
     st_eval_plan p;
-    point_plan(s, pt, &p, 0);
+    point_plan(s, pt, &p);
     const st_eval_plan *q = &s->plan;
     int o = snprintf(out, n, "%s", s->plan_sig);
     if (p.n_lengths != q->n_lengths || memcmp(p.lengths, q->lengths, sizeof p.lengths) != 0) {
@@ -286,7 +273,11 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
     int rc = strcmp(pt->train_dir, pt->dir) != 0 ? st_mkdirs(pt->dir, e) : ST_OK;
     /* the point's own plan (its eval.* keys), also when a twin's run is evaluated */
     st_eval_plan plan;
-    point_plan(s, pt, &plan, 1);
+    point_plan(s, pt, &plan);
+    /* the keys left to the run's eval section come from the point's config (base + set +
+     * variant), not from the config saved in its run dir, the one it was trained with:
+     * eval keys edited since then are the ones to evaluate with */
+    if (!rc) rc = st_eval_plan_resolve(&plan, &pt->cfg, pt->dir, e);
     if (!rc) rc = st_eval_checkpoint(pt->train_dir, &plan, rep, e);
     if (rc && rep->n > 0) {
         /* the run is fine but no length applies to it (e.g. all beyond a learned-position

@@ -109,6 +109,15 @@ static int save_checkpoint(trainer *t, const char *name, st_error *e) {
                                t->last_ckpt, sizeof t->last_ckpt, e);
 }
 
+/* Rank 0: best.ckpt is the current state, a hard link to the step checkpoint just written
+ * (step_saved) when the file system allows, else a file of its own. */
+static int save_best(trainer *t, int step_saved, st_error *e) {
+    if (t->rank > 0) return ST_OK;
+    st_error le = {0};
+    if (step_saved && !st_rundir_link_best(t->dir, t->last_ckpt, &le)) return ST_OK;
+    return save_checkpoint(t, "best.ckpt", e);
+}
+
 /* One optimizer update: grad_accum micro-batches on each of the N ranks. *loss_out: mean
  * micro-batch loss. This rank's k-th micro-batch is the update's global micro-batch
  * j = k N + rank: loader windows base + j B .. and the j-th of the update's N grad_accum
@@ -226,12 +235,7 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         /* ZeRO-1: rank 0 gathers the full moments for the writes (every rank takes part) */
         if ((save_step || best) && t->zero.on) rc = st_zero_gather(&t->zero, t->dist, &t->model.params, e);
         if (!rc && save_step) rc = save_checkpoint(t, NULL, e);
-        if (!rc && best && t->rank == 0) {
-            /* the same state: share the file when a step checkpoint was just written */
-            st_error le = {0};
-            if (!save_step || st_rundir_link_best(t->dir, t->last_ckpt, &le))
-                rc = save_checkpoint(t, "best.ckpt", e);
-        }
+        if (!rc && best) rc = save_best(t, save_step, e);
         if ((save_step || best) && t->zero.on) st_zero_release(&t->zero, t->dist, &t->model.params);
         if (!rc && prc) rc = st_fail(e, prc, "%s", pe.msg);
         if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
@@ -270,10 +274,7 @@ static int save_initial(trainer *t, st_error *e) {
     rc = save_checkpoint(t, NULL, e);
     /* the baseline's loss is the run's best so far: best.ckpt holds those weights (a
      * resume that never beats it must not lose them when keep_last drops step 0) */
-    if (!rc && best && t->rank == 0) {
-        st_error le = {0};
-        if (st_rundir_link_best(t->dir, t->last_ckpt, &le)) rc = save_checkpoint(t, "best.ckpt", e);
-    }
+    if (!rc && best) rc = save_best(t, 1, e);
     return rc ? rc : prc ? st_fail(e, prc, "%s", pe.msg) : ST_OK;
 }
 

@@ -248,12 +248,12 @@ static int restore_tokenizer(trainer *t, st_error *e) {
     char path[ST_PATH_BUF];
     st_trainer_join(path, sizeof path, t->dir, "tokenizer.json");
     st_error te = {0};
-    st_tokenizer *had = st_tokenizer_load(path, &te);
-    const int same = had && st_tokenizer_hash(had) == t->ds.tok_hash;
-    if (had) st_tokenizer_free(had);
-    if (same) return ST_OK;
-    if (had) st_log(ST_LOG_WARN, "%s: not this run's tokenizer (another hash); writing the run's again", path);
-    else st_log(ST_LOG_WARN, "%s; writing the run's tokenizer again", te.msg);
+    st_tokenizer *had = st_tokenizer_load_expect(path, t->ds.tok_hash, t->ds.vocab_size, &te);
+    if (had) {
+        st_tokenizer_free(had);
+        return ST_OK;
+    }
+    st_log(ST_LOG_WARN, "%s; writing the run's tokenizer again", te.msg);   /* missing, damaged or another's */
     return st_tokenizer_save(t->ds.tok, path, e);
 }
 
