@@ -360,6 +360,28 @@ double st_kv_cache_bytes(const st_kv_cache *c);
 int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids, int64_t n_new,
                     float *logits, st_error *e);
 
+/* ------------------------------------------------------------- sampling ---- */
+/* How the next token is drawn from the logits (src/model/sample.c). temperature 0:
+ * greedy (argmax, the first of equal maxima; the filters are ignored). Otherwise the
+ * probabilities p_v = softmax(logits / temperature)_v are restricted by every filter
+ * that is set, and renormalised:
+ *   top_k  > 0: the k largest logits (ties with the k-th are kept);
+ *   top_p  < 1: nucleus: the fewest most probable tokens, among those top_k keeps, whose
+ *               probability sums to at least top_p (Holtzman et al. 2020; ties with the
+ *               last one kept are kept);
+ *   min_p  > 0: tokens with p_v >= min_p * max_v p_v.
+ * The draw is one uniform number per token walked against the cumulative kept mass in
+ * vocabulary order, so with top_p 1 and min_p 0 a seed gives the tokens it always did. */
+typedef struct st_sampling {
+    double temperature;   /* >= 0 */
+    int64_t top_k;        /* 0: off */
+    double top_p;         /* (0, 1]; 1: off */
+    double min_p;         /* [0, 1]; 0: off */
+} st_sampling;
+
+/* One token id in [0, V) from logits (V); work: V floats of scratch. */
+int st_sample_token(const float *logits, int V, const st_sampling *s, st_rng *r, float *work);
+
 /* safetensors (F32, PyTorch [out,in] layout; names in docs/model-format.md). */
 int st_model_save_safetensors(const st_model *m, const char *path, st_error *e);
 /* Load tensors by name into an initialised model; shapes must match exactly. */

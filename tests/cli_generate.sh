@@ -6,6 +6,8 @@
 # models; sinusoidal and learned, which re-prefill the window); a deeper relative model
 # slides its cache and still prints text of the asked length from the prompt on. fire (its
 # bias depends on the absolute query position) re-prefills like the absolute methods.
+# The sampling filters (--top-p, --min-p) keep the default's draws when off and reduce to
+# greedy decoding when they keep one token.
 # init_std 0.3 and 20 steps: a sharp, barely trained model, so an error in the attention
 # or the positions changes the sampled bytes (at 0.02 the logits are near-uniform).
 . "$(dirname "$0")/lib_cli.sh" cli_generate
@@ -62,5 +64,29 @@ expect_msg "--precision 'fp16': expected fp32 or bf16"
 
 expect_rc 2 "generate --no-cache=1" "$BIN" generate alibi --no-cache=1
 expect_msg "unknown option '--no-cache=1'"
+
+# sampling filters (st_sample_token; the distributions are checked in test_sample.c):
+# --top-p 1 and --min-p 0 are the defaults, so they draw what the default draws; a
+# nucleus or min-p that keeps only the most probable token is greedy decoding; the
+# filters go through the cache and --no-cache alike
+"$BIN" generate alibi --prompt "the quick" --tokens 40 --seed 5 >default.txt 2>/dev/null
+expect_rc 0 "generate --top-p 1 --min-p 0" "$BIN" generate alibi --prompt "the quick" --tokens 40 --seed 5 --top-p 1 --min-p 0
+cmp -s out.txt default.txt && ok || bad "--top-p 1 --min-p 0 changed the text: $(cat out.txt) / $(cat default.txt)"
+"$BIN" generate alibi --prompt "the quick" --tokens 40 --temperature 0 >greedy.txt 2>/dev/null
+for f in "--top-p 1e-9" "--min-p 1"; do
+    expect_rc 0 "generate $f" "$BIN" generate alibi --prompt "the quick" --tokens 40 --seed 5 --temperature 1.5 $f
+    cmp -s out.txt greedy.txt && ok || bad "generate $f is not greedy: $(cat out.txt) / $(cat greedy.txt)"
+done
+expect_rc 0 "generate --top-p 0.5" "$BIN" generate alibi --prompt "the quick" --tokens 40 --seed 5 --temperature 2 --top-p 0.5
+cmp -s out.txt default.txt && bad "--top-p 0.5 at temperature 2 drew the default text" || ok
+same_text "alibi top-p + min-p" alibi --prompt "the quick" --tokens 40 --seed 8 --top-k 0 --top-p 0.9 --min-p 0.05
+for v in 0 1.5 -0.1 nan x; do
+    expect_rc 2 "generate --top-p $v" "$BIN" generate alibi --top-p "$v"
+    expect_msg "--top-p '$v': number in (0, 1] expected"
+done
+for v in 1.01 -1 inf; do
+    expect_rc 2 "generate --min-p $v" "$BIN" generate alibi --min-p "$v"
+    expect_msg "--min-p '$v': number in \\[0, 1] expected"
+done
 
 finish cli_generate

@@ -1,6 +1,8 @@
 /* cmd_generate.c - `stretch generate RUN_DIR|CHECKPOINT [--prompt TEXT] [--tokens N]
- * [--temperature T] [--top-k K] [--seed S] [--context N] [--no-cache]`: sample text from a
- * trained model. With ALiBi the context may be longer than the training length.
+ * [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--context N] [--no-cache]`:
+ * sample text from a trained model (st_sample_token: temperature, then the top-k,
+ * nucleus and min-p filters). With ALiBi the context may be longer than the training
+ * length.
  *
  * Default: a KV cache (st_model_decode). The prompt's last --context tokens go through the
  * model once (prefill), then each new token runs alone through the blocks and attends to
@@ -42,35 +44,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int sample(const float *logits, int V, float temp, int top_k, st_rng *r, float *work) {
-    if (temp <= 0) {   /* greedy */
-        int best = 0;
-        for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
-        return best;
-    }
-    float mx = -INFINITY;
-    for (int v = 0; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
-    float kth = -INFINITY;
-    if (top_k > 0 && top_k < V) {   /* threshold = k-th largest logit (partial selection) */
-        memcpy(work, logits, (size_t)V * sizeof(float));
-        for (int i = 0; i < top_k; i++) {
-            int b = i;
-            for (int j = i + 1; j < V; j++) if (work[j] > work[b]) b = j;
-            float t = work[i]; work[i] = work[b]; work[b] = t;
-        }
-        kth = work[top_k - 1];
-    }
-    double sum = 0;
-    for (int v = 0; v < V; v++) sum += logits[v] >= kth ? exp((logits[v] - mx) / temp) : 0.0;
-    double u = st_rng_uniform(r) * sum, acc = 0;
-    for (int v = 0; v < V; v++) {
-        if (logits[v] < kth) continue;
-        acc += exp((logits[v] - mx) / temp);
-        if (acc >= u) return v;
-    }
-    return V - 1;
-}
-
 /* --no-cache: logits of the token after ids[0..n) from a forward over the last `context`
  * tokens (the last position's hidden state only goes through the head). */
 static int window_logits(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t n, int64_t context,
@@ -102,8 +75,8 @@ static int use_transform(st_model *m, st_transform *xf, int64_t train_len, int64
 /* What the command line asks for. */
 typedef struct gen_opts {
     const char *src, *prompt;
-    int64_t n_tokens, top_k, context;
-    double temp;
+    int64_t n_tokens, context;
+    st_sampling sampling;
     int no_cache;
     uint64_t seed;
     int precision;   /* -1: the run's train.precision */
@@ -111,7 +84,8 @@ typedef struct gen_opts {
 } gen_opts;
 
 /* The flags that take a value; --no-cache and --help take none. */
-static const char *const valued[] = {"--prompt", "--tokens", "--top-k", "--context", "--temperature", "--seed",
+static const char *const valued[] = {"--prompt", "--tokens", "--top-k", "--top-p", "--min-p", "--context",
+                                     "--temperature", "--seed",
                                      "--precision", CLI_TRANSFORM_FLAGS, NULL};
 
 /* One flag with its value. */
@@ -120,9 +94,11 @@ static int parse_option(gen_opts *o, const char *a, const char *v) {
     int rc = ST_OK;
     if (!strcmp(a, "--prompt")) o->prompt = v;
     else if (!strcmp(a, "--tokens")) { if (!cli_int_arg(v, 1, max_count, &o->n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %lld] expected", (long long)max_count); }
-    else if (!strcmp(a, "--top-k")) { if (!cli_int_arg(v, 0, max_count, &o->top_k)) return cli_usage("generate", "--top-k: integer in [0, %lld] expected", (long long)max_count); }
+    else if (!strcmp(a, "--top-k")) { if (!cli_int_arg(v, 0, max_count, &o->sampling.top_k)) return cli_usage("generate", "--top-k: integer in [0, %lld] expected", (long long)max_count); }
+    else if (!strcmp(a, "--top-p")) { if (!cli_num_arg(v, 0, 1, &o->sampling.top_p) || !(o->sampling.top_p > 0)) return cli_usage("generate", "--top-p '%s': number in (0, 1] expected", v); }
+    else if (!strcmp(a, "--min-p")) { if (!cli_num_arg(v, 0, 1, &o->sampling.min_p)) return cli_usage("generate", "--min-p '%s': number in [0, 1] expected", v); }
     else if (!strcmp(a, "--context")) { if (!cli_int_arg(v, 1, max_count, &o->context)) return cli_usage("generate", "--context: integer in [1, %lld] expected", (long long)max_count); }
-    else if (!strcmp(a, "--temperature")) { if (!cli_num_arg(v, 0, 1e6, &o->temp)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", v); }
+    else if (!strcmp(a, "--temperature")) { if (!cli_num_arg(v, 0, 1e6, &o->sampling.temperature)) return cli_usage("generate", "--temperature '%s': finite number in [0, 1e6] expected", v); }
     else if (!strcmp(a, "--seed")) { if (!cli_u64_arg(v, &o->seed)) return cli_usage("generate", "--seed '%s': integer >= 0 expected", v); }
     else if (!strcmp(a, "--precision")) { if ((o->precision = st_precision_from_name(v)) < 0) return cli_usage("generate", "--precision '%s': expected fp32 or bf16", v); }
     else if (!cli_transform_arg("generate", a, v, &o->xf, &rc)) rc = cli_usage("generate", "unknown option '%s'", a);
@@ -131,8 +107,8 @@ static int parse_option(gen_opts *o, const char *a, const char *v) {
 
 /* ST_OK, a usage error, or -1 after printing the usage for --help (exit 0). */
 static int parse_args(int argc, char **argv, gen_opts *o) {
-    *o = (gen_opts){.prompt = "", .n_tokens = 200, .top_k = 40, .context = 1024, .temp = 0.8, .seed = 1,
-                    .precision = -1};
+    *o = (gen_opts){.prompt = "", .n_tokens = 200, .context = 1024, .seed = 1, .precision = -1,
+                    .sampling = {.temperature = 0.8, .top_k = 40, .top_p = 1, .min_p = 0}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int rc;
@@ -213,7 +189,7 @@ static int load_run(gen_opts *o, gen_run *r, st_error *e) {
 /* What the forwards need. */
 typedef struct gen_engine {
     st_mm *mm;           /* the products' backend in the chosen precision */
-    float *logits;       /* (2, V): the logits, then sample()'s work */
+    float *logits;       /* (2, V): the logits, then st_sample_token's work */
     st_arena ar;
     st_ctx ctx;
     st_kv_cache cache;   /* unused with --no-cache */
@@ -322,7 +298,7 @@ static int generate(gen_engine *g, const gen_opts *o, gen_run *r, gen_stream *ou
         st_ctx_begin(&g->ctx, 0, 0);
         if (o->no_cache) rc = window_logits(&r->m, &g->ctx, r->ids, r->n, o->context, g->logits, e);
         else rc = decode_step(g, r, &fed, e);
-        if (!rc) r->ids[r->n++] = sample(g->logits, V, (float)o->temp, (int)o->top_k, &rng, g->logits + V);
+        if (!rc) r->ids[r->n++] = st_sample_token(g->logits, V, &o->sampling, &rng, g->logits + V);
         if (!rc) stream_text(r, out);
     }
     if (rc) return rc;

@@ -1,0 +1,90 @@
+/* sample.c - the next token from the logits: greedy, or a draw from the tempered softmax
+ * restricted by top-k, nucleus (top-p) and min-p filters (st_sampling, st_model.h).
+ *
+ * Every filter is a test on one token's logit l_v and its unnormalised weight
+ * w_v = exp((l_v - max) / T), which is p_v / p_max:
+ *   top-k:  l_v >= the k-th largest logit;
+ *   top-p:  l_v >= c, where c is the logit at which the descending cumulative weight of
+ *           the top-k survivors first reaches top_p times their total weight;
+ *   min-p:  w_v >= min_p (p_v >= min_p p_max).
+ * The most probable token passes all three, so the kept mass is never zero for finite
+ * logits. The draw walks the vocabulary in id order: u ~ U[0, 1) times the kept total,
+ * the first token whose cumulative kept weight reaches it. Sorting is needed only for
+ * top-p; top-k alone reads its threshold off a partial selection, as generate always did,
+ * so the tokens a seed gives without the new filters are the ones it gave before. */
+#include "st_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* descending; NaN sorts as equal to everything (no crash, no particular order) */
+static int desc(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+/* The k-th largest logit by partial selection sort of a copy in work (k << V). */
+static float kth_largest(const float *logits, int V, int k, float *work) {
+    memcpy(work, logits, (size_t)V * sizeof(float));
+    for (int i = 0; i < k; i++) {
+        int b = i;
+        for (int j = i + 1; j < V; j++) if (work[j] > work[b]) b = j;
+        const float t = work[i];
+        work[i] = work[b];
+        work[b] = t;
+    }
+    return work[k - 1];
+}
+
+/* The smallest logit the nucleus keeps among those >= kth: work holds the logits sorted
+ * in descending order. */
+static float nucleus_cut(const float *sorted, int V, float mx, float temp, float kth, double top_p) {
+    double total = 0;
+    int n = 0;
+    while (n < V && sorted[n] >= kth) total += exp((sorted[n] - mx) / temp), n++;
+    double acc = 0;
+    for (int i = 0; i < n; i++) {
+        acc += exp((sorted[i] - mx) / temp);
+        if (acc >= top_p * total) return sorted[i];
+    }
+    return n > 0 ? sorted[n - 1] : kth;
+}
+
+int st_sample_token(const float *logits, int V, const st_sampling *s, st_rng *r, float *work) {
+    if (s->temperature <= 0) {   /* greedy */
+        int best = 0;
+        for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+        return best;
+    }
+    const float temp = (float)s->temperature;
+    float mx = -INFINITY;
+    for (int v = 0; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+    const int use_k = s->top_k > 0 && s->top_k < V, use_p = s->top_p < 1;
+    float cut = -INFINITY;
+    if (use_p) {
+        memcpy(work, logits, (size_t)V * sizeof(float));
+        qsort(work, (size_t)V, sizeof(float), desc);
+        const float kth = use_k ? work[s->top_k - 1] : -INFINITY;
+        cut = nucleus_cut(work, V, mx, temp, kth, s->top_p);
+    } else if (use_k) {
+        cut = kth_largest(logits, V, (int)s->top_k, work);
+    }
+    const double min_w = s->min_p > 0 ? s->min_p : 0;
+    double sum = 0;
+    for (int v = 0; v < V; v++) {
+        if (logits[v] < cut) continue;
+        const double w = exp((logits[v] - mx) / temp);
+        if (w >= min_w) sum += w;
+    }
+    const double u = st_rng_uniform(r) * sum;
+    double acc = 0;
+    for (int v = 0; v < V; v++) {
+        if (logits[v] < cut) continue;
+        const double w = exp((logits[v] - mx) / temp);
+        if (w < min_w) continue;
+        acc += w;
+        if (acc >= u) return v;
+    }
+    return V - 1;
+}
