@@ -34,7 +34,7 @@ extern "C" {
 
 /* ------------------------------------------------------------- config ---- */
 enum { ST_OPT_ADAMW = 0, ST_OPT_SGD = 1 };
-enum { ST_SCHED_CONSTANT = 0, ST_SCHED_COSINE = 1, ST_SCHED_INV_SQRT = 2 };
+enum { ST_SCHED_CONSTANT = 0, ST_SCHED_COSINE = 1, ST_SCHED_INV_SQRT = 2, ST_SCHED_LINEAR = 3, ST_SCHED_WSD = 4 };
 /* train.optimizer.no_decay: bit mask of parameter groups excluded from weight decay */
 enum { ST_NODECAY_BIAS = 1, ST_NODECAY_NORM = 2, ST_NODECAY_EMBEDDING = 4 };
 enum { ST_NONFINITE_ERROR = 0, ST_NONFINITE_SKIP = 1 };
@@ -53,7 +53,8 @@ typedef struct st_optim_config {
 typedef struct st_schedule_config {
     int kind;               /* ST_SCHED_* */
     int64_t warmup;         /* linear warmup steps */
-    float min_lr_ratio;     /* cosine: final lr = min_lr_ratio * lr */
+    float min_lr_ratio;     /* cosine, linear, wsd: final lr = min_lr_ratio * lr */
+    float decay_frac;       /* wsd: the last decay_frac * steps updates decay (st_lr_wsd_decay) */
 } st_schedule_config;
 
 typedef struct st_train_config {
@@ -145,10 +146,15 @@ int st_resolve_path(const char *in, char *out, size_t n);
 
 /* ---------------------------------------------------------- schedule ---- */
 /* Learning rate for update number `step` (1-based):
- *   warmup w: lr * step / w for step <= w (constant and cosine);
+ *   warmup w: lr * step / w for step <= w (every kind but inv_sqrt);
  *   constant: lr;  cosine: min + (lr - min) * (1 + cos(pi * (step - w) / (steps - w))) / 2;
- *   inv_sqrt (fairseq): lr * min(step / w, sqrt(w / step)). */
+ *   linear: min + (lr - min) * (1 - (step - w) / (steps - w));
+ *   wsd: lr until steps - D, then linear to min at steps (D = st_lr_wsd_decay);
+ *   inv_sqrt (fairseq): lr * min(step / w, sqrt(w / step)).
+ * min = min_lr_ratio * lr; past steps the decaying kinds stay at min. */
 double st_lr_at(const st_train_config *t, int64_t step);
+/* wsd: the updates of the final decay, round(decay_frac * steps). */
+int64_t st_lr_wsd_decay(const st_train_config *t);
 
 /* --------------------------------------------------------- optimizer ---- */
 /* Does weight decay apply to this parameter? For the members of the no_decay groups,

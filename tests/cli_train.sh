@@ -4,7 +4,8 @@
 # exits 3; a tiny run writes the documented run-dir layout; an occupied run dir is
 # refused (exit 3) and left untouched; SIGINT saves a checkpoint and exits 130, and the
 # resumed trace is bit-identical to an uninterrupted run; SIGTERM likewise; a corrupt or
-# mismatched checkpoint exits 5 naming the file.
+# mismatched checkpoint exits 5 naming the file. A wsd run resumed from its stable phase
+# with more steps is the longer run, step for step.
 set -u
 BIN="${STRETCH_BIN:?set STRETCH_BIN to the stretch binary}"
 SRC="${STRETCH_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}"
@@ -137,6 +138,29 @@ kill -TERM "$PID"
 wait "$PID"
 RC=$?
 check '[ "$RC" -eq 130 ] && grep -q "interrupted by SIGTERM" "$TMP/term.err"' "SIGTERM: exit $RC: $(cat "$TMP/term.err")"
+
+# ---- wsd: the stable phase does not depend on train.steps, so a run stopped there and
+# resumed with more steps decays at the new end and is, step for step, the run planned
+# that long from the start (the point of warmup-stable-decay) ----
+W="--set train.schedule.kind=wsd --set train.schedule.decay_frac=0.25 --quiet"
+expect 0 "" "$BIN" train "$CFG" --out "$TMP/wsd_a" $W --stop-after 9
+expect 0 "" "$BIN" train --resume "$TMP/wsd_a" --set train.steps=24 --quiet
+expect 0 "" "$BIN" train "$CFG" --out "$TMP/wsd_b" $W --set train.steps=24
+check '/usr/bin/python3 - "$TMP/wsd_a/metrics.jsonl" "$TMP/wsd_b/metrics.jsonl" <<"PYEOF"
+import json, sys
+def trace(p):
+    return [(r["step"], r["loss"], r["lr"]) for r in map(json.loads, open(p)) if "loss" in r]
+a, b = trace(sys.argv[1]), trace(sys.argv[2])
+assert len(b) == 24 and a == b, (a, b)
+lr = {s: x for s, _, x in b}
+# warmup 2, stable to step 18 (24 - round(0.25 * 24)), then linear to 0.1 lr at 24
+peak, lo = 0.01, 0.001
+for s, want in [(1, peak / 2), (2, peak), (12, peak), (18, peak), (20, peak - (peak - lo) * 2 / 6), (24, lo)]:
+    assert abs(lr[s] - want) <= 1e-9, (s, lr[s], want)
+PYEOF' "wsd: a stable-phase checkpoint resumed with more steps differs from the longer run"
+expect 2 "train.schedule.decay_frac: the decay's 3 steps (0.25 x 12) and train.schedule.warmup's 10 exceed train.steps (12)" \
+    "$BIN" train "$CFG" --out "$TMP/wsd_c" $W --set train.schedule.warmup=10
+check '[ ! -e "$TMP/wsd_c" ]' "a refused wsd config created its run dir"
 
 # ---- resume errors: mismatched model, corrupt checkpoint ----
 expect 5 "model.d_model: 32 vs 64" "$BIN" train --resume "$S" --set model.d_model=64 --quiet

@@ -299,6 +299,53 @@ static void test_schedule(void) {
     t->sched.warmup = 0;
     CHECK_NEAR(st_lr_at(t, 1), lo + (lr - lo) * 0.5 * (1 + cos(M_PI / 100)), 1e-15);
 
+    /* linear: warmup, then a straight line from lr at w to lo at steps */
+    t->sched.kind = ST_SCHED_LINEAR;
+    t->sched.warmup = 10;
+    CHECK_NEAR(st_lr_at(t, 5), lr / 2, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 10), lr, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 55), lr - (lr - lo) * 0.5, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 28), lr - (lr - lo) * 0.2, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 100), lo, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 130), lo, 1e-15);
+    t->sched.warmup = 0;
+    CHECK_NEAR(st_lr_at(t, 1), lr - (lr - lo) * 0.01, 1e-15);
+
+    /* wsd: decay_frac 0.25 of 100 steps -> stable to step 75, then linear to lo at 100 */
+    t->sched.kind = ST_SCHED_WSD;
+    t->sched.warmup = 10;
+    t->sched.decay_frac = 0.25f;
+    CHECK(st_lr_wsd_decay(t) == 25);
+    CHECK_NEAR(st_lr_at(t, 4), lr * 0.4, 1e-15);
+    CHECK(st_lr_at(t, 10) == lr && st_lr_at(t, 11) == lr && st_lr_at(t, 75) == lr);
+    CHECK_NEAR(st_lr_at(t, 76), lr - (lr - lo) / 25, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 80), lr - (lr - lo) * 0.2, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 100), lo, 1e-15);
+    CHECK_NEAR(st_lr_at(t, 101), lo, 1e-15);
+    /* the stable phase does not depend on steps: a longer run agrees up to its own decay */
+    double before[75];
+    for (int s = 1; s <= 75; s++) before[s - 1] = st_lr_at(t, s);
+    t->steps = 400;   /* decay 100 steps from 300 */
+    int same = 1;
+    for (int s = 1; s <= 75; s++) same &= st_lr_at(t, s) == before[s - 1];
+    CHECK(same && st_lr_at(t, 300) == lr && st_lr_at(t, 301) < lr);
+    CHECK_NEAR(st_lr_at(t, 350), lr - (lr - lo) * 0.5, 1e-15);
+    /* decay_frac 0: constant after warmup; 1 with warmup 0: the linear schedule */
+    t->sched.decay_frac = 0;
+    CHECK(st_lr_at(t, 400) == lr);
+    t->sched.decay_frac = 1;
+    t->sched.warmup = 0;
+    t->steps = 100;
+    same = 1;
+    for (int s = 1; s <= 100; s++) {
+        const double w = st_lr_at(t, s);
+        t->sched.kind = ST_SCHED_LINEAR;
+        same &= fabs(st_lr_at(t, s) - w) <= 1e-15;
+        t->sched.kind = ST_SCHED_WSD;
+    }
+    CHECK(same);
+    t->steps = 100;
+
     t->sched.kind = ST_SCHED_INV_SQRT;
     t->sched.warmup = 4;
     CHECK_NEAR(st_lr_at(t, 1), lr / 4, 1e-15);

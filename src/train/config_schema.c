@@ -34,7 +34,8 @@ static const st_cname optim_names[] = {{"adamw", ST_OPT_ADAMW}, {"sgd", ST_OPT_S
 static const st_cname nodecay_names[] = {
     {"bias", ST_NODECAY_BIAS}, {"norm", ST_NODECAY_NORM}, {"embedding", ST_NODECAY_EMBEDDING}};
 static const st_cname sched_names[] = {
-    {"constant", ST_SCHED_CONSTANT}, {"cosine", ST_SCHED_COSINE}, {"inv_sqrt", ST_SCHED_INV_SQRT}};
+    {"constant", ST_SCHED_CONSTANT}, {"cosine", ST_SCHED_COSINE}, {"inv_sqrt", ST_SCHED_INV_SQRT},
+    {"linear", ST_SCHED_LINEAR}, {"wsd", ST_SCHED_WSD}};
 static const st_cname nonfinite_names[] = {{"error", ST_NONFINITE_ERROR}, {"skip", ST_NONFINITE_SKIP}};
 static const st_cname split_names[] = {{"valid", ST_SPLIT_VALID}, {"test", ST_SPLIT_TEST}};
 static const st_cname mode_names[] = {{"nonoverlapping", ST_EVAL_NONOVERLAPPING}, {"sliding", ST_EVAL_SLIDING}};
@@ -206,6 +207,7 @@ const st_ckey st_config_keys[] = {
     ENUM("train.schedule.kind", train.sched.kind, en_sched, "cosine"),
     I64("train.schedule.warmup", train.sched.warmup, 0, BIG, "100"),
     FLT("train.schedule.min_lr_ratio", train.sched.min_lr_ratio, 0, 1, 0, "0.1"),
+    FLT("train.schedule.decay_frac", train.sched.decay_frac, 0, 1, 0, "0.2"),
     FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0, "1"),
     I64("train.eval_every", train.eval_every, 0, BIG, "200"),
     INT("train.eval_batches", train.eval_batches, 0, 1 << 20, "20"),

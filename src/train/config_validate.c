@@ -185,9 +185,16 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
     }
     if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
-    if (t->sched.kind == ST_SCHED_COSINE && t->steps > 0 && t->sched.warmup > t->steps)
+    const int decays = t->sched.kind == ST_SCHED_COSINE || t->sched.kind == ST_SCHED_LINEAR || t->sched.kind == ST_SCHED_WSD;
+    if (decays && t->steps > 0 && t->sched.warmup > t->steps)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: %lld exceeds train.steps (%lld)",
                        file, (long long)t->sched.warmup, (long long)t->steps);
+    /* wsd: the decay must not start inside the warmup */
+    if (t->sched.kind == ST_SCHED_WSD && t->steps > 0 && t->sched.warmup + st_lr_wsd_decay(t) > t->steps)
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.decay_frac: the decay's %lld steps (%g x %lld) and "
+                       "train.schedule.warmup's %lld exceed train.steps (%lld)", file, (long long)st_lr_wsd_decay(t),
+                       (double)t->sched.decay_frac, (long long)t->steps, (long long)t->sched.warmup,
+                       (long long)t->steps);
     /* in either mode: a nonoverlapping config may be evaluated with --mode sliding */
     if (c->eval.max_tokens == 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: eval.max_tokens: 1 token has no target to score (0: the whole split, "
