@@ -79,8 +79,20 @@ same exp/tokenizer.json "$t0" "export"
 echo hi > plainfile
 run_to 3 "export --out a file" "$BIN" export run --out plainfile; expect_err "--out plainfile: exists and is not a directory"
 grep -q "\.tmp\." err.txt && bad "a temporary file name in the message: $(cat err.txt)" || ok
-run_to 3 "eval --json in a missing dir" "$BIN" eval run --lengths 16 --quiet --json nodir/r.json
-expect_err "nodir/r.json: cannot create"; grep -q "\.tmp\." err.txt && bad "temporary name: $(cat err.txt)" || ok
+# a report's missing directory is made (as train --out's is), before the evaluation runs;
+# one that cannot be (a file in the way) is refused before it runs, not after
+run_to 0 "eval --json in a missing dir" "$BIN" eval run --lengths 16 --quiet --json nodir/sub/r.json
+[ -s nodir/sub/r.json ] && ok || bad "eval --json nodir/sub/r.json wrote no report"
+run_to 3 "eval --json under a file" "$BIN" eval run --lengths 16 --json plainfile/r.json
+expect_err "--json plainfile/r.json: cannot create: plainfile is not a directory"
+grep -q "length" out.txt && bad "eval ran before refusing its --json path: $(cat out.txt)" || ok
+grep -q "\.tmp\." err.txt && bad "temporary name: $(cat err.txt)" || ok
+run_to 3 "bench --json under a file" "$BIN" bench --preset tiny --json plainfile/b.json
+expect_err "--json plainfile/b.json: cannot create: plainfile is not a directory"
+run_to 0 "export --out with missing parents" "$BIN" export run --out deep/er/exp
+[ -s deep/er/exp/model.safetensors ] && [ -s deep/er/exp/config.json ] && ok || bad "export into deep/er/exp"
+run_to 3 "export --out under a file" "$BIN" export run --out plainfile/exp
+expect_err "plainfile/exp: cannot create directory: Not a directory"
 
 # ---- sweep ----
 cp tiny.json base.json

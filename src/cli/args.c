@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int cli_int_arg(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     if (!s || !*s || isspace((unsigned char)*s)) return 0;
@@ -86,7 +87,25 @@ int cli_dir_arg(const char *cmd, const char *flag, const char *dir) {
 int cli_output_file(const char *cmd, const char *flag, const char *path, int force) {
     struct stat st;
     st_error e = {0};
-    if (lstat(path, &st) != 0) return ST_OK;   /* new file (a missing directory is the writer's error) */
+    if (lstat(path, &st) != 0) {   /* a new file: its directory must exist or be made, and take it */
+        char dir[ST_PATH_BUF];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else if (slash == dir) slash[1] = 0;
+        else *slash = 0;
+        if (stat(dir, &st) != 0) {
+            st_error me = {0};
+            if (errno != ENOENT) st_fail(&e, ST_ERR_IO, "%s %s: cannot create: %s: %s", flag, path, dir, strerror(errno));
+            else if (st_mkdirs(dir, &me)) st_fail(&e, ST_ERR_IO, "%s %s: cannot create: %s", flag, path, me.msg);
+            else st_log(ST_LOG_INFO, "%s %s: created the directory %s", flag, path, dir);
+        } else if (!S_ISDIR(st.st_mode)) {
+            st_fail(&e, ST_ERR_IO, "%s %s: cannot create: %s is not a directory", flag, path, dir);
+        } else if (access(dir, W_OK | X_OK) != 0) {
+            st_fail(&e, ST_ERR_IO, "%s %s: cannot create: %s: %s", flag, path, dir, strerror(errno));
+        }
+        return e.code ? cli_report(&e) : ST_OK;
+    }
     if (S_ISDIR(st.st_mode)) st_fail(&e, ST_ERR_IO, "%s %s: is a directory", flag, path);
     else if (!force)
         st_fail(&e, ST_ERR_IO, "%s %s: the file exists; stretch %s replaces it only with --force", flag, path, cmd);

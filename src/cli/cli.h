@@ -61,8 +61,10 @@ int cli_path_arg(const char *cmd, const char *flag, const char *v);
 int cli_dir_arg(const char *cmd, const char *flag, const char *dir);
 /* An output file named by `flag` (--json, --save-tokenizer): refused (exit 3, naming the
  * flag) when `path` is a directory, or an existing file while `force` is not set, so a
- * report never replaces a run's config.json or a user's file by mistake. Checked before
- * the work that produces the file. */
+ * report never replaces a run's config.json or a user's file by mistake. A missing parent
+ * directory is created (as train --out does), and one that cannot be (a file in the way,
+ * no permission) is refused. Checked before the work that produces the file, so an hour
+ * of evaluation never ends in "cannot create". */
 int cli_output_file(const char *cmd, const char *flag, const char *path, int force);
 /* One of the transform options (--transform, --scale, --clip, --sinks, --window; src/cli/
  * cli_transform.c) with value v into xf: returns 1 when `a` is one (*rc = ST_OK, or the

@@ -28,7 +28,7 @@ static const char *usage_text =
     "   or: eval RUN_DIR|CHECKPOINT --task passkey [--lengths ...] [--depths 0,0.5,1] [--trials N] [--seed S]\n"
     "        [--split valid|test] [--json OUT.json] [transform options]: retrieval accuracy of a text run\n"
     "  defaults come from the run's eval config section (--precision: its train.precision);\n"
-    "  --lengths A..B = powers of two from A to B;\n"
+    "  --lengths A..B = A, 2A, 4A, ... up to B;\n"
     "  --data: evaluate on other text with the run's tokenizer (a file whole, or a WikiText directory's\n"
     "  --split); a word-level run maps unseen words to <unk> and reports how many;\n"
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json),\n"

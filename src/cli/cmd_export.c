@@ -67,9 +67,10 @@ int cmd_export(int argc, char **argv) {
         st_tokenizer_free(tok);
     }
     struct stat os;
-    if (!rc && mkdir(out, 0755) != 0 && errno != EEXIST) rc = st_fail(&e, ST_ERR_IO, "%s: cannot create: %s", out, strerror(errno));
-    if (!rc && (stat(out, &os) != 0 || !S_ISDIR(os.st_mode)))
+    /* --out and its missing parents are made (as train --out does); a file there is refused */
+    if (!rc && stat(out, &os) == 0 && !S_ISDIR(os.st_mode))
         rc = st_fail(&e, ST_ERR_IO, "--out %s: exists and is not a directory", out);
+    if (!rc) rc = st_mkdirs(out, &e);
     /* every file the export writes, whether or not this run has a tokenizer: an existing
      * one is the user's until --force says otherwise */
     const char *const mine[3] = {st_path, cfg_path, tok_path};

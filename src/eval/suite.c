@@ -213,7 +213,8 @@ static int eval_lengths(st_model *m, const st_eval_plan *plan, const int32_t *to
         row->r.stride = S;
         if (row->status) {
             snprintf(row->error, sizeof row->error, "%s", le.msg);
-            st_log(ST_LOG_WARN, "eval %s at length %lld: %s", rep->checkpoint, (long long)L, le.msg);
+            /* one length: its error is the command's (said once, not as a warning too) */
+            if (plan->n_lengths > 1) st_log(ST_LOG_WARN, "eval %s at length %lld: %s", rep->checkpoint, (long long)L, le.msg);
             if (!first_err) { first_err = row->status; first = le; }
         } else {
             done++;
