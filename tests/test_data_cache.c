@@ -96,6 +96,66 @@ static int no_temp_files(const char *dir) {
     return ok;
 }
 
+/* The caches of test_invalidation's corpus damaged in every way: each damage is detected,
+ * the cache rebuilt, the data identical (c: its config, ref: the data, key: the vocabulary
+ * cache's key). */
+static void test_corruption(st_data_config *cfg, const snap *ref, const char *path, const char *train_cache,
+                            const char *vocab_cache, sd_cache_key *key) {
+    st_data_config c = *cfg;
+    st_dataset ds;
+    st_error e = {0};
+    /* corruption of the train cache: detected, rebuilt, identical */
+    struct { const char *what; int kind; } cases[] = {
+        {"payload byte flipped", 0}, {"header byte flipped", 1}, {"last byte flipped", 2},
+        {"truncated to half", 3}, {"truncated inside the header", 4}, {"trailing garbage", 5}, {"emptied", 6}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        struct stat st;
+        stat(train_cache, &st);
+        switch (cases[k].kind) {
+        case 0: flip_byte(train_cache, 128 + (st.st_size - 128) / 2); break;
+        case 1: flip_byte(train_cache, 70); break;
+        case 2: flip_byte(train_cache, -1); break;
+        case 3: truncate(train_cache, st.st_size / 2); break;
+        case 4: truncate(train_cache, 60); break;
+        case 5: { FILE *f = fopen(train_cache, "ab"); fputs("garbage", f); fclose(f); break; }
+        case 6: truncate(train_cache, 0); break;
+        }
+        int h = load_hits(&c, &ds);
+        CHECK_MSG(h == 2 && same(ref, &ds), "%s: %d hits", cases[k].what, h);
+        st_dataset_free(&ds);
+        CHECK_MSG(load_hits(&c, &ds) == 3, "%s: cache rewritten", cases[k].what);
+        st_dataset_free(&ds);
+    }
+    /* a well-formed cache (valid CRCs) holding an id >= vocab: refused */
+    CHECK(load_hits(&c, &ds) == 3);
+    sd_cache_key tk;
+    memset(&tk, 0, sizeof tk);
+    sd_identity_of(path, &tk.src, &e);
+    tk.end = ds.bytes[0];
+    tk.tok_hash = ds.tok_hash;
+    tk.vocab_size = ds.vocab_size;
+    snprintf(tk.spec, sizeof tk.spec, "bpe300");
+    int32_t *bad = malloc((size_t)ds.n[0] * 4);
+    memcpy(bad, ds.tokens[0], (size_t)ds.n[0] * 4);
+    bad[ds.n[0] / 2] = 100000;
+    CHECK(sd_cache_write_tokens(train_cache, &tk, bad, ds.n[0], ds.bytes[0], &e) == ST_OK);
+    free(bad);
+    int64_t rn, rb;
+    int32_t *rt = NULL;
+    CHECK(sd_cache_read_tokens(train_cache, &tk, &rt, &rn, &rb) == 0 && rt == NULL);
+    st_dataset_free(&ds);
+    CHECK(load_hits(&c, &ds) == 2 && same(ref, &ds));
+    st_dataset_free(&ds);
+    /* a corrupt vocabulary cache: retrained, identical tokenizer, so the splits stay valid */
+    flip_byte(vocab_cache, 200);
+    CHECK(load_hits(&c, &ds) == 3 && same(ref, &ds));
+    st_dataset_free(&ds);
+    key->tok_hash = 0;
+    st_tokenizer *vt = NULL;
+    CHECK(sd_cache_read_tokenizer(vocab_cache, key, &vt) == 1 && vt && st_tokenizer_hash(vt) == ref->hash);
+    st_tokenizer_free(vt);
+}
+
 static void test_invalidation(const char *tmp) {
     char path[900], cdir[900];
     snprintf(path, sizeof path, "%s/corpus.txt", tmp);
@@ -186,56 +246,7 @@ static void test_invalidation(const char *tmp) {
     CHECK(load_hits(&c, &ds) == 0 && same(&ref, &ds));
     st_dataset_free(&ds);
 
-    /* corruption of the train cache: detected, rebuilt, identical */
-    struct { const char *what; int kind; } cases[] = {
-        {"payload byte flipped", 0}, {"header byte flipped", 1}, {"last byte flipped", 2},
-        {"truncated to half", 3}, {"truncated inside the header", 4}, {"trailing garbage", 5}, {"emptied", 6}};
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        struct stat st;
-        stat(train_cache, &st);
-        switch (cases[k].kind) {
-        case 0: flip_byte(train_cache, 128 + (st.st_size - 128) / 2); break;
-        case 1: flip_byte(train_cache, 70); break;
-        case 2: flip_byte(train_cache, -1); break;
-        case 3: truncate(train_cache, st.st_size / 2); break;
-        case 4: truncate(train_cache, 60); break;
-        case 5: { FILE *f = fopen(train_cache, "ab"); fputs("garbage", f); fclose(f); break; }
-        case 6: truncate(train_cache, 0); break;
-        }
-        int h = load_hits(&c, &ds);
-        CHECK_MSG(h == 2 && same(&ref, &ds), "%s: %d hits", cases[k].what, h);
-        st_dataset_free(&ds);
-        CHECK_MSG(load_hits(&c, &ds) == 3, "%s: cache rewritten", cases[k].what);
-        st_dataset_free(&ds);
-    }
-    /* a well-formed cache (valid CRCs) holding an id >= vocab: refused */
-    CHECK(load_hits(&c, &ds) == 3);
-    sd_cache_key tk;
-    memset(&tk, 0, sizeof tk);
-    sd_identity_of(path, &tk.src, &e);
-    tk.end = ds.bytes[0];
-    tk.tok_hash = ds.tok_hash;
-    tk.vocab_size = ds.vocab_size;
-    snprintf(tk.spec, sizeof tk.spec, "bpe300");
-    int32_t *bad = malloc((size_t)ds.n[0] * 4);
-    memcpy(bad, ds.tokens[0], (size_t)ds.n[0] * 4);
-    bad[ds.n[0] / 2] = 100000;
-    CHECK(sd_cache_write_tokens(train_cache, &tk, bad, ds.n[0], ds.bytes[0], &e) == ST_OK);
-    free(bad);
-    int64_t rn, rb;
-    int32_t *rt = NULL;
-    CHECK(sd_cache_read_tokens(train_cache, &tk, &rt, &rn, &rb) == 0 && rt == NULL);
-    st_dataset_free(&ds);
-    CHECK(load_hits(&c, &ds) == 2 && same(&ref, &ds));
-    st_dataset_free(&ds);
-    /* a corrupt vocabulary cache: retrained, identical tokenizer, so the splits stay valid */
-    flip_byte(vocab_cache, 200);
-    CHECK(load_hits(&c, &ds) == 3 && same(&ref, &ds));
-    st_dataset_free(&ds);
-    key.tok_hash = 0;
-    st_tokenizer *vt = NULL;
-    CHECK(sd_cache_read_tokenizer(vocab_cache, &key, &vt) == 1 && vt && st_tokenizer_hash(vt) == ref.hash);
-    st_tokenizer_free(vt);
+    test_corruption(&c, &ref, path, train_cache, vocab_cache, &key);
     CHECK(no_temp_files(cdir));
     drop(&ref);
     free(text);
