@@ -167,7 +167,7 @@ cfg_case '{"model": {"pos": "learned", "max_len": 8}, "train": {"seq_len": 16}}'
 expect 2 "--set model.d_model: must be in [1, 65536], got -1" -- "$BIN" train "$CFG" --set model.d_model=-1 --out cfgout --quiet
 expect 2 '--set model.d_model: expected an integer, got "abc"' -- "$BIN" train "$CFG" --set model.d_model=abc --out cfgout --quiet
 expect 2 "--set model.dmodel: unknown key" -- "$BIN" train "$CFG" --set model.dmodel=16 --out cfgout --quiet
-expect 2 "tiny.json: model.n_heads: must divide model.d_model" -- "$BIN" train "$CFG" --set model.n_heads=3 --out cfgout --quiet
+expect 2 "--set model.n_heads=3: model.n_heads: must divide model.d_model" -- "$BIN" train "$CFG" --set model.n_heads=3 --out cfgout --quiet
 check '[ ! -e cfgout ]' "a rejected --set created the run dir"
 
 # =========================================================== memory: exit 6 ====

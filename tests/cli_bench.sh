@@ -112,7 +112,8 @@ expect_rc 2 "bad value" "$BIN" bench --preset tiny --steps -3
 expect_rc 2 "bad eval lengths" "$BIN" bench --preset tiny --eval 64,x
 expect_rc 2 "heads" "$BIN" bench --preset tiny --d 66 --heads 4
 expect_rc 2 "bad wait policy" "$BIN" bench --preset tiny --omp-wait sometimes
-expect_rc 3 "unwritable json" "$BIN" bench --preset tiny --steps 1 --no-eval --sgemm-reps 0 --json /nonexistent/dir/x.json
+echo x > afile   # a report under a file: refused before the benchmark runs
+expect_rc 3 "unwritable json" "$BIN" bench --preset tiny --steps 1 --no-eval --sgemm-reps 0 --json afile/dir/x.json
 
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -56,7 +56,10 @@ expect 2 "--set model.n_head: unknown key"                    "$BIN" train "$CFG
 expect 2 "--set train.steps: expected an integer, got \"ten\"" "$BIN" train "$CFG" --set train.steps=ten --out "$TMP/x"
 expect 2 "--set model.pos: unknown value \"alibi3\""           "$BIN" train "$CFG" --set model.pos=alibi3 --out "$TMP/x"
 expect 2 "--set train: is an object"                           "$BIN" train "$CFG" --set train=1 --out "$TMP/x"
-expect 2 "$CFG: model.n_heads: must divide model.d_model"      "$BIN" train "$CFG" --set model.n_heads=5 --out "$TMP/x"
+# a value of a --set is named as the --set, not as the file's (which holds another)
+expect 2 "--set model.n_heads=5: model.n_heads: must divide model.d_model" "$BIN" train "$CFG" --set model.n_heads=5 --out "$TMP/x"
+expect 2 "--set train.schedule.warmup=50: train.schedule.warmup: 50 exceeds train.steps (12)" "$BIN" train "$CFG" --set train.schedule.warmup=50 --out "$TMP/x"
+expect 2 "--set train.steps=1: train.schedule.warmup: 2 exceeds train.steps (1)" "$BIN" train "$CFG" --set train.steps=1 --out "$TMP/x"
 expect 2 "expected section.key=value"                          "$BIN" train "$CFG" --set steps --out "$TMP/x"
 expect 2 "missing CONFIG.json"                                 "$BIN" train
 expect 2 "unknown option '--bogus'"                            "$BIN" train "$CFG" --bogus

@@ -97,7 +97,10 @@ int cmd_bench(int argc, char **argv) {
         INTARG("--batch", 1, 1 << 20, c.B)
         INTARG("--seq", 1, 1 << 24, c.T)
         INTARG("--steps", 0, 1 << 20, c.steps)
-        INTARG("--warmup", 0, 1 << 20, c.warmup)
+        /* the first step sizes the arena: one warmup step always runs */
+        if (!strcmp(a, "--warmup") && cli_int_arg(v, 0, 0, &x))
+            return cli_usage("bench", "--warmup 0: at least 1 (the first step sizes the arena and is never timed)");
+        INTARG("--warmup", 1, 1 << 20, c.warmup)
         INTARG("--eval-batch", 1, 1 << 20, c.eval_B)
         INTARG("--eval-reps", 1, 1 << 20, c.eval_reps)
         INTARG("--sgemm", 0, 16384, c.sgemm_n)
@@ -158,6 +161,8 @@ int cmd_bench(int argc, char **argv) {
         c.model.d_ff = 3 * c.model.d_model;
     }
 
+    if (c.profile && c.steps == 0)
+        return cli_usage("bench", "--profile profiles the training steps; --no-train (or --steps 0) leaves none");
     int rc = json ? cli_output_file("bench", "--json", json, force) : ST_OK;
     if (rc) return rc;
     if (!ompwait && !getenv("OMP_WAIT_POLICY")) ompwait = "PASSIVE";

@@ -1,7 +1,8 @@
 /* cmd_export.c - `stretch export RUN_DIR|CHECKPOINT --out DIR [--force]`:
  * DIR/model.safetensors (F32, PyTorch [out,in] layout, names in docs/model-format.md),
  * DIR/config.json (the run's resolved config) and DIR/tokenizer.json (when the run has one).
- * Existing files in DIR are not replaced without --force. */
+ * Existing files in DIR are not replaced without --force; DIR and its missing parents are
+ * made; a run directory is refused even with --force. */
 #include "cli/cli.h"
 #include "st_train.h"
 
@@ -70,6 +71,13 @@ int cmd_export(int argc, char **argv) {
     /* --out and its missing parents are made (as train --out does); a file there is refused */
     if (!rc && stat(out, &os) == 0 && !S_ISDIR(os.st_mode))
         rc = st_fail(&e, ST_ERR_IO, "--out %s: exists and is not a directory", out);
+    /* a run directory (its own or another's) is never an export's: --force would replace
+     * the run's config.json, which its checkpoints are checked against on resume */
+    char ck_dir[ST_PATH_BUF + 16];
+    snprintf(ck_dir, sizeof ck_dir, "%s/checkpoints", out);
+    if (!rc && exists(ck_dir))
+        rc = st_fail(&e, ST_ERR_IO, "--out %s: is a run directory (it has checkpoints/); an export there would "
+                     "replace the run's config.json: choose another directory", out);
     if (!rc) rc = st_mkdirs(out, &e);
     /* every file the export writes, whether or not this run has a tokenizer: an existing
      * one is the user's until --force says otherwise */
@@ -77,6 +85,9 @@ int cmd_export(int argc, char **argv) {
     for (int i = 0; i < 3 && !rc && !force; i++)
         if (exists(mine[i])) rc = st_fail(&e, ST_ERR_IO, "%s: already exists (use --force to replace it)", mine[i]);
     if (!rc) rc = st_model_save_safetensors(&m, st_path, &e);
+    /* the keys whose stored value is a rule get what the tensors have (docs/model-format.md) */
+    cfg.model.d_ff = st_model_d_ff(&cfg.model);
+    cfg.model.n_kv_heads = st_model_kv_heads(&cfg.model);
     if (!rc) rc = st_run_config_save(&cfg, cfg_path, &e);
     if (!rc && exists(tok_src)) rc = copy_file(tok_src, tok_path, &e);
     if (!rc) printf("exported %zu parameters (%s positions) to %s\n", st_model_num_params(&m), st_pos_name(m.cfg.pos), out);

@@ -28,7 +28,8 @@ static void help(void) {
            "Fine-tune RUN_DIR's latest weights at train.seq_len N (context extension, docs/extension.md).\n"
            "  --to N          the new training length; longer than RUN_DIR's train.seq_len\n"
            "  --steps K       fine-tuning steps (0: the base weights under the new keys, a baseline), or\n"
-           "  --budget F      a fraction of RUN_DIR's training tokens (0.05 = 5%%): K = F x its tokens / (B x N x ranks)\n"
+           "  --budget F      a fraction of RUN_DIR's training tokens (0.05 = 5%%): K = F x its tokens /\n"
+           "                  (B x grad_accum x N x ranks), at least 1\n"
            "  --transform T   none (plain fine-tuning, default), pi, ntk, yarn (model.pos rope) or alibi_interp\n"
            "                  (model.pos alibi): stored as model.scaling.*, applied in training and evaluation\n"
            "  --scale S       the scaling factor (default N / L, L = the base run's training length)\n"
@@ -158,20 +159,6 @@ static void plan(const extend_args *a, const st_run_config *base, int64_t ranks,
     add(o, NULL, "model.scaling.train_len=%lld", o->scaled ? (long long)o->L : 0LL);
 }
 
-/* 1 when msg names the key path of assignment `set` ("train.steps=2": train.steps), not
- * as a part of a longer path (train.steps_x, x.train.steps). */
-static int names_key(const char *msg, const char *set) {
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)strcspn(set, "="), set);
-    const size_t n = strlen(key);
-    for (const char *p = msg; (p = strstr(p, key)) != NULL; p++) {
-        const char b = p > msg ? p[-1] : ' ', c = p[n];
-        if (!isalnum((unsigned char)b) && b != '_' && b != '.' && !isalnum((unsigned char)c) && c != '_' && c != '.')
-            return 1;
-    }
-    return 0;
-}
-
 /* 1 when one of the user's --set assigns the key of assignment `set`. */
 static int user_sets(const extend_args *a, const char *set) {
     const size_t n = strcspn(set, "=");
@@ -184,23 +171,17 @@ static int user_sets(const extend_args *a, const char *set) {
  * at "--set KEY" or at RUN/config.json, neither of which the user wrote when the value
  * came from a flag: an error that names keys the flags assigned (and no --set of the
  * user's did) is told as theirs, e.g. "--steps, --warmup: train.schedule.warmup: 5
- * exceeds train.steps (2)". Other errors stay as they are. */
+ * exceeds train.steps (2)", and so is one naming a key of the user's own --set
+ * ("--set train.seq_len=16: ..."; cli_blame_sets). Other errors stay as they are. */
 static void blame_flags(const extend_args *a, const char *path, const overrides *o, st_error *e) {
     char flags[160] = "";
     int named[16];
     for (int i = 0; i < o->n; i++) {
-        named[i] = o->by[i] && names_key(e->msg, o->set[i]) && !user_sets(a, o->set[i]);
+        named[i] = o->by[i] && cli_names_key(e->msg, o->set[i]) && !user_sets(a, o->set[i]);
         for (int j = 0; j < i && named[i]; j++) named[i] = !(named[j] && !strcmp(o->by[j], o->by[i]));   /* once */
         if (named[i]) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s%s", flags[0] ? ", " : "", o->by[i]);
     }
-    if (!flags[0]) return;
-    const char *rest = e->msg;
-    const size_t pl = strlen(path);
-    if (!strncmp(rest, "--set ", 6)) rest += 6;
-    else if (!strncmp(rest, path, pl) && !strncmp(rest + pl, ": ", 2)) rest += pl + 2;
-    char msg[sizeof e->msg];
-    snprintf(msg, sizeof msg, "%s", rest);
-    st_fail(e, e->code, "%s: %s", flags, msg);
+    cli_blame_sets(path, a->sets, a->n_sets, flags, e);   /* and the user's own --set values */
 }
 
 /* RUN-to<N>[-<transform>] beside RUN. Trailing slashes are dropped: "run/" must not put
@@ -253,13 +234,22 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
         if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);
         goto out;
     }
+    /* a base trained with a scaling: the extension replaces it with --transform's (none by
+     * default), which changes the model's function even at step 0; say so */
+    if (base->model.scaling != ST_XF_NONE && cfg->model.scaling != base->model.scaling && st_dist_rank(dist) == 0)
+        st_log(ST_LOG_WARN, "%s was trained with model.scaling.transform %s (scale %g); this extension uses %s%s: "
+               "give --transform %s to keep it", a.run, st_transform_name(base->model.scaling),
+               base->model.scaling_scale, st_transform_name(cfg->model.scaling),
+               cfg->model.scaling == ST_XF_NONE ? " (plain fine-tuning, the scaling dropped)" : "",
+               st_transform_name(base->model.scaling));
     if (!a.opts.quiet && st_dist_rank(dist) == 0) {
-        char per_rank[32] = "";
+        char per_rank[32] = "", accum[32] = "";
         if (ranks > 1) snprintf(per_rank, sizeof per_rank, " x %lld ranks", (long long)ranks);
-        st_log(ST_LOG_INFO, "extending %s (L = %lld) to %lld tokens: %s%s, %lld steps of %lld x %lld tokens%s (%.1f%% "
+        if (cfg->train.grad_accum > 1) snprintf(accum, sizeof accum, " x %d", cfg->train.grad_accum);
+        st_log(ST_LOG_INFO, "extending %s (L = %lld) to %lld tokens: %s%s, %lld steps of %lld%s x %lld tokens%s (%.1f%% "
                "of the base run's tokens) -> %s", a.run, (long long)o->L, (long long)a.to, o->xf,
                o->scaled ? " scaling" : " (plain fine-tuning)", (long long)cfg->train.steps,
-               (long long)cfg->train.batch_size, (long long)a.to, per_rank,
+               (long long)cfg->train.batch_size, accum, (long long)a.to, per_rank,
                100.0 * (double)cfg->train.steps * cfg->train.batch_size * a.to * cfg->train.grad_accum * (double)ranks /
                    o->base_tokens, dir);
     }

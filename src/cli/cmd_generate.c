@@ -179,7 +179,11 @@ static int load_run(gen_opts *o, gen_run *r, st_error *e) {
     int rc = cli_load_trained(o->src, &r->m, &r->cfg, &r->ts, r->tok_path, sizeof r->tok_path, e);
     if (rc) return rc;
     const int64_t max_len = st_pos_max_len(&r->m.cfg);
-    if (max_len > 0 && o->context > max_len) o->context = max_len;
+    if (max_len > 0 && o->context > max_len) {
+        st_log(ST_LOG_WARN, "--context %lld: %s positions represent %lld tokens (model.max_len); the context is %lld",
+               (long long)o->context, st_pos_name(r->m.cfg.pos), (long long)max_len, (long long)max_len);
+        o->context = max_len;
+    }
     rc = use_transform(&r->m, &o->xf, r->cfg.train.seq_len, o->context, e);
     if (!rc) rc = encode_prompt(o, r, e);
     if (rc) free_run(r);

@@ -104,6 +104,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             }
             if (e.code == ST_ERR_IO && access(path, F_OK) != 0)
                 st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", resume);
+            if (e.code == ST_ERR_CONFIG) cli_blame_sets(path, sets, n_sets, NULL, &e);
             return cli_report(&e);
         }
     } else {
@@ -112,7 +113,10 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             default_out(config, dir, sizeof dir);
             if (cli_dir_arg("train", "--out (not given: runs/<CONFIG name>)", dir)) return ST_ERR_CONFIG;
         }
-        if (st_run_config_load(config, sets, n_sets, &cfg, &e)) return cli_report(&e);
+        if (st_run_config_load(config, sets, n_sets, &cfg, &e)) {
+            if (e.code == ST_ERR_CONFIG) cli_blame_sets(config, sets, n_sets, NULL, &e);
+            return cli_report(&e);
+        }
     }
     if (!opts.quiet) st_log(ST_LOG_INFO, "%s %s -> %s", resume ? "resuming" : "training", resume ? resume : config, dir);
     int rc = st_train(&cfg, dir, &opts, NULL, &e);
@@ -120,6 +124,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
         return rc;
     }
+    if (rc == ST_ERR_CONFIG) cli_blame_sets(cfg.file, sets, n_sets, NULL, &e);   /* e.g. init_from vs a --set */
     if (rc) return cli_report(&e);
     return 0;
 }

@@ -127,7 +127,9 @@ void st_profile_print(const st_profile *p, FILE *f, double ref_gflops) {
     qsort(ops, (size_t)p->n_ops, sizeof ops[0], by_total);
     double total = p->other_s;
     for (int i = 0; i < p->n_ops; i++) total += ops[i].fwd_s + ops[i].bwd_s;
-    fprintf(f, "\nprofile: %d steps, per step (ms); forward = wall time up to the op's tape record\n", p->steps);
+    fprintf(f, "\nprofile: %d steps, per step (ms); forward = wall time up to the op's tape record; the rows sum\n"
+               "to less than the measured step (training table): work between ops (arena reset, batch views) is\n"
+               "not attributed\n", p->steps);
     fprintf(f, "  %-24s %10s %10s %10s %7s %7s\n", "op", "forward", "backward", "total", "share", "calls");
     for (int i = 0; i < p->n_ops; i++) {
         const double t = ops[i].fwd_s + ops[i].bwd_s;
@@ -138,7 +140,7 @@ void st_profile_print(const st_profile *p, FILE *f, double ref_gflops) {
     if (p->other_s > 0)
         fprintf(f, "  %-24s %10s %10s %10.3f %6.1f%%\n", "optimizer (update)", "", "", 1e3 * p->other_s / steps,
                 total > 0 ? 100.0 * p->other_s / total : 0.0);
-    fprintf(f, "  %-24s %10s %10s %10.3f\n", "step", "", "", 1e3 * total / steps);
+    fprintf(f, "  %-24s %10s %10s %10.3f\n", "sum of the rows", "", "", 1e3 * total / steps);
     const char *phase[2] = {"forward", "backward"};
     fprintf(f, "matmuls (st_mm_gemm, implementation: %s):\n", p->gemm_impl[0] ? p->gemm_impl : "?");
     for (int k = 0; k < 2; k++)

@@ -386,22 +386,32 @@ void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *fi
             "OMP_WAIT_POLICY=%s\n", r->blas.corename, r->coretype_env[0] ? r->coretype_env : "unset",
             r->blas.blas_threads, r->blas.omp_threads, r->wait_policy[0] ? r->wait_policy : "unset");
     fprintf(f, "matmul precision: %s\n", r->matmul);
+    char inter[32] = "n/a (no training steps)";
+    if (r->sgemm_inter_gflops > 0) snprintf(inter, sizeof inter, "%.1f", r->sgemm_inter_gflops);
     if (r->sgemm_gflops > 0)
-        fprintf(f, "%s GEMM %d^3 (%s): best %.1f GFLOPS, up-front median %.1f, interleaved median %.1f, "
+        fprintf(f, "%s GEMM %d^3 (%s): best %.1f GFLOPS, up-front median %.1f, interleaved median %s, "
                 "%.1f per CPU-second\n", st_precision_name(c->precision), c->sgemm_n, r->gemm_impl,
-                r->sgemm_gflops, r->sgemm_gflops_median, r->sgemm_inter_gflops, r->sgemm_cpu_gflops);
+                r->sgemm_gflops, r->sgemm_gflops_median, inter, r->sgemm_cpu_gflops);
+    else
+        fprintf(f, "GEMM probe: not run (--sgemm 0 or --sgemm-reps 0): no MFU\n");
     if (c->steps > 0) {
         fprintf(f, "\ntraining B=%lld T=%lld, %d timed steps after %d warmup (medians):\n",
                 (long long)c->B, (long long)c->T, c->steps, c->warmup > 0 ? c->warmup : 1);
         fprintf(f, "  %-10s %-10s %-10s %-10s %-10s %-7s %-9s %s\n", "forward s", "backward s",
                 "optim s", "step s", "tokens/s", "MFU %", "RSS MiB", "loss first -> last");
-        fprintf(f, "  %-10.4f %-10.4f %-10.4f %-10.4f %-10.0f %-7.1f %-9.0f %.4f -> %.4f\n", r->fwd_s,
-                r->bwd_s, r->opt_s, r->step_s, r->tokens_per_s, 100.0 * r->mfu, mib(r->train_peak_rss),
+        char mfu[16] = "n/a";
+        if (r->sgemm_gflops > 0) snprintf(mfu, sizeof mfu, "%.1f", 100.0 * r->mfu);
+        fprintf(f, "  %-10.4f %-10.4f %-10.4f %-10.4f %-10.0f %-7s %-9.0f %.4f -> %.4f\n", r->fwd_s,
+                r->bwd_s, r->opt_s, r->step_s, r->tokens_per_s, mfu, mib(r->train_peak_rss),
                 r->loss_first, r->loss_last);
-        fprintf(f, "  MFU = %.1f MFLOP/token (6N + 6LTd) x tokens/s / %.1f GFLOPS (best %s GEMM); %.1f%% of the "
-                "interleaved GEMM;\n  %.3f CPU s/step = %.1f%% of the GEMM rate per CPU-second; arena %.0f MiB\n",
-                r->flops_per_token / 1e6, r->sgemm_gflops, st_precision_name(c->precision), 100.0 * r->mfu_inter,
-                r->step_cpu_s, 100.0 * r->cpu_eff, mib(r->train_arena));
+        if (r->sgemm_gflops > 0)
+            fprintf(f, "  MFU = %.1f MFLOP/token (6N + 6LTd) x tokens/s / %.1f GFLOPS (best %s GEMM); %.1f%% of the "
+                    "interleaved GEMM;\n  %.3f CPU s/step = %.1f%% of the GEMM rate per CPU-second; arena %.0f MiB\n",
+                    r->flops_per_token / 1e6, r->sgemm_gflops, st_precision_name(c->precision), 100.0 * r->mfu_inter,
+                    r->step_cpu_s, 100.0 * r->cpu_eff, mib(r->train_arena));
+        else
+            fprintf(f, "  %.1f MFLOP/token (6N + 6LTd); %.3f CPU s/step; arena %.0f MiB; RSS includes the GEMM probe's "
+                    "buffers when it runs\n", r->flops_per_token / 1e6, r->step_cpu_s, mib(r->train_arena));
     }
     if (c->profile && r->profile.steps > 0) st_profile_print(&r->profile, f, r->sgemm_gflops);
     if (r->n_eval > 0) {
@@ -441,12 +451,19 @@ int st_bench_write_json(const st_bench_config *c, const st_bench_result *r, cons
                "\"gflops_best\": %.3f, \"gflops_median\": %.3f, \"gflops_interleaved\": %.3f, \"gflops_per_cpu_s\": %.3f},\n",
             c->sgemm_n, c->sgemm_reps, st_precision_name(c->precision), r->gemm_impl, r->sgemm_gflops,
             r->sgemm_gflops_median, r->sgemm_inter_gflops, r->sgemm_cpu_gflops);
-    fprintf(f, "  \"n_params\": %zu,\n  \"flops_per_token\": %.6g,\n", r->n_params, r->flops_per_token);
+    fprintf(f, "  \"n_params\": %zu,\n  \"flops_per_token\": %.17g,\n", r->n_params, r->flops_per_token);
+    /* the MFU figures need the GEMM probe: null without it (--sgemm 0, --sgemm-reps 0) */
+    char mfu[3][32];
+    const double eff[3] = {r->mfu, r->mfu_inter, r->cpu_eff};
+    for (int i = 0; i < 3; i++) {
+        if (r->sgemm_gflops > 0 && (i != 1 || r->sgemm_inter_gflops > 0)) snprintf(mfu[i], sizeof mfu[i], "%.5f", eff[i]);
+        else snprintf(mfu[i], sizeof mfu[i], "null");
+    }
     if (c->steps > 0)
         fprintf(f, "  \"train\": {\"forward_s\": %.6f, \"backward_s\": %.6f, \"optim_s\": %.6f, "
-                   "\"step_s\": %.6f, \"step_mean_s\": %.6f, \"step_cpu_s\": %.6f, \"tokens_per_s\": %.3f, \"mfu\": %.5f, \"mfu_interleaved\": %.5f, \"cpu_efficiency\": %.5f, "
+                   "\"step_s\": %.6f, \"step_mean_s\": %.6f, \"step_cpu_s\": %.6f, \"tokens_per_s\": %.3f, \"mfu\": %s, \"mfu_interleaved\": %s, \"cpu_efficiency\": %s, "
                    "\"peak_rss_bytes\": %zu, \"arena_bytes\": %zu, \"loss_first\": %.6f, \"loss_last\": %.6f},\n",
-                r->fwd_s, r->bwd_s, r->opt_s, r->step_s, r->step_mean_s, r->step_cpu_s, r->tokens_per_s, r->mfu, r->mfu_inter, r->cpu_eff,
+                r->fwd_s, r->bwd_s, r->opt_s, r->step_s, r->step_mean_s, r->step_cpu_s, r->tokens_per_s, mfu[0], mfu[1], mfu[2],
                 r->train_peak_rss, r->train_arena, r->loss_first, r->loss_last);
     else
         fprintf(f, "  \"train\": null,\n");

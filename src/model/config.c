@@ -39,7 +39,8 @@ static int scaling_check(const st_model_config *c, const char *f, st_error *e) {
         BAD("%s: model.scaling.train_len: yarn needs the length the model was first trained at (its ramp counts "
             "rotations over it); got %d", f, c->scaling_len);
     if (k == ST_XF_YARN && !(c->yarn_alpha > 0.0 && c->yarn_beta > c->yarn_alpha && isfinite(c->yarn_beta)))
-        BAD("%s: model.scaling.yarn_beta: the ramp needs 0 < yarn_alpha < yarn_beta (got yarn_alpha %g, yarn_beta %g)",
+        BAD("%s: model.scaling.yarn_beta: the ramp needs 0 < model.scaling.yarn_alpha < model.scaling.yarn_beta (got "
+            "yarn_alpha %g, yarn_beta %g)",
             f, c->yarn_alpha, c->yarn_beta);
     return ST_OK;
 }

@@ -112,12 +112,14 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
         return st_fail(e, ST_ERR_CONFIG, "%s dynamic_ntk: the scale is the current length / L; give no scale", flag);
     if (xf->sinks < 0 || xf->window < 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: sinks and window must be >= 0", flag);
+    /* the sinks' own flag or key: a command line's --sinks, a config's eval.sinks */
+    const char *sinks = flag[0] == '-' ? "--sinks" : "eval.sinks";
     if (xf->sinks > 0 && xf->window == 0)
-        return st_fail(e, ST_ERR_CONFIG, "%s: %lld attention sinks need a window (keys besides the sinks)", flag,
-                       (long long)xf->sinks);
+        return st_fail(e, ST_ERR_CONFIG, "%s %lld: attention sinks need a window (%s; keys besides the sinks)", sinks,
+                       (long long)xf->sinks, flag[0] == '-' ? "--window" : "eval.window");
     const char *why = st_pos_no_sinks(pos);
     if (xf->sinks > 0 && why)
-        return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"%s\": %s", flag,
+        return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"%s\": %s", sinks,
                        st_pos_name(pos), why);
     return ST_OK;
 }

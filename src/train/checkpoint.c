@@ -351,24 +351,33 @@ static void fmt_shape(const st_param_info *in, char *buf, size_t n) {
     if (j < n) snprintf(buf + j, n - j, "]");
 }
 
-/* The checkpoint's parameter table must equal the block's (names, shapes, offsets). */
+/* The checkpoint's parameter table must equal the block's (names, shapes, offsets). The
+ * message names the first parameter that differs, or the first one only one side has. */
 static int check_table(const zreader *r, const st_params *p, st_error *e) {
+    char counts[160] = "";
     if (r->n_params != p->count || r->n_floats != p->n)
-        return st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint has %d parameters (%llu floats), the model %d (%zu floats)",
-                       r->path, r->n_params, (unsigned long long)r->n_floats, p->count, p->n);
-    for (int i = 0; i < p->count; i++) {
+        snprintf(counts, sizeof counts, "checkpoint has %d parameters (%llu floats), the model %d (%zu floats): ",
+                 r->n_params, (unsigned long long)r->n_floats, p->count, p->n);
+    const int common = r->n_params < p->count ? r->n_params : p->count;
+    char sa[96], sb[96];
+    for (int i = 0; i < common; i++) {
         const st_param_info *a = &r->table[i], *b = &p->info[i];
         int same = strcmp(a->name, b->name) == 0 && a->ndim == b->ndim && a->offset == b->offset && a->numel == b->numel;
         for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == b->shape[d];
         if (!same) {
-            char sa[96], sb[96];
             fmt_shape(a, sa, sizeof sa);
             fmt_shape(b, sb, sizeof sb);
-            return st_fail(e, ST_ERR_CHECKPOINT, "%s: parameter %d is %s %s in the checkpoint but %s %s in the model",
-                           r->path, i, a->name, sa, b->name, sb);
+            return st_fail(e, ST_ERR_CHECKPOINT, "%s: %sparameter %d is %s %s in the checkpoint but %s %s in the model",
+                           r->path, counts, i, a->name, sa, b->name, sb);
         }
     }
-    return ST_OK;
+    if (r->n_params == p->count) return ST_OK;
+    const int more_ckpt = r->n_params > p->count;
+    const st_param_info *x = more_ckpt ? &r->table[common] : &p->info[common];
+    fmt_shape(x, sa, sizeof sa);
+    return st_fail(e, ST_ERR_CHECKPOINT, "%s: %sthe first %s %s %s (parameter %d), which the %s lacks", r->path,
+                   counts, more_ckpt ? "checkpoint parameter beyond the model's is" : "model parameter beyond the "
+                   "checkpoint's is", x->name, sa, common, more_ckpt ? "model" : "checkpoint");
 }
 
 static int read_blocks(zreader *r, st_params *p, int with_moments, st_error *e) {

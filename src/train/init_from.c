@@ -4,13 +4,19 @@
  * checkpoint; the weights only, fresh optimizer state), the way a context extension starts
  * from its base run (docs/extension.md). A checkpoint must have the model's parameter
  * table exactly. The run records which checkpoint file (which step of which run) it came
- * from in RUN/init_from.json; the key itself keeps what the config said. */
+ * from in RUN/init_from.json; the key itself keeps what the config said.
+ *
+ * A run stopped before its first checkpoint restarts from step 0 (--resume). Its base run
+ * may have moved on meanwhile (a run directory's latest checkpoint is another one), so the
+ * restart takes the checkpoint RUN/init_from.json pinned, or, for exported weights, checks
+ * that the file is still the one recorded: otherwise it would silently be another run. */
 #include "train_internal.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* RUN/init_from.json's text (malloc'd; NULL when out of memory) */
 static char *origin_json(const char *init_from, const char *path, const st_train_state *bs, const st_run_config *base) {
@@ -46,7 +52,46 @@ static char *origin_safetensors(const char *init_from) {
     return txt;
 }
 
-int st_init_from_load(const st_run_config *c, st_model *m, int quiet, char **origin, st_error *e) {
+int st_init_from_pinned(const char *run_dir, const st_run_config *c, char *pinned, size_t n, st_error *e) {
+    pinned[0] = 0;
+    char path[ST_PATH_BUF];
+    snprintf(path, sizeof path, "%s/init_from.json", run_dir);
+    size_t len = 0;
+    st_error le = {0};
+    char *text = st_read_file(path, &len, (size_t)1 << 20, &le);
+    if (!text) return ST_OK;   /* the first attempt died before writing it: nothing pinned yet */
+    cJSON *o = st_json_parse_text(path, text, len, &le);
+    free(text);
+    const cJSON *from = cJSON_GetObjectItemCaseSensitive(o, "init_from");
+    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(o, "checkpoint");
+    const cJSON *crc = cJSON_GetObjectItemCaseSensitive(o, "crc32");
+    int rc = ST_OK;
+    if (!cJSON_IsString(from) || strcmp(from->valuestring, c->train.init_from) != 0) {
+        /* unreadable, or of another init_from: not this run's record; the start resolves
+         * train.init_from as a fresh run does and rewrites it */
+    } else if (cJSON_IsString(ck)) {
+        snprintf(pinned, n, "%s", ck->valuestring);
+        if (access(pinned, R_OK) != 0)
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s, which is gone; restarting from "
+                         "%s's latest checkpoint would make it another run (restore that file, or train again "
+                         "in a new directory)", path, pinned, c->train.init_from);
+    } else if (cJSON_IsString(crc)) {
+        char *now = origin_safetensors(c->train.init_from);
+        cJSON *no = now ? cJSON_Parse(now) : NULL;
+        const cJSON *ncrc = cJSON_GetObjectItemCaseSensitive(no, "crc32");
+        if (!cJSON_IsString(ncrc) || strcmp(ncrc->valuestring, crc->valuestring) != 0)
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s with CRC32 %s; the file %s: restarting "
+                         "from it would make another run (restore it, or train again in a new directory)", path,
+                         c->train.init_from, crc->valuestring, cJSON_IsString(ncrc) ? "changed since" : "cannot be read");
+        cJSON_Delete(no);
+        free(now);
+    }
+    cJSON_Delete(o);
+    return rc;
+}
+
+int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char *pinned, char **origin,
+                      st_error *e) {
     const st_train_config *tc = &c->train;
     const st_model_config *mc = &c->model;
     *origin = NULL;
@@ -62,7 +107,9 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, char **ori
     if (!base) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     st_train_state bs;
     st_error le = {0};
-    int rc = st_checkpoint_resolve(tc->init_from, path, sizeof path, &le);
+    int rc = ST_OK;
+    if (pinned && pinned[0]) snprintf(path, sizeof path, "%s", pinned);   /* a restart: the first start's */
+    else rc = st_checkpoint_resolve(tc->init_from, path, sizeof path, &le);
     if (!rc) rc = st_checkpoint_load(path, base, &m->params, 0, &bs, &le);
     /* an extension is at least as long as its base run (a scaled model's L is the base's) */
     if (!rc && mc->scaling != ST_XF_NONE && tc->seq_len < base->train.seq_len)
@@ -72,7 +119,12 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, char **ori
     if (!rc && !(*origin = origin_json(tc->init_from, path, &bs, base))) rc = st_fail(&le, ST_ERR_MEMORY, "out of memory");
     if (rc) {
         free(base);
-        return st_fail(e, rc, "%s: train.init_from: %s", c->file, le.msg);
+        char st_file[ST_PATH_BUF + 32];
+        snprintf(st_file, sizeof st_file, "%s/model.safetensors", tc->init_from);
+        const int export_dir = !(pinned && pinned[0]) && access(st_file, R_OK) == 0;   /* `stretch export`'s */
+        return st_fail(e, rc, "%s: train.init_from: %s%s%s%s", c->file, le.msg,
+                       export_dir ? " (the directory holds an export: name its weights, " : "",
+                       export_dir ? st_file : "", export_dir ? ")" : "");
     }
     if (!quiet) {
         st_log(ST_LOG_INFO, "init_from: %s (step %lld of a run trained at train.seq_len %d, model.pos %s%s%s)", path,

@@ -44,8 +44,15 @@ int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e);
 /* ---- init_from.c: train.init_from ---- */
 /* Load c's train.init_from into m (safetensors, a checkpoint, or a run's latest
  * checkpoint; a checkpoint must have m's parameter table), with errors naming the key.
- * From a checkpoint, *origin gets RUN/init_from.json's text (malloc'd; NULL otherwise). */
-int st_init_from_load(const st_run_config *c, st_model *m, int quiet, char **origin, st_error *e);
+ * pinned (non-empty): the checkpoint file to take instead of resolving the key (a restart,
+ * st_init_from_pinned). *origin gets RUN/init_from.json's text (malloc'd). */
+int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char *pinned, char **origin,
+                      st_error *e);
+/* A restart from step 0 of the run in run_dir: the checkpoint its first start took
+ * (RUN/init_from.json) into pinned ("" when none is recorded, or for exported weights,
+ * which are checked to be unchanged instead). ST_ERR_CHECKPOINT when the recorded weights
+ * are gone or changed: a restart from others would silently be another run. */
+int st_init_from_pinned(const char *run_dir, const st_run_config *c, char *pinned, size_t n, st_error *e);
 
 /* ---- progress.c: terminal progress and metrics.jsonl ---- */
 typedef struct st_progress {

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "trainer_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,10 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
         st_rundir_clean_temps(t->dir);   /* checkpoint-sized leftovers of killed writers */
     } else {
         /* the other ranks receive rank 0's initialisation (st_train_dist_share_state) */
-        if (tc->init_from[0] && t->rank == 0) rc = st_init_from_load(&t->cfg, &t->model, t->opts.quiet, &t->origin, e);
+        char pinned[ST_PATH_BUF] = "";
+        if (tc->init_from[0] && t->rank == 0 && t->restart) rc = st_init_from_pinned(t->dir, &t->cfg, pinned, sizeof pinned, e);
+        if (!rc && tc->init_from[0] && t->rank == 0)
+            rc = st_init_from_load(&t->cfg, &t->model, t->opts.quiet, pinned, &t->origin, e);
         if (!rc && t->restart) {   /* the records and temp files of the attempt that died */
             rc = st_rundir_trim_metrics(t->dir, -1, e);
             st_rundir_clean_temps(t->dir);
@@ -54,6 +58,19 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
                      (long long)(t->st.world_size ? t->st.world_size : 1));
     t->st.world_size = t->ranks;
     return rc;
+}
+
+/* --force replaces the run in t->dir: train.init_from must not lie in it (extend RUN --out
+ * RUN --force would delete the weights it is about to start from, and the base run). */
+static int init_from_outside(const trainer *t, st_error *e) {
+    const char *from = t->cfg.train.init_from;
+    char rd[PATH_MAX], rf[PATH_MAX];
+    if (!from[0] || !realpath(t->dir, rd) || !realpath(from, rf)) return ST_OK;   /* nothing to lose */
+    const size_t n = strlen(rd);
+    if (strncmp(rf, rd, n) != 0 || (rf[n] != 0 && rf[n] != '/' && strcmp(rd, "/") != 0)) return ST_OK;
+    return st_fail(e, ST_ERR_CONFIG, "%s: train.init_from %s lies in %s, the run directory --force would replace: "
+                   "the weights to start from would be deleted first (choose another --out)", t->cfg.file, from,
+                   t->dir);
 }
 
 /* Rank 0: the run directory (fresh: prepared; resume: its config and checkpoint checked).
@@ -110,6 +127,7 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
         /* refuse an occupied dir now; with --force the old run is replaced only at the end
          * of setup, once data, model and memory have all been checked */
         if ((rc = st_rundir_check(t->dir, t->opts.force, t->opts.occupied_advice, e))) return rc;
+        if (t->opts.force && (rc = init_from_outside(t, e))) return rc;
     }
     return ST_OK;
 }

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# cli_probe5.sh - the findings of the fifth round of black-box probes (context extension,
+# export and block interchange, paper faithfulness, generate and bench) that are not checked
+# beside their feature's own tests:
+#   - an extension stopped before its first checkpoint restarts on --resume from the
+#     checkpoint its first start took (RUN/init_from.json), not from the base run's latest,
+#     which may have moved on; a pinned checkpoint that is gone is refused (exit 5);
+#   - extend RUN --out RUN --force (or a --force run whose init_from lies in its directory)
+#     is refused before anything is deleted;
+#   - extending a run trained with a scaling, without --transform, warns that the scaling
+#     is dropped;
+#   - a config error caused by the user's --set names the --set (extend and train);
+#   - the extend line counts grad_accum in the tokens per step;
+#   - a parameter table mismatch names the first parameter that differs;
+#   - a single failing eval length says its error once;
+#   - export: a run directory is never an export's (even with --force); the exported
+#     config.json resolves model.d_ff and model.n_kv_heads; train.init_from naming an export
+#     directory points at its model.safetensors;
+#   - generate warns when --context is capped at model.max_len; --sinks without --window
+#     names --sinks;
+#   - bench: no GEMM probe means no MFU (n/a, JSON null), not 0%; --warmup 0 and
+#     --profile without training steps are refused; flops_per_token is exact in the JSON.
+. "$(dirname "$0")/lib_cli.sh" cli_probe5
+
+cat > base.json <<JSON
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "rope"},
+ "data": {"source": "synthetic", "cache_dir": "$T/cache", "synthetic": {"vocab": 16, "tokens": [8000, 2000, 2000]}},
+ "train": {"batch_size": 4, "seq_len": 16, "steps": 6, "eval_batches": 1, "threads": 1, "keep_last": 4,
+           "schedule": {"kind": "constant", "warmup": 0}}}
+JSON
+expect_rc 0 "base run" "$BIN" train base.json --out b --quiet
+
+# ---- a restart from step 0 takes the checkpoint the first start took ----
+X="--to 32 --transform pi --steps 4 --quiet"
+expect_rc 0 "extension (reference)" "$BIN" extend b $X --out ref
+expect_rc 0 "extension" "$BIN" extend b $X --out ext
+rm -f ext/checkpoints/*   # as if killed before its first checkpoint
+expect_rc 0 "the base run trains on" "$BIN" train --resume b --set train.steps=10 --quiet
+expect_rc 0 "resume of the extension: a restart from step 0" "$BIN" train --resume ext
+grep -q "init_from: .*b/checkpoints/step_00000006.ckpt" err.txt && ok || bad "restart took another checkpoint: $(grep init_from err.txt)"
+trace() { grep -o '"loss": [0-9.e+-]*' "$1/metrics.jsonl"; }
+[ "$(trace ref)" = "$(trace ext)" ] && ok || bad "the restarted extension is another run: $(trace ext) vs $(trace ref)"
+grep -q '"step":.6' ext/init_from.json && ok || bad "init_from.json no longer names step 6: $(cat ext/init_from.json)"
+rm -f ext/checkpoints/* b/checkpoints/step_00000006.ckpt
+expect_rc 5 "restart whose pinned checkpoint is gone" "$BIN" train --resume ext --quiet
+expect_err "ext/init_from.json: the run started from .*b/checkpoints/step_00000006.ckpt, which is gone"
+
+# ---- --force never deletes the weights a run starts from ----
+n0=$(ls b/checkpoints | wc -l)
+expect_rc 2 "extend b --out b --force" "$BIN" extend b --to 32 --steps 2 --out b --force --quiet
+expect_err "train.init_from .*b lies in b, the run directory --force would replace"
+expect_rc 2 "extend b --out b/ --force" "$BIN" extend b --to 32 --steps 2 --out ./b/ --force --quiet
+[ "$(ls b/checkpoints | wc -l)" = "$n0" ] && [ -s b/config.json ] && ok || bad "the base run lost files: $(ls b/checkpoints)"
+expect_rc 2 "train --force over init_from's run" "$BIN" train base.json --set train.init_from=b --out b --force --quiet
+[ "$(ls b/checkpoints | wc -l)" = "$n0" ] && ok || bad "train --force deleted init_from's checkpoints"
+
+# ---- a trained scaling dropped by an extension without --transform: a warning ----
+expect_rc 0 "extend without --transform" "$BIN" extend ref --to 64 --steps 0 --out ref2
+expect_err "ref was trained with model.scaling.transform pi (scale 2); this extension uses none (plain fine-tuning, the scaling dropped): give --transform pi to keep it"
+expect_rc 0 "extend with --transform" "$BIN" extend ref --to 64 --transform pi --steps 0 --out ref3
+grep -q "scaling dropped" err.txt && bad "a kept scaling warned" || ok
+
+# ---- the user's own --set named, not the base run's config.json ----
+expect_rc 2 "extend --set train.seq_len" "$BIN" extend b --to 32 --transform pi --steps 2 --out s1 --set train.seq_len=8
+expect_err "^stretch: error: --set train.seq_len=8: train.seq_len: 8 is shorter than"
+expect_rc 2 "extend --set yarn_alpha with pi" "$BIN" extend b --to 32 --transform pi --steps 2 --out s1 --set model.scaling.yarn_alpha=2
+expect_err "^stretch: error: --transform, --set model.scaling.yarn_alpha=2: model.scaling.yarn_alpha: applies to"
+expect_rc 2 "extend --set yarn_alpha past beta" "$BIN" extend b --to 32 --transform yarn --steps 2 --out s1 --set model.scaling.yarn_alpha=40
+expect_err "^stretch: error: --set model.scaling.yarn_alpha=40: model.scaling.yarn_beta: the ramp needs"
+[ ! -e s1 ] && ok || bad "a refused extension created its directory"
+
+# ---- the budget line counts grad_accum ----
+expect_rc 0 "base with grad_accum 2" "$BIN" train base.json --set train.grad_accum=2 --out ga --quiet
+expect_rc 0 "extend by budget" "$BIN" extend ga --to 32 --budget 0.5
+# 6 steps x 4 x 2 x 16 = 768 tokens; half of it at 2 x 2 x 32 tokens per step = 3 steps
+expect_err "3 steps of 2 x 2 x 32 tokens (50.0% of the base run's tokens)"
+
+# ---- a parameter table mismatch names the parameter ----
+expect_rc 5 "init_from of another model" "$BIN" extend b --to 32 --steps 2 --out l1 --set model.pos=learned --set model.max_len=64
+expect_err "parameter 1 is blocks.0.ln1.weight \[16\] in the checkpoint but pos_emb.weight \[64, 16\] in the model"
+
+# ---- one failing eval length: one message ----
+expect_rc 2 "eval: stride longer than the only length" "$BIN" eval b --lengths 8 --mode sliding --stride 12
+[ "$(grep -c "sliding stride 12" err.txt)" = 1 ] && ok || bad "the error is said $(grep -c "sliding stride 12" err.txt) times"
+expect_rc 0 "eval: one of two lengths fails" "$BIN" eval b --lengths 8,16 --mode sliding --stride 12
+grep -q "warning: .*length 8: .*sliding stride 12" err.txt && ok || bad "the failing row of two was not warned about"
+
+# ---- export ----
+cp -r b bcopy
+expect_rc 3 "export into a run directory, --force" "$BIN" export b --out bcopy --force
+expect_err "--out bcopy: is a run directory (it has checkpoints/)"
+cmp -s b/config.json bcopy/config.json && [ ! -e bcopy/model.safetensors ] && ok || bad "export wrote into a run directory"
+expect_rc 0 "export of a llama-block run" "$BIN" train base.json --out ll --quiet --set model.ffn=swiglu --set model.norm=rmsnorm
+expect_rc 0 "export" "$BIN" export ll --out exp/ll
+grep -q '"d_ff":[[:space:]]*64' exp/ll/config.json && grep -q '"n_kv_heads":[[:space:]]*2' exp/ll/config.json && ok ||
+    bad "the export's config.json keeps the rules: $(grep -E 'd_ff|n_kv_heads' exp/ll/config.json)"
+grep -q '"d_ff":[[:space:]]*0' ll/config.json && ok || bad "the run's own config.json changed"
+expect_rc 0 "train from the export's config.json" "$BIN" train exp/ll/config.json --set train.init_from=exp/ll/model.safetensors --set train.steps=0 --out ll2 --quiet
+expect_rc 3 "init_from an export directory" "$BIN" train base.json --set train.init_from=exp/ll --out ll3 --quiet
+expect_err "the directory holds an export: name its weights, .*exp/ll/model.safetensors)"
+
+# ---- generate ----
+expect_rc 0 "a learned-position run" "$BIN" train base.json --out lp --quiet --set model.pos=learned --set model.max_len=16
+expect_rc 0 "generate past max_len" "$BIN" generate lp --tokens 4 --context 100
+expect_err "warning: --context 100: learned positions represent 16 tokens (model.max_len); the context is 16"
+expect_rc 2 "generate --sinks without --window" "$BIN" generate b --sinks 2 --tokens 2
+expect_err "--sinks 2: attention sinks need a window (--window"
+
+# ---- bench ----
+expect_rc 0 "bench without a GEMM probe" "$BIN" bench --preset tiny --steps 1 --no-eval --sgemm 0 --json nogemm.json
+grep -q "GEMM probe: not run" out.txt && ! grep -q "MFU = " out.txt && ok || bad "bench printed an MFU without a GEMM: $(cat out.txt)"
+/usr/bin/python3 - nogemm.json <<'PYEOF' && ok || bad "bench JSON without a GEMM probe: $(cat nogemm.json)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["train"]
+assert t["mfu"] is None and t["mfu_interleaved"] is None and t["cpu_efficiency"] is None, t
+assert r["flops_per_token"] == int(r["flops_per_token"]) and r["flops_per_token"] > 0, r["flops_per_token"]
+PYEOF
+expect_rc 2 "bench --warmup 0" "$BIN" bench --preset tiny --warmup 0
+expect_err "--warmup 0: at least 1"
+expect_rc 2 "bench --no-train --profile" "$BIN" bench --preset tiny --no-train --profile
+expect_err "--profile profiles the training steps"
+
+finish cli_probe5
