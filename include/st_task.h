@@ -36,6 +36,7 @@ enum {
 };
 #define ST_TASK_MAX_SYMBOLS 4096
 #define ST_TASK_MAX_DIGITS 16
+#define ST_TASK_MAX_SIZE ((int64_t)1 << 20)   /* data.task.max_size's bound, and eval --sizes' */
 /* vocabulary size for `symbols` symbols */
 static inline int st_task_vocab(int symbols) { return ST_TT_SYMBOL0 + symbols; }
 
@@ -99,7 +100,7 @@ struct st_task_data {
     int pack;               /* data.task.pack: several instances per training row */
 };
 /* The sizes a task makes with these parameters, [*lo, *hi]: its min_size (passkey: at
- * least digits + 2, the needle and the query) to its max_size(p) (INT64_MAX when none). */
+ * least digits + 2, the needle and the query) to its max_size(p), at most ST_TASK_MAX_SIZE. */
 void st_task_size_range(const st_task *t, const st_task_params *p, int64_t *lo, int64_t *hi);
 /* The data.task.* rules relating keys (each key's own range is the config schema's):
  * the sizes against the task, keys the task does not read left at their defaults, task

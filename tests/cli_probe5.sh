@@ -19,7 +19,10 @@
 #   - generate warns when --context is capped at model.max_len; --sinks without --window
 #     names --sinks;
 #   - bench: no GEMM probe means no MFU (n/a, JSON null), not 0%; --warmup 0 and
-#     --profile without training steps are refused; flops_per_token is exact in the JSON.
+#     --profile without training steps are refused; flops_per_token is exact in the JSON;
+#   - tasks: eval --task --sizes past 2^20 is refused (it ran for hours, gigabytes deep);
+#     size ranges show 2^20, not INT64_MAX; a cross-key task error names the --set;
+#     `stretch data --source task` is refused instead of printing the copy task's counts.
 . "$(dirname "$0")/lib_cli.sh" cli_probe5
 
 cat > base.json <<JSON
@@ -120,5 +123,17 @@ expect_rc 2 "bench --warmup 0" "$BIN" bench --preset tiny --warmup 0
 expect_err "--warmup 0: at least 1"
 expect_rc 2 "bench --no-train --profile" "$BIN" bench --preset tiny --no-train --profile
 expect_err "--profile profiles the training steps"
+
+# ---- tasks ----
+tiny_task_cfg task.json
+expect_rc 0 "a copy-task run" "$BIN" train task.json --out tk --quiet
+expect_rc 2 "eval --task --sizes past 2^20" timeout 60 "$BIN" eval tk --task --sizes 1048577
+expect_err "--sizes '1048577': expected integers in \[1, 2^20\]"
+expect_rc 2 "flipflop size 1" "$BIN" train task.json --set data.task.name=flipflop --set data.task.symbols=16 --set data.task.min_size=1 --out tk2 --quiet
+expect_err "^stretch: error: --set data.task.min_size=1: data.task.min_size: flipflop takes sizes (instructions) in \[2, 1048576\], got 1"
+expect_rc 2 "a format for the copy task" "$BIN" train task.json --set data.task.format=reversed --out tk2 --quiet
+expect_err "^stretch: error: --set data.task.format=reversed: data.task.format: applies to the task addition"
+expect_rc 2 "stretch data --source task" "$BIN" data --source task
+expect_err "--source task: task instances are generated per batch"
 
 finish cli_probe5

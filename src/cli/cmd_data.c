@@ -81,6 +81,12 @@ int cmd_data(int argc, char **argv) {
         if (!v) return cli_usage("data", "unknown option '%s'", a);
         if (!strcmp(a, "--source")) {
             if (copy_str(c.source, sizeof c.source, v)) return bad(a, v, "synthetic, wikitext or text");
+            /* a task's instances come from a run config's data.task keys, batch by batch:
+             * there is no corpus to tokenize or cache, and no flags here for those keys */
+            if (!strcmp(v, "task"))
+                return cli_usage("data", "--source task: task instances are generated per batch from a run config's "
+                                 "data.task keys; docs/tasks.md shows each task's format, and `stretch generate RUN "
+                                 "--prompt ... --temperature 0` runs one through a trained model");
             have_source = 1;
         } else if (!strcmp(a, "--path")) {
             if (cli_path_arg("data", a, v) || copy_str(c.path, sizeof c.path, v)) return ST_ERR_CONFIG;

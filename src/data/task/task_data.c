@@ -20,7 +20,8 @@
 void st_task_size_range(const st_task *t, const st_task_params *p, int64_t *lo, int64_t *hi) {
     *lo = t->min_size;
     if (t->has_depth && *lo < (int64_t)p->digits + 2) *lo = (int64_t)p->digits + 2;   /* passkey: needle and query */
-    *hi = t->max_size ? t->max_size(p) : INT64_MAX;
+    /* every task's sizes end at ST_TASK_MAX_SIZE (data.task.max_size's bound), some earlier */
+    *hi = t->max_size && t->max_size(p) < ST_TASK_MAX_SIZE ? t->max_size(p) : ST_TASK_MAX_SIZE;
 }
 
 /* the parameters a config means (filler not yet built) */
