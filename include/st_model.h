@@ -74,6 +74,9 @@ typedef struct st_model_config {
     int pos;                /* st_pos_kind */
     int max_len;            /* learned positions: table length (error beyond it) */
     int tie_embeddings;     /* 1 (default): lm head = tok_emb.weight */
+    float embed_scale;      /* token embeddings times this before the positions are added
+                             * (1, default); 0 = sqrt(d_model), Vaswani et al. / fairseq:
+                             * st_model_embed_scale */
     float dropout_emb;      /* on embeddings */
     float dropout_attn;     /* on attention probabilities */
     float dropout_resid;    /* on each residual branch */
@@ -140,6 +143,8 @@ int st_model_d_ff(const st_model_config *c);
 void st_block_label(const st_model_config *c, char *buf, size_t n);
 /* Key/value heads: model.n_kv_heads, or n_heads when it is -1. */
 int st_model_kv_heads(const st_model_config *c);
+/* The factor on the token embeddings: model.embed_scale, or sqrt(d_model) when it is 0. */
+float st_model_embed_scale(const st_model_config *c);
 int st_model_fc1_rows(const st_model_config *c);
 /* "none", "logn" or "learned_logn", and back (-1 if unknown). */
 const char *st_attn_scale_name(int kind);

@@ -177,10 +177,12 @@ def cope_term(q, s0, e, scale):
 
 
 def embed(cfg, p, ids):
-    """token embeddings plus the absolute positions of sinusoidal / learned"""
+    """token embeddings (times model.embed_scale, 0 = sqrt(d_model) as in Vaswani et al.)
+    plus the absolute positions of sinusoidal / learned"""
     T = ids.shape[1]
     C = p["tok_emb.weight"].shape[1]
-    x = p["tok_emb.weight"][ids]
+    scale = cfg.get("embed_scale", 1.0)
+    x = p["tok_emb.weight"][ids] * (scale if scale > 0 else math.sqrt(C))
     if cfg["pos"] == "sinusoidal":
         t = positions(cfg, T).double()[:, None]
         k = torch.arange(C)

@@ -28,7 +28,7 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
                " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d},"
                " \"scaling\": {\"transform\": \"%s\", \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g,"
                " \"yarn_beta\": %.17g}, \"norm\": \"%s\", \"ffn\": \"%s\", \"bias\": %s, \"qk_norm\": \"%s\","
-               " \"n_kv_heads\": %d}}\n",
+               " \"n_kv_heads\": %d, \"embed_scale\": %.9g}}\n",
             c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
@@ -37,7 +37,7 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
             c->attn_scale_len,
             c->tie_embeddings ? "true" : "false", c->xpos_gamma, c->cope_npos, st_transform_name(c->scaling),
             c->scaling_scale, c->scaling_len, c->yarn_alpha, c->yarn_beta, st_norm_name(c->norm), st_ffn_name(c->ffn),
-            c->bias ? "true" : "false", st_qk_norm_name(c->qk_norm), st_model_kv_heads(c));
+            c->bias ? "true" : "false", st_qk_norm_name(c->qk_norm), st_model_kv_heads(c), c->embed_scale);
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -107,6 +107,9 @@ static void llama_gqa(st_model_config *c) { llama(c); c->n_kv_heads = 2; }
 static void llama_mqa(st_model_config *c) { llama(c); c->n_kv_heads = 1; }
 static void geglu(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->norm = ST_NORM_RMS; }
 static void scale_alibi(st_model_config *c) { c->scaling = ST_XF_ALIBI_INTERP; c->scaling_scale = 4; c->scaling_len = 4; }
+/* model.embed_scale: sqrt(d_model) (0) before the sinusoids, and a plain factor */
+static void emb_sqrt(st_model_config *c) { c->embed_scale = 0; }
+static void emb_2_5(st_model_config *c) { c->embed_scale = 2.5f; }
 
 int main(void) {
     if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
@@ -162,6 +165,9 @@ int main(void) {
         {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, fire_small, 1, 1},
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, llama_gqa, 0, 1},
         {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, NULL, 0, 1},
+        {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, emb_sqrt, 0, 0},   /* tied: the head reads the unscaled table */
+        {ST_POS_LEARNED, 0, 0, 4, 0, 0, 0, emb_sqrt, 0, 0},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, emb_2_5, 0, 0},
     };
     static const int32_t doc[22] = {0, 0, 0, 0, 4, 4, 4, 4, 4, 9, 9, 0, 0, 0, 0, 0, 0, 6, 6, 6, 6, 6};
     st_arena ar;

@@ -20,6 +20,7 @@
  *             softmax scale stays 1/sqrt(D) */
 #include "model_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,10 @@ int st_model_d_ff(const st_model_config *c) {
 }
 
 int st_model_kv_heads(const st_model_config *c) { return c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads; }
+
+float st_model_embed_scale(const st_model_config *c) {
+    return c->embed_scale > 0 ? c->embed_scale : sqrtf((float)c->d_model);
+}
 
 int st_block_expand_kv(st_model *m, st_ctx *ctx, st_tensor **k, st_tensor **v, st_tensor **k2) {
     const int g = m->cfg.n_heads / st_model_kv_heads(&m->cfg);

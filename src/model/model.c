@@ -212,6 +212,11 @@ st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t 
     const st_model_config *c = &m->cfg;
     const st_pos_method *pm = st_pos_method_of(c->pos);
     st_tensor *x = st_embedding(ctx, ids, B, T, st_param(&m->params, m->p_tok_emb));
+    /* model.embed_scale: Vaswani et al. multiply the token embeddings by sqrt(d_model)
+     * before adding the sinusoids, so a token's vector is not swamped by its position's
+     * (norm sqrt(C/2)) at init std 0.02; the tied head reads the unscaled table */
+    const float s = st_model_embed_scale(c);
+    if (s != 1.0f) x = st_scale(ctx, x, s);
     if (pm->embed) x = pm->embed(m, ctx, x, pos0, e);
     if (!x) return NULL;
     return st_dropout(ctx, x, c->dropout_emb, st_hash64(seed, 0));
