@@ -406,12 +406,15 @@ void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *fi
                 r->loss_first, r->loss_last);
         if (r->sgemm_gflops > 0)
             fprintf(f, "  MFU = %.1f MFLOP/token (6N + 6LTd) x tokens/s / %.1f GFLOPS (best %s GEMM); %.1f%% of the "
-                    "interleaved GEMM;\n  %.3f CPU s/step = %.1f%% of the GEMM rate per CPU-second; arena %.0f MiB\n",
+                    "interleaved GEMM;\n  %.3f CPU s/step = %.1f%% of the GEMM rate per CPU-second; arena %.0f MiB; "
+                    "RSS = the process's peak, with the GEMM probe's\n  buffers (%.0f MiB of fp32 matrices at --sgemm %d; "
+                    "bf16 adds its copies)\n",
                     r->flops_per_token / 1e6, r->sgemm_gflops, st_precision_name(c->precision), 100.0 * r->mfu_inter,
-                    r->step_cpu_s, 100.0 * r->cpu_eff, mib(r->train_arena));
+                    r->step_cpu_s, 100.0 * r->cpu_eff, mib(r->train_arena),
+                    3.0 * (double)c->sgemm_n * (double)c->sgemm_n * sizeof(float) / 1048576.0, c->sgemm_n);
         else
-            fprintf(f, "  %.1f MFLOP/token (6N + 6LTd); %.3f CPU s/step; arena %.0f MiB; RSS includes the GEMM probe's "
-                    "buffers when it runs\n", r->flops_per_token / 1e6, r->step_cpu_s, mib(r->train_arena));
+            fprintf(f, "  %.1f MFLOP/token (6N + 6LTd); %.3f CPU s/step; arena %.0f MiB\n", r->flops_per_token / 1e6,
+                    r->step_cpu_s, mib(r->train_arena));
     }
     if (c->profile && r->profile.steps > 0) st_profile_print(&r->profile, f, r->sgemm_gflops);
     if (r->n_eval > 0) {
