@@ -89,4 +89,20 @@ for v in 1.01 -1 inf; do
     expect_msg "--min-p '$v': number in \\[0, 1] expected"
 done
 
+# --prompt-file: a file's text (newlines included) or standard input is the prompt, as
+# --prompt with the same text would be
+printf 'the quick brown\nfox jumps' > prompt.txt
+"$BIN" generate alibi --prompt "$(cat prompt.txt)" --tokens 30 --seed 6 >byarg.txt 2>/dev/null
+expect_rc 0 "generate --prompt-file" "$BIN" generate alibi --prompt-file prompt.txt --tokens 30 --seed 6
+cmp -s out.txt byarg.txt && ok || bad "--prompt-file differs from --prompt: $(cat out.txt) / $(cat byarg.txt)"
+"$BIN" generate alibi --prompt-file - --tokens 30 --seed 6 <prompt.txt >out.txt 2>err.txt
+cmp -s out.txt byarg.txt && ok || bad "--prompt-file - differs from --prompt: $(cat out.txt)"
+expect_rc 3 "generate --prompt-file missing" "$BIN" generate alibi --prompt-file nofile.txt
+expect_msg "--prompt-file nofile.txt: cannot open"
+printf 'ab\0cd' > nul.txt
+expect_rc 4 "generate --prompt-file with a NUL" "$BIN" generate alibi --prompt-file nul.txt
+expect_msg "--prompt-file nul.txt: contains a NUL byte at offset 2"
+expect_rc 2 "generate --prompt and --prompt-file" "$BIN" generate alibi --prompt x --prompt-file prompt.txt
+expect_msg "give --prompt or --prompt-file, not both"
+
 finish cli_generate

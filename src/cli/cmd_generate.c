@@ -1,5 +1,6 @@
 /* cmd_generate.c - `stretch generate RUN_DIR|CHECKPOINT [--prompt TEXT] [--tokens N]
- * [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--context N] [--no-cache]`:
+ * [--prompt-file FILE|-] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--context N]
+ * [--no-cache]`:
  * sample text from a trained model (st_sample_token: temperature, then the top-k,
  * nucleus and min-p filters). With ALiBi the context may be longer than the training
  * length.
@@ -81,10 +82,12 @@ typedef struct gen_opts {
     uint64_t seed;
     int precision;   /* -1: the run's train.precision */
     st_transform xf; /* the model keeps a pointer to it (st_model_set_transform) */
+    const char *prompt_file;   /* --prompt-file ("-": standard input) */
+    char *prompt_text;         /* its text (owned), which prompt then points to */
 } gen_opts;
 
 /* The flags that take a value; --no-cache and --help take none. */
-static const char *const valued[] = {"--prompt", "--tokens", "--top-k", "--top-p", "--min-p", "--context",
+static const char *const valued[] = {"--prompt", "--prompt-file", "--tokens", "--top-k", "--top-p", "--min-p", "--context",
                                      "--temperature", "--seed",
                                      "--precision", CLI_TRANSFORM_FLAGS, NULL};
 
@@ -93,6 +96,7 @@ static int parse_option(gen_opts *o, const char *a, const char *v) {
     const int64_t max_count = 1L << 30;
     int rc = ST_OK;
     if (!strcmp(a, "--prompt")) o->prompt = v;
+    else if (!strcmp(a, "--prompt-file")) { o->prompt_file = v; if (cli_path_arg("generate", a, v)) return ST_ERR_CONFIG; }
     else if (!strcmp(a, "--tokens")) { if (!cli_int_arg(v, 1, max_count, &o->n_tokens)) return cli_usage("generate", "--tokens: integer in [1, %lld] expected", (long long)max_count); }
     else if (!strcmp(a, "--top-k")) { if (!cli_int_arg(v, 0, max_count, &o->sampling.top_k)) return cli_usage("generate", "--top-k: integer in [0, %lld] expected", (long long)max_count); }
     else if (!strcmp(a, "--top-p")) { if (!cli_num_arg(v, 0, 1, &o->sampling.top_p) || !(o->sampling.top_p > 0)) return cli_usage("generate", "--top-p '%s': number in (0, 1] expected", v); }
@@ -109,6 +113,7 @@ static int parse_option(gen_opts *o, const char *a, const char *v) {
 static int parse_args(int argc, char **argv, gen_opts *o) {
     *o = (gen_opts){.prompt = "", .n_tokens = 200, .context = 1024, .seed = 1, .precision = -1,
                     .sampling = {.temperature = 0.8, .top_k = 40, .top_p = 1, .min_p = 0}};
+    int prompt_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int rc;
@@ -123,7 +128,9 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
         if ((rc = cli_flag_value("generate", valued, argc, argv, &i, &v))) return rc;
         if (!v) return cli_usage("generate", "unknown option '%s'", a);
         if ((rc = parse_option(o, a, v))) return rc;
+        if (!strcmp(a, "--prompt")) prompt_given = 1;
     }
+    if (prompt_given && o->prompt_file) return cli_usage("generate", "give --prompt or --prompt-file, not both");
     if (!o->src) return cli_usage("generate", "needs a run directory or checkpoint");
     return ST_OK;
 }
@@ -146,6 +153,38 @@ static void free_run(gen_run *r) {
     st_model_free(&r->m);
 }
 
+/* --prompt-file: the whole file (or standard input for "-") as the prompt, with its
+ * newlines; a NUL byte would end the text early and is refused. */
+static int read_prompt_file(gen_opts *o, st_error *e) {
+    const size_t max = (size_t)256 << 20;
+    size_t n = 0;
+    if (strcmp(o->prompt_file, "-") != 0) {
+        st_error le = {0};
+        if (!(o->prompt_text = st_read_file(o->prompt_file, &n, max, &le)))
+            return st_fail(e, le.code, "--prompt-file %s", le.msg);
+    } else {
+        size_t cap = 1 << 16;
+        if (!(o->prompt_text = st_malloc(cap + 1, e))) return ST_ERR_MEMORY;
+        size_t got;
+        while ((got = fread(o->prompt_text + n, 1, cap - n, stdin)) > 0) {
+            n += got;
+            if (n == cap) {
+                char *p = cap < max ? realloc(o->prompt_text, 2 * cap + 1) : NULL;
+                if (!p) return st_fail(e, ST_ERR_MEMORY, "--prompt-file -: standard input is longer than %zu bytes", max);
+                o->prompt_text = p;
+                cap *= 2;
+            }
+        }
+        if (ferror(stdin)) return st_fail(e, ST_ERR_IO, "--prompt-file -: cannot read standard input");
+        o->prompt_text[n] = 0;
+    }
+    if (memchr(o->prompt_text, 0, n))
+        return st_fail(e, ST_ERR_DATA, "--prompt-file %s: contains a NUL byte at offset %zu (not text)", o->prompt_file,
+                       (size_t)((char *)memchr(o->prompt_text, 0, n) - o->prompt_text));
+    o->prompt = o->prompt_text;
+    return ST_OK;
+}
+
 /* The run's tokenizer and the prompt's ids (no prompt: token 0). */
 static int encode_prompt(const gen_opts *o, gen_run *r, st_error *e) {
     struct stat sb;
@@ -162,8 +201,9 @@ static int encode_prompt(const gen_opts *o, gen_run *r, st_error *e) {
     if (prompt[0]) {
         n = r->tok ? st_tokenizer_encode(r->tok, prompt, (int64_t)strlen(prompt), r->ids, cap) : -1;
         if (n < 0)
-            return st_fail(e, ST_ERR_DATA, "--prompt \"%.60s\": cannot be encoded by %s (a word or id outside the vocabulary%s)",
-                           prompt, r->tok ? r->tok_path : "the run", r->tok ? "" : "; the run has no tokenizer.json");
+            return st_fail(e, ST_ERR_DATA, "%s \"%.60s\": cannot be encoded by %s (a word or id outside the vocabulary%s)",
+                           o->prompt_file ? "--prompt-file" : "--prompt", prompt, r->tok ? r->tok_path : "the run",
+                           r->tok ? "" : "; the run has no tokenizer.json");
     }
     /* no prompt: start from token 0 (<eos> for word level), a context the text does not show */
     if (n <= 0) { r->ids[0] = 0; n = 1; r->first_shown = 1; }
@@ -320,7 +360,14 @@ int cmd_generate(int argc, char **argv) {
     if (rc) return rc < 0 ? ST_OK : rc;
     st_error e = {0};
     gen_run r = {0};
-    if (load_run(&o, &r, &e)) return cli_report(&e);
+    if (o.prompt_file && read_prompt_file(&o, &e)) {
+        free(o.prompt_text);
+        return cli_report(&e);
+    }
+    if (load_run(&o, &r, &e)) {
+        free(o.prompt_text);
+        return cli_report(&e);
+    }
     gen_engine g;
     gen_stream out = {0};
     rc = engine_init(&g, &o, &r, &e);
@@ -332,5 +379,6 @@ int cmd_generate(int argc, char **argv) {
     }
     engine_free(&g);
     free_run(&r);
+    free(o.prompt_text);
     return rc ? cli_report(&e) : ST_OK;
 }
