@@ -73,7 +73,7 @@ int st_init_from_pinned(const char *run_dir, const st_run_config *c, char *pinne
         snprintf(pinned, n, "%s", ck->valuestring);
         if (access(pinned, R_OK) != 0)
             rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s, which is gone; restarting from "
-                         "%s's latest checkpoint would make it another run (restore that file, or train again "
+                         "train.init_from (%s) now would make it another run (restore that file, or train again "
                          "in a new directory)", path, pinned, c->train.init_from);
     } else if (cJSON_IsString(crc)) {
         char *now = origin_safetensors(c->train.init_from);
