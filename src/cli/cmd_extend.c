@@ -12,7 +12,6 @@
 #include "cli/cli.h"
 #include "st_train.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
