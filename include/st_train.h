@@ -54,7 +54,8 @@ typedef struct st_schedule_config {
     int kind;               /* ST_SCHED_* */
     int64_t warmup;         /* linear warmup steps */
     float min_lr_ratio;     /* cosine, linear, wsd: final lr = min_lr_ratio * lr */
-    float decay_frac;       /* wsd: the last decay_frac * steps updates decay (st_lr_wsd_decay) */
+    double decay_frac;      /* wsd: the last round(decay_frac * steps) updates decay
+                             * (st_lr_wsd_decay; a double, so 0.905 x 100 rounds as typed) */
 } st_schedule_config;
 
 typedef struct st_train_config {
@@ -140,6 +141,18 @@ uint64_t st_run_config_hash(const st_run_config *c);
  * in buf. */
 int st_run_config_diff(const st_run_config *a, const st_run_config *b, const char *section,
                        char *buf, size_t n);
+/* Which assignment caused a config error. st_config_names_key: 1 when msg names the key
+ * path of assignment "KEY=VALUE" as a whole path (not train.steps_x or x.train.steps).
+ * st_config_blame: the error of a config loaded from `file` with assignments `sets`,
+ * whose message names the keys of some of them: it is told as theirs, "FILE: rest" (or
+ * "--set rest") becoming "WHO: rest" with WHO = `flags` (a command's own, may be NULL)
+ * and then each named assignment as `label` + "KEY=VALUE" ("--set " for the command line,
+ * "" for a sweep point's). `alone`: the error the config gives without `sets` (code 0:
+ * none); when it is the same error the assignments did not cause it and stay unnamed.
+ * Returns 1 when the message was rewritten. */
+int st_config_names_key(const char *msg, const char *assignment);
+int st_config_blame(st_error *e, const char *file, const char *const *sets, int n_sets, const char *label,
+                    const char *flags, const st_error *alone);
 /* Expand a leading "$STRETCH_DATA_DIR" / "${STRETCH_DATA_DIR}" (default "../shared/data")
  * and make a relative path absolute against the current directory. */
 int st_resolve_path(const char *in, char *out, size_t n);

@@ -22,7 +22,13 @@
 #     --profile without training steps are refused; flops_per_token is exact in the JSON;
 #   - tasks: eval --task --sizes past 2^20 is refused (it ran for hours, gigabytes deep);
 #     size ranges show 2^20, not INT64_MAX; a cross-key task error names the --set;
-#     `stretch data --source task` is refused instead of printing the copy task's counts.
+#     `stretch data --source task` is refused instead of printing the copy task's counts;
+#   - second round: a sweep point that died before its first checkpoint restarts from its
+#     pinned init_from checkpoint too; a pinned file replaced under its name (CRC32) is
+#     refused; a --set that changes nothing is not blamed; sweep points name their own
+#     values; extend --budget replans for a --set batch or grad_accum; wsd's decay length
+#     rounds decay_frac as typed, and decay_frac with another kind is refused; init_from
+#     warns about model keys that differ from the checkpoint's run.
 . "$(dirname "$0")/lib_cli.sh" cli_probe5
 
 cat > base.json <<JSON
@@ -135,5 +141,54 @@ expect_rc 2 "a format for the copy task" "$BIN" train task.json --set data.task.
 expect_err "^stretch: error: --set data.task.format=reversed: data.task.format: applies to the task addition"
 expect_rc 2 "stretch data --source task" "$BIN" data --source task
 expect_err "--source task: task instances are generated per batch"
+
+# ---- second round ----
+# a sweep point with train.init_from that died before its first checkpoint
+cat > sx.json <<JSON
+{"base": "base.json", "set": {"train.init_from": "$T/b2", "train.steps": 6, "train.seq_len": 32,
+ "train.checkpoint_every": 0, "train.eval_every": 0}, "variants": [{"name": "p"}], "eval": {"lengths": [32]}}
+JSON
+expect_rc 0 "base b2" "$BIN" train base.json --out b2 --quiet
+expect_rc 0 "sweep (reference)" "$BIN" sweep sx.json --out swref --quiet
+expect_rc 0 "sweep" "$BIN" sweep sx.json --out sw --quiet
+pdir=$(dirname "$(ls sw/*/init_from.json)")
+rm -f "$pdir"/checkpoints/* "$pdir"/sweep_done.json   # as if killed before its first checkpoint
+expect_rc 0 "b2 trains on" "$BIN" train --resume b2 --set train.steps=10 --quiet
+expect_rc 0 "sweep again" "$BIN" sweep sx.json --out sw
+expect_err "stopped before its first checkpoint"
+grep -q "init_from: .*b2/checkpoints/step_00000006.ckpt" err.txt && ok || bad "the sweep restart took another checkpoint: $(grep init_from: err.txt)"
+[ "$(trace "$pdir")" = "$(trace "$(dirname "$(ls swref/*/init_from.json)")")" ] && ok || bad "the restarted sweep point is another run"
+# the pinned checkpoint replaced under its own name: refused
+expect_rc 0 "an extension of b2" "$BIN" extend b2 --to 32 --steps 3 --out e2 --quiet
+rm -f e2/checkpoints/*
+expect_rc 0 "b2 retrained in place" "$BIN" train base.json --out b2 --force --quiet --set train.seed=9 --set train.steps=10
+expect_rc 5 "restart whose pinned checkpoint changed" "$BIN" train --resume e2 --quiet
+expect_err "e2/init_from.json: the run started from .*step_00000010.ckpt with CRC32 [0-9a-f]*; the file has changed since"
+# a --set that changes nothing is not blamed: the file is
+printf '{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "n_kv_heads": 3}}' > badkv.json
+expect_rc 2 "file with a bad n_kv_heads, --set n_heads unchanged" "$BIN" train badkv.json --set model.n_heads=2 --out x
+expect_err "^stretch: error: badkv.json: model.n_kv_heads"
+# sweep points name their own values
+cat > sbad.json <<JSON
+{"base": "base.json", "variants": [{"name": "w", "train.schedule.kind": "cosine", "train.schedule.warmup": 50}, {"name": "ok"}]}
+JSON
+expect_rc 2 "a sweep variant breaking warmup <= steps" "$BIN" sweep sbad.json --out swbad --quiet
+expect_err "sbad.json: point w: the point's train.schedule.warmup=50: train.schedule.warmup: 50 exceeds train.steps (6)"
+printf '{"base": "base.json", "variants": [{"name": "v", "model.pos": "bogus"}]}' > sbad2.json
+expect_rc 2 "a sweep variant with an unknown value" "$BIN" sweep sbad2.json --out swbad --quiet
+expect_err "sbad2.json: variants\[0\].model.pos: unknown value"
+grep -q -- "--set" err.txt && bad "a sweep message names a --set: $(cat err.txt)" || ok
+# extend --budget with a --set of grad_accum: the steps count it
+# (b: 10 steps of 4 x 16 tokens; 40% of it at 2 x 2 x 32 per step is 2 steps, not 4)
+expect_rc 0 "extend --budget, --set grad_accum" "$BIN" extend b --to 32 --budget 0.4 --set train.grad_accum=2 --out bga
+expect_err "2 steps of 2 x 2 x 32 tokens (40.0% of the base run's tokens)"
+# wsd: decay_frac as typed; with another kind refused
+expect_rc 2 "wsd 0.905 x 100 with warmup 10" "$BIN" train base.json --set train.schedule.kind=wsd --set train.steps=100 --set train.schedule.warmup=10 --set train.schedule.decay_frac=0.905 --out x
+expect_err "the decay's 91 steps (0.905 x 100)"
+expect_rc 2 "decay_frac with cosine" "$BIN" train base.json --set train.schedule.kind=cosine --set train.schedule.decay_frac=0.3 --out x
+expect_err "train.schedule.decay_frac: applies to train.schedule.kind \"wsd\" only (this one is \"cosine\")"
+# init_from warns about model keys the weights were not trained with
+expect_rc 0 "init_from with another embed_scale" "$BIN" train base.json --set train.steps=0 --set train.init_from=b --set model.embed_scale=2 --out es
+expect_err "init_from: 1 model key differs from the run that trained .*(model.embed_scale: 1 vs 2; trained vs now)"
 
 finish cli_probe5

@@ -122,38 +122,3 @@ int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **
     }
     return ST_OK;
 }
-
-/* 1 when msg names the key path of assignment `set` ("train.steps=2": train.steps), not
- * as a part of a longer path (train.steps_x, x.train.steps). */
-int cli_names_key(const char *msg, const char *set) {
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)strcspn(set, "="), set);
-    const size_t n = strlen(key);
-    for (const char *p = msg; (p = strstr(p, key)) != NULL; p++) {
-        const char b = p > msg ? p[-1] : ' ', c = p[n];
-        if (!isalnum((unsigned char)b) && b != '_' && b != '.' && !isalnum((unsigned char)c) && c != '_' && c != '.')
-            return 1;
-    }
-    return 0;
-}
-
-int cli_blame_sets(const char *file, const char *const *sets, int n_sets, const char *flags, st_error *e) {
-    char who[512];
-    snprintf(who, sizeof who, "%s", flags ? flags : "");
-    for (int i = 0; i < n_sets; i++) {
-        if (!cli_names_key(e->msg, sets[i])) continue;
-        const size_t w = strlen(who);
-        snprintf(who + w, sizeof who - w, "%s--set %.100s", w ? ", " : "", sets[i]);
-    }
-    const int set_named = !strncmp(e->msg, "--set ", 6);
-    /* a --set error names its --set already ("--set train.steps: expected an integer") */
-    if (!who[0] || (set_named && !(flags && flags[0]))) return 0;
-    const char *rest = e->msg;
-    const size_t fl = file ? strlen(file) : 0;
-    if (set_named) rest += 6;
-    else if (fl && !strncmp(rest, file, fl) && !strncmp(rest + fl, ": ", 2)) rest += fl + 2;
-    char msg[sizeof e->msg];
-    snprintf(msg, sizeof msg, "%s", rest);
-    st_fail(e, e->code, "%s: %s", who, msg);
-    return 1;
-}

@@ -66,16 +66,6 @@ int cli_dir_arg(const char *cmd, const char *flag, const char *dir);
  * no permission) is refused. Checked before the work that produces the file, so an hour
  * of evaluation never ends in "cannot create". */
 int cli_output_file(const char *cmd, const char *flag, const char *path, int force);
-/* 1 when msg names the key path of assignment `set` ("train.steps=2": train.steps) as a
- * whole path, not as a part of a longer one (train.steps_x, x.train.steps). */
-int cli_names_key(const char *msg, const char *set);
-/* A config error (e) of a config loaded from `file` with the user's --set assignments
- * `sets` ("KEY=VALUE"): when it names the key of one of them, or `flags` (a command's own
- * flags already found to blame, e.g. extend's "--steps, --warmup") is not empty, it is told
- * as theirs: "FILE: rest" (or "--set rest") becomes "FLAGS, --set KEY=VALUE: rest". A
- * value that came from a --set is then never blamed on a file that does not hold it.
- * Returns 1 when it rewrote the message. */
-int cli_blame_sets(const char *file, const char *const *sets, int n_sets, const char *flags, st_error *e);
 /* One of the transform options (--transform, --scale, --clip, --sinks, --window; src/cli/
  * cli_transform.c) with value v into xf: returns 1 when `a` is one (*rc = ST_OK, or the
  * usage error's exit code already reported), 0 when it is not. */

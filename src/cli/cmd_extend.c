@@ -45,6 +45,7 @@ typedef struct extend_args {
     const char *run, *out, *transform;
     int64_t to, steps, batch, warmup;
     double budget, scale, lr;
+    int grad_accum;       /* 0: RUN's; set when a --set changes it (--budget counts it) */
     const char *sets[MAX_SETS];
     int n_sets;
     st_train_opts opts;
@@ -102,6 +103,8 @@ typedef struct overrides {
     const char *xf;       /* --transform; "none" by default */
     int scaled;           /* xf is not "none" */
     double base_tokens;   /* the base run's training tokens (--budget's unit) */
+    int64_t B;            /* the planned train.batch_size */
+    int grad_accum;       /* the train.grad_accum the budget divided by */
 } overrides;
 
 static void add(overrides *o, const char *by, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -134,8 +137,10 @@ static void plan(const extend_args *a, const st_run_config *base, int64_t ranks,
     const int64_t B = a->batch > 0 ? a->batch : (per_step > 0 ? per_step : 1);
     o->base_tokens = (double)bt->steps * bt->batch_size * bt->seq_len * bt->grad_accum * (double)base_ranks(a->run);
     int64_t K = a->steps;   /* 0: the base weights with the scaling, as checkpoint step 0 */
+    o->B = B;
+    o->grad_accum = a->grad_accum > 0 ? a->grad_accum : bt->grad_accum;
     if (a->budget > 0) {
-        K = (int64_t)llround(a->budget * o->base_tokens / ((double)B * (double)a->to * bt->grad_accum * (double)ranks));
+        K = (int64_t)llround(a->budget * o->base_tokens / ((double)B * (double)a->to * o->grad_accum * (double)ranks));
         if (K < 1) K = 1;
     }
     const char *by_steps = a->budget > 0 ? "--budget" : "--steps";
@@ -171,16 +176,24 @@ static int user_sets(const extend_args *a, const char *set) {
  * came from a flag: an error that names keys the flags assigned (and no --set of the
  * user's did) is told as theirs, e.g. "--steps, --warmup: train.schedule.warmup: 5
  * exceeds train.steps (2)", and so is one naming a key of the user's own --set
- * ("--set train.seq_len=16: ..."; cli_blame_sets). Other errors stay as they are. */
+ * ("--set train.seq_len=16: ..."; st_config_blame) unless RUN's config with the flags
+ * alone gives the same error. Other errors stay as they are. */
 static void blame_flags(const extend_args *a, const char *path, const overrides *o, st_error *e) {
     char flags[160] = "";
     int named[16];
     for (int i = 0; i < o->n; i++) {
-        named[i] = o->by[i] && cli_names_key(e->msg, o->set[i]) && !user_sets(a, o->set[i]);
+        named[i] = o->by[i] && st_config_names_key(e->msg, o->set[i]) && !user_sets(a, o->set[i]);
         for (int j = 0; j < i && named[i]; j++) named[i] = !(named[j] && !strcmp(o->by[j], o->by[i]));   /* once */
         if (named[i]) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s%s", flags[0] ? ", " : "", o->by[i]);
     }
-    cli_blame_sets(path, a->sets, a->n_sets, flags, e);   /* and the user's own --set values */
+    /* and the user's own --set values, unless the flags alone give the same error */
+    const char *flag_sets[16];
+    for (int i = 0; i < o->n; i++) flag_sets[i] = o->set[i];
+    st_error alone = {0};
+    st_run_config *tmp = a->n_sets > 0 ? malloc(sizeof *tmp) : NULL;
+    if (tmp) st_run_config_load(path, flag_sets, o->n, tmp, &alone);
+    free(tmp);
+    st_config_blame(e, path, a->sets, a->n_sets, "--set ", flags, &alone);
 }
 
 /* RUN-to<N>[-<transform>] beside RUN. Trailing slashes are dropped: "run/" must not put
@@ -227,11 +240,19 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
     else if ((rc = default_out(&a, o, dir, sizeof dir)) ||
              (rc = cli_dir_arg("extend", "--out (not given: RUN_DIR-to<N>)", dir)))
         goto out;
-    for (int i = 0; i < o->n; i++) sets[i] = o->set[i];
-    for (int i = 0; i < a.n_sets; i++) sets[o->n + i] = a.sets[i];
-    if ((rc = st_run_config_load(path, sets, o->n + a.n_sets, cfg, &e))) {
-        if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);
-        goto out;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < o->n; i++) sets[i] = o->set[i];
+        for (int i = 0; i < a.n_sets; i++) sets[o->n + i] = a.sets[i];
+        if ((rc = st_run_config_load(path, sets, o->n + a.n_sets, cfg, &e))) {
+            if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);
+            goto out;
+        }
+        /* --budget counts tokens: a --set of the batch or of grad_accum changes the tokens
+         * per step, so the steps are planned again with the values the run will have */
+        if (pass || a.budget <= 0 || (cfg->train.batch_size == o->B && cfg->train.grad_accum == o->grad_accum)) break;
+        a.batch = cfg->train.batch_size;
+        a.grad_accum = cfg->train.grad_accum;
+        plan(&a, base, ranks, o);
     }
     /* a base trained with a scaling: the extension replaces it with --transform's (none by
      * default), which changes the model's function even at step 0; say so */

@@ -175,7 +175,13 @@ static int check_override(const sweep *s, const char *where, const char *key, co
         snprintf(asg, n, "%s=%s", key, text);
         st_run_config_default(tmp);
         st_error le = {0};
-        if (st_run_config_set(tmp, asg, &le)) rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: %s", s->file, where, le.msg);
+        if (st_run_config_set(tmp, asg, &le)) {
+            /* the loader's "--set KEY: why" is "WHERE: why" here: the sweep file's key path names it */
+            const size_t kl = strlen(key);
+            const int named = !strncmp(le.msg, "--set ", 6) && !strncmp(le.msg + 6, key, kl) &&
+                              !strncmp(le.msg + 6 + kl, ": ", 2);
+            rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: %s", s->file, where, named ? le.msg + 8 + kl : le.msg);
+        }
     }
     free(asg);
     free(tmp);
@@ -247,6 +253,17 @@ static int load_point_config(sweep *s, sweep_point *pt, const char *base_path, c
     if (base_path) rc = st_run_config_load(base_path, (const char *const *)pt->sets, pt->n_sets, &pt->cfg, &le);
     else rc = st_run_config_parse(base_text, strlen(base_text), s->base_desc, (const char *const *)pt->sets,
                                   pt->n_sets, &pt->cfg, &le);
+    if (rc == ST_ERR_CONFIG) {
+        /* a rule between keys broken by the point's own values (set, variant, grid) names
+         * them, not the base file, unless the base alone breaks it the same way */
+        st_error alone = {0};
+        st_run_config *tmp = malloc(sizeof *tmp);
+        if (tmp && base_path) st_run_config_load(base_path, NULL, 0, tmp, &alone);
+        else if (tmp) st_run_config_parse(base_text, strlen(base_text), s->base_desc, NULL, 0, tmp, &alone);
+        free(tmp);
+        st_config_blame(&le, base_path ? base_path : s->base_desc, (const char *const *)pt->sets, pt->n_sets,
+                        "the point's ", NULL, &alone);
+    }
     if (rc) return st_fail(e, rc == ST_ERR_IO ? ST_ERR_IO : ST_ERR_CONFIG, "%s: point %s: %s", s->file, pt->name, le.msg);
     st_run_config norm = pt->cfg;
     norm.train.threads = 0;          /* how fast a run went is not what it is */

@@ -200,14 +200,22 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
     st_run_config cfg = pt->cfg;
     if (s->threads > 0) cfg.train.threads = s->threads;
     int rc;
-    if (sweep_exists(latest)) {
+    /* a run with a checkpoint resumes; one that died before its first starts again from
+     * step 0 the way `train --resume` does (the trainer's restart: the same init_from
+     * checkpoint as its first start, RUN/init_from.json) */
+    if (sweep_exists(latest) || sweep_exists(cfgp)) {
         if ((rc = check_same_run(s, pt, e))) return rc;
-        st_train_state st;
-        if ((rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e))) return rc;
-        if ((rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e))) return rc;
-        if (st.step >= pt->cfg.train.steps) return ST_OK;
-        st_log(ST_LOG_INFO, "sweep: %s: resuming training at step %lld of %lld", pt->name, (long long)st.step,
-               (long long)pt->cfg.train.steps);
+        if (sweep_exists(latest)) {
+            st_train_state st;
+            if ((rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e))) return rc;
+            if ((rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e))) return rc;
+            if (st.step >= pt->cfg.train.steps) return ST_OK;
+            st_log(ST_LOG_INFO, "sweep: %s: resuming training at step %lld of %lld", pt->name, (long long)st.step,
+                   (long long)pt->cfg.train.steps);
+        } else {
+            st_log(ST_LOG_INFO, "sweep: %s: its run stopped before its first checkpoint: training it again from "
+                   "step 0", pt->name);
+        }
         to.resume = 1;
         /* the run dir's config.json (with the derived vocabulary size) drives the resume;
          * the thread count and the time budget are the sweep's (not part of the run's
@@ -222,11 +230,6 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
         free(saved);
         if (!rc && res.stopped == 1) *incomplete = 1;
         return rc;
-    }
-    if (sweep_exists(cfgp)) {
-        /* a run that died before its first checkpoint: start it again */
-        if ((rc = check_same_run(s, pt, e))) return rc;
-        to.force = 1;
     }
     st_log(ST_LOG_INFO, "sweep: %s: training %lld steps at L=%d", pt->name, (long long)pt->cfg.train.steps,
            pt->cfg.train.seq_len);

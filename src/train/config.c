@@ -13,6 +13,7 @@
 #include "train_internal.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,4 +379,39 @@ int st_run_config_load(const char *path, const char *const *sets, int n_sets,
     int rc = st_run_config_parse(text, len, path, sets, n_sets, c, e);
     free(text);
     return rc;
+}
+
+int st_config_names_key(const char *msg, const char *assignment) {
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)strcspn(assignment, "="), assignment);
+    const size_t n = strlen(key);
+    for (const char *p = msg; n && (p = strstr(p, key)) != NULL; p++) {
+        const char b = p > msg ? p[-1] : ' ', c = p[n];
+        if (!isalnum((unsigned char)b) && b != '_' && b != '.' && !isalnum((unsigned char)c) && c != '_' && c != '.')
+            return 1;
+    }
+    return 0;
+}
+
+int st_config_blame(st_error *e, const char *file, const char *const *sets, int n_sets, const char *label,
+                    const char *flags, const st_error *alone) {
+    char who[512];
+    snprintf(who, sizeof who, "%s", flags ? flags : "");
+    const int same_alone = alone && alone->code && strcmp(alone->msg, e->msg) == 0;
+    for (int i = 0; i < n_sets && !same_alone; i++) {
+        if (!st_config_names_key(e->msg, sets[i])) continue;
+        const size_t w = strlen(who);
+        snprintf(who + w, sizeof who - w, "%s%s%.100s", w ? ", " : "", label, sets[i]);
+    }
+    const int set_named = !strncmp(e->msg, "--set ", 6);
+    /* a --set error names its --set already ("--set train.steps: expected an integer") */
+    if (!who[0] || (set_named && !(flags && flags[0]))) return 0;
+    const char *rest = e->msg;
+    const size_t fl = file ? strlen(file) : 0;
+    if (set_named) rest += 6;
+    else if (fl && !strncmp(rest, file, fl) && !strncmp(rest + fl, ": ", 2)) rest += fl + 2;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", rest);
+    st_fail(e, e->code, "%s: %s", who, msg);
+    return 1;
 }

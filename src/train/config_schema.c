@@ -208,7 +208,7 @@ const st_ckey st_config_keys[] = {
     ENUM("train.schedule.kind", train.sched.kind, en_sched, "cosine"),
     I64("train.schedule.warmup", train.sched.warmup, 0, BIG, "100"),
     FLT("train.schedule.min_lr_ratio", train.sched.min_lr_ratio, 0, 1, 0, "0.1"),
-    FLT("train.schedule.decay_frac", train.sched.decay_frac, 0, 1, 0, "0.2"),
+    DBL("train.schedule.decay_frac", train.sched.decay_frac, 0, 1, "0.2"),   /* a double: round(frac x steps) as typed */
     FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0, "1"),
     I64("train.eval_every", train.eval_every, 0, BIG, "200"),
     INT("train.eval_batches", train.eval_batches, 0, 1 << 20, "20"),

@@ -189,11 +189,18 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
     if (decays && t->steps > 0 && t->sched.warmup > t->steps)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: %lld exceeds train.steps (%lld)",
                        file, (long long)t->sched.warmup, (long long)t->steps);
+    /* a decay_frac for another kind would be ignored: refused, so a config says what runs */
+    if (t->sched.kind != ST_SCHED_WSD && t->sched.decay_frac != 0.2) {
+        char kind[32];
+        st_config_value_str(st_config_find_key("train.schedule.kind"), c, kind, sizeof kind);   /* "\"cosine\"" */
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.decay_frac: applies to train.schedule.kind \"wsd\" only "
+                       "(this one is %s)", file, kind);
+    }
     /* wsd: the decay must not start inside the warmup */
     if (t->sched.kind == ST_SCHED_WSD && t->steps > 0 && t->sched.warmup + st_lr_wsd_decay(t) > t->steps)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.decay_frac: the decay's %lld steps (%g x %lld) and "
                        "train.schedule.warmup's %lld exceed train.steps (%lld)", file, (long long)st_lr_wsd_decay(t),
-                       (double)t->sched.decay_frac, (long long)t->steps, (long long)t->sched.warmup,
+                       t->sched.decay_frac, (long long)t->steps, (long long)t->sched.warmup,
                        (long long)t->steps);
     /* in either mode: a nonoverlapping config may be evaluated with --mode sliding */
     if (c->eval.max_tokens == 1)

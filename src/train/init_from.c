@@ -10,6 +10,7 @@
  * may have moved on meanwhile (a run directory's latest checkpoint is another one), so the
  * restart takes the checkpoint RUN/init_from.json pinned, or, for exported weights, checks
  * that the file is still the one recorded: otherwise it would silently be another run. */
+#include "config_schema.h"
 #include "train_internal.h"
 
 #include <cjson/cJSON.h>
@@ -18,12 +19,38 @@
 #include <string.h>
 #include <unistd.h>
 
-/* RUN/init_from.json's text (malloc'd; NULL when out of memory) */
+/* The size and CRC32 of a file, read in 1 MiB pieces; 0 when unreadable. */
+static int file_identity(const char *path, double *bytes, char crc_hex[16]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char *buf = malloc((size_t)1 << 20);
+    uint32_t crc = 0;
+    size_t got, total = 0;
+    while (buf && (got = fread(buf, 1, (size_t)1 << 20, f)) > 0) {
+        crc = st_crc32(crc, buf, got);
+        total += got;
+    }
+    const int ok = buf && !ferror(f);
+    free(buf);
+    fclose(f);
+    *bytes = (double)total;
+    snprintf(crc_hex, 16, "%08x", (unsigned)crc);
+    return ok;
+}
+
+/* RUN/init_from.json's text (malloc'd; NULL when out of memory or unreadable): the
+ * checkpoint file, its step, size and CRC32 (which tells the weights apart when a file of
+ * that name is later replaced, as best.ckpt is), the base length, method and scaling. */
 static char *origin_json(const char *init_from, const char *path, const st_train_state *bs, const st_run_config *base) {
+    double bytes;
+    char crc[16];
+    if (!file_identity(path, &bytes, crc)) return NULL;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "init_from", init_from);
     cJSON_AddStringToObject(o, "checkpoint", path);
     cJSON_AddNumberToObject(o, "step", (double)bs->step);
+    st_json_add_number(o, "bytes", bytes);
+    cJSON_AddStringToObject(o, "crc32", crc);
     cJSON_AddNumberToObject(o, "train_seq_len", base->train.seq_len);
     cJSON_AddStringToObject(o, "pos", st_pos_name(base->model.pos));
     cJSON_AddStringToObject(o, "scaling", st_transform_name(base->model.scaling));
@@ -32,21 +59,17 @@ static char *origin_json(const char *init_from, const char *path, const st_train
     return txt;
 }
 
-/* RUN/init_from.json for exported weights: the file and its CRC32 (an export has no step;
- * the checksum tells which weights they were). NULL when out of memory or unreadable. */
+/* RUN/init_from.json for exported weights: the file, its size and CRC32 (an export has no
+ * step; the checksum tells which weights they were). NULL when out of memory or unreadable. */
 static char *origin_safetensors(const char *init_from) {
-    size_t n = 0;
-    st_error le = {0};
-    char *data = st_read_file(init_from, &n, (size_t)1 << 40, &le);
-    if (!data) return NULL;
+    double bytes;
+    char crc[16];
+    if (!file_identity(init_from, &bytes, crc)) return NULL;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "init_from", init_from);
     cJSON_AddStringToObject(o, "safetensors", init_from);
-    st_json_add_number(o, "bytes", (double)n);
-    char crc[16];
-    snprintf(crc, sizeof crc, "%08x", (unsigned)st_crc32(0, data, n));
+    st_json_add_number(o, "bytes", bytes);
     cJSON_AddStringToObject(o, "crc32", crc);
-    free(data);
     char *txt = st_json_print_exact(o, 1);
     cJSON_Delete(o);
     return txt;
@@ -66,28 +89,58 @@ int st_init_from_pinned(const char *run_dir, const st_run_config *c, char *pinne
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(o, "checkpoint");
     const cJSON *crc = cJSON_GetObjectItemCaseSensitive(o, "crc32");
     int rc = ST_OK;
-    if (!cJSON_IsString(from) || strcmp(from->valuestring, c->train.init_from) != 0) {
-        /* unreadable, or of another init_from: not this run's record; the start resolves
-         * train.init_from as a fresh run does and rewrites it */
-    } else if (cJSON_IsString(ck)) {
+    /* unreadable, or of another init_from: not this run's record; the start resolves
+     * train.init_from as a fresh run does and rewrites it */
+    if (cJSON_IsString(from) && strcmp(from->valuestring, c->train.init_from) == 0 && cJSON_IsString(crc)) {
+        const char *file = cJSON_IsString(ck) ? ck->valuestring : c->train.init_from;   /* a checkpoint, or the export */
+        double bytes;
+        char now[16];
+        if (cJSON_IsString(ck)) snprintf(pinned, n, "%s", file);
+        if (!file_identity(file, &bytes, now))
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s, which is gone; restarting from "
+                         "train.init_from (%s) now would make it another run (restore that file, or train again "
+                         "in a new directory)", path, file, c->train.init_from);
+        else if (strcmp(now, crc->valuestring) != 0)
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s with CRC32 %s; the file has changed since "
+                         "(CRC32 %s): restarting from it would make another run (restore it, or train again in a new "
+                         "directory)", path, file, crc->valuestring, now);
+    } else if (cJSON_IsString(from) && strcmp(from->valuestring, c->train.init_from) == 0 && cJSON_IsString(ck)) {
+        /* a record of an older build (no CRC32): its file, if it is still there */
         snprintf(pinned, n, "%s", ck->valuestring);
         if (access(pinned, R_OK) != 0)
             rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s, which is gone; restarting from "
                          "train.init_from (%s) now would make it another run (restore that file, or train again "
                          "in a new directory)", path, pinned, c->train.init_from);
-    } else if (cJSON_IsString(crc)) {
-        char *now = origin_safetensors(c->train.init_from);
-        cJSON *no = now ? cJSON_Parse(now) : NULL;
-        const cJSON *ncrc = cJSON_GetObjectItemCaseSensitive(no, "crc32");
-        if (!cJSON_IsString(ncrc) || strcmp(ncrc->valuestring, crc->valuestring) != 0)
-            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s with CRC32 %s; the file %s: restarting "
-                         "from it would make another run (restore it, or train again in a new directory)", path,
-                         c->train.init_from, crc->valuestring, cJSON_IsString(ncrc) ? "changed since" : "cannot be read");
-        cJSON_Delete(no);
-        free(now);
     }
     cJSON_Delete(o);
     return rc;
+}
+
+/* The weights match the parameter table, but model keys without a tensor (embed_scale,
+ * gelu, rope_base, a method with the same table, ...) may still differ from the run that
+ * trained them: the same weights then compute another function. Said once, naming up to
+ * three keys. The scaling keys (context extension's purpose), dropout and the init scale
+ * (no effect on the loaded function) are left out. */
+static void warn_model_keys(const st_run_config *base, const st_run_config *c, const char *path) {
+    char list[600] = "", va[256], vb[256];
+    int n = 0;
+    for (int i = 0; i < st_config_nkeys; i++) {
+        const st_ckey *k = &st_config_keys[i];
+        if (k->kind == CK_OBJ || strncmp(k->path, "model.", 6) != 0 || !strncmp(k->path, "model.scaling.", 14) ||
+            !strncmp(k->path, "model.dropout_", 14) || !strcmp(k->path, "model.init_std"))
+            continue;
+        st_config_value_str(k, base, va, sizeof va);
+        st_config_value_str(k, c, vb, sizeof vb);
+        if (!strcmp(va, vb)) continue;
+        if (n++ < 3) {
+            const size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s: %.60s vs %.60s", l ? "; " : "", k->path, va, vb);
+        }
+    }
+    if (n)
+        st_log(ST_LOG_WARN, "init_from: %d model key%s differ%s from the run that trained %s (%s%s; trained vs now): "
+               "its weights now compute another function", n, n > 1 ? "s" : "", n > 1 ? "" : "s", path, list,
+               n > 3 ? "; ..." : "");
 }
 
 int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char *pinned, char **origin,
@@ -116,7 +169,8 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char
         rc = st_fail(&le, ST_ERR_CONFIG, "train.seq_len: %d is shorter than the base run's %d; a scaled model "
                      "(model.scaling.transform %s) extends its base run's length", tc->seq_len, base->train.seq_len,
                      st_transform_name(mc->scaling));
-    if (!rc && !(*origin = origin_json(tc->init_from, path, &bs, base))) rc = st_fail(&le, ST_ERR_MEMORY, "out of memory");
+    if (!rc && !(*origin = origin_json(tc->init_from, path, &bs, base)))
+        rc = st_fail(&le, ST_ERR_IO, "%s: cannot read it again for init_from.json", path);
     if (rc) {
         free(base);
         char st_file[ST_PATH_BUF + 32];
@@ -136,6 +190,7 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char
         if (mc->scaling != ST_XF_NONE && mc->scaling_len != base_len)
             st_log(ST_LOG_WARN, "model.scaling.train_len %d differs from the base run's training length %d (%s)",
                    mc->scaling_len, base_len, path);
+        warn_model_keys(base, c, path);
     }
     free(base);
     return ST_OK;

@@ -19,7 +19,7 @@
 #include <math.h>
 
 int64_t st_lr_wsd_decay(const st_train_config *t) {
-    return (int64_t)llround((double)t->sched.decay_frac * (double)t->steps);
+    return (int64_t)llround(t->sched.decay_frac * (double)t->steps);
 }
 
 /* lr_min + (lr - lr_min) * f(p) over the span (start, end]: p = (step - start) / span

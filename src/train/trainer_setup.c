@@ -245,12 +245,14 @@ static int setup_buffers(trainer *t, st_error *e) {
         if (!t->opts.resume && !t->restart &&
             (rc = st_rundir_prepare(t->dir, t->opts.force, t->opts.occupied_advice, &t->lock_fd, e)))
             return rc;
-        st_trainer_join(path, sizeof path, t->dir, "config.json");
-        if ((rc = st_run_config_save(c, path, e))) return rc;
+        /* init_from.json before config.json: a directory with config.json is a run a
+         * --resume restarts, and the restart must find which weights the start took */
         if (!t->opts.resume && t->origin) {
             st_trainer_join(path, sizeof path, t->dir, "init_from.json");
             if ((rc = st_write_file_atomic(path, t->origin, strlen(t->origin), e))) return rc;
         }
+        st_trainer_join(path, sizeof path, t->dir, "config.json");
+        if ((rc = st_run_config_save(c, path, e))) return rc;
         if (!t->opts.resume && t->ds.tok) {
             st_trainer_join(path, sizeof path, t->dir, "tokenizer.json");
             if ((rc = st_tokenizer_save(t->ds.tok, path, e))) return rc;
