@@ -8,7 +8,8 @@
  *                        the point's config hash and the sweep's eval plan is skipped.
  *   checkpoints/latest   training state: if present and short of train.steps, training
  *                        resumes from it (st_train with resume); if complete, only the
- *                        evaluation runs.
+ *                        evaluation runs. config.json without a checkpoint (a run that
+ *                        died first) restarts from step 0 through the same resume path.
  *   eval_<split>_<mode>.json   the evaluation report (same as `stretch eval`). */
 #include "sweep_internal.h"
 #include "st_dist.h"
