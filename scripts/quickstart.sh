@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install dependencies, build, train the quickstart model
 # on the built-in synthetic corpus (offline, ~2 minutes on 2 cores), then evaluate it at
-# 1x..16x its training length. Figures go to runs/quickstart/.
+# 1x..16x its training length (the run and its eval report go to runs/quickstart/).
 # BLAS: this script leaves the OpenBLAS core to stretch, which runs the best one the CPU
 # supports (SkylakeX's AVX-512 kernels, else Haswell's or Zen's AVX2 ones; its first log
 # line says which). QUICKSTART_CORETYPE=NAME forces one (e.g. Haswell, to match a
 # machine-wide OPENBLAS_CORETYPE=Haswell); a core the CPU cannot run is replaced.
 set -euo pipefail
+if [ $# -gt 0 ]; then   # no options: any argument (--help included) prints what the script does
+    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    echo "usage: bash scripts/quickstart.sh   (QUICKSTART_CORETYPE=NAME to force an OpenBLAS core)"
+    [ "$1" = "-h" ] || [ "$1" = "--help" ] && exit 0
+    exit 2
+fi
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null

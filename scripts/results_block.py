@@ -33,6 +33,10 @@ def ppl(r, n):
     return None
 
 
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0 if len(sys.argv) > 1 else 2)
+
 for path in sys.argv[1:]:
     doc = read_json(path)
     runs = load(path)

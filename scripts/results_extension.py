@@ -19,6 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sweep_json import read_json  # noqa: E402
 
 args = sys.argv[1:]
+if args and args[0] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0)
 plot_out = None
 if "--plot" in args:
     i = args.index("--plot")

@@ -28,7 +28,10 @@
 #     refused; a --set that changes nothing is not blamed; sweep points name their own
 #     values; extend --budget replans for a --set batch or grad_accum; wsd's decay length
 #     rounds decay_frac as typed, and decay_frac with another kind is refused; init_from
-#     warns about model keys that differ from the checkpoint's run.
+#     warns about model keys that differ from the checkpoint's run;
+#   - the docs' examples: eval --task's --lengths and --sizes take the doubling range A..B;
+#     quickstart.sh and the results scripts answer --help; a rerope header and report do
+#     not claim a scale.
 . "$(dirname "$0")/lib_cli.sh" cli_probe5
 
 cat > base.json <<JSON
@@ -190,5 +193,18 @@ expect_err "train.schedule.decay_frac: applies to train.schedule.kind \"wsd\" on
 # init_from warns about model keys the weights were not trained with
 expect_rc 0 "init_from with another embed_scale" "$BIN" train base.json --set train.steps=0 --set train.init_from=b --set model.embed_scale=2 --out es
 expect_err "init_from: 1 model key differs from the run that trained .*(model.embed_scale: 1 vs 2; trained vs now)"
+
+# ---- the docs' examples ----
+expect_rc 0 "eval --task --sizes 1..4" "$BIN" eval tk --task --sizes 1..4 --trials 2 --json tk_sizes.json
+/usr/bin/python3 -c "import json,sys; r=json.load(open('tk_sizes.json')); s=sorted({x['size'] for x in r['results']}); assert s==[1,2,4], s" &&
+    ok || bad "--sizes 1..4 evaluated other sizes: $(head -c 300 tk_sizes.json)"
+expect_rc 0 "quickstart.sh --help" bash "$SRC/scripts/quickstart.sh" --help
+grep -q "usage: bash scripts/quickstart.sh" out.txt && ok || bad "quickstart --help: $(cat out.txt)"
+for s in results_block results_extension; do
+    expect_rc 0 "$s.py --help" /usr/bin/python3 "$SRC/scripts/$s.py" --help
+done
+expect_rc 0 "a rope run" "$BIN" eval b --lengths 16,32 --transform rerope --json rr.json
+grep -q "per length" out.txt && bad "rerope's header claims a scale: $(grep transform out.txt)" || ok
+grep -q '"scale":[[:space:]]*"none"' rr.json && ok || bad "rerope's report: $(grep -o '"scale":[^,]*' rr.json)"
 
 finish cli_probe5

@@ -122,3 +122,22 @@ int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **
     }
     return ST_OK;
 }
+
+int cli_lengths_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int max) {
+    const char *dots = strstr(s, "..");
+    if (!dots) return cli_list_arg(s, lo, hi, out, max);
+    char a[32];
+    const size_t n = (size_t)(dots - s);
+    if (n == 0 || n >= sizeof a) return 0;
+    memcpy(a, s, n);
+    a[n] = 0;
+    int64_t first, last;
+    if (!cli_int_arg(a, lo, hi, &first) || !cli_int_arg(dots + 2, first, hi, &last)) return 0;
+    int k = 0;
+    for (int64_t L = first;; L *= 2) {
+        if (k == max) return 0;
+        out[k++] = L;
+        if (L > last / 2) break;   /* 2L > last; testing before doubling cannot overflow */
+    }
+    return k;
+}

@@ -44,6 +44,9 @@ int cli_num_arg(const char *s, double lo, double hi, double *out);   /* finite *
 int cli_split_arg(const char *s, int *out);                    /* valid | test */
 /* "A,B,C" into out[0..cap): the count, or 0 when an item is empty, bad or out of range. */
 int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
+/* A length list: "A,B,..." (cli_list_arg) or the doubling range "A..B" = A, 2A, 4A, ... <= B,
+ * each in [lo, hi], at most max. The count, 0 when malformed. */
+int cli_lengths_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int max);
 /* argv[*i], a flag of a command whose flags with a value are `valued` (NULL-terminated):
  * ST_OK with *v = its value (argv[*i + 1], *i advanced) when it is one of them, ST_OK with
  * *v = NULL when it is not (the caller's flags without a value, else an unknown option),

@@ -39,28 +39,6 @@ static const char *usage_text =
     "  train.seq_len / 2), --sinks/--window: attention sinks + window";
 
 /* "64,128,256" or "64..16384" (doubling). */
-static int parse_lengths(const char *s, st_eval_plan *p) {
-    const char *dots = strstr(s, "..");
-    if (dots) {
-        char a[32];
-        size_t n = (size_t)(dots - s);
-        if (n == 0 || n >= sizeof a) return 0;
-        memcpy(a, s, n);
-        a[n] = 0;
-        int64_t lo, hi;
-        if (!cli_int_arg(a, 1, INT64_MAX, &lo) || !cli_int_arg(dots + 2, lo, INT64_MAX, &hi)) return 0;
-        p->n_lengths = 0;
-        for (int64_t L = lo;; L *= 2) {
-            if (p->n_lengths == ST_EVAL_MAX_LENGTHS) return 0;
-            p->lengths[p->n_lengths++] = L;
-            if (L > hi / 2) break;   /* 2L > hi; testing before doubling cannot overflow */
-        }
-        return 1;
-    }
-    p->n_lengths = cli_list_arg(s, 1, INT64_MAX, p->lengths, ST_EVAL_MAX_LENGTHS);
-    return p->n_lengths > 0;
-}
-
 /* Default report path: RUN_DIR/eval_<split>_<mode>.json for a run dir; for a checkpoint
  * file, the same name with its stem appended, in its run dir (parent of checkpoints/). */
 static void default_json_path(const char *src, int is_dir, const st_eval_report *rep, const char *data_arg, char *out,
@@ -125,7 +103,7 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
     st_eval_plan *plan = &a->plan;
     int64_t x;
     if (!strcmp(opt, "--lengths")) {
-        if (!parse_lengths(v, plan))
+        if ((plan->n_lengths = cli_lengths_arg(v, 1, INT64_MAX, plan->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
             return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
                              "(at most %d lengths)", v, ST_EVAL_MAX_LENGTHS);
     } else if (!strcmp(opt, "--data")) {

@@ -49,15 +49,15 @@ static int not_for_tasks(const char *f) {
 
 static int parse_value(const char *f, const char *v, task_args *a) {
     if (!strcmp(f, "--lengths")) {
-        if ((a->n_lengths = cli_list_arg(v, 1, (int64_t)1 << 30, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
-            return cli_usage("eval", "--lengths '%s': expected integers in [1, 2^30] 'A,B,...' (at most %d)", v,
-                             ST_EVAL_MAX_LENGTHS);
+        if ((a->n_lengths = cli_lengths_arg(v, 1, (int64_t)1 << 30, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
+            return cli_usage("eval", "--lengths '%s': expected integers in [1, 2^30] 'A,B,...' or a doubling range "
+                             "'A..B' (at most %d)", v, ST_EVAL_MAX_LENGTHS);
     } else if (!strcmp(f, "--sizes")) {
         /* the sizes data.task.max_size allows: a task's instances grow with the size, its
          * forward quadratically, and 2^20 is already hours */
-        if ((a->n_sizes = cli_list_arg(v, 1, ST_TASK_MAX_SIZE, a->sizes, ST_EVAL_MAX_LENGTHS)) <= 0)
-            return cli_usage("eval", "--sizes '%s': expected integers in [1, 2^20] 'A,B,...' (at most %d)", v,
-                             ST_EVAL_MAX_LENGTHS);
+        if ((a->n_sizes = cli_lengths_arg(v, 1, ST_TASK_MAX_SIZE, a->sizes, ST_EVAL_MAX_LENGTHS)) <= 0)
+            return cli_usage("eval", "--sizes '%s': expected integers in [1, 2^20] 'A,B,...' or a doubling range "
+                             "'A..B' (at most %d)", v, ST_EVAL_MAX_LENGTHS);
     } else if (!strcmp(f, "--scales")) {
         if (!parse_numbers(v, 1e-6, 1e6, a->scales, ST_EVAL_MAX_LENGTHS, &a->n_scales))
             return cli_usage("eval", "--scales '%s': expected positive numbers 'A,B,...' (at most %d)", v,

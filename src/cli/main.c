@@ -16,7 +16,7 @@ static const struct {
 } commands[] = {
     {"train",     NULL,          "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR", 1, cmd_train},
     {"extend",    NULL,          "extend RUN_DIR --to N (--steps K | --budget F) [--transform none|pi|ntk|yarn|alibi_interp] [--scale S] [--lr X] [--warmup W] [--out DIR]: context extension by fine-tuning", 1, cmd_extend},
-    {"eval",      NULL,          "eval RUN_DIR|CHECKPOINT --lengths 64,128,... [--split valid|test] [--mode nonoverlapping|sliding --stride S] [--precision fp32|bf16] [--transform NAME]", 1, cmd_eval},
+    {"eval",      NULL,          "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..2048] [--split valid|test] [--mode nonoverlapping|sliding --stride S] [--precision fp32|bf16] [--transform NAME] | --task [passkey] ...: perplexity, or task / passkey accuracy (eval --help)", 1, cmd_eval},
     {"sweep",     NULL,          "sweep SWEEP.json [--out DIR] [--jobs N]: grid of runs, trained and evaluated, with tables", 1, cmd_sweep},
     {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT | --prompt-file FILE|-] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--context N] [--no-cache] [--precision fp32|bf16] [--transform NAME] [--scale S] [--clip W] [--sinks K --window W]", 0, NULL},
     {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR [--force]: model.safetensors + config.json + tokenizer (--force replaces an earlier export's files)", 0, NULL},

@@ -41,8 +41,11 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     if (st_transform_active(&rep->xf)) {
         char label[128];
         st_transform_label(&rep->xf, label, sizeof label);
-        fprintf(f, "inference-time transform: %s%s\n", label,
-                rep->xf.kind != ST_XF_NONE && rep->xf.scale == 0 ? " (s = max(1, n / L) per length)" : "");
+        /* rerope takes a clip, not a scale; dynamic_ntk's scale follows the current length */
+        const char *how = rep->xf.kind == ST_XF_NONE || rep->xf.scale != 0 || st_transform_clip(&rep->xf) > 0 ? ""
+                          : rep->xf.kind == ST_XF_DYNAMIC_NTK ? " (s = max(1, n / L), n the current length)"
+                                                              : " (s = max(1, n / L) per length)";
+        fprintf(f, "inference-time transform: %s%s\n", label, how);
     }
     int bpb = rep->unit == ST_UNIT_BYTE;
     fprintf(f, "%8s  %-14s %7s %10s %8s %10s", "length", "mode", "stride", "tokens", "loss", ppl_label(rep->unit));
@@ -182,7 +185,8 @@ char *st_eval_report_json(const st_eval_report *rep) {
         cJSON_AddStringToObject(xo, "name", st_transform_name(xf->kind));
         cJSON_AddStringToObject(xo, "label", label);
         if (xf->scale > 0) cJSON_AddNumberToObject(xo, "scale", xf->scale);
-        else cJSON_AddStringToObject(xo, "scale", xf->kind == ST_XF_DYNAMIC_NTK ? "dynamic" : xf->kind ? "n/L" : "none");
+        else cJSON_AddStringToObject(xo, "scale", xf->kind == ST_XF_DYNAMIC_NTK ? "dynamic"
+                                                  : xf->kind && st_transform_clip(xf) == 0 ? "n/L" : "none");
         cJSON_AddNumberToObject(xo, "sinks", (double)xf->sinks);
         cJSON_AddNumberToObject(xo, "window", (double)xf->window);
         if (st_transform_clip(xf) > 0) cJSON_AddNumberToObject(xo, "clip", (double)st_transform_clip(xf));
