@@ -269,6 +269,12 @@ int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int 
  * the task's length(size); returns its token count. */
 int64_t st_task_eval_instance(const st_task_data *td, int64_t size, int depth_index, double depth, int trial,
                               uint64_t seed, int32_t *tok, uint8_t *ans);
+/* That instance through the model, written to f as one line: its prompt, the expected
+ * answer and the model's argmax at each answer position (teacher-forced, as the accuracy
+ * counts it: equal to greedy decoding up to the first wrong token, marked "*"), exact or
+ * wrong, with the answer tokens right. */
+int st_task_show(st_model *m, const st_task_data *td, int64_t size, int depth_index, double depth, int trial,
+                 uint64_t seed, FILE *f, st_error *e);
 
 #ifdef __cplusplus
 }

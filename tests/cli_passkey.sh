@@ -45,6 +45,8 @@ cp run/eval_valid_passkey.json first.json
 expect_rc 0 "eval again, same seed" "$BIN" eval run --task passkey --lengths 48,96,192 --depths 0,0.5,1 --trials 3 --quiet
 cmp -s first.json run/eval_valid_passkey.json && ok || bad "the same seed gives another report"
 expect_rc 0 "eval with a window" "$BIN" eval run --task passkey --lengths 96 --trials 2 --sinks 2 --window 16 --quiet
+expect_rc 2 "eval --task passkey --show" "$BIN" eval run --task passkey --show 2
+expect_msg "--show: shows a task run's instances"
 # the doubling range of the README's example (48..192 = 48, 96, 192), as eval takes it
 expect_rc 0 "eval --task passkey --lengths 48..192" "$BIN" eval run --task passkey --lengths 48..192 --depths 0 --trials 1 --json range.json
 /usr/bin/python3 -c "import json; r=json.load(open('range.json')); s=sorted({x['length'] for x in r['results']}); assert s==[48,96,192], s" &&

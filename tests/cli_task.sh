@@ -40,6 +40,29 @@ cp run/eval_task_copy.json first.json
 expect_rc 0 "eval again" "$BIN" eval run --task copy --scales 1,2 --trials 100 --threads 1 --quiet
 cmp -s first.json run/eval_task_copy.json && ok || bad "the same seed gives another report"
 expect_rc 0 "eval with a window" "$BIN" eval run --task --sizes 3 --trials 5 --sinks 1 --window 6 --quiet
+# --show: every instance of the cells, as the evaluation ran them: the exact matches and
+# the answer tokens right add up to the table's (and the report's) accuracy
+expect_rc 0 "eval --show" "$BIN" eval run --task --sizes 2,5 --trials 6 --show 6 --json show.json --quiet
+/usr/bin/python3 - out.txt show.json <<'PYEOF' && ok || bad "--show does not add up to the report: $(tail -14 out.txt)"
+import json, re, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith("size ")]
+rep = json.load(open(sys.argv[2]))
+assert len(lines) == 12, lines
+for cell in rep["results"]:
+    mine = [l for l in lines if l.startswith("size %d trial" % cell["size"])]
+    assert len(mine) == 6, (cell["size"], mine)
+    exact = sum(" | exact (" in l for l in mine)
+    right = sum(int(re.search(r"\((\d+)/(\d+) answer", l).group(1)) for l in mine)
+    total = sum(int(re.search(r"\((\d+)/(\d+) answer", l).group(2)) for l in mine)
+    assert exact == round(cell["accuracy"] * 6), (exact, cell)
+    assert abs(right / total - cell["token_accuracy"]) < 1e-9, (right, total, cell)
+    for l in mine:   # the expected answer is the prompt's symbols copied, then "."
+        prompt = l.split(":", 1)[1].split("|")[0].split()
+        expected = l.split("| expected")[1].split("|")[0].split()
+        assert expected == prompt[:-1] + ["."], l
+PYEOF
+expect_rc 2 "eval --show x" "$BIN" eval run --task --show x
+expect_msg "--show 'x': expected an integer in \\[0, 1000\\]"
 [ -f run/eval_task_copy_sinks_1_window_6.json ] && ok || { bad "transformed report name"; ls run; }
 expect_rc 0 "generate" "$BIN" generate run --prompt "a b c d =" --tokens 5 --temperature 0 --seed 1
 expect_out "a b c d = a b c d ."

@@ -38,13 +38,28 @@ static int parse_numbers(const char *s, double lo, double hi, double *out, int c
 static int is_task_name(const char *v) { return v && v[0] != '-' && (st_task_find(v) || !strcmp(v, "passkey")); }
 
 /* The flags that take a value (parse_value's and the transform options). */
-static const char *const valued[] = {"--lengths", "--sizes", "--scales", "--depths", "--trials", "--seed", "--split",
+static const char *const valued[] = {"--lengths", "--sizes", "--scales", "--depths", "--trials", "--show", "--seed", "--split",
                                      "--json", "--threads", CLI_TRANSFORM_FLAGS, NULL};
 
 static int not_for_tasks(const char *f) {
     return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (it takes --sizes, --scales, "
-                     "--lengths, --depths, --trials, --seed, --split, --json, --force, --threads, --quiet and the "
+                     "--lengths, --depths, --trials, --show, --seed, --split, --json, --force, --threads, --quiet and the "
                      "transform options)", f);
+}
+
+/* --show N: the first N instances of every (size, depth) cell, as the evaluation ran them */
+static int show_instances(const task_args *a, st_model *m, const st_task_data *td, int n_depth) {
+    printf("\ninstances (the model's argmax at each answer token after the true ones before it, as the "
+           "accuracy counts; * marks the first wrong one):\n");
+    for (int si = 0; si < a->n_sizes; si++)
+        for (int di = 0; di < n_depth; di++)
+            for (int tr = 0; tr < a->show && tr < a->trials; tr++) {
+                st_error e = {0};
+                if (st_task_show(m, td, a->sizes[si], di, a->depths[di], tr, a->seed, stdout, &e))
+                    return cli_report(&e);
+            }
+    fflush(stdout);
+    return ST_OK;
 }
 
 static int parse_value(const char *f, const char *v, task_args *a) {
@@ -67,6 +82,8 @@ static int parse_value(const char *f, const char *v, task_args *a) {
             return cli_usage("eval", "--depths '%s': expected numbers in [0, 1], 'A,B,...' (at most %d)", v,
                              TASK_MAX_DEPTHS);
         a->depths_given = 1;
+    } else if (!strcmp(f, "--show")) {
+        if (!cli_int_arg(v, 0, 1000, &a->show)) return cli_usage("eval", "--show '%s': expected an integer in [0, 1000]", v);
     } else if (!strcmp(f, "--trials")) {
         if (!cli_int_arg(v, 1, 1 << 20, &a->trials)) return cli_usage("eval", "--trials '%s': expected an integer in [1, 1048576]", v);
     } else if (!strcmp(f, "--seed")) {
@@ -287,8 +304,9 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
     if (!rc && !cells) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "eval: out of memory"});
     if (!rc && st_task_eval(m, &td, a->sizes, a->n_sizes, a->depths, n_depth, (int)a->trials, a->seed, cells, &e))
         rc = cli_report(&e);
+    if (!rc) print_table(a, &td, cells, n_depth);
+    if (!rc && a->show > 0) rc = show_instances(a, m, &td, n_depth);
     if (!rc) {
-        print_table(a, &td, cells, n_depth);
         char path[ST_PATH_BUF], name[64];
         snprintf(name, sizeof name, "eval_task_%s", td.task->name);
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
@@ -334,6 +352,10 @@ int cmd_eval_task(int argc, char **argv) {
     if (rc) {
         st_model_free(&m);
         return cli_report(&e);
+    }
+    if (!task_run && a.show > 0) {
+        st_model_free(&m);
+        return cli_usage("eval", "--show: shows a task run's instances; a text run's passkey prompts are text windows");
     }
     if ((rc = check_report_path(&a, task_run ? (a.task ? a.task : cfg.data.task_name) : NULL))) {
         st_model_free(&m);

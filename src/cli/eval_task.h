@@ -20,6 +20,7 @@ typedef struct task_args {
     double depths[TASK_MAX_DEPTHS];
     int n_depths, depths_given;
     int64_t trials;         /* 0: the default (10 text passkey, 50 tasks) */
+    int64_t show;           /* task runs: instances per cell printed with the model's answer */
     uint64_t seed;
     int split, split_given, quiet, force;
     int64_t threads;

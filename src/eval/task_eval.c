@@ -13,6 +13,7 @@
 #include "st_task.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +37,10 @@ int64_t st_task_eval_instance(const st_task_data *td, int64_t size, int depth_in
     return td->task->generate(&p, size, st_hash64(seed ^ SEED_TASK_EVAL, idx), tok, ans);
 }
 
-/* one instance through a reset cache; adds to the cell */
+/* one instance through a reset cache; adds to the cell; pred (NULL: not wanted) gets the
+ * argmax at each answer position */
 static int run_instance(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *tok, const uint8_t *ans, int64_t n,
-                        float *logits, st_task_cell *cell, st_error *e) {
+                        float *logits, st_task_cell *cell, int32_t *pred, st_error *e) {
     const int V = m->cfg.vocab_size;
     int64_t a = 0;
     while (a < n && !ans[a]) a++;
@@ -50,6 +52,11 @@ static int run_instance(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t 
     for (int64_t i = a; i < n && !rc;) {
         if (ans[i]) {
             int hit;
+            if (pred) {
+                int best = 0;
+                for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+                pred[i] = best;
+            }
             cell->loss += st_answer_nll(logits, V, tok[i], &hit);
             cell->ans_tokens++;
             cell->ans_correct += hit;
@@ -81,7 +88,7 @@ static int eval_size(st_model *m, const st_task_data *td, int64_t size, const do
         for (int tr = 0; tr < trials && !rc; tr++) {
             const int64_t n = st_task_eval_instance(td, size, di, depths[di], tr, seed, tok, ans);
             if (n > cell->tokens) cell->tokens = n;
-            rc = run_instance(m, &c, ctx, tok, ans, n, logits, cell, e);
+            rc = run_instance(m, &c, ctx, tok, ans, n, logits, cell, NULL, e);
         }
         cell->loss = cell->ans_tokens ? cell->loss / (double)cell->ans_tokens : NAN;
     }
@@ -128,6 +135,62 @@ int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int 
     if (have_arena) st_arena_free(&ar);
     free(logits);
     free(ans);
+    free(tok);
+    return rc;
+}
+
+/* a token's name, or its id past the task vocabulary */
+static void put_token(FILE *f, int32_t id) {
+    char name[32];
+    st_task_token_name(id, name, sizeof name);
+    fprintf(f, " %s", name);
+}
+
+int st_task_show(st_model *m, const st_task_data *td, int64_t size, int depth_index, double depth, int trial,
+                 uint64_t seed, FILE *f, st_error *e) {
+    const int64_t longest = td->task->length(&td->p, size);
+    int32_t *tok = st_malloc((size_t)longest * sizeof *tok, e), *pred = tok ? st_malloc((size_t)longest * sizeof *pred, e) : NULL;
+    uint8_t *ans = pred ? st_malloc((size_t)longest, e) : NULL;
+    float *logits = ans ? st_malloc((size_t)m->cfg.vocab_size * sizeof(float), e) : NULL;
+    st_arena ar;
+    st_ctx ctx;
+    st_kv_cache c;
+    memset(&c, 0, sizeof c);
+    int rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, e) : ST_ERR_MEMORY;
+    const int have_arena = !rc;
+    if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, e);
+    const int have_ctx = !rc;
+    if (m->xf) m->xf->n = longest;   /* as eval_size: the scale of this size's longest instance */
+    if (!rc) rc = st_kv_cache_init(&c, m, longest, st_mm_precision(ctx.mm), e);
+    st_task_cell cell = {0};
+    int64_t n = 0;
+    if (!rc) {
+        n = st_task_eval_instance(td, size, depth_index, depth, trial, seed, tok, ans);
+        rc = run_instance(m, &c, &ctx, tok, ans, n, logits, &cell, pred, e);
+    }
+    if (!rc) {
+        fprintf(f, "size %lld trial %d:", (long long)size, trial);
+        if (td->task->has_depth) fprintf(f, " (depth %g)", depth);
+        int64_t i = 0;
+        for (; i < n && !ans[i]; i++) put_token(f, tok[i]);
+        fprintf(f, "  | expected");
+        for (int64_t j = i; j < n; j++) if (ans[j]) put_token(f, tok[j]);
+        fprintf(f, "  | model");
+        int missed = 0;
+        for (int64_t j = i; j < n; j++) {
+            if (!ans[j]) continue;
+            if (!missed && pred[j] != tok[j]) { fprintf(f, " *"); missed = 1; }
+            put_token(f, pred[j]);
+        }
+        fprintf(f, "  | %s (%lld/%lld answer tokens)\n", cell.correct ? "exact" : "wrong", (long long)cell.ans_correct,
+                (long long)cell.ans_tokens);
+    }
+    st_kv_cache_free(&c);
+    if (have_ctx) st_ctx_free(&ctx);
+    if (have_arena) st_arena_free(&ar);
+    free(logits);
+    free(ans);
+    free(pred);
     free(tok);
     return rc;
 }
