@@ -64,6 +64,24 @@ static const char *const valued[] = {"--preset", "--vocab", "--layers", "--d", "
                                      "--seed", "--pos", "--block", "--eval", "--precision", "--json", "--coretype",
                                      "--omp-wait", NULL};
 
+/* --coretype NAME: a core OpenBLAS knows (else it would run another without a word) whose
+ * kernels this CPU runs (else the first product stops on an illegal instruction). */
+static int coretype_arg(const char *v) {
+    if (!st_blas_core_known(v)) {
+        char names[512];
+        st_blas_core_names(names, sizeof names);
+        return cli_usage("bench", "--coretype '%s': not a core OpenBLAS knows (it would run another one "
+                         "without a word); expected one of %s", v, names);
+    }
+    const char *lacks = st_blas_core_unsupported(v);
+    if (lacks) {
+        const char *best = st_blas_best_core();
+        return cli_usage("bench", "--coretype %s: its kernels need %s, which this CPU lacks%s%s", v, lacks,
+                         best ? "; the best core it runs is " : "", best ? best : "");
+    }
+    return ST_OK;
+}
+
 int cmd_bench(int argc, char **argv) {
     st_error e = {0};
     st_bench_config c;
@@ -125,19 +143,8 @@ int cmd_bench(int argc, char **argv) {
             json = v;
             if (cli_path_arg("bench", a, json)) return ST_ERR_CONFIG;
         } else if (!strcmp(a, "--coretype")) {
+            if ((rc = coretype_arg(v))) return rc;
             coretype = v;
-            if (!st_blas_core_known(v)) {
-                char names[512];
-                st_blas_core_names(names, sizeof names);
-                return cli_usage("bench", "--coretype '%s': not a core OpenBLAS knows (it would run another one "
-                                 "without a word); expected one of %s", v, names);
-            }
-            const char *lacks = st_blas_core_unsupported(v);
-            if (lacks) {
-                const char *best = st_blas_best_core();
-                return cli_usage("bench", "--coretype %s: its kernels need %s, which this CPU lacks%s%s", v, lacks,
-                                 best ? "; the best core it runs is " : "", best ? best : "");
-            }
         } else if (!strcmp(a, "--omp-wait")) {
             if (strcasecmp(v, "passive") && strcasecmp(v, "active"))
                 return cli_usage("bench", "--omp-wait: passive or active, not '%s'", v);
