@@ -49,6 +49,8 @@ typedef struct st_bench_config {
     int precision;          /* ST_PREC_* of the model's matmuls and of the GEMM peak */
     uint64_t seed;
     int profile;            /* 1: per-op table of the timed steps (st_profile.h) */
+    int decode_tokens;      /* KV-cache decoding: tokens timed one by one (0: no decode bench) */
+    int64_t decode_context; /* ... after a prefill of this many tokens (0: T) */
 } st_bench_config;
 
 typedef struct st_bench_eval {
@@ -91,6 +93,12 @@ typedef struct st_bench_result {
     int n_eval;
     st_bench_eval eval[ST_BENCH_MAX_EVAL];
     st_profile profile;     /* config profile = 1: the timed steps, op by op */
+    /* KV-cache decoding (st_model_decode, as generate runs it): one prefill of
+     * decode_context tokens, then decode_tokens single-token steps */
+    int64_t decode_context;
+    int decode_tokens;
+    double prefill_s, decode_tokens_per_s;
+    size_t decode_cache_bytes;
 } st_bench_result;
 
 /* Fill c from a preset name (tiny, S, M, G); ST_ERR_CONFIG for an unknown name. The

@@ -112,6 +112,17 @@ expect_rc 2 "bad value" "$BIN" bench --preset tiny --steps -3
 expect_rc 2 "bad eval lengths" "$BIN" bench --preset tiny --eval 64,x
 expect_rc 2 "heads" "$BIN" bench --preset tiny --d 66 --heads 4
 expect_rc 2 "bad wait policy" "$BIN" bench --preset tiny --omp-wait sometimes
+# --decode: KV-cache decoding as generate runs it (a prefill, then tokens one by one)
+expect_rc 0 "decode bench" "$BIN" bench --preset tiny --no-train --no-eval --sgemm 0 --decode 16 --decode-context 40 --json dec.json
+grep -q "decoding (KV cache, as generate): prefill 40 tokens" out.txt && ok || bad "no decode line: $(cat out.txt)"
+/usr/bin/python3 -c "
+import json; d = json.load(open('dec.json'))['decode']
+assert d['context'] == 40 and d['tokens'] == 16 and d['tokens_per_s'] > 0 and d['prefill_s'] > 0 and d['cache_bytes'] > 0, d
+" && ok || bad "decode JSON: $(cat dec.json)"
+/usr/bin/python3 -c "import json; assert json.load(open('e.json'))['decode'] is None" && ok ||
+    bad "a bench without --decode: $(grep -o '"decode".*' e.json)"
+expect_rc 2 "decode -1" "$BIN" bench --preset tiny --decode -1
+expect_rc 2 "decode context 0" "$BIN" bench --preset tiny --decode 4 --decode-context 0
 echo x > afile   # a report under a file: refused before the benchmark runs
 expect_rc 3 "unwritable json" "$BIN" bench --preset tiny --steps 1 --no-eval --sgemm-reps 0 --json afile/dir/x.json
 

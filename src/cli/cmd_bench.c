@@ -48,7 +48,8 @@ static const char *USAGE =
     "       [--pos alibi|sinusoidal|...] [--steps N] [--warmup N] [--eval L1,L2,..|none] [--eval-batch B]\n"
     "       [--eval-reps N] [--sgemm N] [--sgemm-reps N] [--threads N] [--seed S] [--precision fp32|bf16]\n"
     "       [--coretype NAME] [--omp-wait passive|active] [--json FILE [--force]] [--no-train] [--no-eval] [--profile]\n"
-    "       [--block gpt2|llama]\n"
+    "       [--block gpt2|llama] [--decode N [--decode-context C]]\n"
+    "--decode N: KV-cache decoding as generate runs it, N tokens one by one after a prefill of C (default T)\n"
     "--block llama: RMSNorm, SwiGLU with d_ff = 3 d, no biases, n_heads / 2 key/value heads (the\n"
     "GPT-2 block's matrix parameters; configs/block_llama.json); gpt2: the default block\n"
     "--profile: a per-op table of the timed training steps (forward, backward, share) and the\n"
@@ -62,7 +63,7 @@ static const char *USAGE =
 static const char *const valued[] = {"--preset", "--vocab", "--layers", "--d", "--heads", "--batch", "--seq", "--steps",
                                      "--warmup", "--eval-batch", "--eval-reps", "--sgemm", "--sgemm-reps", "--threads",
                                      "--seed", "--pos", "--block", "--eval", "--precision", "--json", "--coretype",
-                                     "--omp-wait", NULL};
+                                     "--omp-wait", "--decode", "--decode-context", NULL};
 
 /* --coretype NAME: a core OpenBLAS knows (else it would run another without a word) whose
  * kernels this CPU runs (else the first product stops on an illegal instruction). */
@@ -124,6 +125,8 @@ int cmd_bench(int argc, char **argv) {
         INTARG("--sgemm", 0, 16384, c.sgemm_n)
         INTARG("--sgemm-reps", 0, 1 << 20, c.sgemm_reps)
         INTARG("--threads", 0, 4096, c.threads)
+        INTARG("--decode", 0, 1 << 20, c.decode_tokens)
+        INTARG("--decode-context", 1, 1 << 24, c.decode_context)
 #undef INTARG
         if (!strcmp(a, "--seed")) {
             if (!cli_u64_arg(v, &c.seed)) return cli_usage("bench", "--seed: bad value '%s'", v);

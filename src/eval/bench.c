@@ -57,6 +57,8 @@ int st_bench_preset(const char *name, st_bench_config *c, st_error *e) {
     c->sgemm_n = 2048;
     c->sgemm_reps = 8;
     c->threads = 0;
+    c->decode_tokens = 0;   /* --decode N */
+    c->decode_context = 0;
     c->precision = ST_PREC_FP32;
     c->seed = 1234;
     return ST_OK;
@@ -332,6 +334,43 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------ decoding ---- */
+/* KV-cache decoding as `generate` runs it: prefill the context, then time each of the
+ * tokens through the cache (the cache holds all of them: no sliding). */
+static int bench_decode(st_model *m, const st_bench_config *c, st_mm *mm, st_bench_result *r, st_error *e) {
+    const int64_t C = c->decode_context > 0 ? c->decode_context : c->T, N = c->decode_tokens;
+    bench_scratch sc;
+    int rc = scratch_open(&sc, C + N, 1, c->model.vocab_size, c->seed + 3, (size_t)16 << 20, mm, e);
+    if (rc) return rc;
+    float *logits = st_malloc((size_t)c->model.vocab_size * sizeof(float), e);
+    st_kv_cache cache;
+    memset(&cache, 0, sizeof cache);
+    rc = logits ? st_kv_cache_init(&cache, m, C + N, c->precision, e) : ST_ERR_MEMORY;
+    if (!rc) {
+        st_ctx_begin(&sc.ctx, 0, 0);
+        double t0 = st_time();
+        rc = st_model_decode(m, &cache, &sc.ctx, sc.ids, C, logits, e);
+        r->prefill_s = st_time() - t0;
+        t0 = st_time();
+        for (int64_t i = 0; i < N && !rc; i++) {
+            st_ctx_begin(&sc.ctx, 0, 0);
+            rc = st_model_decode(m, &cache, &sc.ctx, sc.ids + C + i, 1, logits, e);
+        }
+        const double dt = st_time() - t0;
+        r->decode_tokens_per_s = dt > 0 ? (double)N / dt : 0.0;
+        r->decode_context = C;
+        r->decode_tokens = (int)N;
+        r->decode_cache_bytes = (size_t)st_kv_cache_bytes(&cache);
+    }
+    if (!rc)
+        st_log(ST_LOG_INFO, "bench: decode: prefill %lld tokens %.3f s, then %lld tokens at %.1f tokens/s",
+               (long long)C, r->prefill_s, (long long)N, r->decode_tokens_per_s);
+    st_kv_cache_free(&cache);
+    free(logits);
+    scratch_close(&sc);
+    return rc;
+}
+
 int st_bench_run(const st_bench_config *c, st_bench_result *r, st_error *e) {
     memset(r, 0, sizeof *r);
     if (c->B < 1 || c->T < 1 || c->steps < 0 || c->eval_B < 1 || c->n_eval < 0 || c->n_eval > ST_BENCH_MAX_EVAL)
@@ -366,6 +405,7 @@ int st_bench_run(const st_bench_config *c, st_bench_result *r, st_error *e) {
         rc = bench_eval_one(&m, c, mm, c->eval_lengths[i], &r->eval[i], e);
         if (!rc) r->n_eval = i + 1;
     }
+    if (!rc && c->decode_tokens > 0) rc = bench_decode(&m, c, mm, r, e);
 out:
     probe_free(&probe);
     if (have_model) st_model_free(&m);
@@ -428,6 +468,12 @@ void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *fi
                     v->loss);
         }
     }
+    if (r->decode_tokens > 0)
+        fprintf(f, "\ndecoding (KV cache, as generate): prefill %lld tokens %.4f s (%.0f tokens/s), then %d tokens at "
+                "%.1f tokens/s (%.3f ms/token); cache %.1f MiB\n", (long long)r->decode_context, r->prefill_s,
+                r->prefill_s > 0 ? (double)r->decode_context / r->prefill_s : 0.0, r->decode_tokens,
+                r->decode_tokens_per_s, r->decode_tokens_per_s > 0 ? 1e3 / r->decode_tokens_per_s : 0.0,
+                mib(r->decode_cache_bytes));
 }
 
 int st_bench_write_json(const st_bench_config *c, const st_bench_result *r, const char *path,
@@ -478,7 +524,13 @@ int st_bench_write_json(const st_bench_config *c, const st_bench_result *r, cons
                 i ? "," : "", (long long)v->L, (long long)v->B, v->seconds, v->tokens_per_s, v->peak_rss,
                 v->arena_bytes, v->loss);
     }
-    fprintf(f, "%s]\n}\n", r->n_eval ? "\n  " : "");
+    fprintf(f, "%s],\n", r->n_eval ? "\n  " : "");
+    if (r->decode_tokens > 0)
+        fprintf(f, "  \"decode\": {\"context\": %lld, \"tokens\": %d, \"prefill_s\": %.6f, \"tokens_per_s\": %.3f, "
+                   "\"cache_bytes\": %zu}\n}\n", (long long)r->decode_context, r->decode_tokens, r->prefill_s,
+                r->decode_tokens_per_s, r->decode_cache_bytes);
+    else
+        fprintf(f, "  \"decode\": null\n}\n");
     if (fclose(f) != 0) return st_fail(e, ST_ERR_IO, "%s: write failed", path);
     return ST_OK;
 }
