@@ -151,6 +151,9 @@ int st_run_config_diff(const st_run_config *a, const st_run_config *b, const cha
  * none); when it is the same error the assignments did not cause it and stay unnamed.
  * Returns 1 when the message was rewritten. */
 int st_config_names_key(const char *msg, const char *assignment);
+/* The error of the config at path (or of `text`, named path) with assignments sets into
+ * *e (code 0: none): the `alone` of st_config_blame. */
+void st_run_config_error(const char *path, const char *text, const char *const *sets, int n_sets, st_error *e);
 int st_config_blame(st_error *e, const char *file, const char *const *sets, int n_sets, const char *label,
                     const char *flags, const st_error *alone);
 /* Expand a leading "$STRETCH_DATA_DIR" / "${STRETCH_DATA_DIR}" (default "../shared/data")
@@ -254,6 +257,9 @@ int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_e
 /* 1 when path is a directory (a run) or a file that starts as a stretch checkpoint, else 0
  * (e.g. a safetensors export): how train.init_from tells its two kinds apart. */
 int st_checkpoint_is(const char *path);
+/* The CRC32 a checkpoint's header stores (of its contents; every load verifies it): which
+ * weights a file holds, read from its first 64 bytes. 0 when path is no checkpoint. */
+int st_checkpoint_stored_crc(const char *path, uint32_t *crc);
 /* Build the model from a checkpoint's config and load its parameters (for eval, export,
  * generate): the weights only (st_model_init_weights), no gradients or AdamW moments.
  * cfg (optional) receives the run config. Free with st_model_free. */

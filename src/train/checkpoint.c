@@ -420,6 +420,15 @@ int st_checkpoint_is(const char *path) {
     return is;
 }
 
+int st_checkpoint_stored_crc(const char *path, uint32_t *crc) {
+    FILE *f = fopen(path, "rb");
+    unsigned char hdr[HEADER_BYTES];
+    const int ok = f && fread(hdr, 1, HEADER_BYTES, f) == HEADER_BYTES && memcmp(hdr, MAGIC, 8) == 0;
+    if (f) fclose(f);
+    if (ok) *crc = get_u32(hdr + 56);
+    return ok;
+}
+
 int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e) {
     struct stat st;
     if (stat(path_or_run_dir, &st) != 0)

@@ -17,59 +17,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* The size and CRC32 of a file, read in 1 MiB pieces; 0 when unreadable. */
-static int file_identity(const char *path, double *bytes, char crc_hex[16]) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    unsigned char *buf = malloc((size_t)1 << 20);
+/* The size and CRC32 that tell one weights file from another: a checkpoint's stored one
+ * (its header's, which every load verifies: no second read of the file), an export's
+ * computed over the file in 1 MiB pieces. 0 when unreadable. */
+static int weights_identity(const char *path, int checkpoint, double *bytes, char crc_hex[16]) {
+    struct stat st;
     uint32_t crc = 0;
-    size_t got, total = 0;
-    while (buf && (got = fread(buf, 1, (size_t)1 << 20, f)) > 0) {
-        crc = st_crc32(crc, buf, got);
-        total += got;
+    int ok = stat(path, &st) == 0;
+    if (ok && checkpoint) {
+        ok = st_checkpoint_stored_crc(path, &crc);
+        *bytes = (double)st.st_size;
+    } else if (ok) {
+        FILE *f = fopen(path, "rb");
+        unsigned char *buf = f ? malloc((size_t)1 << 20) : NULL;
+        size_t got, total = 0;
+        while (buf && (got = fread(buf, 1, (size_t)1 << 20, f)) > 0) {
+            crc = st_crc32(crc, buf, got);
+            total += got;
+        }
+        ok = buf && !ferror(f);
+        free(buf);
+        if (f) fclose(f);
+        *bytes = (double)total;
     }
-    const int ok = buf && !ferror(f);
-    free(buf);
-    fclose(f);
-    *bytes = (double)total;
     snprintf(crc_hex, 16, "%08x", (unsigned)crc);
     return ok;
 }
 
 /* RUN/init_from.json's text (malloc'd; NULL when out of memory or unreadable): the
- * checkpoint file, its step, size and CRC32 (which tells the weights apart when a file of
- * that name is later replaced, as best.ckpt is), the base length, method and scaling. */
-static char *origin_json(const char *init_from, const char *path, const st_train_state *bs, const st_run_config *base) {
+ * weights file under `key` ("checkpoint" or "safetensors"), its size and CRC32 (which tell
+ * the weights apart when a file of that name is later replaced, as best.ckpt is), and for
+ * a checkpoint (bs, base given) its step, the base length, method and scaling. */
+static char *origin_json(const char *init_from, const char *key, const char *file, const st_train_state *bs,
+                         const st_run_config *base) {
     double bytes;
     char crc[16];
-    if (!file_identity(path, &bytes, crc)) return NULL;
+    if (!weights_identity(file, bs != NULL, &bytes, crc)) return NULL;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "init_from", init_from);
-    cJSON_AddStringToObject(o, "checkpoint", path);
-    cJSON_AddNumberToObject(o, "step", (double)bs->step);
+    cJSON_AddStringToObject(o, key, file);
+    if (bs) cJSON_AddNumberToObject(o, "step", (double)bs->step);
     st_json_add_number(o, "bytes", bytes);
     cJSON_AddStringToObject(o, "crc32", crc);
-    cJSON_AddNumberToObject(o, "train_seq_len", base->train.seq_len);
-    cJSON_AddStringToObject(o, "pos", st_pos_name(base->model.pos));
-    cJSON_AddStringToObject(o, "scaling", st_transform_name(base->model.scaling));
-    char *txt = st_json_print_exact(o, 1);
-    cJSON_Delete(o);
-    return txt;
-}
-
-/* RUN/init_from.json for exported weights: the file, its size and CRC32 (an export has no
- * step; the checksum tells which weights they were). NULL when out of memory or unreadable. */
-static char *origin_safetensors(const char *init_from) {
-    double bytes;
-    char crc[16];
-    if (!file_identity(init_from, &bytes, crc)) return NULL;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "init_from", init_from);
-    cJSON_AddStringToObject(o, "safetensors", init_from);
-    st_json_add_number(o, "bytes", bytes);
-    cJSON_AddStringToObject(o, "crc32", crc);
+    if (base) {
+        cJSON_AddNumberToObject(o, "train_seq_len", base->train.seq_len);
+        cJSON_AddStringToObject(o, "pos", st_pos_name(base->model.pos));
+        cJSON_AddStringToObject(o, "scaling", st_transform_name(base->model.scaling));
+    }
     char *txt = st_json_print_exact(o, 1);
     cJSON_Delete(o);
     return txt;
@@ -91,26 +88,21 @@ int st_init_from_pinned(const char *run_dir, const st_run_config *c, char *pinne
     int rc = ST_OK;
     /* unreadable, or of another init_from: not this run's record; the start resolves
      * train.init_from as a fresh run does and rewrites it */
-    if (cJSON_IsString(from) && strcmp(from->valuestring, c->train.init_from) == 0 && cJSON_IsString(crc)) {
+    if (cJSON_IsString(from) && strcmp(from->valuestring, c->train.init_from) == 0 &&
+        (cJSON_IsString(ck) || cJSON_IsString(crc))) {
         const char *file = cJSON_IsString(ck) ? ck->valuestring : c->train.init_from;   /* a checkpoint, or the export */
         double bytes;
         char now[16];
         if (cJSON_IsString(ck)) snprintf(pinned, n, "%s", file);
-        if (!file_identity(file, &bytes, now))
+        /* a record without a CRC32 (an earlier build's): the file only has to be there */
+        if (cJSON_IsString(crc) ? !weights_identity(file, cJSON_IsString(ck), &bytes, now) : access(file, R_OK) != 0)
             rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s, which is gone; restarting from "
                          "train.init_from (%s) now would make it another run (restore that file, or train again "
                          "in a new directory)", path, file, c->train.init_from);
-        else if (strcmp(now, crc->valuestring) != 0)
+        else if (cJSON_IsString(crc) && strcmp(now, crc->valuestring) != 0)
             rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s with CRC32 %s; the file has changed since "
                          "(CRC32 %s): restarting from it would make another run (restore it, or train again in a new "
                          "directory)", path, file, crc->valuestring, now);
-    } else if (cJSON_IsString(from) && strcmp(from->valuestring, c->train.init_from) == 0 && cJSON_IsString(ck)) {
-        /* a record of an older build (no CRC32): its file, if it is still there */
-        snprintf(pinned, n, "%s", ck->valuestring);
-        if (access(pinned, R_OK) != 0)
-            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: the run started from %s, which is gone; restarting from "
-                         "train.init_from (%s) now would make it another run (restore that file, or train again "
-                         "in a new directory)", path, pinned, c->train.init_from);
     }
     cJSON_Delete(o);
     return rc;
@@ -150,7 +142,7 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char
     *origin = NULL;
     if (!st_checkpoint_is(tc->init_from)) {
         int rc = st_model_load_safetensors(m, tc->init_from, e);
-        if (!rc && !(*origin = origin_safetensors(tc->init_from)))
+        if (!rc && !(*origin = origin_json(tc->init_from, "safetensors", tc->init_from, NULL, NULL)))
             rc = st_fail(e, ST_ERR_IO, "%s: train.init_from: %s: cannot read it again for init_from.json", c->file,
                          tc->init_from);
         return rc;
@@ -169,7 +161,7 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char
         rc = st_fail(&le, ST_ERR_CONFIG, "train.seq_len: %d is shorter than the base run's %d; a scaled model "
                      "(model.scaling.transform %s) extends its base run's length", tc->seq_len, base->train.seq_len,
                      st_transform_name(mc->scaling));
-    if (!rc && !(*origin = origin_json(tc->init_from, path, &bs, base)))
+    if (!rc && !(*origin = origin_json(tc->init_from, "checkpoint", path, &bs, base)))
         rc = st_fail(&le, ST_ERR_IO, "%s: cannot read it again for init_from.json", path);
     if (rc) {
         free(base);
