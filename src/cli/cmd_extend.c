@@ -190,9 +190,7 @@ static void blame_flags(const extend_args *a, const char *path, const overrides 
     const char *flag_sets[16];
     for (int i = 0; i < o->n; i++) flag_sets[i] = o->set[i];
     st_error alone = {0};
-    st_run_config *tmp = a->n_sets > 0 ? malloc(sizeof *tmp) : NULL;
-    if (tmp) st_run_config_load(path, flag_sets, o->n, tmp, &alone);
-    free(tmp);
+    if (a->n_sets > 0) st_run_config_error(path, NULL, flag_sets, o->n, &alone);
     st_config_blame(e, path, a->sets, a->n_sets, "--set ", flags, &alone);
 }
 

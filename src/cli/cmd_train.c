@@ -44,9 +44,7 @@ static void default_out(const char *config, char *out, size_t n) {
  * names its key, unless (check_alone) the file alone gives the same error. */
 static void blame_sets(const char *path, const char *const *sets, int n_sets, int check_alone, st_error *e) {
     st_error alone = {0};
-    st_run_config *tmp = check_alone && n_sets > 0 ? malloc(sizeof *tmp) : NULL;
-    if (tmp) st_run_config_load(path, NULL, 0, tmp, &alone);
-    free(tmp);
+    if (check_alone && n_sets > 0) st_run_config_error(path, NULL, NULL, 0, &alone);
     st_config_blame(e, path, sets, n_sets, "--set ", NULL, &alone);
 }
 

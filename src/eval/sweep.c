@@ -257,10 +257,7 @@ static int load_point_config(sweep *s, sweep_point *pt, const char *base_path, c
         /* a rule between keys broken by the point's own values (set, variant, grid) names
          * them, not the base file, unless the base alone breaks it the same way */
         st_error alone = {0};
-        st_run_config *tmp = malloc(sizeof *tmp);
-        if (tmp && base_path) st_run_config_load(base_path, NULL, 0, tmp, &alone);
-        else if (tmp) st_run_config_parse(base_text, strlen(base_text), s->base_desc, NULL, 0, tmp, &alone);
-        free(tmp);
+        st_run_config_error(base_path ? base_path : s->base_desc, base_path ? NULL : base_text, NULL, 0, &alone);
         st_config_blame(&le, base_path ? base_path : s->base_desc, (const char *const *)pt->sets, pt->n_sets,
                         "the point's ", NULL, &alone);
     }

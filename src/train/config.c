@@ -381,6 +381,14 @@ int st_run_config_load(const char *path, const char *const *sets, int n_sets,
     return rc;
 }
 
+void st_run_config_error(const char *path, const char *text, const char *const *sets, int n_sets, st_error *e) {
+    st_run_config *tmp = malloc(sizeof *tmp);   /* large: paths */
+    if (!tmp) { st_fail(e, ST_ERR_MEMORY, "out of memory"); return; }
+    if (text) st_run_config_parse(text, strlen(text), path, sets, n_sets, tmp, e);
+    else st_run_config_load(path, sets, n_sets, tmp, e);
+    free(tmp);
+}
+
 int st_config_names_key(const char *msg, const char *assignment) {
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)strcspn(assignment, "="), assignment);
