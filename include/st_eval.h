@@ -262,19 +262,17 @@ typedef struct st_task_cell {
     int status;             /* ST_OK, or why the size could not be run */
 } st_task_cell;
 /* cells: n_sizes * n_depth, row-major by size (n_depth = 1, depth ignored, for tasks
- * without a depth grid). Fails only on memory; a size that cannot run is its rows' status. */
+ * without a depth grid). Fails only on memory; a size that cannot run is its rows' status.
+ * show (NULL: none): the first n_show instances of each cell are written to it, a line
+ * each: the prompt, the expected answer and the model's argmax at each answer position
+ * (teacher-forced, as the accuracy counts it: equal to greedy decoding up to the first
+ * wrong token, marked "*"), exact or wrong, with the answer tokens right. */
 int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int n_sizes, const double *depths,
-                 int n_depth, int trials, uint64_t seed, st_task_cell *cells, st_error *e);
+                 int n_depth, int trials, uint64_t seed, st_task_cell *cells, int n_show, FILE *show, st_error *e);
 /* The instance st_task_eval runs for (size, depth index and value, trial): tok, ans of
  * the task's length(size); returns its token count. */
 int64_t st_task_eval_instance(const st_task_data *td, int64_t size, int depth_index, double depth, int trial,
                               uint64_t seed, int32_t *tok, uint8_t *ans);
-/* That instance through the model, written to f as one line: its prompt, the expected
- * answer and the model's argmax at each answer position (teacher-forced, as the accuracy
- * counts it: equal to greedy decoding up to the first wrong token, marked "*"), exact or
- * wrong, with the answer tokens right. */
-int st_task_show(st_model *m, const st_task_data *td, int64_t size, int depth_index, double depth, int trial,
-                 uint64_t seed, FILE *f, st_error *e);
 
 #ifdef __cplusplus
 }

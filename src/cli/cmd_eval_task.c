@@ -47,21 +47,6 @@ static int not_for_tasks(const char *f) {
                      "transform options)", f);
 }
 
-/* --show N: the first N instances of every (size, depth) cell, as the evaluation ran them */
-static int show_instances(const task_args *a, st_model *m, const st_task_data *td, int n_depth) {
-    printf("\ninstances (the model's argmax at each answer token after the true ones before it, as the "
-           "accuracy counts; * marks the first wrong one):\n");
-    for (int si = 0; si < a->n_sizes; si++)
-        for (int di = 0; di < n_depth; di++)
-            for (int tr = 0; tr < a->show && tr < a->trials; tr++) {
-                st_error e = {0};
-                if (st_task_show(m, td, a->sizes[si], di, a->depths[di], tr, a->seed, stdout, &e))
-                    return cli_report(&e);
-            }
-    fflush(stdout);
-    return ST_OK;
-}
-
 static int parse_value(const char *f, const char *v, task_args *a) {
     if (!strcmp(f, "--lengths")) {
         if ((a->n_lengths = cli_lengths_arg(v, 1, (int64_t)1 << 30, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
@@ -302,10 +287,22 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         rc = cli_usage("eval", "%s", e.msg);
     st_task_cell *cells = rc ? NULL : calloc((size_t)a->n_sizes * (size_t)n_depth, sizeof *cells);
     if (!rc && !cells) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "eval: out of memory"});
-    if (!rc && st_task_eval(m, &td, a->sizes, a->n_sizes, a->depths, n_depth, (int)a->trials, a->seed, cells, &e))
+    /* --show: the instances' lines, written as they run and printed after the table */
+    char *shown = NULL;
+    size_t shown_len = 0;
+    FILE *show = !rc && a->show > 0 ? open_memstream(&shown, &shown_len) : NULL;
+    if (!rc && a->show > 0 && !show) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "eval: out of memory"});
+    if (!rc && st_task_eval(m, &td, a->sizes, a->n_sizes, a->depths, n_depth, (int)a->trials, a->seed, cells,
+                            (int)a->show, show, &e))
         rc = cli_report(&e);
+    if (show) fclose(show);
     if (!rc) print_table(a, &td, cells, n_depth);
-    if (!rc && a->show > 0) rc = show_instances(a, m, &td, n_depth);
+    if (!rc && shown_len) {
+        printf("\ninstances (the model's argmax at each answer token after the true ones before it, as the "
+               "accuracy counts; * marks the first wrong one):\n%s", shown);
+        fflush(stdout);
+    }
+    free(shown);
     if (!rc) {
         char path[ST_PATH_BUF], name[64];
         snprintf(name, sizeof name, "eval_task_%s", td.task->name);

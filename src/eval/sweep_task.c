@@ -47,7 +47,7 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
     if (!rc) rc = st_task_check_sizes(&td, sizes, n, "eval.task_scales", e);
     st_task_cell *cells = rc ? NULL : calloc((size_t)n * (size_t)n_depth, sizeof *cells);
     if (!rc && !cells) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");
-    if (!rc) rc = st_task_eval(&m, &td, sizes, n, s->task_depths, n_depth, (int)s->task_trials, 1, cells, e);
+    if (!rc) rc = st_task_eval(&m, &td, sizes, n, s->task_depths, n_depth, (int)s->task_trials, 1, cells, 0, NULL, e);
     if (!rc) {
         cJSON *o = cJSON_CreateObject();
         char label[160];

@@ -74,10 +74,39 @@ static int run_instance(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t 
     return rc;
 }
 
-/* One size: every depth x trial through one cache long enough for the longest instance. */
+/* a token's name (the task vocabulary's) after a space */
+static void put_token(FILE *f, int32_t id) {
+    char name[32];
+    st_task_token_name(id, name, sizeof name);
+    fprintf(f, " %s", name);
+}
+
+/* One instance as --show prints it: the prompt, the expected answer, the model's argmax
+ * at each answer position (pred; the first wrong one marked), the verdict and the answer
+ * tokens right of those scored. */
+static void show_line(FILE *f, const st_task_data *td, int64_t size, double depth, int trial, const int32_t *tok,
+                      const uint8_t *ans, const int32_t *pred, int64_t n, int exact, int64_t right, int64_t scored) {
+    fprintf(f, "size %lld trial %d:", (long long)size, trial);
+    if (td->task->has_depth) fprintf(f, " (depth %g)", depth);
+    int64_t i = 0;
+    for (; i < n && !ans[i]; i++) put_token(f, tok[i]);
+    fprintf(f, "  | expected");
+    for (int64_t j = i; j < n; j++) if (ans[j]) put_token(f, tok[j]);
+    fprintf(f, "  | model");
+    int missed = 0;
+    for (int64_t j = i; j < n; j++) {
+        if (!ans[j]) continue;
+        if (!missed && pred[j] != tok[j]) { fprintf(f, " *"); missed = 1; }
+        put_token(f, pred[j]);
+    }
+    fprintf(f, "  | %s (%lld/%lld answer tokens)\n", exact ? "exact" : "wrong", (long long)right, (long long)scored);
+}
+
+/* One size: every depth x trial through one cache long enough for the longest instance;
+ * the first n_show trials of each depth are written to show with the model's answers. */
 static int eval_size(st_model *m, const st_task_data *td, int64_t size, const double *depths, int n_depth, int trials,
                      uint64_t seed, st_task_cell *row, int32_t *tok, uint8_t *ans, float *logits, st_ctx *ctx,
-                     st_error *e) {
+                     int n_show, FILE *show, int32_t *pred, st_error *e) {
     const int64_t longest = td->task->length(&td->p, size);
     if (m->xf) m->xf->n = longest;   /* a transform's scale for this length (s = max(1, n / L)) */
     st_kv_cache c;
@@ -88,7 +117,12 @@ static int eval_size(st_model *m, const st_task_data *td, int64_t size, const do
         for (int tr = 0; tr < trials && !rc; tr++) {
             const int64_t n = st_task_eval_instance(td, size, di, depths[di], tr, seed, tok, ans);
             if (n > cell->tokens) cell->tokens = n;
-            rc = run_instance(m, &c, ctx, tok, ans, n, logits, cell, NULL, e);
+            const int shown = show && tr < n_show;
+            const st_task_cell before = *cell;
+            rc = run_instance(m, &c, ctx, tok, ans, n, logits, cell, shown ? pred : NULL, e);
+            if (!rc && shown)
+                show_line(show, td, size, depths[di], tr, tok, ans, pred, n, cell->correct > before.correct,
+                          cell->ans_correct - before.ans_correct, cell->ans_tokens - before.ans_tokens);
         }
         cell->loss = cell->ans_tokens ? cell->loss / (double)cell->ans_tokens : NAN;
     }
@@ -97,7 +131,7 @@ static int eval_size(st_model *m, const st_task_data *td, int64_t size, const do
 }
 
 int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int n_sizes, const double *depths,
-                 int n_depth, int trials, uint64_t seed, st_task_cell *cells, st_error *e) {
+                 int n_depth, int trials, uint64_t seed, st_task_cell *cells, int n_show, FILE *show, st_error *e) {
     memset(cells, 0, (size_t)n_sizes * (size_t)n_depth * sizeof *cells);
     int64_t longest = 0;
     for (int i = 0; i < n_sizes; i++) {
@@ -109,7 +143,8 @@ int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int 
     int32_t *tok = st_malloc((size_t)longest * sizeof *tok, e);
     uint8_t *ans = tok ? st_malloc((size_t)longest, e) : NULL;
     float *logits = ans ? st_malloc((size_t)m->cfg.vocab_size * sizeof(float), e) : NULL;
-    int rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, e) : ST_ERR_MEMORY;
+    int32_t *pred = logits && show && n_show > 0 ? st_malloc((size_t)longest * sizeof *pred, e) : NULL;
+    int rc = logits && (pred || !show || n_show <= 0) ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, e) : ST_ERR_MEMORY;
     const int have_arena = !rc;
     if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, e);
     const int have_ctx = !rc;
@@ -127,70 +162,16 @@ int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int 
             continue;
         }
         st_error le = {0};
-        int lrc = eval_size(m, td, size, depths, n_depth, trials, seed, row, tok, ans, logits, &ctx, &le);
+        int lrc = eval_size(m, td, size, depths, n_depth, trials, seed, row, tok, ans, logits, &ctx, n_show, show, pred,
+                            &le);
         if (lrc == ST_ERR_MEMORY) { rc = lrc; *e = le; }
         else if (lrc) for (int di = 0; di < n_depth; di++) { row[di].status = lrc; row[di].loss = NAN; }
     }
     if (have_ctx) st_ctx_free(&ctx);
     if (have_arena) st_arena_free(&ar);
-    free(logits);
-    free(ans);
-    free(tok);
-    return rc;
-}
-
-/* a token's name, or its id past the task vocabulary */
-static void put_token(FILE *f, int32_t id) {
-    char name[32];
-    st_task_token_name(id, name, sizeof name);
-    fprintf(f, " %s", name);
-}
-
-int st_task_show(st_model *m, const st_task_data *td, int64_t size, int depth_index, double depth, int trial,
-                 uint64_t seed, FILE *f, st_error *e) {
-    const int64_t longest = td->task->length(&td->p, size);
-    int32_t *tok = st_malloc((size_t)longest * sizeof *tok, e), *pred = tok ? st_malloc((size_t)longest * sizeof *pred, e) : NULL;
-    uint8_t *ans = pred ? st_malloc((size_t)longest, e) : NULL;
-    float *logits = ans ? st_malloc((size_t)m->cfg.vocab_size * sizeof(float), e) : NULL;
-    st_arena ar;
-    st_ctx ctx;
-    st_kv_cache c;
-    memset(&c, 0, sizeof c);
-    int rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, e) : ST_ERR_MEMORY;
-    const int have_arena = !rc;
-    if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, e);
-    const int have_ctx = !rc;
-    if (m->xf) m->xf->n = longest;   /* as eval_size: the scale of this size's longest instance */
-    if (!rc) rc = st_kv_cache_init(&c, m, longest, st_mm_precision(ctx.mm), e);
-    st_task_cell cell = {0};
-    int64_t n = 0;
-    if (!rc) {
-        n = st_task_eval_instance(td, size, depth_index, depth, trial, seed, tok, ans);
-        rc = run_instance(m, &c, &ctx, tok, ans, n, logits, &cell, pred, e);
-    }
-    if (!rc) {
-        fprintf(f, "size %lld trial %d:", (long long)size, trial);
-        if (td->task->has_depth) fprintf(f, " (depth %g)", depth);
-        int64_t i = 0;
-        for (; i < n && !ans[i]; i++) put_token(f, tok[i]);
-        fprintf(f, "  | expected");
-        for (int64_t j = i; j < n; j++) if (ans[j]) put_token(f, tok[j]);
-        fprintf(f, "  | model");
-        int missed = 0;
-        for (int64_t j = i; j < n; j++) {
-            if (!ans[j]) continue;
-            if (!missed && pred[j] != tok[j]) { fprintf(f, " *"); missed = 1; }
-            put_token(f, pred[j]);
-        }
-        fprintf(f, "  | %s (%lld/%lld answer tokens)\n", cell.correct ? "exact" : "wrong", (long long)cell.ans_correct,
-                (long long)cell.ans_tokens);
-    }
-    st_kv_cache_free(&c);
-    if (have_ctx) st_ctx_free(&ctx);
-    if (have_arena) st_arena_free(&ar);
-    free(logits);
-    free(ans);
     free(pred);
+    free(logits);
+    free(ans);
     free(tok);
     return rc;
 }
