@@ -162,6 +162,9 @@ const char *st_pos_limit_why(int pos);
 /* NULL, or why the method cannot attend to a span with keys masked inside it (attention
  * sinks + window; data.task.doc_mask): CoPE counts its gates over one contiguous span. */
 const char *st_pos_no_sinks(int pos);
+/* NULL, or why the method cannot give attention sinks their cache positions (StreamingLLM's
+ * re-positioning, st_transform.cache_positions). */
+const char *st_pos_no_cache_positions(int pos);
 /* Set the method's keys to a variant in which every parameter it can have is learned
  * (selfcheck, tests). */
 void st_pos_exercise(st_model_config *c);

@@ -29,7 +29,12 @@
  * Attention sinks + window (any method): query i sees keys j with i - j < window (its last
  * `window` keys, itself included) and the first `sinks` keys j < sinks (StreamingLLM's
  * attention sinks, Xiao et al. 2023), at their positions in the text. window 0 = no
- * window (sinks then need a window). */
+ * window (sinks then need a window).
+ * With cache_positions (StreamingLLM's "positions within the cache"), positions are those
+ * of a cache that holds the sinks and then the window: a query at position p past
+ * cap = sinks + window - 1 sits at cap, so sink j is seen at distance cap - j instead of
+ * p - j, while its window keys keep their distances (relative methods: rope, the distance
+ * biases, none; st_pos_no_cache_positions says why another method cannot). */
 #ifndef ST_TRANSFORM_H
 #define ST_TRANSFORM_H
 
@@ -62,6 +67,7 @@ typedef struct st_transform {
     int64_t sinks;          /* keys 0..sinks-1 always visible (needs window > 0) */
     int64_t window;         /* > 0: a query sees its last `window` keys (and the sinks) */
     int64_t clip;           /* rerope: w, 0 = train_len / 2 */
+    int cache_positions;    /* 1: sinks at their cache positions (needs sinks and a window) */
     double yarn_alpha;      /* yarn: the ramp's bounds in rotations over L (0: ST_YARN_ALPHA, */
     double yarn_beta;       /*       ST_YARN_BETA) */
     /* set by the caller before a forward */
@@ -92,6 +98,9 @@ const char *st_transform_untrainable(int kind);
 
 /* rerope's w (clip, or train_len / 2, at least 1); 0 for other kinds. */
 int64_t st_transform_clip(const st_transform *xf);
+/* With cache positions: cap = sinks + window - 1, the position a query past it takes
+ * (st_transform.cache_positions); 0 without. */
+int64_t st_transform_cache_cap(const st_transform *xf);
 /* RoPE frequencies for head size D and base under the transform (xf NULL or a non-rope
  * kind: the plain theta_i) at current length len: inv_freq[D/2] and the factor by which
  * q and k are scaled (1 except yarn). */

@@ -4,10 +4,11 @@
 Usage (called by tests/test_transforms.c):
     /usr/bin/python3 scripts/torch_ref_transforms.py DIR
 DIR holds config.json ({"model": {...}, "transform": {"kind", "scale", "sinks", "window",
-"train_len", "n"}}), model.safetensors and batch.json ({"ids": [[...]], "logits": [[[...]]]},
-stretch's logits). The model is rebuilt from the documented math with the transform
-written out here (RoPE frequencies, YaRN's temperature, ALiBi slopes, the sinks + window
-mask), and stretch's logits are compared with these. Exits 1 on a mismatch.
+"positions", "train_len", "n"}}), model.safetensors and batch.json ({"ids": [[...]],
+"logits": [[[...]]]}, stretch's logits). The model is rebuilt from the documented math with
+the transform written out here (RoPE frequencies, YaRN's temperature, ALiBi slopes, the
+sinks + window mask, the sinks at their cache positions), and stretch's logits are compared
+with these. Exits 1 on a mismatch.
 The position biases of the trained methods come from scripts/torch_ref.py.
 """
 import json, math, os, sys
@@ -50,9 +51,12 @@ def rope_freqs(xf, D, base, cur_len):
     return theta, 1.0
 
 
-def rotate(x, theta, c):
+def rotate(x, theta, c, pos=None):
+    """x (B,H,T,D) rotated at positions pos (T,), default 0..T-1"""
     T, half = x.shape[2], x.shape[3] // 2
-    ang = torch.arange(T, dtype=torch.float64)[:, None] * theta[None, :]
+    if pos is None:
+        pos = torch.arange(T)
+    ang = pos.double()[:, None] * theta[None, :]
     cos, sin = torch.cos(ang), torch.sin(ang)
     x1, x2 = x[..., :half], x[..., half:]
     return c * torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
@@ -68,6 +72,19 @@ def visible(T, xf):
     return m
 
 
+def sinks_far(T, xf):
+    """(far (T,T), cap): far marks a sink outside its query's window whose query is past
+    cap = sinks + window - 1, when the sinks take their positions in a cache that holds
+    the sinks, then the window (StreamingLLM): that query sits at cap, the sink at j, so
+    their distance is cap - j instead of i - j; every other pair keeps i - j."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    cap = xf["sinks"] + xf["window"] - 1
+    if xf.get("positions", "text") != "cache" or xf["window"] <= 0:
+        return torch.zeros(T, T, dtype=torch.bool), cap
+    return (j < xf["sinks"]) & (i - j >= xf["window"]) & (i > cap), cap
+
+
 def logits(cfg, xf, p, ids):
     B, T = ids.shape
     V, C = p["tok_emb.weight"].shape
@@ -76,6 +93,9 @@ def logits(cfg, xf, p, ids):
     eps = cfg["ln_eps"]
     x = torch_ref.embed(cfg, p, ids)
     mask = visible(T, xf)
+    far, cap = sinks_far(T, xf)
+    dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
+    dist = torch.where(far, cap - torch.arange(T)[None, :].expand(T, T), dist)
     for l in range(nl):
         pre = f"blocks.{l}."
         h = F.layer_norm(x, (C,), p[pre + "ln1.weight"], p[pre + "ln1.bias"], eps)
@@ -86,6 +106,9 @@ def logits(cfg, xf, p, ids):
             theta, c = rope_freqs(xf, D, cfg["rope_base"], T)
             q, k = rotate(q, theta, c), rotate(k, theta, c)
         s = q @ k.transpose(-1, -2) / math.sqrt(D)
+        if cfg["pos"] == "rope" and far.any():   # the sinks seen from the query moved to cap
+            qc = rotate(q_raw, theta, c, torch.clamp(torch.arange(T), max=cap))
+            s = torch.where(far, qc @ k.transpose(-1, -2) / math.sqrt(D), s)
         if xf["kind"] == "rerope":   # relative positions clipped at w (bojone/rerope)
             w = xf["clip"]
             theta, _ = rope_freqs(xf, D, cfg["rope_base"], T)
@@ -103,6 +126,8 @@ def logits(cfg, xf, p, ids):
             bias = -m[:, None, None] * d
         else:
             bias = torch_ref.bias_for(cfg, p, l, T, H)
+        if bias is not None and far.any():   # b(d) = bias[h, T-1, T-1-d], read at each pair's distance
+            bias = bias[:, T - 1, :].flip(-1)[:, dist.clamp(min=0)]
         if bias is not None:
             s = s + bias[None]
         s = s.masked_fill(~mask, float("-inf"))
@@ -133,7 +158,8 @@ def main():
     # the plain model is, so a test can require the transform to matter
     plain = logits(cfg, dict(xf, kind="none", window=0, sinks=0), p, torch.tensor(batch["ids"]))
     moved = (plain - ref).abs().max().item()
-    print(f"{cfg['pos']} {xf['kind']} s={xf['scale']} sinks={xf['sinks']} window={xf['window']}: "
+    print(f"{cfg['pos']} {xf['kind']} s={xf['scale']} sinks={xf['sinks']} window={xf['window']} "
+          f"positions={xf.get('positions', 'text')}: "
           f"max |stretch - torch| {err:.2e} (scale {scale:.2f}); transform moves logits by {moved:.2e} "
           f"{'ok' if ok else 'MISMATCH'}")
     sys.exit(0 if ok else 1)

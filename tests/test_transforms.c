@@ -95,7 +95,7 @@ static void test_kernel(void) {
                 for (int64_t h = 0; qt && h < H; h++)
                     memcpy(qt + h * (T - from) * D, q + (h * T + from) * D, (size_t)((T - from) * D) * 4);
                 st_tensor *ot = qt ? st_attention_clipped(&ctx, st_wrap(&ctx, qt, 4, qs), tk, tv, NULL, NULL, 0, biases[b],
-                                                          0.0f, cases[c][0], cases[c][1]) : NULL;
+                                                          0.0f, cases[c][0], cases[c][1], NULL) : NULL;
                 int same = ot && o;
                 for (int64_t h = 0; same && h < H; h++)
                     same = !memcmp(ot->data + h * (T - from) * D, o->data + (h * T + from) * D, (size_t)((T - from) * D) * 4);
@@ -139,33 +139,44 @@ static int full_logits(st_model *m, const int32_t *ids, int64_t T, float *out) {
     return 1;
 }
 
-typedef struct xcase { int pos, kind; double scale; int64_t sinks, window, clip; } xcase;
+typedef struct xcase { int pos, kind; double scale; int64_t sinks, window, clip; int cache; } xcase;
 
 static const xcase cases[] = {
-    {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_YARN, 6.5, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_PI, 2, 3, 9, 0},
-    {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, 0},
-    {ST_POS_ROPE, ST_XF_REROPE, 0, 2, 9, 6},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 2, 6, 0},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0},
-    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0},
-    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0},
-    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0},
-    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0},
-    {ST_POS_SINUSOIDAL, ST_XF_NONE, 0, 2, 6, 0},
-    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0},
+    {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 6.5, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_PI, 2, 3, 9, 0, 0},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, 0, 0},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 2, 9, 6, 0},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0, 0},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 2, 6, 0, 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0},
+    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0, 0},
+    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0, 0},
+    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0, 0},
+    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0, 0},
+    {ST_POS_SINUSOIDAL, ST_XF_NONE, 0, 2, 6, 0, 0},
+    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0, 0},
+    /* the sinks at their cache positions (StreamingLLM): rows past sinks + window - 1 */
+    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0, 1},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 3, 9, 0, 1},
+    {ST_POS_ROPE, ST_XF_PI, 2, 1, 5, 0, 1},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 3, 5, 0, 1},
+    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0, 1},
+    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0, 1},
+    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0, 1},
+    {ST_POS_SANDWICH, ST_XF_NONE, 0, 2, 6, 0, 1},
+    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0, 1},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 enum { TL = 8, TN = 30 };   /* training length L, evaluated length n */
 
 static void set_xf(st_transform *xf, const xcase *c) {
     *xf = (st_transform){.kind = c->kind, .scale = c->scale, .sinks = c->sinks, .window = c->window,
-                         .clip = c->clip, .train_len = TL, .n = TN};
+                         .clip = c->clip, .cache_positions = c->cache, .train_len = TL, .n = TN};
 }
 
 static void label(const xcase *c, char *buf, size_t n) {
@@ -183,15 +194,17 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     if (!f) return 0;
-    fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
+    fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"d_model\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
                " \"rf\": {\"kind\": \"%s\", \"scope\": \"fixed\", \"rho\": %.9g, \"param\": \"softplus\"},"
                " \"t5_buckets\": %d, \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g,"
                " \"gelu\": \"%s\", \"tie_embeddings\": %s},\n \"transform\": {\"kind\": \"%s\", \"scale\": %.17g,"
-               " \"sinks\": %lld, \"window\": %lld, \"clip\": %lld, \"train_len\": %lld, \"n\": %lld}}\n",
-            c->n_layers, c->n_heads, st_pos_name(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind), c->rf_rho,
+               " \"sinks\": %lld, \"window\": %lld, \"positions\": \"%s\", \"clip\": %lld, \"train_len\": %lld,"
+               " \"n\": %lld}}\n",
+            c->n_layers, c->n_heads, c->d_model, st_pos_name(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind), c->rf_rho,
             c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps, c->gelu_exact ? "erf" : "tanh",
             c->tie_embeddings ? "true" : "false", st_transform_name(xf->kind), xf->scale, (long long)xf->sinks,
-            (long long)xf->window, (long long)st_transform_clip(xf), (long long)xf->train_len, (long long)xf->n);
+            (long long)xf->window, xf->cache_positions ? "cache" : "text", (long long)st_transform_clip(xf),
+            (long long)xf->train_len, (long long)xf->n);
     fclose(f);
     st_error e = {0};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -239,6 +252,13 @@ static void test_torch(const int32_t *ids) {
         CHECK(full_logits(&m, ids, TN, lg));
         CHECK_MSG(max_diff(plain, lg, TN * V) > 1e-3, "%s: the transform changes the logits (by %.3g)", what,
                   max_diff(plain, lg, TN * V));
+        if (xf.cache_positions && cases[i].pos != ST_POS_NONE) {   /* the sinks moved: not the text positions' logits */
+            xf.cache_positions = 0;
+            CHECK(full_logits(&m, ids, TN, plain));
+            xf.cache_positions = 1;
+            CHECK_MSG(max_diff(plain, lg, TN * V) > 1e-3, "%s: cache positions change the logits of text positions "
+                      "(by %.3g)", what, max_diff(plain, lg, TN * V));
+        }
         char dir[512], cmd[2048];
         test_tmpdir(dir, sizeof dir);
         CHECK(write_case(dir, &m, &xf, ids, TN, lg));
@@ -257,10 +277,10 @@ static void test_identities(const int32_t *ids) {
     const int V = 37;
     float *plain = malloc((size_t)(TN * V) * 4), *lg = malloc((size_t)(TN * V) * 4);
     const xcase same[] = {
-        {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0},
-        {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0},
-        {ST_POS_ROPE, ST_XF_NONE, 0, 3, TL, 0}, {ST_POS_ALIBI, ST_XF_NONE, 0, 2, TL + 5, 0}, {ST_POS_T5, ST_XF_NONE, 0, 1, TL, 0},
-        {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, TL},   /* no distance reaches the clip */
+        {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0, 0},
+        {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0, 0},
+        {ST_POS_ROPE, ST_XF_NONE, 0, 3, TL, 0, 0}, {ST_POS_ALIBI, ST_XF_NONE, 0, 2, TL + 5, 0, 0}, {ST_POS_T5, ST_XF_NONE, 0, 1, TL, 0, 0},
+        {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, TL, 0},   /* no distance reaches the clip */
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         st_model m;

@@ -56,9 +56,11 @@ float st_model_embed_scale(const st_model_config *c) {
 int st_block_expand_kv(st_model *m, st_ctx *ctx, st_tensor **k, st_tensor **v, st_tensor **k2) {
     const int g = m->cfg.n_heads / st_model_kv_heads(&m->cfg);
     if (g == 1) return 1;
+    const int same = k2 && *k2 == *k;   /* the sinks' k2 is k itself: expanded once */
     *k = st_repeat_heads(ctx, *k, g);
     *v = st_repeat_heads(ctx, *v, g);
-    if (k2 && *k2 && !(*k2 = st_repeat_heads(ctx, *k2, g))) return 0;
+    if (same) *k2 = *k;
+    else if (k2 && *k2 && !(*k2 = st_repeat_heads(ctx, *k2, g))) return 0;
     return *k && *v;
 }
 

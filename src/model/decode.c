@@ -174,27 +174,6 @@ static int64_t make_room(st_kv_cache *c, int64_t n) {
     return n < room ? n : room;
 }
 
-/* sb (H, n, S): the bias of the n new queries (positions p0..) on the sink keys at
- * positions 0..S-1 (their cache rows are no positions once keys were dropped). */
-static float *sink_bias(st_model *m, st_ctx *ctx, int l, int64_t H, int64_t n, int64_t S, int64_t p0) {
-    st_attn_bias *b = NULL;
-    float *sb = st_ctx_alloc(ctx, (size_t)(H * n * S) * sizeof(float), 0);
-    float *tmp = st_ctx_alloc(ctx, (size_t)S * sizeof(float), 0);
-    if (!sb || !tmp || !st_block_bias(m, ctx, l, &b) || !b) return NULL;
-    for (int64_t h = 0; h < H; h++)
-        for (int64_t r = 0; r < n; r++) {
-            const int64_t P = p0 + r;
-            float *o = sb + (h * n + r) * S;
-            if (b->fill) {   /* tmp[k] = bias(P - S + 1 + k): sink j is k = S - 1 - j */
-                b->fill(b, (int)h, P - S + 1, S, tmp);
-                for (int64_t j = 0; j < S; j++) o[j] = j <= P ? tmp[S - 1 - j] : 0.0f;
-            } else {
-                b->fill_block(b, (int)h, P, 1, 0, S, o, S);
-            }
-        }
-    return sb;
-}
-
 /* Append the n new keys and values (k2: rerope's unrotated keys, or NULL) of layer l, (1,
  * n_kv_heads, n, D) each, at rows len.. of every head (a bf16 cache rounds them to
  * nearest even); returns layer l's rows for the attention. */
@@ -225,6 +204,9 @@ static st_kv_rows append_rows(st_kv_cache *c, int l, const st_tensor *k, const s
 static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids,
                                int64_t n, st_error *e) {
     const int64_t H = c->n_heads, Hkv = c->n_kv_heads, len0 = c->len, p0 = c->n_seen;
+    /* a second query: rerope's (its unrotated keys cached as k2) or the sinks' at cache
+     * positions (against the cached keys themselves) */
+    const int64_t clip = st_model_q2_clip(m);
     const st_pos_method *pm = st_pos_method_of(m->cfg.pos);
     if (pm->cache_keys) pm->cache_keys(m, c, p0, n);
     st_tensor *x = st_model_embed(m, ctx, ids, 1, n, p0, 0, e);
@@ -233,9 +215,13 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
         st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
         if (!st_block_qkv2(m, ctx, l, x, p0, st_attn_scale_keys(m->xf, c->slides ? c->window : 0), &q, &k, &v,
-                           c->clip > 0 ? &q2 : NULL, c->clip > 0 ? &k2 : NULL))
+                           clip > 0 ? &q2 : NULL, clip > 0 ? &k2 : NULL))
             return NULL;
-        const st_kv_rows kv = append_rows(c, l, k, v, k2, n);
+        st_kv_rows kv = append_rows(c, l, k, v, c->clip > 0 ? k2 : NULL, n);
+        if (q2 && c->clip == 0) {   /* sinks at cache positions: q2 scores the rotated keys */
+            kv.k2 = kv.k;
+            kv.k2h = kv.kh;
+        }
         const float *tab = c->bias ? c->bias + (size_t)(l * H * c->window) : NULL;
         st_attn_bias *gb = NULL;   /* general (i, j) bias: cache row 0 is position p0 - len0 */
         if (!tab && st_pos_method_of(m->cfg.pos)->bias_form == ST_POS_BIAS_GENERAL &&
@@ -247,10 +233,10 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         const int64_t kw = xf && xf->window > 0 && xf->window < c->window ? xf->window : c->window;
         const float *sb = NULL;
         if (c->sinks > 0 && st_pos_method_of(m->cfg.pos)->bias_form != ST_POS_BIAS_NONE &&
-            !(sb = sink_bias(m, ctx, l, H, n, c->sinks, p0)))
+            !(sb = st_block_sink_bias(m, ctx, l, n, c->sinks, p0)))
             return NULL;
         st_tensor *a = st_attention_cached_sinks(ctx, q, &kv, len0 + n, tab, c->window, gb, p0 - len0, kw, 0.0f,
-                                                 c->sinks, sb, q2, c->clip, H / Hkv);
+                                                 c->sinks, sb, q2, clip, H / Hkv);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {

@@ -173,6 +173,7 @@ void st_model_set_transform(st_model *m, st_transform *xf, const char *who) {
         *xf = m->scaling;
         xf->sinks = w.sinks;
         xf->window = w.window;
+        xf->cache_positions = w.cache_positions;
         xf->n = w.n;
     } else if (trained) {
         char mine[128], theirs[128];
@@ -251,7 +252,12 @@ int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, i
     if (!st_block_qk_norm(m, ctx, l, q, k)) return 0;   /* before the position method */
     if (q2 && !clipped_qk(m, ctx, *q, *k, q2, k2)) return 0;
     const st_pos_method *pm = st_pos_method_of(c->pos);
+    st_tensor *q_raw = *q;
     if (pm->qk && !pm->qk(m, ctx, l, q, k, pos0)) return 0;
+    if (q2 && !*q2 && st_transform_cache_cap(m->xf) > 0) {   /* sinks at their cache positions */
+        if (!st_block_sink_q(m, ctx, l, q_raw, *q, pos0, q2)) return 0;
+        *k2 = *q2 ? *k : NULL;
+    }
     *q = st_attn_scale_q(m, ctx, l, *q, pos0, window);
     if (q2 && *q2 && !(*q2 = st_attn_scale_q(m, ctx, l, *q2, pos0, window))) return 0;   /* same log-n factor per row */
     return *q && *k && *v;
@@ -358,11 +364,17 @@ static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int6
         q = rows_from(ctx, q, 2, f);
         q2 = rows_from(ctx, q2, 2, f);
         /* an inference-time transform's sinks + window or clipped positions, or a tail of
-         * the queries: the streamed kernel with those fields; else the plain kernel */
+         * the queries: the streamed kernel with those fields; else the plain kernel. Sinks
+         * at their cache positions have their own bias once rows pass cap (sinks.c). */
         const int windowed = m->xf && m->xf->window > 0;
+        const int64_t cap = st_transform_cache_cap(m->xf);
+        float *sb = NULL;
+        if (windowed && cap > 0 && cap < T - 1 && st_pos_method_of(c->pos)->bias_form == ST_POS_BIAS_DISTANCE &&
+            !(sb = st_block_sink_bias(m, ctx, l, T - f, m->xf->sinks, f)))
+            return NULL;
         st_tensor *a = windowed || q2 || f > 0
-                           ? st_attention_clipped(ctx, q, k, v, q2, k2, st_transform_clip(m->xf), bias, 0.0f,
-                                                  windowed ? m->xf->sinks : 0, windowed ? m->xf->window : 0)
+                           ? st_attention_clipped(ctx, q, k, v, q2, k2, st_model_q2_clip(m), bias, 0.0f,
+                                                  windowed ? m->xf->sinks : 0, windowed ? m->xf->window : 0, sb)
                            : st_attention_doc(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1), m->doc);
         if (tail) {   /* the rest of the block on rows [from, T) */
             x = st_block_out(m, ctx, l, rows_from(ctx, x, 1, from), rows_from(ctx, a, 2, from - f), ls);

@@ -33,14 +33,25 @@ int64_t st_attn_scale_keys(const struct st_transform *xf, int64_t cache_window);
 /* The tensor model.attn_scale declares per block (learned_logn: "attn.logn_scale" (H),
  * init 0.43); 0 when none. */
 int st_attn_scale_param(const st_model_config *c, const char **name, float *init);
-/* The same, with rerope's clipped-position pair (st_transform_clip(m->xf) > 0): q2 = q
- * rotated at position w, k2 = the unrotated keys; NULL in *q2, *k2 otherwise. q2, k2
- * NULL: not asked for. */
+/* The same, with a second query for the far keys (clip = st_model_q2_clip(m) > 0): rerope's
+ * clipped positions (q2 = q rotated at position w, k2 = the unrotated keys) or the sinks at
+ * their cache positions (q2 = q rotated at min(p, cap), k2 = k: sinks.c); NULL in *q2,
+ * *k2 when there is none or no row needs it. q2, k2 NULL: not asked for. */
 int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window, st_tensor **q,
                   st_tensor **k, st_tensor **v, st_tensor **q2, st_tensor **k2);
 /* Block l's position-bias provider (arena-owned: the backward reads it), NULL in *bias
  * for methods without one. 0 on arena failure. */
 int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias);
+/* sinks.c: the attention's clip for a second query (rerope's w, or the window when the
+ * sinks take their cache positions under a q/k method); 0: no second query. */
+int64_t st_model_q2_clip(const st_model *m);
+/* sinks.c: with cache positions and a q/k method, *q2 = q (B,H,T,D) with the rows at
+ * positions pos0 + r > cap replaced by q_raw's (before the method) transformed at cap;
+ * NULL when no row is past cap or there is nothing to do. 0 on arena failure. */
+int st_block_sink_q(st_model *m, st_ctx *ctx, int l, st_tensor *q_raw, st_tensor *q, int64_t pos0, st_tensor **q2);
+/* sinks.c: (H, n, S) the bias of the n queries at positions p0.. on sink keys 0..S-1 of
+ * layer l (at min(p, cap) with cache positions); NULL on arena failure. */
+float *st_block_sink_bias(st_model *m, st_ctx *ctx, int l, int64_t n, int64_t S, int64_t p0);
 /* The rest of block l given the attention output a (B,H,T,D): the residual stream x
  * after the attention and feed-forward sub-blocks. ls: the block's dropout seed. */
 st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a, uint64_t ls);

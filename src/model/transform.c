@@ -93,6 +93,25 @@ int st_transform_active(const st_transform *xf) {
     return xf && (xf->kind != ST_XF_NONE || xf->window > 0);
 }
 
+/* Cache positions (StreamingLLM): they move the sinks, so they need sinks and a window, a
+ * method whose positions the query can carry (st_pos_no_cache_positions), and a transform
+ * that does not use the second query already (rerope's clipped scores) or change its
+ * scale with the current length (dynamic_ntk: capped by the cache, not by the text). */
+static int check_cache_positions(const st_transform *xf, int pos, const char *flag, st_error *e) {
+    const char *opt = flag[0] == '-' ? "--positions cache" : "eval.positions \"cache\"";
+    if (xf->sinks == 0 || xf->window == 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: moves the attention sinks into the cache; it needs sinks and a window "
+                       "(%s)", opt, flag[0] == '-' ? "--sinks K --window W" : "eval.sinks, eval.window");
+    const char *why = st_pos_no_cache_positions(pos);
+    if (why)
+        return st_fail(e, ST_ERR_CONFIG, "%s: not supported for model.pos \"%s\": %s", opt, st_pos_name(pos), why);
+    if (table[xf->kind].clips || table[xf->kind].dynamic)
+        return st_fail(e, ST_ERR_CONFIG, "%s: not supported with transform %s: %s", opt, table[xf->kind].name,
+                       table[xf->kind].clips ? "both move the far keys' scores to a second query"
+                                             : "its scale would follow the cache's length, not the text's");
+    return ST_OK;
+}
+
 int st_transform_check(const st_transform *xf, int pos, const char *flag, st_error *e) {
     if (xf->kind < 0 || xf->kind >= ST_XF_COUNT)
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown transform %d", flag, xf->kind);
@@ -121,6 +140,7 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
     if (xf->sinks > 0 && why)
         return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"%s\": %s", sinks,
                        st_pos_name(pos), why);
+    if (xf->cache_positions) return check_cache_positions(xf, pos, flag, e);
     return ST_OK;
 }
 
@@ -128,6 +148,11 @@ int64_t st_transform_clip(const st_transform *xf) {
     if (!xf || !table[xf->kind].clips) return 0;
     if (xf->clip > 0) return xf->clip;
     return xf->train_len / 2 > 1 ? xf->train_len / 2 : 1;
+}
+
+int64_t st_transform_cache_cap(const st_transform *xf) {
+    if (!xf || !xf->cache_positions || xf->sinks <= 0 || xf->window <= 0) return 0;
+    return xf->sinks + xf->window - 1;
 }
 
 double st_transform_scale(const st_transform *xf, int64_t len) {
@@ -147,8 +172,8 @@ void st_transform_label(const st_transform *xf, char *buf, size_t n) {
         if (xf->clip > 0 && o >= 0 && (size_t)o < n) o += snprintf(buf + o, n - (size_t)o, " w=%lld", (long long)xf->clip);
     }
     if (xf && xf->window > 0 && o >= 0 && (size_t)o < n)
-        o += snprintf(buf + o, n - (size_t)o, "%ssinks=%lld window=%lld", o ? "+" : "", (long long)xf->sinks,
-                      (long long)xf->window);
+        o += snprintf(buf + o, n - (size_t)o, "%ssinks=%lld window=%lld%s", o ? "+" : "", (long long)xf->sinks,
+                      (long long)xf->window, xf->cache_positions ? " positions=cache" : "");
     if (!buf[0]) snprintf(buf, n, "none");
 }
 

@@ -42,4 +42,5 @@ const st_pos_method st_pos_cope = {
     .score_bytes = 4,   /* the gates (B,H,T,T) kept for backward */
     .no_sinks = "its contextual positions count gates over one contiguous span of keys, which sinks + window "
                 "would cut (a window alone works)",
+    .no_cache_positions = "it has no sinks (its gates count over one contiguous span of keys)",
 };

@@ -221,4 +221,6 @@ const st_pos_method st_pos_fire = {
     .slides = 0,
     .params = fire_params,
     .bias_init = fire_bias_init,
+    .no_cache_positions = "its bias normalises each distance by the query's own position, so moving the query "
+                          "changes every key's bias, not only the sinks' (not implemented)",
 };

@@ -39,4 +39,6 @@ const st_pos_method st_pos_learned = {
     .max_len = learned_max_len,
     .limit_why = "model.max_len: the learned table has no row beyond it (learned positions cannot extrapolate)",
     .embed = learned_embed,
+    .no_cache_positions = "its positions are added to the token embeddings, so a token's every hidden state "
+                          "would change with the cache slot it moves to",
 };

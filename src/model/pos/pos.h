@@ -65,6 +65,10 @@ typedef struct st_pos_method {
     const char *limit_why;
     int score_bytes;        /* bytes per attention score (B,H,T,T) its kernels keep for
                              * backward besides the probabilities (cope: its gates) */
+    const char *no_cache_positions; /* NULL, or why the sinks cannot take their cache positions
+                             * (st_transform.cache_positions); a method that can has its
+                             * positions in q, k (qk: the query re-rotated for the sinks) or a
+                             * distance-form bias (the sinks' bias at the capped distance) */
     const char *no_sinks;   /* NULL, or why attention sinks (keys outside the window) cannot
                              * be used with this method (cope: gates count over one span) */
     int abs_indices;        /* reads absolute token indices (embed, qk or FIRE's i): takes

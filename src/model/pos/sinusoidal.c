@@ -28,4 +28,6 @@ const st_pos_method st_pos_sinusoidal = {
     .bias_form = ST_POS_BIAS_NONE,
     .slides = 0,
     .embed = sin_embed,
+    .no_cache_positions = "its positions are added to the token embeddings, so a token's every hidden state "
+                          "would change with the cache slot it moves to",
 };

@@ -92,4 +92,6 @@ const st_pos_method st_pos_xpos = {
                  "(the limit grows with gamma; docs/position-methods.md)",
     .qk = xpos_qk,
     .cache_keys = xpos_cache_keys,
+    .no_cache_positions = "its query and key scales are taken about a centre per forward, which a query moved to "
+                          "another position would not share (not implemented)",
 };
