@@ -113,6 +113,7 @@ typedef struct st_eval_plan {
     int transform;
     double transform_scale;
     int64_t sinks, window, clip;
+    int positions;              /* ST_SINK_POS_*, -1 -> cfg */
     st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
     /* Outside data (`stretch eval --data`): NULL = the run's own split. A text file is
      * tokenized whole; a WikiText directory gives the file of `split`. The run's
@@ -126,6 +127,8 @@ void st_eval_plan_default(st_eval_plan *p);
  * naming src). st_eval_checkpoint does this itself; `stretch eval` also calls it up front
  * to know the default report's name before evaluating. */
 int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *src, st_error *e);
+/* The inference-time transform of a resolved plan, for a run trained at train_len. */
+st_transform st_eval_plan_transform(const st_eval_plan *p, int64_t train_len);
 
 /* One evaluation length: its result, or why it could not be evaluated. */
 typedef struct st_eval_row {

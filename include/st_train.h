@@ -97,7 +97,11 @@ typedef struct st_eval_config {
     int64_t sinks;          /* attention sinks (needs window) */
     int64_t window;         /* attention window, 0 = none */
     int64_t clip;           /* rerope: clip window w, 0 = train.seq_len / 2 */
+    int positions;          /* ST_SINK_POS_*: the sinks at their text or cache positions */
 } st_eval_config;
+
+/* eval.positions: where attention sinks sit (st_transform.cache_positions) */
+enum { ST_SINK_POS_TEXT = 0, ST_SINK_POS_CACHE = 1 };
 
 typedef struct st_run_config {
     st_model_config model;  /* model.vocab_size 0 = take the dataset's */

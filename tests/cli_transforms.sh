@@ -58,6 +58,36 @@ same_text "alibi sinks + window" alibi --prompt "the quick brown fox" --tokens 6
 same_text "rope sinks + window" rope --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8
 expect_rc 2 "dynamic_ntk with a window" "$BIN" generate rope --transform dynamic_ntk --sinks 2 --window 8 --tokens 5
 
+# the sinks at their cache positions (StreamingLLM): the report says so, in its own file; a
+# text past sinks + window scores differently from text positions, a shorter one the same
+same_text "rope sinks + window, cache positions" rope --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8 --positions cache
+same_text "alibi sinks + window, cache positions" alibi --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8 --positions cache
+for r in rope alibi; do
+    expect_rc 0 "$r: sinks at text positions" "$BIN" eval $r --lengths 8,128 --sinks 4 --window 16 --quiet
+    expect_rc 0 "$r: sinks at cache positions" "$BIN" eval $r --lengths 8,128 --sinks 4 --window 16 --positions cache --quiet
+    "$PY" - $r/eval_valid_nonoverlapping_sinks_4_window_16.json $r/eval_valid_nonoverlapping_sinks_4_window_16_positions_cache.json <<'EOF2' && ok || bad "$r: cache positions report"
+import json, sys
+t, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert t["transform"]["positions"] == "text" and c["transform"]["positions"] == "cache", (t["transform"], c["transform"])
+assert c["transform"]["label"] == "sinks=4 window=16 positions=cache", c["transform"]
+# n = 8 <= sinks + window - 1: nothing dropped, the same numbers; n = 128: the sinks moved
+assert t["results"][0]["loss"] == c["results"][0]["loss"], (t["results"][0], c["results"][0])
+assert abs(t["results"][1]["loss"] - c["results"][1]["loss"]) > 1e-7, (t["results"][1], c["results"][1])
+EOF2
+done
+expect_rc 2 "cache positions without sinks" "$BIN" eval rope --lengths 64 --window 16 --positions cache --quiet
+expect_err "--positions cache: moves the attention sinks into the cache; it needs sinks and a window"
+expect_rc 2 "cache positions with rerope" "$BIN" generate rope --transform rerope --sinks 2 --window 8 --positions cache --tokens 5
+expect_err "not supported with transform rerope"
+expect_rc 2 "bad --positions" "$BIN" eval rope --sinks 2 --window 8 --positions slots --quiet
+expect_err "--positions 'slots': expected text"
+tiny_text_run sinusoidal
+expect_rc 0 "train sinusoidal" "$BIN" train cfg.json --out sin --quiet --set model.pos=sinusoidal
+expect_rc 2 "cache positions on an absolute method" "$BIN" eval sin --lengths 64 --sinks 2 --window 8 --positions cache --quiet
+expect_err "not supported for model.pos \"sinusoidal\": its positions are added to the token embeddings"
+expect_rc 2 "eval.positions in a config" "$BIN" train cfg.json --out bad2 --quiet --set model.pos=sinusoidal --set eval.sinks=2 --set eval.window=8 --set eval.positions=cache
+expect_err "eval.positions \"cache\": not supported for model.pos \"sinusoidal\""
+
 # a sweep variant sets eval.transform: its rows say so
 cat > sweep.json <<'EOF2'
 {"base": "cfg.json", "set": {"model.pos": "rope"},

@@ -1,6 +1,7 @@
 /* cli_transform.c - the inference-time transform options shared by `stretch eval` and
  * `stretch generate` (include/st_transform.h): --transform NAME, --scale S, --clip W,
- * --sinks K, --window W. One parser, so both commands accept and reject the same. */
+ * --sinks K, --window W, --positions text|cache. One parser, so both commands accept and
+ * reject the same. */
 #include "cli/cli.h"
 #include "st_transform.h"
 
@@ -38,6 +39,11 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
     } else if (!strcmp(a, "--clip")) {
         if (!parse_int(v, 1, 1 << 24, &x)) *rc = cli_usage(cmd, "--clip '%s': expected an integer in [1, 16777216]", v);
         xf->clip = x;
+    } else if (!strcmp(a, "--positions")) {
+        if (strcmp(v, "text") && strcmp(v, "cache"))
+            *rc = cli_usage(cmd, "--positions '%s': expected text (the sinks at their positions in the text) or cache "
+                            "(StreamingLLM: at their positions in the cache)", v);
+        xf->cache_positions = !strcmp(v, "cache");
     } else if (!strcmp(a, "--sinks")) {
         if (!parse_int(v, 0, 1 << 24, &x)) *rc = cli_usage(cmd, "--sinks '%s': expected an integer in [0, 16777216]", v);
         xf->sinks = x;

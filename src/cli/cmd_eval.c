@@ -21,7 +21,7 @@ static const char *usage_text =
     "        [--buckets N] [--bucket-scale linear|log2] [--precision fp32|bf16] [--json OUT.json [--force]]\n"
     "        [--threads N] [--quiet] [--data FILE|WIKITEXT_DIR]\n"
     "        [--transform pi|ntk|dynamic_ntk|yarn|rerope|alibi_interp|none] [--scale S] [--clip W]\n"
-    "        [--sinks K --window W]\n"
+    "        [--sinks K --window W [--positions text|cache]]\n"
     "   or: eval RUN_DIR|CHECKPOINT --task [NAME] [--scales 1,2,4,...|--sizes A,B,...] [--depths 0,0.5,1]\n"
     "        [--trials N] [--show N] [--seed S] [--json OUT.json] [transform options]: a task run's exact-match\n"
     "        accuracy at multiples of its largest training size (docs/tasks.md; default scales 1,2,4,8,16,32);\n"
@@ -37,7 +37,8 @@ static const char *usage_text =
     "  e.g. eval_valid_nonoverlapping_yarn.json; an existing --json file is replaced only with --force;\n"
     "  --transform: inference-time position transform (rope: pi, ntk, dynamic_ntk, yarn, rerope; alibi:\n"
     "  alibi_interp), --scale S (default max(1, L / train.seq_len) per length), --clip W (rerope, default\n"
-    "  train.seq_len / 2), --sinks/--window: attention sinks + window";
+    "  train.seq_len / 2), --sinks/--window: attention sinks + window, the sinks at their positions in the\n"
+    "  text or, with --positions cache, in a cache holding the sinks then the window (StreamingLLM)";
 
 /* "64,128,256" or "64..16384" (doubling). */
 /* Default report path: RUN_DIR/eval_<split>_<mode>.json for a run dir; for a checkpoint
@@ -160,7 +161,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
     memset(a, 0, sizeof *a);
     a->threads = -1;
     st_eval_plan_default(&a->plan);
-    a->xf = (st_transform){.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1};
+    a->xf = (st_transform){.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1, .cache_positions = -1};
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i], *v;
         if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) { cli_eval_usage(); a->help = 1; return 0; }
@@ -196,6 +197,7 @@ static int finish_plan(eval_args *a) {
         plan->sinks = a->xf.sinks;
         plan->window = a->xf.window;
         plan->clip = a->xf.clip;
+        plan->positions = a->xf.cache_positions < 0 ? -1 : a->xf.cache_positions ? ST_SINK_POS_CACHE : ST_SINK_POS_TEXT;
     }
     /* a stride only makes sense for sliding windows: reject it up front when the user
      * also chose nonoverlapping (when the mode comes from the config, the plan check does) */
@@ -241,8 +243,7 @@ static int check_report_path(const eval_args *a, int is_dir) {
         struct stat ds;
         rep->split = plan.split;
         rep->mode = plan.mode;
-        rep->xf = (st_transform){.kind = plan.transform, .scale = plan.transform_scale, .sinks = plan.sinks,
-                                 .window = plan.window, .clip = plan.clip};
+        rep->xf = st_eval_plan_transform(&plan, 0);
         rep->external = plan.data_path != NULL;
         rep->data.is_dir = rep->external && stat(plan.data_path, &ds) == 0 && S_ISDIR(ds.st_mode);
         default_json_path(a->src, is_dir, rep, plan.data_path, path, sizeof path);

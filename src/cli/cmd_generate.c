@@ -28,7 +28,8 @@
  * Inference-time transforms (include/st_transform.h, docs/evaluation.md): --transform
  * pi|ntk|dynamic_ntk|yarn|rerope (rope runs) or alibi_interp (alibi runs) with --scale S
  * (default max(1, context / train.seq_len)) or --clip W (rerope, default train.seq_len / 2); --sinks K --window W: every query sees the first K
- * tokens and its last W (StreamingLLM). With a window, a sliding cache keeps exactly
+ * tokens and its last W (StreamingLLM; --positions cache: the sinks at their cache
+ * positions, as StreamingLLM re-positions them). With a window, a sliding cache keeps exactly
  * those K + W keys however long the text grows, and equals a full forward over the whole
  * text with the same mask. dynamic_ntk re-prefills whenever its scale changes (each
  * token between train.seq_len and --context), since the cached keys were rotated with

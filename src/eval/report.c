@@ -189,6 +189,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
                                                   : xf->kind && st_transform_clip(xf) == 0 ? "n/L" : "none");
         cJSON_AddNumberToObject(xo, "sinks", (double)xf->sinks);
         cJSON_AddNumberToObject(xo, "window", (double)xf->window);
+        if (xf->window > 0) cJSON_AddStringToObject(xo, "positions", xf->cache_positions ? "cache" : "text");
         if (st_transform_clip(xf) > 0) cJSON_AddNumberToObject(xo, "clip", (double)st_transform_clip(xf));
         cJSON_AddNumberToObject(xo, "train_len", (double)xf->train_len);
     }

@@ -21,6 +21,7 @@ void st_eval_plan_default(st_eval_plan *p) {
     p->transform = -1;
     p->transform_scale = -1;
     p->sinks = p->window = p->clip = -1;
+    p->positions = -1;
     st_eval_opts_default(&p->opts);
 }
 
@@ -79,6 +80,7 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
     if (p->sinks < 0) p->sinks = c->sinks;
     if (p->window < 0) p->window = c->window;
     if (p->clip < 0) p->clip = own_xf ? 0 : c->clip;
+    if (p->positions < 0) p->positions = c->positions;
     if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
         return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < p->n_lengths; i++)
@@ -175,15 +177,20 @@ static int load_own(const st_eval_plan *plan, st_eval_report *rep, eval_tokens *
     return ST_OK;
 }
 
+st_transform st_eval_plan_transform(const st_eval_plan *p, int64_t train_len) {
+    return (st_transform){.kind = p->transform, .scale = p->transform_scale, .sinks = p->sinks, .window = p->window,
+                          .clip = p->clip, .cache_positions = p->positions == ST_SINK_POS_CACHE,
+                          .train_len = train_len};
+}
+
 /* The inference-time transform of plan (the command line's, or the run's eval section),
  * checked against the model's method and handed to it; errors name the flag or the key. */
 static int use_transform(const st_eval_plan *plan, const st_eval_plan *plan_in, st_eval_report *rep, st_model *m,
                          st_error *e) {
     st_transform *xf = &rep->xf;
-    *xf = (st_transform){.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
-                         .window = plan->window, .clip = plan->clip, .train_len = rep->cfg.train.seq_len};
+    *xf = st_eval_plan_transform(plan, rep->cfg.train.seq_len);
     const int from_cli = plan_in->transform >= 0 || plan_in->transform_scale >= 0 || plan_in->sinks >= 0 ||
-                         plan_in->window >= 0 || plan_in->clip >= 0;
+                         plan_in->window >= 0 || plan_in->clip >= 0 || plan_in->positions >= 0;
     st_error xe = {0};
     int rc = st_transform_check(xf, m->cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);
     if (rc) return st_fail(e, rc, "%s: %s", from_cli ? "stretch eval" : rep->checkpoint, xe.msg);

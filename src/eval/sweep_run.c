@@ -89,6 +89,7 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
         else if (!strcmp(k, "eval.sinks")) plan->sinks = c->sinks;
         else if (!strcmp(k, "eval.window")) plan->window = c->window;
         else if (!strcmp(k, "eval.clip")) plan->clip = c->clip;
+        else if (!strcmp(k, "eval.positions")) plan->positions = c->positions;
     }
     /* a stride left from the eval section means nothing to a point evaluated nonoverlapping */
     if (plan->mode == ST_EVAL_NONOVERLAPPING && plan->stride > 0) plan->stride = 0;
@@ -97,6 +98,7 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
     if (plan->sinks < 0) plan->sinks = c->sinks;
     if (plan->window < 0) plan->window = c->window;
     if (plan->clip < 0) plan->clip = c->clip;
+    if (plan->positions < 0) plan->positions = c->positions;
 }
 
 /* What the plan leaves to the run's own eval section (set by the sweep's base config or
@@ -144,6 +146,8 @@ static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, siz
     if (o < (int)n && (p.transform != 0 || p.window != 0))
         o += snprintf(out + o, n - (size_t)o, ";transform=%d;scale=%.17g;sinks=%lld;window=%lld;clip=%lld",
                       p.transform, p.transform_scale, (long long)p.sinks, (long long)p.window, (long long)p.clip);
+    if (o < (int)n && p.positions == ST_SINK_POS_CACHE)   /* only when set: older markers stay valid */
+        o += snprintf(out + o, n - (size_t)o, ";positions=cache");
     if (o < (int)n) run_eval_sig(&p, &pt->cfg.eval, out + o, n - (size_t)o);
 }
 

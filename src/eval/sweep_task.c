@@ -24,8 +24,7 @@ int sweep_has_task(const st_run_config *cfg) { return !strcmp(cfg->data.source, 
  * uses it. */
 static int point_transform(const sweep_point *pt, const st_eval_plan *plan, const st_run_config *cfg, st_model *m,
                            st_transform *xf, st_error *e) {
-    *xf = (st_transform){.kind = plan->transform, .scale = plan->transform_scale, .sinks = plan->sinks,
-                         .window = plan->window, .clip = plan->clip, .train_len = cfg->train.seq_len};
+    *xf = st_eval_plan_transform(plan, cfg->train.seq_len);
     int rc = st_transform_check(xf, m->cfg.pos, "eval.transform", e);
     if (!rc) st_model_set_transform(m, xf, pt->name);
     return rc;

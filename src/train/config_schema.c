@@ -39,6 +39,7 @@ static const st_cname sched_names[] = {
 static const st_cname nonfinite_names[] = {{"error", ST_NONFINITE_ERROR}, {"skip", ST_NONFINITE_SKIP}};
 static const st_cname split_names[] = {{"valid", ST_SPLIT_VALID}, {"test", ST_SPLIT_TEST}};
 static const st_cname mode_names[] = {{"nonoverlapping", ST_EVAL_NONOVERLAPPING}, {"sliding", ST_EVAL_SLIDING}};
+static const st_cname positions_names[] = {{"text", ST_SINK_POS_TEXT}, {"cache", ST_SINK_POS_CACHE}};
 
 #define NAMES(t) { t, (int)(sizeof t / sizeof t[0]), NULL, NULL, 0 }
 static const st_cenum en_pos = { NULL, 0, st_pos_from_name, st_pos_name, ST_POS_COUNT };
@@ -66,6 +67,7 @@ static const st_cenum en_sched = NAMES(sched_names);
 static const st_cenum en_nonfinite = NAMES(nonfinite_names);
 static const st_cenum en_split = NAMES(split_names);
 static const st_cenum en_mode = NAMES(mode_names);
+static const st_cenum en_positions = NAMES(positions_names);
 
 #define OFF(f) offsetof(st_run_config, f)
 #define SZ(f) sizeof(((st_run_config *)0)->f)
@@ -234,6 +236,7 @@ const st_ckey st_config_keys[] = {
     I64("eval.sinks", eval.sinks, 0, 1 << 24, "0"),
     I64("eval.window", eval.window, 0, 1 << 24, "0"),
     I64("eval.clip", eval.clip, 0, 1 << 24, "0"),
+    ENUM("eval.positions", eval.positions, en_positions, "text"),
 };
 const int st_config_nkeys = (int)(sizeof st_config_keys / sizeof st_config_keys[0]);
 
