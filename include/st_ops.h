@@ -227,11 +227,12 @@ st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tenso
  * v (and k2): the result is those rows of the call with every query, bit for bit when
  * T - Tq is a multiple of st_attention_row_block() (a forward that needs the last rows
  * only: the last block in sliding-window evaluation).
- * sink_bias: NULL (the sinks' bias by distance, as every key's), or (H, Tq, sinks) the bias
- * of query row r on sink j when it is outside the row's window (sinks at cache positions). */
+ * sink_bias: NULL (the sinks' bias by distance, as every key's), or (H, R, sinks) the bias
+ * of query row r on sink j when it is outside the row's window (sinks at cache positions),
+ * R = sink_rows (0: Tq), rows r >= R taking row R - 1's (the rows past the cache cap). */
 st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v, st_tensor *q2,
                                 st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
-                                int64_t sinks, int64_t window, const float *sink_bias);
+                                int64_t sinks, int64_t window, const float *sink_bias, int64_t sink_rows);
 /* Query rows the streamed kernel takes per block under ctx's backend (see
  * st_attention_clipped). */
 int64_t st_attention_row_block(const st_ctx *ctx);

@@ -188,8 +188,8 @@ static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
     env en;
     st_ctx *ctx = env_open(&en, 0, 0);
     ctx->mm = mm;
-    st_tensor *o = kind == 6   ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], L->t[1], L->t[0], 20, &bias, 0.0f, 0, 0, NULL)
-                   : kind == 4 ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, 2, 40, NULL)
+    st_tensor *o = kind == 6   ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], L->t[1], L->t[0], 20, &bias, 0.0f, 0, 0, NULL, 0)
+                   : kind == 4 ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, 2, 40, NULL, 0)
                    : kind == 5 ? st_attention_doc(ctx, L->t[0], L->t[1], L->t[2], &bias, 1, 0.0f, 0.0f, 0, doc)
                                : st_attention(ctx, L->t[0], L->t[1], L->t[2], &bias, kind != 2, 0.0f, 0.0f, 0);
     CHECK(o && ctx->n_nodes == 0);   /* inference: the streamed kernel, nothing recorded */
@@ -218,7 +218,7 @@ static int tail_matches(st_mm *mm, leaves *L, const float *full, int64_t window)
     st_tensor *qt = st_new4(ctx, B, H, Tq, D);
     for (int64_t bh = 0; bh < B * H; bh++)
         memcpy(qt->data + bh * Tq * D, L->t[0]->data + (bh * T + T - Tq) * D, (size_t)(Tq * D) * sizeof(float));
-    st_tensor *o = st_attention_clipped(ctx, qt, L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, window ? 2 : 0, window, NULL);
+    st_tensor *o = st_attention_clipped(ctx, qt, L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, window ? 2 : 0, window, NULL, 0);
     int same = o != NULL;
     for (int64_t bh = 0; o && bh < B * H; bh++)
         same &= !memcmp(o->data + bh * Tq * D, full + (bh * T + T - Tq) * D, (size_t)(Tq * D) * sizeof(float));

@@ -95,7 +95,7 @@ static void test_kernel(void) {
                 for (int64_t h = 0; qt && h < H; h++)
                     memcpy(qt + h * (T - from) * D, q + (h * T + from) * D, (size_t)((T - from) * D) * 4);
                 st_tensor *ot = qt ? st_attention_clipped(&ctx, st_wrap(&ctx, qt, 4, qs), tk, tv, NULL, NULL, 0, biases[b],
-                                                          0.0f, cases[c][0], cases[c][1], NULL) : NULL;
+                                                          0.0f, cases[c][0], cases[c][1], NULL, 0) : NULL;
                 int same = ot && o;
                 for (int64_t h = 0; same && h < H; h++)
                     same = !memcmp(ot->data + h * (T - from) * D, o->data + (h * T + from) * D, (size_t)((T - from) * D) * 4);

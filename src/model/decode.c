@@ -233,7 +233,7 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         const int64_t kw = xf && xf->window > 0 && xf->window < c->window ? xf->window : c->window;
         const float *sb = NULL;
         if (c->sinks > 0 && st_pos_method_of(m->cfg.pos)->bias_form != ST_POS_BIAS_NONE &&
-            !(sb = st_block_sink_bias(m, ctx, l, n, c->sinks, p0)))
+            !(sb = st_block_sink_bias(m, ctx, l, n, c->sinks, p0, NULL)))
             return NULL;
         st_tensor *a = st_attention_cached_sinks(ctx, q, &kv, len0 + n, tab, c->window, gb, p0 - len0, kw, 0.0f,
                                                  c->sinks, sb, q2, clip, H / Hkv);

@@ -369,12 +369,14 @@ static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int6
         const int windowed = m->xf && m->xf->window > 0;
         const int64_t cap = st_transform_cache_cap(m->xf);
         float *sb = NULL;
+        int64_t sb_rows = 0;
         if (windowed && cap > 0 && cap < T - 1 && st_pos_method_of(c->pos)->bias_form == ST_POS_BIAS_DISTANCE &&
-            !(sb = st_block_sink_bias(m, ctx, l, T - f, m->xf->sinks, f)))
+            !(sb = st_block_sink_bias(m, ctx, l, T - f, m->xf->sinks, f, &sb_rows)))
             return NULL;
         st_tensor *a = windowed || q2 || f > 0
                            ? st_attention_clipped(ctx, q, k, v, q2, k2, st_model_q2_clip(m), bias, 0.0f,
-                                                  windowed ? m->xf->sinks : 0, windowed ? m->xf->window : 0, sb)
+                                                  windowed ? m->xf->sinks : 0, windowed ? m->xf->window : 0, sb,
+                                                  sb_rows)
                            : st_attention_doc(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1), m->doc);
         if (tail) {   /* the rest of the block on rows [from, T) */
             x = st_block_out(m, ctx, l, rows_from(ctx, x, 1, from), rows_from(ctx, a, 2, from - f), ls);

@@ -49,9 +49,11 @@ int64_t st_model_q2_clip(const st_model *m);
  * positions pos0 + r > cap replaced by q_raw's (before the method) transformed at cap;
  * NULL when no row is past cap or there is nothing to do. 0 on arena failure. */
 int st_block_sink_q(st_model *m, st_ctx *ctx, int l, st_tensor *q_raw, st_tensor *q, int64_t pos0, st_tensor **q2);
-/* sinks.c: (H, n, S) the bias of the n queries at positions p0.. on sink keys 0..S-1 of
- * layer l (at min(p, cap) with cache positions); NULL on arena failure. */
-float *st_block_sink_bias(st_model *m, st_ctx *ctx, int l, int64_t n, int64_t S, int64_t p0);
+/* sinks.c: (H, R, S) the bias of the queries at positions p0.. on sink keys 0..S-1 of
+ * layer l (at min(p, cap) with cache positions); NULL on arena failure. rows NULL: R = n,
+ * one row per query; else R (in *rows) stops after the first row past cap, which stands
+ * for the rest (st_attention_clipped's sink_rows). */
+float *st_block_sink_bias(st_model *m, st_ctx *ctx, int l, int64_t n, int64_t S, int64_t p0, int64_t *rows);
 /* The rest of block l given the attention output a (B,H,T,D): the residual stream x
  * after the attention and feed-forward sub-blocks. ls: the block's dropout seed. */
 st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a, uint64_t ls);

@@ -54,8 +54,11 @@ int st_block_sink_q(st_model *m, st_ctx *ctx, int l, st_tensor *q_raw, st_tensor
     return 1;
 }
 
-float *st_block_sink_bias(st_model *m, st_ctx *ctx, int l, int64_t n, int64_t S, int64_t p0) {
+float *st_block_sink_bias(st_model *m, st_ctx *ctx, int l, int64_t n, int64_t S, int64_t p0, int64_t *rows) {
     const int64_t H = m->cfg.n_heads, cap = st_transform_cache_cap(m->xf);
+    /* with a cap, the rows from position cap + 1 on are all alike: one stands for them */
+    if (rows && cap > 0 && cap + 2 - p0 < n) n = cap + 2 - p0 > 1 ? cap + 2 - p0 : 1;
+    if (rows) *rows = n;
     st_attn_bias *b = NULL;
     float *sb = st_ctx_alloc(ctx, (size_t)(H * n * S) * sizeof(float), 0);
     float *tmp = st_ctx_alloc(ctx, (size_t)S * sizeof(float), 0);

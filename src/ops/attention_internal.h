@@ -50,9 +50,13 @@ typedef struct st_attn_problem {
     const float *q2, *k2;     /* clipped relative positions (ReRoPE): keys at distance >= clip
                                * score scale * q2_i.k2_j instead (q2 like q, k2 like k); NULL: none */
     int64_t clip;
-    const float *sink_bias;   /* NULL, or (H, T, sinks): the bias of query row i on sink key j
+    const float *sink_bias;   /* NULL, or (H, R, sinks): the bias of query row i on sink key j
                                * (a KV cache whose dropped keys put the sinks further away
-                               * than their row distance); NULL: rtab / gbias by row */
+                               * than their row distance; sinks at cache positions), R =
+                               * sink_rows, or T when 0; rows >= R use row R - 1 (past the
+                               * cache cap every row sees the sinks alike); NULL: rtab /
+                               * gbias by row */
+    int64_t sink_rows;
     const float *rtab;        /* (H, rtab_len) reversed bias tables, NULL: no distance bias */
     const st_attn_bias *gbias;/* general-form bias (streamed kernel: tiles), NULL: none */
     const float *gtab;        /* grad-mode kernels: gbias materialised (H,T,T), NULL: none */

@@ -205,7 +205,8 @@ static void stream_rows(const st_attn_problem *pb, int64_t bh, int64_t i0, int64
         }
         if (npos) st_cope_row_forward(sb->Z + r * npos, npos, sv, cnt, &sb->csum[r], NULL);
         if (own) {
-            const float *sbias = pb->sink_bias + ((size_t)h * (size_t)T + (size_t)i) * (size_t)S;
+            const int64_t R = pb->sink_rows > 0 ? pb->sink_rows : T, ri = i < R ? i : R - 1;
+            const float *sbias = pb->sink_bias + ((size_t)h * (size_t)R + (size_t)ri) * (size_t)S;
             for (int64_t j = j0; j < sh; j++) s[j - j0] += sbias[j];
         }
         for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = -INFINITY;   /* the gap */

@@ -19,12 +19,12 @@ int64_t st_attention_row_block(const st_ctx *ctx) {
 
 st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                                const st_attn_bias *bias, float scale, int64_t sinks, int64_t window) {
-    return st_attention_clipped(ctx, q, k, v, NULL, NULL, 0, bias, scale, sinks, window, NULL);
+    return st_attention_clipped(ctx, q, k, v, NULL, NULL, 0, bias, scale, sinks, window, NULL, 0);
 }
 
 st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v, st_tensor *q2,
                                 st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
-                                int64_t sinks, int64_t window, const float *sink_bias) {
+                                int64_t sinks, int64_t window, const float *sink_bias, int64_t sink_rows) {
     if (!q || !k || !v || ctx->failed) return NULL;
     /* q (B,H,Tq,D): the last Tq of the T positions of k, v (B,H,T,D) */
     ST_ASSERT(q->ndim == 4 && k->ndim == 4 && st_same_shape(k, v) && !ctx->grad);
@@ -67,7 +67,9 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     pb.cope = cope;
     pb.window = window < T ? window : 0;   /* a window covering every key is no window */
     pb.sinks = pb.window > 0 ? sinks : 0;
-    pb.sink_bias = pb.sinks > 0 ? sink_bias : NULL;   /* (H, Tq, sinks): rows are the kernel's T = Tq */
+    pb.sink_bias = pb.sinks > 0 ? sink_bias : NULL;   /* (H, sink_rows, sinks): rows of the kernel's T = Tq */
+    pb.sink_rows = sink_rows;
+    ST_ASSERT(sink_rows >= 0 && sink_rows <= Tq);
     ST_ASSERT(!pb.sink_bias || route != ST_ATTN_ROUTE_NONE);
     pb.q2 = q2 ? q2->data : NULL;
     pb.k2 = k2 ? k2->data : NULL;
