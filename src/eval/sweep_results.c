@@ -1,7 +1,9 @@
 /* sweep_results.c - the sweep's tables, rebuilt from every point's record:
  *   results.json  one object per run: overrides, position method, training summary and the
  *                 evaluation rows (with per-position buckets) - what scripts/plot.py reads;
- *   results.csv   long format, one line per (run, evaluation length);
+ *   results.csv   long format, one line per (run, evaluation length); a run without results
+ *                 (failed, pending, incomplete) has a line per length it was to be
+ *                 evaluated at, with what its config says (pos, seq_len, seed, split, mode);
  *   results.md    one row per run, one column per evaluation length (ppl, and bpb for
  *                 byte-level data), then the mean over seeds when train.seed is swept;
  *                 task runs add their accuracy table and task_results.csv (sweep_task.c). */
@@ -73,6 +75,34 @@ static const cJSON *row_at(const cJSON *report, double L) {
     return NULL;
 }
 
+/* A row's perplexity: its "ppl", or exp(loss) where the report has null (a finite loss
+ * past ~709 nats overflows exp: +inf, not "nothing"); NAN when there is no loss either. */
+static double row_ppl(const cJSON *row) {
+    double ppl = num(row, "ppl"), loss = num(row, "loss");
+    return isnan(ppl) && isfinite(loss) ? exp(loss) : ppl;
+}
+
+/* What a point without a record was to be evaluated with: the sweep's eval plan, where
+ * the point's own eval.lengths / split / mode keys or its config fill in (as sweep_run.c's
+ * point_plan does for the evaluation itself). */
+typedef struct planned_eval {
+    int n_lengths;
+    const int64_t *lengths;
+    const char *split, *mode;
+} planned_eval;
+
+static planned_eval planned(const sweep *s, const sweep_point *pt) {
+    const st_eval_config *c = &pt->cfg.eval;
+    const st_eval_plan *p = &s->plan;
+    planned_eval q;
+    int own = get(pt->overrides, "eval.lengths") || p->n_lengths == 0;
+    q.n_lengths = own ? c->n_lengths : p->n_lengths;
+    q.lengths = own ? c->lengths : p->lengths;
+    q.split = st_eval_split_name(get(pt->overrides, "eval.split") || p->split < 0 ? c->split : p->split);
+    q.mode = st_eval_mode_name(get(pt->overrides, "eval.mode") || p->mode < 0 ? c->mode : p->mode);
+    return q;
+}
+
 static void csv_field(FILE *f, const char *s, int last) {
     if (strpbrk(s, ",\"\n")) {
         fputc('"', f);
@@ -108,22 +138,32 @@ static void write_csv(const sweep *s, FILE *f) {
         const cJSON *rep = get(pt->record, "report"), *tr = get(pt->record, "train");
         const cJSON *rs = get(rep, "results");
         const cJSON *r = rs ? rs->child : NULL;
-        do {   /* one line per length; one line for a run without results */
+        /* a run without results: one line per length it was to be evaluated at */
+        planned_eval q = planned(s, pt);
+        for (int j = 0; j == 0 || (rep ? r != NULL : j < q.n_lengths); j++) {
             csv_field(f, pt->name, 0);
             csv_field(f, state_name(pt->state), 0);
             for (int k = 0; k < s->n_keys; k++) { value_text(get(pt->overrides, s->keys[k]), buf, sizeof buf); csv_field(f, buf, 0); }
-            pos_label(rep, buf, sizeof buf); csv_field(f, rep ? buf : "", 0);
-            num_text(num(get(rep, "train"), "seq_len"), "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
-            num_text(num(get(rep, "train"), "seed"), "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
+            if (rep) pos_label(rep, buf, sizeof buf);
+            else st_pos_label(&pt->cfg.model, buf, sizeof buf);   /* as results.json and results.md */
+            csv_field(f, buf, 0);
+            num_text(rep ? num(get(rep, "train"), "seq_len") : pt->cfg.train.seq_len, "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
+            num_text(rep ? num(get(rep, "train"), "seed") : (double)pt->cfg.train.seed, "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
             num_text(num(tr, "step"), "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
             num_text(num(tr, "val_loss"), "%.6f", buf, sizeof buf); csv_field(f, buf, 0);
             csv_field(f, str(get(rep, "data"), "unit"), 0);
-            csv_field(f, str(rep, "split"), 0);
-            csv_field(f, str(rep, "mode"), 0);
+            csv_field(f, rep ? str(rep, "split") : q.split, 0);
+            csv_field(f, rep ? str(rep, "mode") : q.mode, 0);
             static const char *const cols[] = {"length", "stride", "tokens", "loss", "ppl", "bpb", "seconds",
                                                "tokens_per_s", "peak_rss_mb"};
             static const char *const fmts[] = {"%.0f", "%.0f", "%.0f", "%.6f", "%.4f", "%.5f", "%.3f", "%.1f", "%.1f"};
-            for (int c = 0; c < 9; c++) { num_text(num(r, cols[c]), fmts[c], buf, sizeof buf); csv_field(f, buf, 0); }
+            for (int c = 0; c < 9; c++) {
+                double v = !strcmp(cols[c], "ppl") ? row_ppl(r) : num(r, cols[c]);
+                if (!rep && c == 0 && j < q.n_lengths) v = (double)q.lengths[j];
+                if (isinf(v) && v > 0) snprintf(buf, sizeof buf, "inf");
+                else num_text(v, fmts[c], buf, sizeof buf);
+                csv_field(f, buf, 0);
+            }
             csv_field(f, r ? str(r, "status") : state_name(pt->state), 0);
             csv_field(f, r ? str(r, "error") : pt->error, 0);
             csv_field(f, transform_label(rep), 0);
@@ -131,7 +171,7 @@ static void write_csv(const sweep *s, FILE *f) {
             if (cJSON_IsString(xs)) csv_field(f, xs->valuestring, 1);
             else { num_text(num(r, "transform_scale"), "%.6g", buf, sizeof buf); csv_field(f, buf, 1); }
             r = r ? r->next : NULL;
-        } while (r);
+        }
     }
 }
 
@@ -195,7 +235,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
 static void cell(const cJSON *row, int bpb, char *out, size_t n) {
     if (!row) { snprintf(out, n, " "); return; }
     if (strcmp(str(row, "status"), "ok") != 0) { snprintf(out, n, "n/a"); return; }
-    double ppl = num(row, "ppl"), b = num(row, "bpb");
+    double ppl = row_ppl(row), b = num(row, "bpb");
     if (bpb && isfinite(b)) snprintf(out, n, "%.3f / %.4f", ppl, b);
     else snprintf(out, n, "%.3f", ppl);
 }
