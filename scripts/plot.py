@@ -9,11 +9,17 @@ Default plot (as Figure 1 of Press et al., "Train Short, Test Long"): perplexity
 evaluation length (log2 x), one line per group of runs (a sweep's run name without the
 train.seed part, e.g. "alibi_rf-exp" or "rope, seq_len-64"; for eval reports the
 position method), a vertical dashed line at each training length. Runs that differ only
-in train.seed are averaged (runs of one sweep out dir; reports of the same model and
-training length: a label shared by other runs gets what tells them apart, e.g.
-"alibi [out runs/b]" or "alibi [seq_len 32]"): the mean loss over seeds, shown as exp(mean loss), i.e. the
-geometric mean of perplexity (bits per byte: the arithmetic mean). Lengths a run could not
-be evaluated at (e.g. beyond a learned-position table) are left out of its line.
+in train.seed are averaged: runs of one sweep (the directory of its results.json) evaluated
+with one protocol; eval reports that agree in model, training length, checkpoint step,
+data, split, mode, stride, tokens, precision and transform. A label shared by runs that
+differ otherwise gets what tells them apart, naming only what is known for both and
+differs, e.g. "alibi [out runs/b]", "alibi [seq_len 32]", "alibi [mode sliding]",
+"alibi [eval report]". The average is the mean loss over seeds, shown as exp(mean loss),
+i.e. the geometric mean of perplexity (bits per byte: the arithmetic mean); a perplexity
+that overflows (a diverged run) is inf, not drawn, with a warning. Lengths a run could
+not be evaluated at (e.g. beyond a learned-position table) are left out of its line; runs
+a sweep did not evaluate (failed, pending) are named in a warning and the legend counts
+them ("rope (1 of 2 seeds)").
 
 --mode M keeps the runs evaluated with protocol M (nonoverlapping or sliding) and drops a
 "-M" suffix from their group names (a sweep that evaluates both protocols names the second
@@ -21,10 +27,12 @@ variant e.g. "alibi-sliding"); --only GROUP,... keeps those lines (after that re
 
 --per-position: the mean loss by position within the window at one evaluation length
 (the report's buckets; token-weighted over seeds), showing where in the window the loss
-rises once positions pass the training length.
+rises once positions pass the training length. The runs of a line must have the same
+buckets at that length (other --buckets / --bucket-scale layouts are refused).
 
 Run with /usr/bin/python3 (Debian's python3-matplotlib). Writes a PNG (or any format
-matplotlib knows from the extension).
+matplotlib knows from the extension; a missing directory is made). Errors: one line,
+"plot.py: error: ...", exit 2 (1 when the image cannot be written).
 """
 import argparse
 import math
@@ -37,7 +45,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_json import die, read_json, run_dir, split_labels, sweep_out  # noqa: E402
+from sweep_json import (attach_unevaluated, check_figure_path, die, exp, planned_mode, read_json,  # noqa: E402
+                        report_key, save_figure, split_labels, sweep_doc, sweep_key, sweep_runs,
+                        unevaluated_note, warn)
 
 PLAIN = FuncFormatter(lambda v, _: "%g" % v)
 
@@ -56,38 +66,52 @@ def pos_label(model):
 
 
 def load_runs(paths):
-    """Every input as a list of runs: {label, seq_len, seed, unit, results}."""
-    runs, seen = [], set()
+    """Every input as a list of runs: {label, key, seq_len, seed, unit, results, ...}, and
+    the sweep runs that have no results (failed, pending, incomplete)."""
+    runs, docs = [], {}
     for path in paths:
         doc = read_json(path)
         if "runs" in doc:            # a sweep's results.json
-            for r in doc["runs"]:
-                if "results" not in r or run_dir(r) in seen:
-                    continue         # not finished, or already read from another input
-                seen.add(run_dir(r))   # (a seed sweep sharing the out dir)
-                # the sweep's group: the run name without its seed ("alibi_rf-exp",
-                # "pos-rope__seq_len-64"); a "pos-X" part is shown as X
-                parts = r.get("group", r.get("name", "?")).split("__")
-                label = ", ".join(p[4:] if p.startswith("pos-") else p for p in parts)
-                runs.append(dict(label=label, key={"out": sweep_out(doc, path)},
-                                 seq_len=r.get("seq_len"), seed=r.get("seed"),
-                                 unit=r.get("unit", "token"), split=r.get("split"), mode=r.get("mode"),
-                                 bucket_scale=r.get("bucket_scale"), entropy_rate=r.get("entropy_rate"),
-                                 results=r["results"]))
+            docs[path] = sweep_doc(path)
         elif "results" in doc and "model" in doc:   # one `stretch eval` report
-            xf = doc.get("transform", {}).get("label")   # inference-time transform, if any
-            # averaged with other reports only when the model and its training length agree
-            key = dict(doc["model"], seq_len=doc.get("train", {}).get("seq_len"))
-            runs.append(dict(label=pos_label(doc["model"]) + (" + " + xf if xf else ""), key=key,
-                             seq_len=doc.get("train", {}).get("seq_len"),
-                             seed=doc.get("train", {}).get("seed"), unit=doc.get("data", {}).get("unit", "token"),
-                             split=doc.get("split"), mode=doc.get("mode"), bucket_scale=doc.get("bucket_scale"),
-                             entropy_rate=doc.get("data", {}).get("entropy_rate"), results=doc["results"]))
+            docs[path] = doc
         else:
             die("%s: neither a sweep's results.json nor a `stretch eval` report" % path)
+    sweeps = [p for p in paths if "runs" in docs[p]]
+    swept = sweep_runs(sweeps, docs)
+    missing = []
+    for r in swept:   # each run once (a seed sweep sharing the out dir lists it again)
+        # the sweep's group: the run name without its seed ("alibi_rf-exp",
+        # "pos-rope__seq_len-64"); a "pos-X" part is shown as X
+        parts = r.get("group", r.get("name", "?")).split("__")
+        label = ", ".join(p[4:] if p.startswith("pos-") else p for p in parts)
+        if not r["evaluated"]:
+            missing.append(dict(r, label=label))
+            continue
+        runs.append(dict(label=label, key=sweep_key(r), path=r["path"], where=r["where"], group=r.get("group"),
+                         name=r.get("name"), seq_len=r.get("seq_len"), seed=r.get("seed"),
+                         unit=r.get("unit", "token"), split=r.get("split"), mode=r.get("mode"),
+                         bucket_scale=r.get("bucket_scale"), entropy_rate=r.get("entropy_rate"),
+                         results=r["results"]))
+    seen = set()
+    for path in paths:
+        doc = docs[path]
+        if "runs" in doc or os.path.realpath(path) in seen:
+            continue
+        seen.add(os.path.realpath(path))
+        xf = (doc.get("transform") or {}).get("label")   # inference-time transform, if any
+        train = doc.get("train") or {}
+        # averaged with other reports only when what report_key holds agrees
+        runs.append(dict(label=pos_label(doc["model"]) + (" + " + xf if xf else ""), key=report_key(doc),
+                         path=path, report=True, seq_len=train.get("seq_len"), seed=train.get("seed"),
+                         unit=(doc.get("data") or {}).get("unit", "token"), split=doc.get("split"),
+                         mode=doc.get("mode"), bucket_scale=doc.get("bucket_scale"),
+                         entropy_rate=(doc.get("data") or {}).get("entropy_rate"), results=doc["results"]))
     if not runs:
-        die("no evaluated runs in " + ", ".join(paths))
-    return runs
+        die("no evaluated runs in %s%s" % (", ".join(paths), "; " + unevaluated_note(missing) if missing else ""))
+    for m in missing:
+        m["mode"] = planned_mode(m, swept)
+    return runs, missing
 
 
 def group(runs):
@@ -109,7 +133,7 @@ def curve(members, metric):
     for L in sorted(by_len):
         rows = by_len[L]
         if metric == "ppl":
-            y = math.exp(sum(x["loss"] for x in rows) / len(rows))
+            y = exp(sum(x["loss"] for x in rows) / len(rows))
         elif metric == "loss":
             y = sum(x["loss"] for x in rows) / len(rows)
         else:
@@ -127,9 +151,31 @@ def train_lengths(runs):
 
 
 def describe(runs):
-    r = runs[0]
-    unit = {"word": "word-level", "byte": "byte-level", "token": "token-level"}.get(r["unit"], r["unit"])
-    return "%s, %s split, %s" % (unit, r.get("split") or "?", r.get("mode") or "?")
+    """"token-level, valid split, nonoverlapping"; what the runs do not share is listed
+    ("nonoverlapping / sliding": the lines' labels tell which is which)"""
+    def all_of(k):
+        return " / ".join(sorted({str(r.get(k) or "?") for r in runs}))
+    unit = " / ".join(sorted({{"word": "word-level", "byte": "byte-level", "token": "token-level"}.get(r["unit"], str(r["unit"]))
+                              for r in runs}))
+    return "%s, %s split, %s" % (unit, all_of("split"), all_of("mode"))
+
+
+def seeds_text(members, missing):
+    """" (3 seeds)", or " (1 of 2 seeds)" when runs of the line were not evaluated"""
+    seeds = len({m["seed"] for m in members})
+    total = seeds + len([m for m in missing if m["label"] == members[0]["label"]])
+    if total > seeds:
+        return " (%d of %d seeds)" % (seeds, total)
+    return " (%d seeds)" % seeds if seeds > 1 else ""
+
+
+def warn_infinite(label, xs, ys, metric, where="lengths"):
+    """Points a plot cannot show (a diverged run's perplexity overflows to inf), named"""
+    bad = [x for x, y in zip(xs, ys) if not math.isfinite(y)]
+    if bad:
+        warn("%s: %s at %s %s: not drawn%s" % (
+            label, "perplexity inf (its loss overflows exp)" if metric == "ppl" else "non-finite " + metric, where,
+            ", ".join("%g" % x for x in bad), " (--metric loss shows it)" if metric == "ppl" else ""))
 
 
 def style(i):
@@ -138,7 +184,7 @@ def style(i):
     return {"color": "C%d" % (i % 10), "ls": ("-", "--", ":")[(i // 10) % 3], "marker": "os^"[(i // 10) % 3]}
 
 
-def plot_lengths(runs, args):
+def plot_lengths(runs, missing, args):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (label, members) in enumerate(group(runs).items()):
         if label in args.exclude:
@@ -146,8 +192,8 @@ def plot_lengths(runs, args):
         xs, ys = curve(members, args.metric)
         if not xs:
             continue
-        seeds = len({m["seed"] for m in members})
-        ax.plot(xs, ys, ms=4, label=label + (" (%d seeds)" % seeds if seeds > 1 else ""), **style(i))
+        warn_infinite(label, xs, ys, args.metric)
+        ax.plot(xs, ys, ms=4, label=label + seeds_text(members, missing), **style(i))
     ideal = {r.get("entropy_rate") for r in runs}
     if len(ideal) == 1 and None not in ideal and args.metric in ("ppl", "loss"):
         h = ideal.pop()   # synthetic source: the best achievable loss
@@ -168,7 +214,19 @@ def plot_lengths(runs, args):
     return fig
 
 
-def plot_positions(runs, args):
+def bucket_layout(x):
+    """A report row's buckets as [(lo, hi), ...]"""
+    return [(b["lo"], b["hi"]) for b in x.get("buckets", [])]
+
+
+def layout_text(r, lay):
+    n = len(lay)
+    bounds = ", ".join("[%d, %d)" % b for b in lay[:3]) + (", ..." if n > 3 else "")
+    return "%s: %d %s buckets %s" % (r["path"] if r.get("report") else "%s (%s)" % (r["path"], r["name"]),
+                                     n, r.get("bucket_scale") or "?", bounds)
+
+
+def plot_positions(runs, missing, args):
     lengths = sorted({x["length"] for r in runs for x in r["results"] if x.get("status") == "ok" and x.get("buckets")})
     if not lengths:
         die("no per-position buckets in the input (evaluate with --buckets N)")
@@ -181,10 +239,19 @@ def plot_positions(runs, args):
         if label in args.exclude:
             continue
         acc = OrderedDict()   # (lo, hi) -> [nll, tokens]
+        first = None
         for r in members:
             for x in r["results"]:
                 if x["length"] != L or x.get("status") != "ok":
                     continue
+                # a token-weighted mean over seeds needs the same buckets in every run
+                lay = bucket_layout(x)
+                if first is None:
+                    first = (r, lay)
+                elif lay != first[1]:
+                    die("--per-position: the runs of line '%s' have other buckets at length %d, which cannot be "
+                        "averaged: %s; %s (evaluate them with the same --buckets and --bucket-scale)"
+                        % (label, L, layout_text(first[0], first[1]), layout_text(r, lay)))
                 for b in x.get("buckets", []):
                     a = acc.setdefault((b["lo"], b["hi"]), [0.0, 0])
                     a[0] += b["nll"]
@@ -194,8 +261,9 @@ def plot_positions(runs, args):
             continue
         log2 = log2 or any(m.get("bucket_scale") == "log2" for m in members)
         xs = [p for p, _ in pts]
-        ys = [math.exp(v) if args.metric == "ppl" else v for _, v in pts]
-        ax.plot(xs, ys, label=label, ms=3, **style(i))
+        ys = [exp(v) if args.metric == "ppl" else v for _, v in pts]
+        warn_infinite(label, xs, ys, args.metric, "window positions")
+        ax.plot(xs, ys, label=label + seeds_text(members, missing), ms=3, **style(i))
     for Lt in train_lengths(runs):
         if Lt < L:
             ax.axvline(Lt, color="gray", ls="--", lw=1)
@@ -221,7 +289,7 @@ def main():
     p.add_argument("--metric", choices=["ppl", "bpb", "loss"], default=None,
                    help="y axis (default: ppl; loss for --per-position)")
     p.add_argument("--per-position", action="store_true", help="loss by position within the window")
-    p.add_argument("--length", type=int, default=0, help="--per-position: the evaluation length (default: longest)")
+    p.add_argument("--length", type=int, default=0, help="with --per-position: the evaluation length (default: longest)")
     p.add_argument("--title", default="")
     p.add_argument("--exclude", default="", metavar="GROUP,...",
                    help="leave these lines out (e.g. one that dwarfs the rest); the others keep their colours")
@@ -235,15 +303,20 @@ def main():
         args.metric = "loss" if args.per_position else "ppl"
     if args.per_position and args.metric == "bpb":
         die("--per-position shows loss or ppl")
-    runs = load_runs(args.inputs)
+    if args.length and not args.per_position:
+        die("--length %d: applies to --per-position only (the default plot shows every length)" % args.length)
+    check_figure_path(args.out)
+    runs, missing = load_runs(args.inputs)
     if args.mode:
         runs = [r for r in runs if r.get("mode") == args.mode]
         if not runs:
             die("--mode %s: no run was evaluated with that protocol" % args.mode)
-        for r in runs:
+        missing = [m for m in missing if m.get("mode") in (args.mode, None)]
+        for r in runs + missing:
             if r["label"].endswith("-" + args.mode):
                 r["label"] = r["label"][:-len(args.mode) - 1]
     split_labels(runs)
+    attach_unevaluated(missing, runs)
     lines = group(runs)
     unknown = [x for x in args.only if x not in lines]
     if unknown:
@@ -254,11 +327,14 @@ def main():
     unknown = [x for x in args.exclude if x not in lines]
     if unknown:
         die("--exclude: no line named %s (have: %s)" % (", ".join(unknown), ", ".join(lines)))
+    missing = [m for m in missing if m["label"] not in args.exclude and (not args.only or m["label"] in args.only)]
     if args.metric == "bpb" and any(r["unit"] != "byte" for r in runs):
         die("bits per byte needs byte-level data (unit 'byte')")
-    fig = plot_positions(runs, args) if args.per_position else plot_lengths(runs, args)
+    if missing:   # never silently: the legend says "1 of 2 seeds", this names the runs
+        warn("not plotted: " + unevaluated_note(missing))
+    fig = plot_positions(runs, missing, args) if args.per_position else plot_lengths(runs, missing, args)
     fig.tight_layout()
-    fig.savefig(args.out, dpi=150)
+    save_figure(fig, args.out, dpi=150)
     print("wrote " + args.out)
 
 

@@ -29,7 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_json import die, read_json  # noqa: E402
+from sweep_json import check_figure_path, die, read_json, save_figure, sweep_runs  # noqa: E402
 
 
 def load(paths):
@@ -37,10 +37,10 @@ def load(paths):
     runs = []
     for path in paths:
         doc = read_json(path)
-        if "runs" in doc:   # a sweep's results.json
-            for r in doc["runs"]:
-                if "task" in r:
-                    runs.append({"group": r.get("group", r["name"]), "task": r["task"]["name"],
+        if "runs" in doc:   # a sweep's results.json (a run listed by several inputs counts once)
+            for r in sweep_runs([path]):
+                if "task" in r and not any(r["id"] == o.get("id") for o in runs):
+                    runs.append({"group": r.get("group", r["name"]), "task": r["task"]["name"], "id": r["id"],
                                  "results": r["task"]["results"]})
         elif "task" in doc and "results" in doc and "pos" in doc:   # eval --task report
             xf = doc.get("transform", "none")
@@ -93,7 +93,7 @@ def plot_curves(runs, out, title, metric):
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    save_figure(fig, out, dpi=120)
 
 
 def depth_grid(runs, group):
@@ -137,7 +137,7 @@ def plot_heatmap(runs, groups, out, title):
     fig.colorbar(im, ax=list(axes[0]))
     if title:
         fig.suptitle(title)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
+    save_figure(fig, out, dpi=120, bbox_inches="tight")
 
 
 def main():
@@ -151,6 +151,7 @@ def main():
                    help="exact match (default) or the fraction of answer tokens right")
     p.add_argument("--title", default="")
     a = p.parse_args()
+    check_figure_path(a.out)
     runs = load(a.inputs)
     if a.only:
         keep = set(a.only.split(","))

@@ -12,14 +12,14 @@ with the block is visible at a glance.
 import os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_json import read_json  # noqa: E402
+from sweep_json import exp, sweep_doc, warn  # noqa: E402
 
 METHODS = ["alibi", "rope", "none", "fire", "kerple"]
 
 
-def load(path):
+def load(doc):
     runs = {}
-    for r in read_json(path)["runs"]:
+    for r in doc["runs"]:
         if not r.get("results"):
             continue
         runs[r["name"].split("__")[0]] = r
@@ -29,7 +29,7 @@ def load(path):
 def ppl(r, n):
     for x in r["results"]:
         if x["length"] == n and x.get("status") == "ok":
-            return x["ppl"]
+            return exp(x["loss"])   # not x["ppl"]: null where the loss overflows exp (inf)
     return None
 
 
@@ -37,11 +37,13 @@ if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
     sys.exit(0 if len(sys.argv) > 1 else 2)
 
-for path in sys.argv[1:]:
-    doc = read_json(path)
-    runs = load(path)
+for path, doc in [(p, sweep_doc(p)) for p in sys.argv[1:]]:   # every input read before a line is printed
+    runs = load(doc)
     lengths = sorted({x["length"] for r in runs.values() for x in r["results"]})
     print(f"### `{doc.get('sweep', path)}`\n")
+    if not any(f"{m}-{b}{suf}" in runs for m in METHODS for b in ("gpt2", "llama") for suf in ("", "-sliding")):
+        warn("%s: no evaluated point named <%s>-<gpt2|llama>[-sliding] (have: %s)"
+             % (path, "|".join(METHODS), ", ".join(sorted(runs)) or "none"))
     for proto, suf in (("nonoverlapping", ""), ("sliding", "-sliding")):
         rows = [(m, b) for m in METHODS for b in ("gpt2", "llama") if f"{m}-{b}{suf}" in runs]
         if not rows:

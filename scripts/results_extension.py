@@ -16,7 +16,7 @@ the budget per transform, and (when the passkey files exist) passkey accuracy ag
 import os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_json import read_json  # noqa: E402
+from sweep_json import check_figure_path, die, exp, read_json, save_figure, sweep_doc  # noqa: E402
 
 args = sys.argv[1:]
 if args and args[0] in ("-h", "--help"):
@@ -25,15 +25,23 @@ if args and args[0] in ("-h", "--help"):
 plot_out = None
 if "--plot" in args:
     i = args.index("--plot")
+    if i + 1 >= len(args) or args[i + 1].startswith("-"):
+        die("--plot needs the output image, e.g. --plot extension.png")
     plot_out = args[i + 1]
     del args[i:i + 2]
+    import matplotlib
+    matplotlib.use("Agg")
+    check_figure_path(plot_out)
+bad = [a for a in args if a.startswith("-")]
+if bad or len(args) > 3:
+    die("unknown option %s" % bad[0] if bad else "at most 3 inputs (BASE_RESULTS FT_RESULTS PASSKEY_DIR), got %d" % len(args))
 base_p = args[0] if len(args) > 0 else "runs/extend_ts/results.json"
 ft_p = args[1] if len(args) > 1 else "runs/extend_ts_ft/results.json"
 pk_dir = args[2] if len(args) > 2 else "runs/extend_passkey"
 
 runs = []
 for p in (base_p, ft_p):
-    runs += [r for r in read_json(p)["runs"] if r.get("results")]
+    runs += [r for r in sweep_doc(p)["runs"] if r.get("results")]
 by_name = {r["name"].replace("__seed-1", ""): r for r in runs}
 LENGTHS = [64, 128, 256, 512, 1024, 2048]
 
@@ -41,7 +49,7 @@ LENGTHS = [64, 128, 256, 512, 1024, 2048]
 def ppl(r, n):
     for x in r.get("results", []):
         if x["length"] == n and x.get("status") == "ok":
-            return x["ppl"]
+            return exp(x["loss"])   # not x["ppl"]: null where the loss overflows exp (inf)
     return None
 
 
@@ -169,8 +177,6 @@ if os.path.isdir(pk_dir):
         print()
 
 if plot_out:
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     n_ax = 3 if pk_rows else 2
     fig, axes = plt.subplots(1, n_ax, figsize=(5.2 * n_ax, 4.2))
@@ -201,5 +207,5 @@ if plot_out:
         ax.set_title("passkey after extension to 4x (10% budget)")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(plot_out, dpi=110)
+    save_figure(fig, plot_out, dpi=110)
     print(f"wrote {plot_out}", file=sys.stderr)

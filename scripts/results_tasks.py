@@ -19,18 +19,20 @@ import os
 import sys
 from collections import OrderedDict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_json import die, read_json  # noqa: E402
+from sweep_json import die, sweep_runs  # noqa: E402
 
 
 def load(paths):
-    """Task runs of every input by group; a run in several inputs (same dir) counts once."""
-    groups, seen = OrderedDict(), set()
-    for path in paths:
-        doc = read_json(path)
-        for r in doc.get("runs", []):
-            if "task" in r and r.get("dir", r["name"]) not in seen:
-                seen.add(r.get("dir", r["name"]))
-                groups.setdefault(r.get("group", r["name"]), []).append(r)
+    """Task runs of every input by group; a run in several inputs (same dir) counts once,
+    runs of sweeps in other out dirs never share a row (their out dir is appended)."""
+    runs = [r for r in sweep_runs(paths) if "task" in r]
+    outs = {}
+    for r in runs:
+        outs.setdefault(r.get("group", r["name"]), set()).add(r["where"])
+    groups = OrderedDict()
+    for r in runs:
+        g = r.get("group", r["name"])
+        groups.setdefault(g if len(outs[g]) < 2 else "%s [out %s]" % (g, r["sweep"]), []).append(r)
     if not groups:
         die("%s: no task runs" % ", ".join(paths))
     return groups
