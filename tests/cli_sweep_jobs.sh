@@ -45,6 +45,36 @@ kill $WD 2>/dev/null
 [ "$rc" = 130 ] && ok || { bad "interrupted --jobs sweep: exit $rc, expected 130"; tail -3 int.err; }
 [ -s s5/pos-alibi/checkpoints/latest ] && [ -s s5/pos-rope/checkpoints/latest ] && ok || bad "no checkpoints after SIGINT"
 [ ! -e s5/pos-sinusoidal ] && ok || bad "a point started after the signal"
+# the interrupted points are incomplete (resumable), with the step they reached, not failed
+check_interrupted() { # RESULTS_JSON
+    $PY - "$1" <<'PY'
+import json, re, sys
+runs = {r["name"]: r for r in json.load(open(sys.argv[1]))["runs"]}
+for n in ("pos-alibi", "pos-rope"):
+    r = runs[n]
+    assert r["state"] == "incomplete", (n, r["state"], r.get("error"))
+    assert re.fullmatch(r"interrupted at step \d+ of 400000; run the sweep again to resume", r["error"]), r["error"]
+assert runs["pos-sinusoidal"]["state"] == "pending", runs["pos-sinusoidal"]["state"]
+PY
+}
+check_interrupted s5/results.json && ok || bad "interrupted --jobs points: not incomplete with their step"
+# the same without --jobs (the point in this process)
+sed 's/"out": "s5"/"out": "s7"/' long_sweep.json >long_sweep7.json
+setsid "$BIN" sweep long_sweep7.json --quiet >int7.out 2>int7.err &
+P=$!
+for _ in $(seq 1 100); do [ -s s7/pos-alibi/metrics.jsonl ] && break; sleep 0.2; done
+sleep 1
+kill -INT -- -$P
+( sleep 60; kill -KILL -- -$P 2>/dev/null ) & WD=$!
+wait $P; rc=$?
+kill $WD 2>/dev/null
+[ "$rc" = 130 ] && ok || { bad "interrupted sweep: exit $rc, expected 130"; tail -3 int7.err; }
+$PY - s7/results.json <<'PY' && ok || bad "interrupted point (no --jobs): not incomplete with its step"
+import json, re, sys
+runs = {r["name"]: r for r in json.load(open(sys.argv[1]))["runs"]}
+r = runs["pos-alibi"]
+assert r["state"] == "incomplete" and re.fullmatch(r"interrupted at step \d+ of 400000; run the sweep again to resume", r["error"]), r
+PY
 
 # eval-only twins under --jobs 2: "alibi-long" must not start (and train a copy) while
 # "alibi" is still training in the other slot; it evaluates alibi's run once that is done

@@ -191,9 +191,20 @@ static cJSON *train_summary(const st_train_state *st, const st_run_config *cfg) 
     return o;
 }
 
+/* Whether a training session that returned rc stopped before train.steps with its state
+ * saved: train.max_seconds (rc ST_OK) or SIGINT/SIGTERM (ST_ERR_INTERRUPTED, a checkpoint
+ * written): the point is incomplete, not failed; *at = its last step. */
+static int stopped_early(int rc, const st_train_result *res, int64_t *at) {
+    const int early = (!rc && res->stopped == 1) || (rc == ST_ERR_INTERRUPTED && res->stopped == 3);
+    if (early) *at = res->step;
+    return early;
+}
+
 /* Train (fresh or resumed) until train.steps. Returns ST_OK when training is complete,
- * with *incomplete set when it stopped early on train.max_seconds. */
-static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opts, int *incomplete, st_error *e) {
+ * with *incomplete set (and *at its last step) when it stopped early on train.max_seconds,
+ * or ST_ERR_INTERRUPTED with *incomplete set after a signal that left a checkpoint. */
+static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opts, int *incomplete, int64_t *at,
+                       st_error *e) {
     char latest[ST_PATH_BUF], ckpt[ST_PATH_BUF], cfgp[ST_PATH_BUF];
     path_join(latest, sizeof latest, pt->dir, "checkpoints/latest");
     path_join(cfgp, sizeof cfgp, pt->dir, "config.json");
@@ -230,17 +241,17 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
         if ((rc = st_run_config_load(cfgp, NULL, 0, saved, e))) { free(saved); return rc; }
         saved->train.threads = s->threads > 0 ? s->threads : pt->cfg.train.threads;
         saved->train.max_seconds = pt->cfg.train.max_seconds;
-        st_train_result res;
+        st_train_result res = {0};
         rc = st_train(saved, pt->dir, &to, &res, e);
         free(saved);
-        if (!rc && res.stopped == 1) *incomplete = 1;
+        *incomplete = stopped_early(rc, &res, at);
         return rc;
     }
     st_log(ST_LOG_INFO, "sweep: %s: training %lld steps at L=%d", pt->name, (long long)pt->cfg.train.steps,
            pt->cfg.train.seq_len);
-    st_train_result res;
+    st_train_result res = {0};
     rc = st_train(&cfg, pt->dir, &to, &res, e);
-    if (!rc && res.stopped == 1) *incomplete = 1;
+    *incomplete = stopped_early(rc, &res, at);
     return rc;
 }
 
@@ -369,10 +380,15 @@ int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
     snprintf(pt->train_dir, sizeof pt->train_dir, "%s", twin ? twin->train_dir : pt->dir);
     if (twin) st_log(ST_LOG_INFO, "sweep: %s: same model as %s (differs in eval.* only): evaluating that run",
                      pt->name, twin->name);
-    int prc = twin ? ST_OK : train_point(s, pt, opts, &incomplete, &pe);
-    if (!prc && incomplete) {
+    int64_t at = 0;
+    int prc = twin ? ST_OK : train_point(s, pt, opts, &incomplete, &at, &pe);
+    if (incomplete) {   /* stopped with its state saved: the next run of the sweep resumes it */
         pt->state = PT_INCOMPLETE;
-        snprintf(pt->error, sizeof pt->error, "train.max_seconds reached before train.steps; run the sweep again to resume");
+        pt->status = prc;   /* ST_ERR_INTERRUPTED stops the sweep (exit 130) */
+        snprintf(pt->error, sizeof pt->error, "%s at step %lld of %lld; run the sweep again to resume",
+                 prc ? "interrupted" : "train.max_seconds reached", (long long)at, (long long)pt->cfg.train.steps);
+        if (prc) st_log(ST_LOG_WARN, "sweep: %s: %s", pt->name, pt->error);
+        return prc;
     } else if (!prc) {
         prc = eval_point(s, pt, &pe);
     }
@@ -381,7 +397,7 @@ int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
         pt->status = prc;
         snprintf(pt->error, sizeof pt->error, "%s", pe.msg);
         st_log(ST_LOG_ERROR, "sweep: %s: %s", pt->name, pe.msg);
-    } else if (!incomplete) {
+    } else {
         pt->state = PT_DONE;
     }
     return prc;

@@ -68,6 +68,13 @@ static void job_done(sweep *s, job *j, int wstatus) {
         pt->state = state;
         pt->status = status;
         snprintf(pt->error, sizeof pt->error, "%s", msg + off);
+    } else if (WIFSIGNALED(wstatus) && (WTERMSIG(wstatus) == SIGINT || WTERMSIG(wstatus) == SIGTERM)) {
+        /* stopped by the user outside training (evaluation): the next run of the sweep
+         * resumes or evaluates it again */
+        pt->state = PT_INCOMPLETE;
+        pt->status = ST_ERR_INTERRUPTED;
+        snprintf(pt->error, sizeof pt->error, "interrupted (%s); run the sweep again to resume",
+                 WTERMSIG(wstatus) == SIGINT ? "SIGINT" : "SIGTERM");
     } else {
         pt->state = PT_FAILED;
         pt->status = WIFSIGNALED(wstatus) ? ST_ERR_INTERRUPTED : ST_ERR_GENERIC;
@@ -194,8 +201,9 @@ static int gather(sweep *s, st_dist *d, int rc, st_error *e) {
         if (pt->state == PT_FAILED)
             snprintf(pt->error, sizeof pt->error, "failed on rank %d (exit %d; its message is in that rank's output)",
                      i % ranks, pt->status);
-        else if (pt->state == PT_INCOMPLETE)
-            snprintf(pt->error, sizeof pt->error, "train.max_seconds reached before train.steps; run the sweep again to resume");
+        else if (pt->state == PT_INCOMPLETE)   /* its step and cause are in that rank's output */
+            snprintf(pt->error, sizeof pt->error, "stopped on rank %d before it finished (%s); run the sweep again to "
+                     "resume", i % ranks, pt->status == ST_ERR_INTERRUPTED ? "interrupted" : "train.max_seconds reached");
         else if ((pt->state == PT_DONE || pt->state == PT_SKIPPED) && !sweep_reload_point(s, i)) {
             pt->state = PT_FAILED;
             pt->status = ST_ERR_IO;
