@@ -34,14 +34,28 @@ expect_err "--jobs needs an integer"
 # interrupted half-way: Ctrl-C semantics (the whole group), then resumed
 sed 's/"steps": 6/"steps": 400000/' base.json >long.json
 sed 's/"base.json"/"long.json"/; s/"out": "s1"/"out": "s5"/' sweep.json >long_sweep.json
-setsid "$BIN" sweep long_sweep.json --quiet --jobs 2 >int.out 2>int.err &
-P=$!
-for _ in $(seq 1 100); do [ -s s5/pos-alibi/metrics.jsonl ] && [ -s s5/pos-rope/metrics.jsonl ] && break; sleep 0.2; done
-sleep 1
-kill -INT -- -$P
-( sleep 60; kill -KILL -- -$P 2>/dev/null ) & WD=$!
-wait $P; rc=$?
-kill $WD 2>/dev/null
+# interrupt ERRFILE WAIT_FOR... -- SWEEP ARGS: start the sweep in its own group, wait until
+# the files exist, send SIGINT to the group (as Ctrl-C does); rc = its exit status
+interrupt() {
+    local err=$1; shift
+    local waits=()
+    while [ "$1" != -- ]; do waits+=("$1"); shift; done
+    shift
+    setsid "$BIN" sweep "$@" >/dev/null 2>"$err" &
+    local P=$! f ready
+    for _ in $(seq 1 100); do
+        ready=1
+        for f in "${waits[@]}"; do [ -s "$f" ] || ready=0; done
+        [ $ready = 1 ] && break
+        sleep 0.2
+    done
+    sleep 1
+    kill -INT -- -$P
+    ( sleep 60; kill -KILL -- -$P 2>/dev/null ) & local WD=$!
+    wait $P; rc=$?
+    kill $WD 2>/dev/null
+}
+interrupt int.err s5/pos-alibi/metrics.jsonl s5/pos-rope/metrics.jsonl -- long_sweep.json --quiet --jobs 2
 [ "$rc" = 130 ] && ok || { bad "interrupted --jobs sweep: exit $rc, expected 130"; tail -3 int.err; }
 [ -s s5/pos-alibi/checkpoints/latest ] && [ -s s5/pos-rope/checkpoints/latest ] && ok || bad "no checkpoints after SIGINT"
 [ ! -e s5/pos-sinusoidal ] && ok || bad "a point started after the signal"
@@ -60,14 +74,7 @@ PY
 check_interrupted s5/results.json && ok || bad "interrupted --jobs points: not incomplete with their step"
 # the same without --jobs (the point in this process)
 sed 's/"out": "s5"/"out": "s7"/' long_sweep.json >long_sweep7.json
-setsid "$BIN" sweep long_sweep7.json --quiet >int7.out 2>int7.err &
-P=$!
-for _ in $(seq 1 100); do [ -s s7/pos-alibi/metrics.jsonl ] && break; sleep 0.2; done
-sleep 1
-kill -INT -- -$P
-( sleep 60; kill -KILL -- -$P 2>/dev/null ) & WD=$!
-wait $P; rc=$?
-kill $WD 2>/dev/null
+interrupt int7.err s7/pos-alibi/metrics.jsonl -- long_sweep7.json --quiet
 [ "$rc" = 130 ] && ok || { bad "interrupted sweep: exit $rc, expected 130"; tail -3 int7.err; }
 $PY - s7/results.json <<'PY' && ok || bad "interrupted point (no --jobs): not incomplete with its step"
 import json, re, sys
