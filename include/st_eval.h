@@ -129,6 +129,10 @@ void st_eval_plan_default(st_eval_plan *p);
 int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *src, st_error *e);
 /* The inference-time transform of a resolved plan, for a run trained at train_len. */
 st_transform st_eval_plan_transform(const st_eval_plan *p, int64_t train_len);
+/* The transform a command's options (the transform fields >= 0 of `given`, the rest -1)
+ * and a run's eval section give together, as st_eval_plan_resolve merges them; its cli
+ * marks the fields the options gave (for st_transform_check's messages). */
+st_transform st_eval_merge_transform(const st_eval_plan *given, const st_run_config *cfg);
 
 /* One evaluation length: its result, or why it could not be evaluated. */
 typedef struct st_eval_row {

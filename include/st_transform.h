@@ -61,6 +61,9 @@ typedef enum st_xf_kind {
 #define ST_YARN_ALPHA 1.0
 #define ST_YARN_BETA 32.0
 
+enum { ST_XF_CLI_KIND = 1, ST_XF_CLI_SCALE = 2, ST_XF_CLI_CLIP = 4, ST_XF_CLI_SINKS = 8, ST_XF_CLI_WINDOW = 16,
+       ST_XF_CLI_POSITIONS = 32 };
+
 typedef struct st_transform {
     int kind;               /* st_xf_kind */
     double scale;           /* s > 0 explicit; 0 = max(1, n / train_len) */
@@ -68,6 +71,9 @@ typedef struct st_transform {
     int64_t window;         /* > 0: a query sees its last `window` keys (and the sinks) */
     int64_t clip;           /* rerope: w, 0 = train_len / 2 */
     int cache_positions;    /* 1: sinks at their cache positions (needs sinks and a window) */
+    unsigned cli;           /* ST_XF_CLI_* of the fields a command line gave when the others came
+                             * from a run's config (st_transform_check's messages name each
+                             * field's flag or key); 0: its `flag` tells for every field */
     double yarn_alpha;      /* yarn: the ramp's bounds in rotations over L (0: ST_YARN_ALPHA, */
     double yarn_beta;       /*       ST_YARN_BETA) */
     /* set by the caller before a forward */
@@ -84,8 +90,9 @@ const char *st_transform_method(int kind);
 /* 1 when anything is transformed (a kind, or a window). */
 int st_transform_active(const st_transform *xf);
 /* Check the transform against a model: its kind applies to model.pos, sinks need a window,
- * a scale is >= 1. `flag` names where the values came from ("--transform" /
- * "eval.transform") in the ST_ERR_CONFIG message. */
+ * a scale is >= 1. The ST_ERR_CONFIG message names the flag or key of the offending field:
+ * per field by xf->cli, else all on the side `flag` is on ("--transform": the command
+ * line, "eval.transform": a config). */
 int st_transform_check(const st_transform *xf, int pos, const char *flag, st_error *e);
 /* The scale s at current length len (only dynamic_ntk reads len). */
 double st_transform_scale(const st_transform *xf, int64_t len);

@@ -77,6 +77,11 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, struct st_t
 /* "_<label>" of an active transform for report file names (only [A-Za-z0-9._-] kept),
  * "" when none: a transformed report never overwrites the plain one. */
 void cli_transform_tag(const struct st_transform *xf, char *tag, size_t n);
+/* The options cli_transform_arg read into `given` (initialised by cli_transform_unset: a
+ * field still -1 was not given) as an eval plan's transform fields (-1: the run's eval
+ * section decides, st_eval_merge_transform / st_eval_plan_resolve). */
+void cli_transform_unset(struct st_transform *given);
+void cli_transform_plan(const struct st_transform *given, st_eval_plan *plan);
 /* `stretch CMD ... --help` for a command whose usage is its line of the command table:
  * print it to stdout and return -1, which the command's parser hands back for exit 0. */
 int cli_help(const char *cmd);

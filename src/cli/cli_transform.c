@@ -54,6 +54,19 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
     return 1;
 }
 
+void cli_transform_unset(st_transform *given) {
+    *given = (st_transform){.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1, .cache_positions = -1};
+}
+
+void cli_transform_plan(const st_transform *given, st_eval_plan *plan) {
+    plan->transform = given->kind;
+    plan->transform_scale = given->scale;
+    plan->sinks = given->sinks;
+    plan->window = given->window;
+    plan->clip = given->clip;
+    plan->positions = given->cache_positions < 0 ? -1 : given->cache_positions ? ST_SINK_POS_CACHE : ST_SINK_POS_TEXT;
+}
+
 void cli_transform_tag(const st_transform *xf, char *tag, size_t n) {
     tag[0] = 0;
     if (!st_transform_active(xf) || n < 2) return;

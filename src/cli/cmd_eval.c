@@ -161,7 +161,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
     memset(a, 0, sizeof *a);
     a->threads = -1;
     st_eval_plan_default(&a->plan);
-    a->xf = (st_transform){.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1, .cache_positions = -1};
+    cli_transform_unset(&a->xf);
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i], *v;
         if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) { cli_eval_usage(); a->help = 1; return 0; }
@@ -191,14 +191,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
 static int finish_plan(eval_args *a) {
     st_eval_plan *plan = &a->plan;
     if (!a->src) return cli_usage("eval", "missing RUN_DIR or CHECKPOINT");
-    if (a->xf_given) {
-        plan->transform = a->xf.kind;
-        plan->transform_scale = a->xf.scale;
-        plan->sinks = a->xf.sinks;
-        plan->window = a->xf.window;
-        plan->clip = a->xf.clip;
-        plan->positions = a->xf.cache_positions < 0 ? -1 : a->xf.cache_positions ? ST_SINK_POS_CACHE : ST_SINK_POS_TEXT;
-    }
+    if (a->xf_given) cli_transform_plan(&a->xf, plan);
     /* a stride only makes sense for sliding windows: reject it up front when the user
      * also chose nonoverlapping (when the mode comes from the config, the plan check does) */
     if (plan->stride > 0 && plan->mode == ST_EVAL_NONOVERLAPPING)

@@ -321,7 +321,7 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
 
 int cmd_eval_task(int argc, char **argv) {
     task_args a = {.seed = 1, .split = ST_SPLIT_VALID, .threads = -1};
-    a.xf = (st_transform){0};
+    cli_transform_unset(&a.xf);   /* -1: not given, the run's eval section decides */
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc < 0 ? ST_OK : rc;
     if (a.n_depths == 0) {
@@ -336,8 +336,13 @@ int cmd_eval_task(int argc, char **argv) {
     st_train_state ts;
     char tok_path[ST_PATH_BUF];
     if (cli_load_trained(a.src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
-    a.xf.train_len = cfg.train.seq_len;
-    rc = st_transform_check(&a.xf, m.cfg.pos, "--transform", &e);
+    /* the transform options over the run's eval section (eval.transform, eval.sinks, ...),
+     * as the perplexity evaluation takes them */
+    st_eval_plan given;
+    st_eval_plan_default(&given);
+    cli_transform_plan(&a.xf, &given);
+    a.xf = st_eval_merge_transform(&given, &cfg);
+    rc = st_transform_check(&a.xf, m.cfg.pos, a.xf.cli ? "--transform" : "eval.transform", &e);
     if (!rc) st_model_set_transform(&m, &a.xf, "eval --task");
     const int task_run = !strcmp(cfg.data.source, "task");
     if (!rc && !strcmp(cfg.data.source, "synthetic"))

@@ -56,6 +56,34 @@ static double *token_byte_table(const st_tokenizer *tok, int V) {
     return t;
 }
 
+/* The transform fields the plan leaves at -1 from the run's eval section. A transform
+ * given here (--transform) other than the config's brings its own defaults: the config's
+ * scale and clip were set for the config's transform. */
+static void resolve_transform(st_eval_plan *p, const st_eval_config *c) {
+    const int own_xf = p->transform >= 0 && p->transform != c->transform;
+    if (p->transform < 0) p->transform = c->transform;
+    if (p->transform_scale < 0) p->transform_scale = own_xf ? 0 : c->transform_scale;
+    if (p->sinks < 0) p->sinks = c->sinks;
+    if (p->window < 0) p->window = c->window;
+    if (p->clip < 0) p->clip = own_xf ? 0 : c->clip;
+    if (p->positions < 0) p->positions = c->positions;
+}
+
+/* ST_XF_CLI_* of the transform fields a command gave (>= 0 in its plan). */
+static unsigned given_fields(const st_eval_plan *g) {
+    return (g->transform >= 0 ? ST_XF_CLI_KIND : 0u) | (g->transform_scale >= 0 ? ST_XF_CLI_SCALE : 0u) |
+           (g->clip >= 0 ? ST_XF_CLI_CLIP : 0u) | (g->sinks >= 0 ? ST_XF_CLI_SINKS : 0u) |
+           (g->window >= 0 ? ST_XF_CLI_WINDOW : 0u) | (g->positions >= 0 ? ST_XF_CLI_POSITIONS : 0u);
+}
+
+st_transform st_eval_merge_transform(const st_eval_plan *given, const st_run_config *cfg) {
+    st_eval_plan p = *given;
+    resolve_transform(&p, &cfg->eval);
+    st_transform xf = st_eval_plan_transform(&p, cfg->train.seq_len);
+    xf.cli = given_fields(given);
+    return xf;
+}
+
 int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *src, st_error *e) {
     const st_eval_config *c = &cfg->eval;
     if (p->n_lengths == 0) {
@@ -72,15 +100,7 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
     if (p->max_tokens < 0) p->max_tokens = c->max_tokens;
     if (p->buckets < 0) p->buckets = c->buckets;
     if (p->precision < 0) p->precision = cfg->train.precision;
-    /* a transform given here (--transform) other than the config's brings its own defaults:
-     * the config's scale and clip were set for the config's transform */
-    const int own_xf = p->transform >= 0 && p->transform != c->transform;
-    if (p->transform < 0) p->transform = c->transform;
-    if (p->transform_scale < 0) p->transform_scale = own_xf ? 0 : c->transform_scale;
-    if (p->sinks < 0) p->sinks = c->sinks;
-    if (p->window < 0) p->window = c->window;
-    if (p->clip < 0) p->clip = own_xf ? 0 : c->clip;
-    if (p->positions < 0) p->positions = c->positions;
+    resolve_transform(p, c);
     if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
         return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < p->n_lengths; i++)
@@ -189,8 +209,8 @@ static int use_transform(const st_eval_plan *plan, const st_eval_plan *plan_in, 
                          st_error *e) {
     st_transform *xf = &rep->xf;
     *xf = st_eval_plan_transform(plan, rep->cfg.train.seq_len);
-    const int from_cli = plan_in->transform >= 0 || plan_in->transform_scale >= 0 || plan_in->sinks >= 0 ||
-                         plan_in->window >= 0 || plan_in->clip >= 0 || plan_in->positions >= 0;
+    xf->cli = given_fields(plan_in);   /* the messages name each field's flag or key */
+    const int from_cli = xf->cli != 0;
     st_error xe = {0};
     int rc = st_transform_check(xf, m->cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);
     if (rc) return st_fail(e, rc, "%s: %s", from_cli ? "stretch eval" : rep->checkpoint, xe.msg);

@@ -93,49 +93,63 @@ int st_transform_active(const st_transform *xf) {
     return xf && (xf->kind != ST_XF_NONE || xf->window > 0);
 }
 
+/* Where a field came from, for the messages: the command line's flag or the config's key.
+ * xf->cli says it per field when a command merged the two (ST_XF_CLI_*); else `flag` does
+ * for every field ("--...": a command line, else a config). */
+static const char *origin(const st_transform *xf, const char *flag, unsigned bit, const char *opt, const char *key) {
+    return (xf->cli ? (xf->cli & bit) != 0 : flag[0] == '-') ? opt : key;
+}
+
 /* Cache positions (StreamingLLM): they move the sinks, so they need sinks and a window, a
  * method whose positions the query can carry (st_pos_no_cache_positions), and a transform
  * that does not use the second query already (rerope's clipped scores) or change its
  * scale with the current length (dynamic_ntk: capped by the cache, not by the text). */
 static int check_cache_positions(const st_transform *xf, int pos, const char *flag, st_error *e) {
-    const char *opt = flag[0] == '-' ? "--positions cache" : "eval.positions \"cache\"";
+    const char *opt = origin(xf, flag, ST_XF_CLI_POSITIONS, "--positions cache", "eval.positions \"cache\"");
     if (xf->sinks == 0 || xf->window == 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: moves the attention sinks into the cache; it needs sinks and a window "
-                       "(%s)", opt, flag[0] == '-' ? "--sinks K --window W" : "eval.sinks, eval.window");
+                       "(%s, %s)", opt, origin(xf, flag, ST_XF_CLI_SINKS, "--sinks K", "eval.sinks"),
+                       origin(xf, flag, ST_XF_CLI_WINDOW, "--window W", "eval.window"));
     const char *why = st_pos_no_cache_positions(pos);
     if (why)
         return st_fail(e, ST_ERR_CONFIG, "%s: not supported for model.pos \"%s\": %s", opt, st_pos_name(pos), why);
     if (table[xf->kind].clips || table[xf->kind].dynamic)
-        return st_fail(e, ST_ERR_CONFIG, "%s: not supported with transform %s: %s", opt, table[xf->kind].name,
+        return st_fail(e, ST_ERR_CONFIG, "%s: not supported with transform %s (%s): %s", opt, table[xf->kind].name,
+                       origin(xf, flag, ST_XF_CLI_KIND, "--transform", "eval.transform"),
                        table[xf->kind].clips ? "both move the far keys' scores to a second query"
                                              : "its scale would follow the cache's length, not the text's");
     return ST_OK;
 }
 
 int st_transform_check(const st_transform *xf, int pos, const char *flag, st_error *e) {
+    /* each field's flag or key */
+    const char *kind = origin(xf, flag, ST_XF_CLI_KIND, "--transform", "eval.transform");
+    const char *scale = origin(xf, flag, ST_XF_CLI_SCALE, "--scale", "eval.transform_scale");
+    const char *clip = origin(xf, flag, ST_XF_CLI_CLIP, "--clip", "eval.clip");
+    const char *sinks = origin(xf, flag, ST_XF_CLI_SINKS, "--sinks", "eval.sinks");
+    const char *window = origin(xf, flag, ST_XF_CLI_WINDOW, "--window", "eval.window");
     if (xf->kind < 0 || xf->kind >= ST_XF_COUNT)
-        return st_fail(e, ST_ERR_CONFIG, "%s: unknown transform %d", flag, xf->kind);
+        return st_fail(e, ST_ERR_CONFIG, "%s: unknown transform %d", kind, xf->kind);
     const char *need = table[xf->kind].method;
     if (need && st_pos_from_name(need) != pos)
         return st_fail(e, ST_ERR_CONFIG, "%s %s: applies to model.pos \"%s\" only; this run's model.pos is \"%s\"",
-                       flag, table[xf->kind].name, need, st_pos_name(pos));
+                       kind, table[xf->kind].name, need, st_pos_name(pos));
     if (xf->scale != 0.0 && !(xf->scale >= 1.0 && isfinite(xf->scale)))
-        return st_fail(e, ST_ERR_CONFIG, "%s: scale %g: must be >= 1 (or 0 for n / L)", flag, xf->scale);
+        return st_fail(e, ST_ERR_CONFIG, "%s: scale %g: must be >= 1 (or 0 for n / L)", scale, xf->scale);
     if (xf->scale != 0.0 && xf->kind == ST_XF_NONE)
-        return st_fail(e, ST_ERR_CONFIG, "%s: a scale needs a transform (pi, ntk, yarn, alibi_interp)", flag);
+        return st_fail(e, ST_ERR_CONFIG, "%s: a scale needs a transform (pi, ntk, yarn, alibi_interp; %s)", scale, kind);
     if (xf->scale != 0.0 && table[xf->kind].clips)
-        return st_fail(e, ST_ERR_CONFIG, "%s rerope: takes a clip window (--clip / eval.clip), not a scale", flag);
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s rerope takes a clip window (%s), not a scale", scale, kind, clip);
     if (xf->clip < 0 || (xf->clip > 0 && !table[xf->kind].clips))
-        return st_fail(e, ST_ERR_CONFIG, "%s: a clip window applies to rerope only", flag);
+        return st_fail(e, ST_ERR_CONFIG, "%s: a clip window applies to rerope only (%s)", clip, kind);
     if (xf->scale != 0.0 && table[xf->kind].dynamic)
-        return st_fail(e, ST_ERR_CONFIG, "%s dynamic_ntk: the scale is the current length / L; give no scale", flag);
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s dynamic_ntk's scale is the current length / L; give no scale", scale,
+                       kind);
     if (xf->sinks < 0 || xf->window < 0)
-        return st_fail(e, ST_ERR_CONFIG, "%s: sinks and window must be >= 0", flag);
-    /* the sinks' own flag or key: a command line's --sinks, a config's eval.sinks */
-    const char *sinks = flag[0] == '-' ? "--sinks" : "eval.sinks";
+        return st_fail(e, ST_ERR_CONFIG, "%s, %s: sinks and window must be >= 0", sinks, window);
     if (xf->sinks > 0 && xf->window == 0)
         return st_fail(e, ST_ERR_CONFIG, "%s %lld: attention sinks need a window (%s; keys besides the sinks)", sinks,
-                       (long long)xf->sinks, flag[0] == '-' ? "--window" : "eval.window");
+                       (long long)xf->sinks, window);
     const char *why = st_pos_no_sinks(pos);
     if (xf->sinks > 0 && why)
         return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"%s\": %s", sinks,
