@@ -62,6 +62,10 @@ expect_rc 2 "dynamic_ntk with a window" "$BIN" generate rope --transform dynamic
 # text past sinks + window scores differently from text positions, a shorter one the same
 same_text "rope sinks + window, cache positions" rope --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8 --positions cache
 same_text "alibi sinks + window, cache positions" alibi --prompt "the quick brown fox" --tokens 60 --seed 9 --sinks 2 --window 8 --positions cache
+# past --context, --no-cache's sinks are its span's first tokens, not the text's: it says so
+expect_rc 0 "--no-cache with a window past --context" "$BIN" generate rope --prompt "the quick" --tokens 40 --sinks 2 \
+    --window 8 --context 16 --no-cache
+expect_err "generate --no-cache: the text will pass --context 16"
 for r in rope alibi; do
     expect_rc 0 "$r: sinks at text positions" "$BIN" eval $r --lengths 8,128 --sinks 4 --window 16 --quiet
     expect_rc 0 "$r: sinks at cache positions" "$BIN" eval $r --lengths 8,128 --sinks 4 --window 16 --positions cache --quiet
@@ -79,6 +83,16 @@ expect_rc 2 "cache positions without sinks" "$BIN" eval rope --lengths 64 --wind
 expect_err "--positions cache: moves the attention sinks into the cache; it needs sinks and a window"
 expect_rc 2 "cache positions with rerope" "$BIN" generate rope --transform rerope --sinks 2 --window 8 --positions cache --tokens 5
 expect_err "not supported with transform rerope"
+# a run whose eval section sets the sinks: eval, eval --task passkey take them without flags
+# (probe 25), and an error names each value's flag or key
+expect_rc 0 "train with eval.sinks/window/positions" "$BIN" train cfg.json --out ropec --quiet --set model.pos=rope \
+    --set eval.sinks=4 --set eval.window=16 --set eval.positions=cache
+expect_rc 0 "passkey eval with the config's sinks" "$BIN" eval ropec --task passkey --lengths 64 --depths 0.5 --trials 2 --quiet
+[ -f ropec/eval_valid_passkey_sinks_4_window_16_positions_cache.json ] && ok || { bad "passkey eval ignored the config's eval.sinks"; ls ropec; }
+expect_rc 2 "config's cache positions with --transform rerope" "$BIN" eval ropec --lengths 64 --transform rerope --quiet
+expect_err "eval.positions \"cache\": not supported with transform rerope (--transform)"
+expect_rc 2 "--sinks 0 over the config's sinks, with --positions cache" "$BIN" eval ropec --lengths 64 --window 8 --sinks 0 --positions cache --quiet
+expect_err "--positions cache: moves the attention sinks into the cache; it needs sinks and a window (--sinks K, --window W)"
 expect_rc 2 "bad --positions" "$BIN" eval rope --sinks 2 --window 8 --positions slots --quiet
 expect_err "--positions 'slots': expected text"
 tiny_text_run sinusoidal

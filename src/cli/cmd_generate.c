@@ -338,6 +338,13 @@ static int generate(gen_engine *g, const gen_opts *o, gen_run *r, gen_stream *ou
     int64_t fed = 0;
     int rc = ST_OK;
     const double t0 = st_time();
+    /* a sliding cache with a window keeps the text's first sinks whatever its length;
+     * --no-cache's forward over the last --context tokens has that span's instead */
+    if (o->no_cache && o->xf.window > 0 && st_kv_cache_slides(r->m.cfg.pos) && r->n_prompt + o->n_tokens > o->context)
+        st_log(ST_LOG_WARN, "generate --no-cache: the text will pass --context %lld: from there each forward covers "
+               "the last %lld tokens, whose first %lld are its sinks, while the KV cache keeps the text's first ones "
+               "(the two agree while the text fits --context)", (long long)o->context, (long long)o->context,
+               (long long)o->xf.sinks);
     stream_text(r, out);
     while (!rc && r->n < r->n_prompt + o->n_tokens) {
         st_ctx_begin(&g->ctx, 0, 0);
