@@ -229,7 +229,20 @@ typedef struct st_model {
      * of batch row b attends to rows [doc[b T + t], t] only; owned by the caller (the
      * trainer) for the next forward and its backward; NULL: plain causal attention. */
     const int32_t *doc;
+    /* inference forwards add each layer's attention statistics here (NULL: none); owned by
+     * the caller (the evaluation, st_eval_opts.attn_stats) */
+    struct st_attn_acc *attn_acc;
 } st_model;
+
+/* Attention statistics summed over the query rows of inference forwards (st_ops.h's
+ * ST_ATTN_NSTATS per row: mean key distance, entropy, first-key mass, mass at distance
+ * >= far), per layer and head; the mean is sum / rows. */
+typedef struct st_attn_acc {
+    int n_layers, n_heads;
+    int64_t far;            /* keys at distance >= far count as far */
+    double *sum;            /* (n_layers, n_heads, ST_ATTN_NSTATS) */
+    double *rows;           /* (n_layers, n_heads): rows counted (a row seeing no key is not) */
+} st_attn_acc;
 
 /* Hand an inference-time transform to the model (eval, generate): an active xf replaces
  * the trained scaling (logged, naming `who`), except that a window-only xf (sinks +

@@ -245,6 +245,11 @@ void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, flo
 void st_attention_reference(const float *q, const float *k, const float *v, float *out,
                             int64_t B, int64_t H, int64_t T, int64_t D,
                             const st_attn_bias *bias, int causal, float scale);
+/* Attention statistics per query row i, from the probabilities p_ij the streamed kernel
+ * uses (ctx->attn_stats): [0] mean key distance sum_j p_ij (i - j), [1] entropy
+ * -sum_j p_ij ln p_ij (nats), [2] p_i0, the mass on the first key, [3] the mass on keys at
+ * distance >= ctx->attn_far. NAN for a row that sees no key. */
+#define ST_ATTN_NSTATS 4
 /* The streamed (online-softmax, key-blocked) forward, callable directly for tests and
  * benchmarks. kblock: keys per block (0 = default). */
 void st_attention_streamed(const float *q, const float *k, const float *v, float *out,

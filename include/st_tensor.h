@@ -108,6 +108,12 @@ struct st_ctx {
     size_t backward_bytes;  /* bytes allocated for backward (saved state + grads) */
     struct st_mm *mm;   /* matmul precision backend (st_matmul.h), not owned; NULL: fp32 */
     struct st_profile *prof;  /* per-op timing (st_profile.h), not owned; NULL: off */
+    /* inference: when set, the next attention calls (st_attention, st_attention_clipped)
+     * also write per query row the ST_ATTN_NSTATS statistics of its attention (st_ops.h)
+     * into attn_stats, (B,H,Tq,ST_ATTN_NSTATS); keys at distance >= attn_far count as far.
+     * The caller sets and clears it around one call; not owned. */
+    float *attn_stats;
+    int64_t attn_far;
 };
 
 /* ctx does not own the arena. cap_nodes: max tape length per step. */

@@ -85,7 +85,20 @@ def sinks_far(T, xf):
     return (j < xf["sinks"]) & (i - j >= xf["window"]) & (i > cap), cap
 
 
-def logits(cfg, xf, p, ids):
+def attn_stats(P, far):
+    """per head (H, 4): the means over batch rows and query rows of the attention's mean key
+    distance, entropy (nats), mass on key 0 and mass at distance >= far (stretch eval
+    --attn-stats); P (B,H,T,T) the probabilities"""
+    T = P.shape[-1]
+    d = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).double()
+    dist = (P * d.clamp(min=0)).sum(-1)
+    ent = -(P * torch.log(torch.where(P > 0, P, torch.ones_like(P)))).sum(-1)
+    first = P[..., 0]
+    farm = (P * (d >= far).double()).sum(-1)
+    return torch.stack([z.mean(dim=(0, 2)) for z in (dist, ent, first, farm)], dim=-1)
+
+
+def logits(cfg, xf, p, ids, stats=None, stats_far=0):
     B, T = ids.shape
     V, C = p["tok_emb.weight"].shape
     H, nl = cfg["n_heads"], cfg["n_layers"]
@@ -131,7 +144,10 @@ def logits(cfg, xf, p, ids):
         if bias is not None:
             s = s + bias[None]
         s = s.masked_fill(~mask, float("-inf"))
-        a = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, C)
+        P = torch.softmax(s, dim=-1)
+        if stats is not None:
+            stats.append(attn_stats(P, stats_far))
+        a = (P @ v).transpose(1, 2).reshape(B, T, C)
         x = x + a @ p[pre + "attn.out.weight"].T + p[pre + "attn.out.bias"]
         h = F.layer_norm(x, (C,), p[pre + "ln2.weight"], p[pre + "ln2.bias"], eps)
         h = F.gelu(h @ p[pre + "ffn.fc1.weight"].T + p[pre + "ffn.fc1.bias"],
@@ -149,11 +165,18 @@ def main():
     cfg, xf = doc["model"], doc["transform"]
     p = torch_ref.load_safetensors(f"{d}/model.safetensors")
     batch = json.load(open(f"{d}/batch.json"))
-    ref = logits(cfg, xf, p, torch.tensor(batch["ids"]))
+    stats = [] if "attn" in batch else None
+    ref = logits(cfg, xf, p, torch.tensor(batch["ids"]), stats, batch.get("attn_far", 0))
     got = torch.tensor(batch["logits"], dtype=torch.float64)
     err = (ref - got).abs().max().item()
     scale = max(ref.abs().max().item(), 1.0)
     ok = err <= 1e-4 * scale
+    if stats is not None:   # stretch's per layer and head attention statistics
+        want = torch.stack(stats)                                  # (layers, H, 4)
+        have = torch.tensor(batch["attn"], dtype=torch.float64)
+        serr = ((want - have).abs() / (1e-4 * (1 + want.abs()))).max().item()
+        print(f"  attention statistics: max |stretch - torch| / (1e-4 (1 + |torch|)) = {serr:.3f}")
+        ok = ok and serr <= 1.0
     # a transform that changed nothing would pass against a plain model too: say how far
     # the plain model is, so a test can require the transform to matter
     plain = logits(cfg, dict(xf, kind="none", window=0, sinks=0), p, torch.tensor(batch["ids"]))

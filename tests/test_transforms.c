@@ -10,6 +10,7 @@
  *     cache that drops keys between its sinks and its window, and dynamic NTK's re-prefill;
  *   - st_rope_freqs' gradient (finite differences) and the applicability errors. */
 #include "harness.h"
+#include "test_bias_util.h"
 #include "test_tail_util.h"
 #include "st_transform.h"
 
@@ -20,19 +21,6 @@ static st_arena ar;
 static st_ctx ctx;
 
 /* ------------------------------------------------------------ the kernel ---- */
-typedef struct { float slope; } dist_state;
-static void dist_fill(const st_attn_bias *self, int h, int64_t d0, int64_t n, float *out) {
-    const dist_state *s = self->state;
-    for (int64_t k = 0; k < n; k++) out[k] = -s->slope * (float)(h + 1) * (float)(d0 + k);
-}
-static void gen_fill(const st_attn_bias *self, int h, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *out,
-                     int64_t ld) {
-    (void)self;
-    for (int64_t r = 0; r < ni; r++)
-        for (int64_t c = 0; c < nj; c++)
-            out[r * ld + c] = 0.3f * sinf(0.01f * (float)((i0 + r) * (h + 1)) + 0.07f * (float)(j0 + c));
-}
-
 /* double reference: causal, keys j with i - j < window or j < sinks (window 0: all) */
 static void masked_ref(const float *q, const float *k, const float *v, float *out, int64_t H, int64_t T, int64_t D,
                        const st_attn_bias *bias, int64_t sinks, int64_t window) {
@@ -188,7 +176,7 @@ static void label(const xcase *c, char *buf, size_t n) {
 }
 
 static int write_case(const char *dir, st_model *m, const st_transform *xf, const int32_t *ids, int64_t T,
-                      const float *lg) {
+                      const float *lg, const st_attn_acc *acc) {
     char path[1024];
     const st_model_config *c = &m->cfg;
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -219,7 +207,21 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
         for (int v = 0; v < c->vocab_size; v++) fprintf(f, "%s%.9g", v ? "," : "", lg[t * c->vocab_size + v]);
         fprintf(f, "]");
     }
-    fprintf(f, "]]}\n");
+    fprintf(f, "]]");
+    if (acc) {   /* the attention statistics' means (st_attn_acc), [layer][head][stat] */
+        fprintf(f, ", \"attn_far\": %lld, \"attn\": [", (long long)acc->far);
+        for (int l = 0; l < acc->n_layers; l++) {
+            fprintf(f, "%s[", l ? "," : "");
+            for (int h = 0; h < acc->n_heads; h++) {
+                const double *s = acc->sum + ((size_t)l * (size_t)acc->n_heads + (size_t)h) * ST_ATTN_NSTATS;
+                const double rows = acc->rows[l * acc->n_heads + h];
+                fprintf(f, "%s[%.9g,%.9g,%.9g,%.9g]", h ? "," : "", s[0] / rows, s[1] / rows, s[2] / rows, s[3] / rows);
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "]");
+    }
+    fprintf(f, "}\n");
     fclose(f);
     return 1;
 }
@@ -249,7 +251,12 @@ static void test_torch(const int32_t *ids) {
         label(&cases[i], what, sizeof what);
         CHECK(full_logits(&m, ids, TN, plain));
         m.xf = &xf;
+        /* the transformed forward also sums its attention statistics (compared too) */
+        double sum[2 * 4 * ST_ATTN_NSTATS] = {0}, rows[2 * 4] = {0};
+        st_attn_acc acc = {.n_layers = 2, .n_heads = 4, .far = TL, .sum = sum, .rows = rows};
+        m.attn_acc = &acc;
         CHECK(full_logits(&m, ids, TN, lg));
+        m.attn_acc = NULL;
         CHECK_MSG(max_diff(plain, lg, TN * V) > 1e-3, "%s: the transform changes the logits (by %.3g)", what,
                   max_diff(plain, lg, TN * V));
         if (xf.cache_positions && cases[i].pos != ST_POS_NONE) {   /* the sinks moved: not the text positions' logits */
@@ -261,10 +268,11 @@ static void test_torch(const int32_t *ids) {
         }
         char dir[512], cmd[2048];
         test_tmpdir(dir, sizeof dir);
-        CHECK(write_case(dir, &m, &xf, ids, TN, lg));
+        CHECK(write_case(dir, &m, &xf, ids, TN, lg, &acc));
         snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s", script, dir);
         fflush(stdout);
-        CHECK_MSG(system(cmd) == 0, "%s: stretch's logits match the float64 PyTorch reference", what);
+        CHECK_MSG(system(cmd) == 0, "%s: stretch's logits and attention statistics match the float64 PyTorch "
+                  "reference", what);
         st_model_free(&m);
     }
     free(plain);

@@ -332,6 +332,34 @@ static st_tensor *rows_from(st_ctx *ctx, st_tensor *t, int dim, int64_t r0) {
     return out;
 }
 
+/* m->attn_acc: ask the next attention call for its per-row statistics (B,H,Tq,NSTATS);
+ * NULL when not collecting (or on arena failure, with m->attn_acc set). */
+static float *attn_stats_begin(st_model *m, st_ctx *ctx, const st_tensor *q) {
+    if (!m->attn_acc || ctx->grad || !q) return NULL;
+    float *s = st_ctx_alloc(ctx, (size_t)st_numel(q) / (size_t)q->shape[3] * ST_ATTN_NSTATS * sizeof(float), 0);
+    ctx->attn_stats = s;
+    ctx->attn_far = m->attn_acc->far;
+    return s;
+}
+
+/* Add layer l's rows to m->attn_acc, in one fixed order (b, h, row). */
+static void attn_stats_end(st_model *m, st_ctx *ctx, int l, const float *s, const st_tensor *q) {
+    st_attn_acc *acc = m->attn_acc;
+    const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2];
+    ctx->attn_stats = NULL;
+    ST_ASSERT(l < acc->n_layers && H == acc->n_heads);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            double *sum = acc->sum + ((size_t)l * (size_t)H + (size_t)h) * ST_ATTN_NSTATS;
+            for (int64_t i = 0; i < T; i++) {
+                const float *r = s + ((b * H + h) * T + i) * ST_ATTN_NSTATS;
+                if (isnan(r[0])) continue;   /* a row that sees no key */
+                for (int x = 0; x < ST_ATTN_NSTATS; x++) sum[x] += r[x];
+                acc->rows[l * H + h] += 1;
+            }
+        }
+}
+
 /* The final hidden states of rows [from, T) only, (B, T-from, C). Every block but the last
  * needs all T rows (their keys and values feed later rows), but the last block's output
  * is read only by the LM head, so from > 0 (inference) runs its queries, attention
@@ -373,11 +401,14 @@ static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int6
         if (windowed && cap > 0 && cap < T - 1 && st_pos_method_of(c->pos)->bias_form == ST_POS_BIAS_DISTANCE &&
             !(sb = st_block_sink_bias(m, ctx, l, T - f, m->xf->sinks, f, &sb_rows)))
             return NULL;
+        float *stats = attn_stats_begin(m, ctx, q);
+        if (m->attn_acc && !ctx->grad && !stats) return NULL;
         st_tensor *a = windowed || q2 || f > 0
                            ? st_attention_clipped(ctx, q, k, v, q2, k2, st_model_q2_clip(m), bias, 0.0f,
                                                   windowed ? m->xf->sinks : 0, windowed ? m->xf->window : 0, sb,
                                                   sb_rows)
                            : st_attention_doc(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1), m->doc);
+        if (stats && a) attn_stats_end(m, ctx, l, stats, q);
         if (tail) {   /* the rest of the block on rows [from, T) */
             x = st_block_out(m, ctx, l, rows_from(ctx, x, 1, from), rows_from(ctx, a, 2, from - f), ls);
             break;

@@ -386,6 +386,8 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
         pb.mm = ctx->mm;
         pb.gbias = general ? bias : NULL;
         pb.cope = cope;
+        pb.stats = ctx->attn_stats;   /* before sizing: the stats' running sums take scratch */
+        pb.stats_far = ctx->attn_far;
         const size_t per = st_attn_stream_scratch_floats(&pb, kb);
         float *scratch = st_ctx_alloc(ctx, (size_t)st_attn_stream_slots(&pb, nth) * per * sizeof(float), 0);
         if (!scratch) return NULL;

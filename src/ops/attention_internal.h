@@ -57,6 +57,9 @@ typedef struct st_attn_problem {
                                * cache cap every row sees the sinks alike); NULL: rtab /
                                * gbias by row */
     int64_t sink_rows;
+    float *stats;             /* NULL, or (B,H,T,ST_ATTN_NSTATS): per query row, statistics of its
+                               * attention distribution (st_ops.h; streamed kernel only) */
+    int64_t stats_far;        /* the distance from which keys count as far (the stats' last) */
     const float *rtab;        /* (H, rtab_len) reversed bias tables, NULL: no distance bias */
     const st_attn_bias *gbias;/* general-form bias (streamed kernel: tiles), NULL: none */
     const float *gtab;        /* grad-mode kernels: gbias materialised (H,T,T), NULL: none */

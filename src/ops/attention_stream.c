@@ -69,7 +69,7 @@ static size_t stream_row_floats(const st_attn_problem *pb, int64_t kblock) {
     const size_t q = (size_t)stream_qrows(pb), npos = pb->cope ? (size_t)pb->cope->n_pos : 0;
     const size_t s = q * (size_t)kblock;
     return aligned16(s) + aligned16(q * (size_t)pb->D) + 2 * q + (pb->gbias || pb->q2 ? aligned16(s) : 0) +
-           (npos ? aligned16(q * npos) + q : 0);
+           (npos ? aligned16(q * npos) + q : 0) + (pb->stats ? aligned16(q * ST_ATTN_NSTATS) : 0);
 }
 
 static size_t stream_ops_floats(const st_attn_problem *pb, int64_t kblock);
@@ -88,7 +88,7 @@ size_t st_attn_stream_scratch_floats(const st_attn_problem *pb, int64_t kblock) 
 /* The scratch of one (b,h) pair's query block: scores (rb, nb), accumulator (rb, D),
  * running max and sum (rb), the general-bias or clipped-score tile (rb, nb), CoPE's z rows
  * (rb, n_pos) and running gate sums (rb); laid out as st_attn_stream_scratch_floats. */
-typedef struct stream_buf { float *Sc, *acc, *m, *l, *G, *Z, *csum, *Kw, *Vw, *K2w; } stream_buf;
+typedef struct stream_buf { float *Sc, *acc, *m, *l, *G, *Z, *csum, *st, *Kw, *Vw, *K2w; } stream_buf;
 
 static stream_buf stream_buf_of(const st_attn_problem *pb, int64_t kblock, float *scratch) {
     stream_buf sb;
@@ -101,6 +101,7 @@ static stream_buf stream_buf_of(const st_attn_problem *pb, int64_t kblock, float
     sb.G = sb.l + q;
     sb.Z = sb.G + (pb->gbias || pb->q2 ? s : 0);
     sb.csum = sb.Z + aligned16(q * (size_t)npos);
+    sb.st = pb->stats ? sb.csum + (npos ? q : 0) : NULL;   /* (QBLOCK, ST_ATTN_NSTATS) running sums */
     /* bf16 keys: the widened tiles after the row work's part */
     const size_t tile = aligned16((size_t)kblock * (size_t)pb->D);
     sb.Kw = pb->kh ? scratch + stream_row_floats(pb, kblock) : NULL;
@@ -150,10 +151,47 @@ static void stream_begin(const st_attn_problem *pb, int64_t bh, int64_t i0, int6
     ST_ASSERT(!pb->cope || ((pb->window == 0 || pb->sinks == 0) && !pb->q2));   /* one contiguous span */
     for (int64_t r = 0; r < rb; r++) { sb->m[r] = -INFINITY; sb->l[r] = 0.0f; }
     memset(sb->acc, 0, (size_t)(rb * pb->D) * sizeof(float));
+    if (sb->st) memset(sb->st, 0, (size_t)(rb * ST_ATTN_NSTATS) * sizeof(float));
     if (pb->cope) {   /* CoPE: z rows of the block, no gate counted yet */
         st_cope_z(pb->cope, pb->q + bh * pb->T * pb->D + i0 * pb->D, rb, pb->D, pb->scale, sb->Z);
         for (int64_t r = 0; r < rb; r++) sb->csum[r] = 0.0f;
     }
+}
+
+/* Attention statistics (pb->stats) of one row, online like l and acc. With w_j = exp(s_j - m)
+ * over the keys so far and l = sum w_j, the row's running sums are
+ *   st[0] = sum w_j d_j      (d_j = p - j, the key's distance)
+ *   st[1] = sum w_j (s_j - m)
+ *   st[2] = w of key 0
+ *   st[3] = sum of w_j over d_j >= stats_far
+ * so that, at the end, mean distance = st[0] / l, entropy = log l - st[1] / l (as
+ * -sum p log p with p = w / l), first-key mass = st[2] / l, far mass = st[3] / l. A new
+ * block with max mn rescales them by alpha = exp(m - mn), st[1] also shifting by (m - mn)
+ * per unit of weight. e (n): the block's exp(s_j - mn); key e[t] is at distance d0 - t
+ * from the query at position p (key 0 at distance p). */
+static void stream_stats_rows(const st_attn_problem *pb, float *st, const float *e, int64_t n, int64_t p, int64_t d0,
+                              float m, float mn, float l, float alpha) {
+    if (m == -INFINITY) {   /* nothing so far (alpha = 0) */
+        st[0] = st[1] = st[2] = st[3] = 0.0f;
+    } else if (alpha != 1.0f) {
+        st[1] = alpha * (st[1] + (m - mn) * l);
+        st[0] *= alpha;
+        st[2] *= alpha;
+        st[3] *= alpha;
+    }
+    double sd = 0, sa = 0, sf = 0;
+    for (int64_t t = 0; t < n; t++) {
+        const float w = e[t];
+        if (w <= 0.0f) continue;
+        const int64_t d = d0 - t;
+        sd += (double)w * (double)d;
+        sa += (double)w * (double)logf(w);
+        if (d >= pb->stats_far) sf += w;
+        if (d == p) st[2] += w;
+    }
+    st[0] += (float)sd;
+    st[1] += (float)sa;
+    st[3] += (float)sf;
 }
 
 /* The row work of key block [j0, j1) once S (rb, nb) = scale Q K^T is in sb->Sc (and, for
@@ -221,6 +259,7 @@ static void stream_rows(const st_attn_problem *pb, int64_t bh, int64_t i0, int64
         for (int64_t j = 0; j < a; j++) s[j] = 0.0f;
         for (int64_t j = a + cnt; j < nb; j++) s[j] = 0.0f;
         for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = 0.0f;   /* exp(-inf) is ~1e-38 here */
+        if (sb->st) stream_stats_rows(pb, sb->st + r * ST_ATTN_NSTATS, sv, cnt, p, p - span_lo, m[r], mn, l[r], alpha);
         l[r] = l[r] * alpha + sum;
         m[r] = mn;
         if (alpha != 1.0f) {
@@ -241,6 +280,15 @@ static void stream_end(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_
         /* l == 0 only for a row with every key at -inf: its output is 0, not 0/0 */
         const float inv = sb->l[r] > 0.0f ? 1.0f / sb->l[r] : 0.0f;
         for (int64_t c = 0; c < D; c++) O[r * D + c] = sb->acc[r * D + c] * inv;
+    }
+    for (int64_t r = 0; pb->stats && r < i1 - i0; r++) {   /* the row's statistics (stream_stats_rows) */
+        const float *st = sb->st + r * ST_ATTN_NSTATS, l = sb->l[r];
+        float *o = pb->stats + (bh * pb->T + i0 + r) * ST_ATTN_NSTATS;
+        if (!(l > 0.0f)) { o[0] = o[1] = o[2] = o[3] = NAN; continue; }
+        o[0] = st[0] / l;
+        o[1] = logf(l) - st[1] / l;
+        o[2] = st[2] / l;
+        o[3] = st[3] / l;
     }
 }
 

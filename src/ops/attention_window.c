@@ -77,6 +77,8 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     const int nth = omp_get_max_threads();
     const int64_t kb = ST_ATTN_KBLOCK < T ? ST_ATTN_KBLOCK : T;
     pb.mm = ctx->mm;   /* before sizing: the block-major schedule's slots hold more */
+    pb.stats = ctx->attn_stats;
+    pb.stats_far = ctx->attn_far;
     const size_t per = st_attn_stream_scratch_floats(&pb, kb);
     float *scratch = st_ctx_alloc(ctx, (size_t)st_attn_stream_slots(&pb, nth) * per * sizeof(float), 0);
     if (!scratch) return NULL;
