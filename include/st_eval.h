@@ -55,6 +55,9 @@ typedef struct st_eval_opts {
                                  * process. Forward batch k runs on rank k mod N; the
                                  * per-token losses are then summed in the one-process
                                  * order, so every figure is the one-process figure */
+    int attn_stats;             /* 1: each layer's and head's attention statistics over every
+                                 * query row (st_eval_result.attn; nonoverlapping, one rank) */
+    int64_t attn_far;           /* keys at distance >= attn_far count as far (the training length) */
 } st_eval_opts;
 
 void st_eval_opts_default(st_eval_opts *o);
@@ -83,6 +86,11 @@ typedef struct st_eval_result {
     size_t arena_bytes;         /* activation arena high water */
     int n_buckets;
     st_eval_bucket *buckets;    /* malloc'd (NULL when n_buckets == 0) */
+    /* opts.attn_stats: (attn_layers, attn_heads, ST_ATTN_NSTATS) means over the query rows
+     * of every window (st_ops.h: mean key distance, entropy, first-key mass, far mass) */
+    int attn_layers, attn_heads;
+    int64_t attn_far;
+    double *attn;               /* malloc'd, NULL: none */
 } st_eval_result;
 
 /* Evaluate `tokens` (n) with windows of length L and stride `stride` (L: nonoverlapping;

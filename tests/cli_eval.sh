@@ -115,6 +115,45 @@ expect_rc 2 "stride longer than L" "$BIN" eval alibi --lengths 16 --stride 32
 expect_rc 3 "missing run dir" "$BIN" eval no_such_run
 grep -q "no_such_run" err.txt && ok || bad "missing path not named"
 head -c 200 /dev/urandom > corrupt.ckpt
+# --- attention statistics: the same losses, sane per-head values, the table, no sliding
+expect_rc 0 "eval --attn-stats" "$BIN" eval alibi --lengths 16,64 --attn-stats --json attn.json --threads 2
+expect_out "attention per layer, over every query row"
+expect_rc 0 "eval --attn-stats again" "$BIN" eval alibi --lengths 16,64 --attn-stats --json attn1.json --threads 2 --quiet
+expect_rc 0 "eval without" "$BIN" eval alibi --lengths 16,64 --json noattn.json --threads 2 --quiet
+"$PY" - attn.json attn1.json noattn.json <<'EOF2' && ok || bad "attention statistics in the report"
+import json, math, sys
+a, a1, n = (json.load(open(f)) for f in sys.argv[1:4])
+for ra, r1, rn in zip(a["results"], a1["results"], n["results"]):
+    assert ra["loss"] == rn["loss"], (ra["loss"], rn["loss"])      # asking changes nothing else
+    assert "attention" not in rn
+    at = ra["attention"]
+    assert at == r1["attention"], "the same run gave other statistics"
+    L = ra["length"]
+    assert at["far_from"] == 32 and len(at["distance"]) == 1 and len(at["distance"][0]) == 2, at
+    for d, h, f0, far in zip(at["distance"][0], at["entropy"][0], at["first"][0], at["far"][0]):
+        assert 0 <= d <= L - 1, d
+        assert 0 <= h <= math.log(L) + 1e-9 and 0 <= f0 <= 1 and 0 <= far <= 1, (h, f0, far)
+        if L <= 32:
+            assert far == 0, far                                 # nothing is that far inside L
+EOF2
+expect_rc 2 "--attn-stats with sliding windows" "$BIN" eval alibi --lengths 16 --mode sliding --attn-stats --quiet
+expect_err "--attn-stats needs nonoverlapping windows"
+expect_rc 2 "eval.attn_stats with eval.mode sliding" "$BIN" train syn.json --out bad_attn --set eval.attn_stats=true --set eval.mode=sliding
+expect_err "eval.attn_stats: needs eval.mode"
+# a sweep asks for them: its nonoverlapping points' results.json rows carry them, sliding ones skip them
+cat > sw_attn.json <<'EOF2'
+{"base": "syn.json", "set": {"train.steps": 4},
+ "variants": [{"name": "a"}, {"name": "a-sl", "eval.mode": "sliding", "eval.stride": 8}],
+ "eval": {"lengths": [16, 32], "attn_stats": true}, "out": "sw_attn"}
+EOF2
+expect_rc 0 "sweep with eval.attn_stats" "$BIN" sweep sw_attn.json --quiet
+"$PY" -c "
+import json; r = {x['name']: x for x in json.load(open('sw_attn/results.json'))['runs']}
+assert all('attention' in y for y in r['a']['results']) and not any('attention' in y for y in r['a-sl']['results'])" \
+    && ok || bad "sweep results.json attention rows"
+sed 's/"attn_stats": true/"attn_stats": 1/' sw_attn.json > sw_attn_bad.json
+expect_rc 2 "sweep eval.attn_stats not a bool" "$BIN" sweep sw_attn_bad.json --quiet
+expect_err "eval.attn_stats: expected true or false"
 expect_rc 5 "corrupt checkpoint" "$BIN" eval corrupt.ckpt
 grep -q "corrupt.ckpt" err.txt && ok || bad "corrupt checkpoint not named"
 

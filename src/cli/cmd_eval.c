@@ -19,7 +19,7 @@ static const char *usage_text =
     "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..16384] [--split valid|test]\n"
     "        [--mode nonoverlapping|sliding] [--stride S] [--max-tokens N] [--batch-tokens N]\n"
     "        [--buckets N] [--bucket-scale linear|log2] [--precision fp32|bf16] [--json OUT.json [--force]]\n"
-    "        [--threads N] [--quiet] [--data FILE|WIKITEXT_DIR]\n"
+    "        [--threads N] [--quiet] [--data FILE|WIKITEXT_DIR] [--attn-stats]\n"
     "        [--transform pi|ntk|dynamic_ntk|yarn|rerope|alibi_interp|none] [--scale S] [--clip W]\n"
     "        [--sinks K --window W [--positions text|cache]]\n"
     "   or: eval RUN_DIR|CHECKPOINT --task [NAME] [--scales 1,2,4,...|--sizes A,B,...] [--depths 0,0.5,1]\n"
@@ -30,6 +30,8 @@ static const char *usage_text =
     "        [--split valid|test] [--json OUT.json] [transform options]: retrieval accuracy of a text run\n"
     "  defaults come from the run's eval config section (--precision: its train.precision);\n"
     "  --lengths A..B = A, 2A, 4A, ... up to B;\n"
+    "  --attn-stats: per layer and head, the attention's mean key distance, entropy, mass on the first key\n"
+    "  and mass beyond the training length, over every query row (nonoverlapping; the report's \"attention\");\n"
     "  --data: evaluate on other text with the run's tokenizer (a file whole, or a WikiText directory's\n"
     "  --split); a word-level run maps unseen words to <unk> and reports how many;\n"
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json),\n"
@@ -167,6 +169,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) { cli_eval_usage(); a->help = 1; return 0; }
         if (!strcmp(opt, "--quiet")) { a->quiet = 1; continue; }
         if (!strcmp(opt, "--force")) { a->force = 1; continue; }
+        if (!strcmp(opt, "--attn-stats")) { a->plan.opts.attn_stats = 1; continue; }
         if (opt[0] != '-' || opt[1] == 0) {
             if (a->src) return cli_usage("eval", "unexpected argument '%s' (one RUN_DIR or CHECKPOINT)", opt);
             a->src = opt;

@@ -39,6 +39,8 @@ void st_eval_result_free(st_eval_result *r) {
     free(r->buckets);
     r->buckets = NULL;
     r->n_buckets = 0;
+    free(r->attn);
+    r->attn = NULL;
 }
 
 int st_eval_bucket_layout(int64_t L, int buckets, int scale, st_eval_bucket *out) {
@@ -197,12 +199,49 @@ static int check_run(const st_model *m, int64_t n, int64_t L, int64_t stride, co
     if (n < 2) return st_fail(e, ST_ERR_DATA, "eval: the stream has %lld tokens, at least 2 are needed", (long long)n);
     if (opts->bucket_scale != ST_BUCKETS_LINEAR && opts->bucket_scale != ST_BUCKETS_LOG2)
         return st_fail(e, ST_ERR_CONFIG, "eval: unknown bucket scale %d", opts->bucket_scale);
+    /* the statistics count every query row of a forward: only nonoverlapping windows score
+     * every row, and the sums stay in one process */
+    if (opts->attn_stats && stride != L)
+        return st_fail(e, ST_ERR_CONFIG, "eval: attention statistics need nonoverlapping windows (stride %lld < L = "
+                       "%lld)", (long long)stride, (long long)L);
+    if (opts->attn_stats && st_dist_size(opts->dist) > 1)
+        return st_fail(e, ST_ERR_CONFIG, "eval: attention statistics are gathered in one process (%d ranks)",
+                       st_dist_size(opts->dist));
     int64_t longest = L < n - 1 ? L : n - 1;
     const int64_t max_len = st_pos_max_len(&m->cfg);
     if (max_len > 0 && longest > max_len)
         return st_fail(e, ST_ERR_CONFIG, "eval at length %lld: %s positions represent at most %lld tokens; %s",
                        (long long)L, st_pos_name(m->cfg.pos), (long long)max_len, st_pos_limit_why(m->cfg.pos));
     return ST_OK;
+}
+
+/* opts->attn_stats: the model adds each forward's statistics to acc (m->attn_acc). */
+static int attn_begin(st_model *m, const st_eval_opts *opts, st_attn_acc *acc, st_error *e) {
+    const size_t lh = (size_t)m->cfg.n_layers * (size_t)m->cfg.n_heads;
+    *acc = (st_attn_acc){.n_layers = m->cfg.n_layers, .n_heads = m->cfg.n_heads, .far = opts->attn_far};
+    acc->sum = st_calloc(lh * ST_ATTN_NSTATS, sizeof(double), e);
+    acc->rows = acc->sum ? st_calloc(lh, sizeof(double), e) : NULL;
+    if (!acc->rows) { free(acc->sum); return ST_ERR_MEMORY; }
+    m->attn_acc = acc;
+    return ST_OK;
+}
+
+/* The means into res->attn (when rc is ST_OK); returns rc or a memory error. */
+static int attn_end(st_model *m, st_attn_acc *acc, st_eval_result *res, int rc, st_error *e) {
+    m->attn_acc = NULL;
+    const size_t lh = (size_t)acc->n_layers * (size_t)acc->n_heads;
+    if (!rc && acc->sum && (res->attn = st_malloc(lh * ST_ATTN_NSTATS * sizeof(double), e)) == NULL) rc = ST_ERR_MEMORY;
+    for (size_t i = 0; !rc && i < lh; i++)
+        for (int x = 0; x < ST_ATTN_NSTATS; x++)
+            res->attn[i * ST_ATTN_NSTATS + x] = acc->rows[i] > 0 ? acc->sum[i * ST_ATTN_NSTATS + x] / acc->rows[i] : NAN;
+    if (!rc) {
+        res->attn_layers = acc->n_layers;
+        res->attn_heads = acc->n_heads;
+        res->attn_far = acc->far;
+    }
+    free(acc->sum);
+    free(acc->rows);
+    return rc;
 }
 
 /* Windows of the full length L per forward: batch_tokens / L, at least 1, at most all of
@@ -362,7 +401,10 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
     /* progress: the live line on a terminal, else a log line every progress_every s */
     st_live live;
     st_live_init(&live, opts->progress_every <= 0);
+    st_attn_acc acc = {0};
+    if (!rc && opts->attn_stats) rc = attn_begin(m, opts, &acc, e);
     if (!rc) rc = run_batches(&s, &live, t0, e);
+    if (opts->attn_stats) rc = attn_end(m, &acc, res, rc, e);
     if (s.ranks > 1) rc = gather_ranks(&s, rc, e);
     st_live_clear(&live);
     res->seconds = st_time() - t0;

@@ -13,6 +13,58 @@ static const char *ppl_label(int unit) {
     return unit == ST_UNIT_WORD ? "word ppl" : unit == ST_UNIT_BYTE ? "tok ppl" : "ppl";
 }
 
+/* The statistics' names in the report, in ST_ATTN_NSTATS order (st_ops.h). */
+static const char *const attn_names[ST_ATTN_NSTATS] = {"distance", "entropy", "first", "far"};
+
+/* {"far_from": L, "distance": [[per head] per layer], "entropy": ..., "first": ..., "far": ...} */
+static cJSON *attn_json(const st_eval_result *r) {
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddNumberToObject(a, "far_from", (double)r->attn_far);
+    for (int x = 0; x < ST_ATTN_NSTATS; x++) {
+        cJSON *layers = cJSON_AddArrayToObject(a, attn_names[x]);
+        for (int l = 0; l < r->attn_layers; l++) {
+            cJSON *heads = cJSON_CreateArray();
+            for (int h = 0; h < r->attn_heads; h++) {
+                const double v = r->attn[((size_t)l * (size_t)r->attn_heads + (size_t)h) * ST_ATTN_NSTATS + (size_t)x];
+                cJSON_AddItemToArray(heads, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+            }
+            cJSON_AddItemToArray(layers, heads);
+        }
+    }
+    return a;
+}
+
+/* The attention statistics of the rows that have them: per length and layer, each
+ * statistic's lowest and highest head. */
+static void print_attn(const st_eval_report *rep, FILE *f) {
+    int first = 1;
+    for (int i = 0; i < rep->n; i++) {
+        const st_eval_result *r = &rep->rows[i].r;
+        if (rep->rows[i].status || !r->attn) continue;
+        if (first)
+            fprintf(f, "attention per layer, over every query row (lowest..highest head): mean key distance, entropy "
+                       "(nats), mass on the first key, mass at distance >= %lld (the training length)\n%8s %6s %16s "
+                       "%16s %16s %16s\n", (long long)r->attn_far, "length", "layer", "distance", "entropy", "first",
+                    "far");
+        first = 0;
+        for (int l = 0; l < r->attn_layers; l++) {
+            fprintf(f, "%8lld %6d", (long long)r->length, l);
+            for (int x = 0; x < ST_ATTN_NSTATS; x++) {
+                double lo = INFINITY, hi = -INFINITY;
+                for (int h = 0; h < r->attn_heads; h++) {
+                    const double v = r->attn[((size_t)l * (size_t)r->attn_heads + (size_t)h) * ST_ATTN_NSTATS + (size_t)x];
+                    lo = v < lo ? v : lo;
+                    hi = v > hi ? v : hi;
+                }
+                char cell[64];
+                snprintf(cell, sizeof cell, x == 0 ? "%.1f..%.1f" : "%.3f..%.3f", lo, hi);
+                fprintf(f, " %16s", cell);
+            }
+            fputc('\n', f);
+        }
+    }
+}
+
 void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     const st_run_config *c = &rep->cfg;
     fprintf(f, "%s: step %lld, pos %s, %d layers x d %d (%zu params), trained at L=%d\n",
@@ -64,6 +116,7 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
         if (bpb) fprintf(f, " %7.4f", r->bpb);
         fprintf(f, " %8.2fs %9.0f %8.1f\n", r->seconds, r->tokens_per_s, (double)r->peak_rss / 1048576.0);
     }
+    print_attn(rep, f);
 }
 
 static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
@@ -111,6 +164,7 @@ static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
         else cJSON_AddNullToObject(bo, "loss");
         cJSON_AddItemToArray(bs, bo);
     }
+    if (r->attn) cJSON_AddItemToObject(o, "attention", attn_json(r));
     return o;
 }
 

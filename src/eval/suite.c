@@ -101,6 +101,9 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
     if (p->buckets < 0) p->buckets = c->buckets;
     if (p->precision < 0) p->precision = cfg->train.precision;
     resolve_transform(p, c);
+    /* the config's eval.attn_stats applies to nonoverlapping evaluations (--mode sliding
+     * skips it); --attn-stats with sliding windows is refused below */
+    if (!p->opts.attn_stats && p->mode == ST_EVAL_NONOVERLAPPING) p->opts.attn_stats = c->attn_stats;
     if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
         return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < p->n_lengths; i++)
@@ -110,6 +113,9 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown split %d", src, p->split);
     if (p->mode != ST_EVAL_NONOVERLAPPING && p->mode != ST_EVAL_SLIDING)
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown eval mode %d", src, p->mode);
+    if (p->opts.attn_stats && p->mode != ST_EVAL_NONOVERLAPPING)
+        return st_fail(e, ST_ERR_CONFIG, "%s: --attn-stats needs nonoverlapping windows (every query row of a window "
+                       "is scored); the mode is sliding", src);
     if (p->mode == ST_EVAL_NONOVERLAPPING && p->stride != 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: a stride applies to sliding evaluation only (mode is nonoverlapping)", src);
     if (p->stride < 0 || p->max_tokens < 0 || p->buckets < 0 || p->opts.batch_tokens < 0)
@@ -317,6 +323,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     if (rc) goto out;
     opts.mm = mm;
     opts.reset_peak_rss = 1;
+    opts.attn_far = rep->cfg.train.seq_len;   /* attention past the training length counts as far */
     if (et.unit == ST_UNIT_BYTE) {
         /* bits per byte: exact per-token byte lengths when the tokenizer decodes single
          * tokens, else the split's average bytes per token */

@@ -6,7 +6,7 @@
  *    "variants": [{"name": "alibi_rf-exp", "model.pos": "alibi_rf", "model.rf.kind": "exp"}, ...],
  *    "grid": {"train.seed": [1, 2], "train.seq_len": [64]},
  *    "eval": {"lengths": [...], "split", "mode", "stride", "max_tokens", "batch_tokens",
- *             "buckets", "bucket_scale"},
+ *             "buckets", "bucket_scale", "attn_stats"},
  *    "out": "runs/sweep_x",                      relative to the current directory
  *    "jobs": 2}                                  optional: runs side by side (--jobs overrides)
  *
@@ -27,7 +27,7 @@
 static const char *const top_keys[] = {"description", "base", "set", "variants", "grid", "eval", "out", "jobs"};
 static const char *const eval_keys[] = {"lengths", "split", "mode", "stride", "max_tokens",
                                         "batch_tokens", "buckets", "bucket_scale",
-                                        "task_scales", "task_trials", "task_depths"};
+                                        "task_scales", "task_trials", "task_depths", "attn_stats"};
 
 static int key_allowed(const char *k, const char *const *list, int n) {
     for (int i = 0; i < n; i++) if (strcmp(k, list[i]) == 0) return 1;
@@ -154,6 +154,10 @@ static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "bucket_scale"))) {
         if ((rc = get_name(v, s->file, "eval.bucket_scale", "linear", "log2", &k, e))) return rc;
         p->opts.bucket_scale = k ? ST_BUCKETS_LOG2 : ST_BUCKETS_LINEAR;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "attn_stats"))) {
+        if (!cJSON_IsBool(v)) return st_fail(e, ST_ERR_CONFIG, "%s: eval.attn_stats: expected true or false", s->file);
+        p->opts.attn_stats = cJSON_IsTrue(v);
     }
     return parse_task_eval(s, ev, e);
 }

@@ -99,6 +99,10 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
     if (plan->window < 0) plan->window = c->window;
     if (plan->clip < 0) plan->clip = c->clip;
     if (plan->positions < 0) plan->positions = c->positions;
+    /* attention statistics: the sweep's, else the point's or its run's eval.attn_stats; a
+     * point evaluated with sliding windows has none (they need every query row scored) */
+    if (!plan->opts.attn_stats) plan->opts.attn_stats = c->attn_stats;
+    if ((plan->mode < 0 ? c->mode : plan->mode) == ST_EVAL_SLIDING) plan->opts.attn_stats = 0;
 }
 
 /* What the plan leaves to the run's own eval section (set by the sweep's base config or
@@ -148,6 +152,7 @@ static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, siz
                       p.transform, p.transform_scale, (long long)p.sinks, (long long)p.window, (long long)p.clip);
     if (o < (int)n && p.positions == ST_SINK_POS_CACHE)   /* only when set: older markers stay valid */
         o += snprintf(out + o, n - (size_t)o, ";positions=cache");
+    if (o < (int)n && p.opts.attn_stats) o += snprintf(out + o, n - (size_t)o, ";attn_stats=1");
     if (o < (int)n) run_eval_sig(&p, &pt->cfg.eval, out + o, n - (size_t)o);
 }
 

@@ -237,6 +237,7 @@ const st_ckey st_config_keys[] = {
     I64("eval.window", eval.window, 0, 1 << 24, "0"),
     I64("eval.clip", eval.clip, 0, 1 << 24, "0"),
     ENUM("eval.positions", eval.positions, en_positions, "text"),
+    BOOL("eval.attn_stats", eval.attn_stats, "false"),
 };
 const int st_config_nkeys = (int)(sizeof st_config_keys / sizeof st_config_keys[0]);
 
