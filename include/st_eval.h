@@ -56,7 +56,7 @@ typedef struct st_eval_opts {
                                  * per-token losses are then summed in the one-process
                                  * order, so every figure is the one-process figure */
     int attn_stats;             /* 1: each layer's and head's attention statistics over every
-                                 * query row (st_eval_result.attn; nonoverlapping, one rank) */
+                                 * query row (st_eval_result.attn; nonoverlapping windows) */
     int64_t attn_far;           /* keys at distance >= attn_far count as far (the training length) */
 } st_eval_opts;
 

@@ -137,7 +137,7 @@ for ra, r1, rn in zip(a["results"], a1["results"], n["results"]):
             assert far == 0, far                                 # nothing is that far inside L
 EOF2
 expect_rc 2 "--attn-stats with sliding windows" "$BIN" eval alibi --lengths 16 --mode sliding --attn-stats --quiet
-expect_err "--attn-stats needs nonoverlapping windows"
+expect_err "--attn-stats needs nonoverlapping windows (every query row of a window is scored); the mode is sliding (--mode sliding or --stride)"
 expect_rc 2 "eval.attn_stats with eval.mode sliding" "$BIN" train syn.json --out bad_attn --set eval.attn_stats=true --set eval.mode=sliding
 expect_err "eval.attn_stats: needs eval.mode"
 # a sweep asks for them: its nonoverlapping points' results.json rows carry them, sliding ones skip them
@@ -154,6 +154,18 @@ assert all('attention' in y for y in r['a']['results']) and not any('attention' 
 sed 's/"attn_stats": true/"attn_stats": 1/' sw_attn.json > sw_attn_bad.json
 expect_rc 2 "sweep eval.attn_stats not a bool" "$BIN" sweep sw_attn_bad.json --quiet
 expect_err "eval.attn_stats: expected true or false"
+sed 's/"attn_stats": true/"attn_stats": true, "mode": "sliding"/' sw_attn.json > sw_attn_sl.json
+expect_rc 2 "sweep eval section: sliding and attn_stats" "$BIN" sweep sw_attn_sl.json --quiet
+expect_err "eval.attn_stats: needs nonoverlapping windows"
+expect_rc 0 "a run whose config asks for them" "$BIN" train syn.json --out cfg_attn --set eval.attn_stats=true --set train.steps=4
+expect_rc 0 "its plain eval has them" "$BIN" eval cfg_attn --lengths 16 --json cfg_attn.json --quiet
+grep -q '"attention"' cfg_attn.json && ok || bad "eval.attn_stats in the run's config was not applied"
+expect_rc 2 "the run's eval.attn_stats, --attn-stats and its own sliding mode" "$BIN" eval cfg_attn --lengths 16 --attn-stats --mode sliding --quiet
+expect_rc 0 "the run's eval.attn_stats, --stride: skipped" "$BIN" eval cfg_attn --lengths 16 --stride 8 --json cfg_attn_sl.json --quiet
+! grep -q '"attention"' cfg_attn_sl.json && ok || bad "a sliding eval of an eval.attn_stats run carries statistics"
+expect_rc 0 "a run evaluated sliding by its config" "$BIN" train syn.json --out cfg_sl --set eval.mode=sliding --set train.steps=4
+expect_rc 2 "--attn-stats on it" "$BIN" eval cfg_sl --lengths 16 --attn-stats --quiet
+expect_err "the mode is sliding (the run's eval.mode; give --mode nonoverlapping)"
 expect_rc 5 "corrupt checkpoint" "$BIN" eval corrupt.ckpt
 grep -q "corrupt.ckpt" err.txt && ok || bad "corrupt checkpoint not named"
 

@@ -15,7 +15,7 @@
 #    also when rank 1 cannot see the run dir; resuming with 1 process is exit 5;
 #  - ZeRO-1 (--zero): the same trace bit for bit, also across a resume;
 #  - eval: `mpirun -np 2 stretch eval` prints and writes the one-process figures exactly
-#    (nonoverlapping with buckets, sliding);
+#    (nonoverlapping with buckets, sliding); --attn-stats within float rounding of one process;
 #  - stopping: SIGTERM to rank 1 stops both ranks (exit 130) with a loadable checkpoint and
 #    no process left; a config that differs on rank 1 (MPMD launch) fails both ranks with
 #    exit 2, and so does a --stop-after or --zero given to one rank only; a config missing
@@ -157,6 +157,19 @@ for mode in "--buckets 4" "--mode sliding --batch-tokens 64"; do
     cmp -s e1.rows e2.rows && [ -s e1.rows ] && ok || bad "eval table differs ($mode)"
     same_eval e1.json e2.json && ok || bad "eval JSON differs ($mode)"
 done
+# attention statistics: the ranks' sums added up, within float rounding of one process
+expect_rc 0 "eval --attn-stats, 1 process" "$BIN" eval r2 --lengths 16,100 --attn-stats --json a1.json --force --quiet
+expect_rc 0 "eval --attn-stats, 2 ranks" timeout 300 "${MPI[@]}" "$BIN" eval r2 --lengths 16,100 --attn-stats --json a2.json --force --quiet
+"$PY" - a1.json a2.json <<'PYEOF' && ok || bad "attention statistics under 2 ranks"
+import json, sys
+a, b = (json.load(open(p))["results"] for p in sys.argv[1:3])
+assert [r["loss"] for r in a] == [r["loss"] for r in b]
+for ra, rb in zip(a, b):
+    for k in ("distance", "entropy", "first", "far"):
+        for la, lb in zip(ra["attention"][k], rb["attention"][k]):
+            for x, y in zip(la, lb):
+                assert abs(x - y) <= 1e-9 * (1 + abs(x)), (k, x, y)
+PYEOF
 # rank 0 refuses an existing --json before evaluating: every rank stops with it (no abort, no hang)
 e2sum=$(md5sum <e2.json)
 expect_rc 3 "eval --json over a file, 2 ranks" timeout 120 "${MPI[@]}" "$BIN" eval r2 --lengths 16 --json e2.json --quiet

@@ -200,13 +200,10 @@ static int check_run(const st_model *m, int64_t n, int64_t L, int64_t stride, co
     if (opts->bucket_scale != ST_BUCKETS_LINEAR && opts->bucket_scale != ST_BUCKETS_LOG2)
         return st_fail(e, ST_ERR_CONFIG, "eval: unknown bucket scale %d", opts->bucket_scale);
     /* the statistics count every query row of a forward: only nonoverlapping windows score
-     * every row, and the sums stay in one process */
+     * every row */
     if (opts->attn_stats && stride != L)
         return st_fail(e, ST_ERR_CONFIG, "eval: attention statistics need nonoverlapping windows (stride %lld < L = "
                        "%lld)", (long long)stride, (long long)L);
-    if (opts->attn_stats && st_dist_size(opts->dist) > 1)
-        return st_fail(e, ST_ERR_CONFIG, "eval: attention statistics are gathered in one process (%d ranks)",
-                       st_dist_size(opts->dist));
     int64_t longest = L < n - 1 ? L : n - 1;
     const int64_t max_len = st_pos_max_len(&m->cfg);
     if (max_len > 0 && longest > max_len)
@@ -226,10 +223,15 @@ static int attn_begin(st_model *m, const st_eval_opts *opts, st_attn_acc *acc, s
     return ST_OK;
 }
 
-/* The means into res->attn (when rc is ST_OK); returns rc or a memory error. */
-static int attn_end(st_model *m, st_attn_acc *acc, st_eval_result *res, int rc, st_error *e) {
+/* The means into res->attn (when rc is ST_OK, the same on every rank); returns rc or an
+ * error. With N ranks each summed its own windows' rows: the sums are added in rank order
+ * (st_dist_sum_f64), so the means are the same for a fixed rank count (and within float
+ * rounding of one process's). */
+static int attn_end(st_model *m, st_attn_acc *acc, struct st_dist *dist, st_eval_result *res, int rc, st_error *e) {
     m->attn_acc = NULL;
     const size_t lh = (size_t)acc->n_layers * (size_t)acc->n_heads;
+    if (!rc && (st_dist_sum_f64(dist, acc->sum, lh * ST_ATTN_NSTATS) || st_dist_sum_f64(dist, acc->rows, lh)))
+        rc = st_fail(e, ST_ERR_GENERIC, "eval: the ranks' attention statistics could not be added up");
     if (!rc && acc->sum && (res->attn = st_malloc(lh * ST_ATTN_NSTATS * sizeof(double), e)) == NULL) rc = ST_ERR_MEMORY;
     for (size_t i = 0; !rc && i < lh; i++)
         for (int x = 0; x < ST_ATTN_NSTATS; x++)
@@ -404,8 +406,8 @@ int st_eval_run(st_model *m, const int32_t *tokens, int64_t n, int64_t L, int64_
     st_attn_acc acc = {0};
     if (!rc && opts->attn_stats) rc = attn_begin(m, opts, &acc, e);
     if (!rc) rc = run_batches(&s, &live, t0, e);
-    if (opts->attn_stats) rc = attn_end(m, &acc, res, rc, e);
     if (s.ranks > 1) rc = gather_ranks(&s, rc, e);
+    if (opts->attn_stats) rc = attn_end(m, &acc, opts->dist, res, rc, e);   /* after the ranks agreed on rc */
     st_live_clear(&live);
     res->seconds = st_time() - t0;
     res->arena_bytes = s.have_arena ? s.arena.high_water : 0;

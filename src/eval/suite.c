@@ -95,6 +95,7 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
         p->lengths[0] = cfg->train.seq_len;
     }
     if (p->split < 0) p->split = c->split;
+    const int mode_of_run = p->mode < 0;   /* the run's eval.mode, not --mode / --stride */
     if (p->mode < 0) p->mode = c->mode;
     if (p->stride < 0) p->stride = p->mode == ST_EVAL_SLIDING ? c->stride : 0;
     if (p->max_tokens < 0) p->max_tokens = c->max_tokens;
@@ -115,7 +116,8 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown eval mode %d", src, p->mode);
     if (p->opts.attn_stats && p->mode != ST_EVAL_NONOVERLAPPING)
         return st_fail(e, ST_ERR_CONFIG, "%s: --attn-stats needs nonoverlapping windows (every query row of a window "
-                       "is scored); the mode is sliding", src);
+                       "is scored); the mode is sliding (%s)", src,
+                       mode_of_run ? "the run's eval.mode; give --mode nonoverlapping" : "--mode sliding or --stride");
     if (p->mode == ST_EVAL_NONOVERLAPPING && p->stride != 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: a stride applies to sliding evaluation only (mode is nonoverlapping)", src);
     if (p->stride < 0 || p->max_tokens < 0 || p->buckets < 0 || p->opts.batch_tokens < 0)
