@@ -25,6 +25,10 @@ them ("rope (1 of 2 seeds)").
 "-M" suffix from their group names (a sweep that evaluates both protocols names the second
 variant e.g. "alibi-sliding"); --only GROUP,... keeps those lines (after that renaming).
 
+--metric distance|entropy|first|far: the attention statistics of `stretch eval --attn-stats`
+(mean key distance, entropy, mass on the first key, mass beyond the training length),
+averaged over heads and layers (--layer N: that layer's heads), then over the line's runs.
+
 --per-position: the mean loss by position within the window at one evaluation length
 (the report's buckets; token-weighted over seeds), showing where in the window the loss
 rises once positions pass the training length. The runs of a line must have the same
@@ -121,7 +125,21 @@ def group(runs):
     return groups
 
 
-def curve(members, metric):
+ATTN = {"distance": "mean key distance (tokens)", "entropy": "attention entropy (nats)",
+        "first": "attention mass on the first key", "far": "attention mass beyond the training length"}
+
+
+def attn_mean(row, metric, layer):
+    """A report row's attention statistic over heads (and layers, layer None); None without"""
+    a = row.get("attention")
+    if not a:
+        return None
+    layers = a[metric] if layer is None else a[metric][layer:layer + 1]
+    vals = [v for heads in layers for v in heads if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def curve(members, metric, layer=None):
     """(lengths, values) of a group: mean over its runs at each length they all could do."""
     by_len = OrderedDict()
     for r in members:
@@ -136,6 +154,11 @@ def curve(members, metric):
             y = exp(sum(x["loss"] for x in rows) / len(rows))
         elif metric == "loss":
             y = sum(x["loss"] for x in rows) / len(rows)
+        elif metric in ATTN:
+            vals = [attn_mean(x, metric, layer) for x in rows]
+            if any(v is None for v in vals):
+                continue
+            y = sum(vals) / len(vals)
         else:
             vals = [x.get("bpb") for x in rows]
             if any(v is None for v in vals):
@@ -189,7 +212,7 @@ def plot_lengths(runs, missing, args):
     for i, (label, members) in enumerate(group(runs).items()):
         if label in args.exclude:
             continue
-        xs, ys = curve(members, args.metric)
+        xs, ys = curve(members, args.metric, args.layer)
         if not xs:
             continue
         warn_infinite(label, xs, ys, args.metric)
@@ -203,11 +226,14 @@ def plot_lengths(runs, missing, args):
         ax.axvline(L, color="gray", ls="--", lw=1)
         ax.text(L, 0.98, " L=%d" % L, transform=ax.get_xaxis_transform(), va="top", fontsize=8, color="gray")
     ax.set_xscale("log", base=2)
-    if args.metric == "ppl":
+    logy = args.metric in ("ppl", "distance")
+    if logy:
         ax.set_yscale("log")
-    plain_axes(ax, args.metric == "ppl")
+    plain_axes(ax, logy)
     ax.set_xlabel("evaluation length (tokens)")
-    ax.set_ylabel({"ppl": "perplexity", "loss": "loss (nats/token)", "bpb": "bits per byte"}[args.metric])
+    names = dict(ATTN, ppl="perplexity", loss="loss (nats/token)", bpb="bits per byte")
+    ax.set_ylabel(names[args.metric] + ("" if args.metric not in ATTN else
+                                        ", layer %d" % args.layer if args.layer is not None else ", all layers"))
     ax.set_title(args.title or "Extrapolation: " + describe(runs), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -286,8 +312,11 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", help="a sweep's results.json and/or `stretch eval` JSON reports")
     p.add_argument("-o", "--out", default="extrapolation.png", help="output image (default %(default)s)")
-    p.add_argument("--metric", choices=["ppl", "bpb", "loss"], default=None,
-                   help="y axis (default: ppl; loss for --per-position)")
+    p.add_argument("--metric", choices=["ppl", "bpb", "loss"] + list(ATTN), default=None,
+                   help="y axis (default: ppl; loss for --per-position); distance, entropy, first, far: the "
+                        "attention statistics of `stretch eval --attn-stats`")
+    p.add_argument("--layer", type=int, default=None,
+                   help="with an attention metric: that layer's heads (default: every layer)")
     p.add_argument("--per-position", action="store_true", help="loss by position within the window")
     p.add_argument("--length", type=int, default=0, help="with --per-position: the evaluation length (default: longest)")
     p.add_argument("--title", default="")
@@ -303,6 +332,10 @@ def main():
         args.metric = "loss" if args.per_position else "ppl"
     if args.per_position and args.metric == "bpb":
         die("--per-position shows loss or ppl")
+    if args.per_position and args.metric in ATTN:
+        die("--per-position shows loss or ppl (the attention statistics are per length)")
+    if args.layer is not None and args.metric not in ATTN:
+        die("--layer %d: applies to the attention metrics (distance, entropy, first, far)" % args.layer)
     if args.length and not args.per_position:
         die("--length %d: applies to --per-position only (the default plot shows every length)" % args.length)
     check_figure_path(args.out)
@@ -330,6 +363,12 @@ def main():
     missing = [m for m in missing if m["label"] not in args.exclude and (not args.only or m["label"] in args.only)]
     if args.metric == "bpb" and any(r["unit"] != "byte" for r in runs):
         die("bits per byte needs byte-level data (unit 'byte')")
+    if args.metric in ATTN:
+        depth = {len(x["attention"][args.metric]) for r in runs for x in r["results"] if x.get("attention")}
+        if not depth:
+            die("--metric %s: no attention statistics in the input (evaluate with --attn-stats)" % args.metric)
+        if args.layer is not None and not all(0 <= args.layer < d for d in depth):
+            die("--layer %d: the runs have %s layers" % (args.layer, "/".join(map(str, sorted(depth)))))
     if missing:   # never silently: the legend says "1 of 2 seeds", this names the runs
         warn("not plotted: " + unevaluated_note(missing))
     fig = plot_positions(runs, missing, args) if args.per_position else plot_lengths(runs, missing, args)

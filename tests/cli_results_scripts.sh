@@ -17,6 +17,8 @@
 #      on both sides ("[out s]", "[eval report]"), never "None";
 #   F8 results.csv: a failed run has one line per planned length with pos, train_seq_len,
 #      seed, split and mode filled in;
+#   attention statistics (--metric far|distance|..., --layer): the line is the mean over
+#      heads and layers, then seeds; bad --layer and inputs without statistics refused;
 #   minor: --length without --per-position is refused; a plot of both protocols says so in
 #      its title; --spread without a group of two seeds says so.
 # STRETCH_RESULTS_SCRIPTS=DIR runs the scripts of DIR instead of the tree's (to check that
@@ -168,6 +170,29 @@ expect_err "nono1.json: 4 linear buckets"
 expect_err "nono2b.json: 2 linear buckets"
 clean_error "F5" plot.py
 expect_rc 0 "per-position with the same buckets" plot nono1.json nono2.json --per-position -o f5b.png
+
+# ---- attention statistics (eval --attn-stats): the mean over heads and layers, then seeds ----
+ev r1 attn1.json --attn-stats; ev r2 attn2.json --attn-stats
+expect_rc 0 "plot --metric far" plot attn1.json attn2.json --metric far -o far.png
+"$PY" - <<'EOF' && ok || bad "attention metric line: $(grep LINE out.txt)"
+import json
+line = [l for l in open("out.txt") if l.startswith("LINE")]
+assert len(line) == 1 and line[0].startswith("LINE alibi (2 seeds) |"), line
+ys = eval(line[0].split(" | ")[2])
+def mean(r):
+    v = [x for heads in r["attention"]["far"] for x in heads]
+    return sum(v) / len(v)
+a, b = (json.load(open(f))["results"] for f in ("attn1.json", "attn2.json"))
+want = [(mean(x) + mean(y)) / 2 for x, y in zip(a, b)]
+assert all(abs(p - q) <= 1e-12 + 1e-9 * abs(q) for p, q in zip(ys, want)), (ys, want)
+EOF
+expect_rc 0 "plot --metric distance --layer 0" plot attn1.json --metric distance --layer 0 -o dist.png
+expect_rc 2 "--layer past the model" plot attn1.json --metric entropy --layer 3 -o x.png
+expect_err "--layer 3: the runs have"
+clean_error "attention --layer" plot.py
+expect_rc 2 "an attention metric without statistics" plot nono1.json --metric first -o x.png
+expect_err "no attention statistics in the input (evaluate with --attn-stats)"
+expect_rc 2 "--layer without an attention metric" plot attn1.json --layer 0 -o x.png
 
 # ---- F2: two sweeps, same relative out, run from two directories; minor: both protocols ----
 mkdir X Y
