@@ -135,6 +135,10 @@ void st_eval_plan_default(st_eval_plan *p);
  * naming src). st_eval_checkpoint does this itself; `stretch eval` also calls it up front
  * to know the default report's name before evaluating. */
 int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *src, st_error *e);
+/* The transform fields the plan leaves at -1 from a run's eval section (part of
+ * st_eval_plan_resolve). A transform given in the plan other than the config's brings its
+ * own defaults: the config's scale and clip were set for the config's transform. */
+void st_eval_plan_resolve_transform(st_eval_plan *p, const st_eval_config *c);
 /* The inference-time transform of a resolved plan, for a run trained at train_len. */
 st_transform st_eval_plan_transform(const st_eval_plan *p, int64_t train_len);
 /* The transform a command's options (the transform fields >= 0 of `given`, the rest -1)

@@ -16,6 +16,11 @@ static const char *ppl_label(int unit) {
 /* The statistics' names in the report, in ST_ATTN_NSTATS order (st_ops.h). */
 static const char *const attn_names[ST_ATTN_NSTATS] = {"distance", "entropy", "first", "far"};
 
+/* Statistic x of layer l, head h of a row with attention statistics. */
+static double attn_at(const st_eval_result *r, int l, int h, int x) {
+    return r->attn[((size_t)l * (size_t)r->attn_heads + (size_t)h) * ST_ATTN_NSTATS + (size_t)x];
+}
+
 /* {"far_from": L, "distance": [[per head] per layer], "entropy": ..., "first": ..., "far": ...} */
 static cJSON *attn_json(const st_eval_result *r) {
     cJSON *a = cJSON_CreateObject();
@@ -25,7 +30,7 @@ static cJSON *attn_json(const st_eval_result *r) {
         for (int l = 0; l < r->attn_layers; l++) {
             cJSON *heads = cJSON_CreateArray();
             for (int h = 0; h < r->attn_heads; h++) {
-                const double v = r->attn[((size_t)l * (size_t)r->attn_heads + (size_t)h) * ST_ATTN_NSTATS + (size_t)x];
+                const double v = attn_at(r, l, h, x);
                 cJSON_AddItemToArray(heads, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
             }
             cJSON_AddItemToArray(layers, heads);
@@ -52,7 +57,7 @@ static void print_attn(const st_eval_report *rep, FILE *f) {
             for (int x = 0; x < ST_ATTN_NSTATS; x++) {
                 double lo = INFINITY, hi = -INFINITY;
                 for (int h = 0; h < r->attn_heads; h++) {
-                    const double v = r->attn[((size_t)l * (size_t)r->attn_heads + (size_t)h) * ST_ATTN_NSTATS + (size_t)x];
+                    const double v = attn_at(r, l, h, x);
                     lo = v < lo ? v : lo;
                     hi = v > hi ? v : hi;
                 }

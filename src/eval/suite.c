@@ -56,10 +56,7 @@ static double *token_byte_table(const st_tokenizer *tok, int V) {
     return t;
 }
 
-/* The transform fields the plan leaves at -1 from the run's eval section. A transform
- * given here (--transform) other than the config's brings its own defaults: the config's
- * scale and clip were set for the config's transform. */
-static void resolve_transform(st_eval_plan *p, const st_eval_config *c) {
+void st_eval_plan_resolve_transform(st_eval_plan *p, const st_eval_config *c) {
     const int own_xf = p->transform >= 0 && p->transform != c->transform;
     if (p->transform < 0) p->transform = c->transform;
     if (p->transform_scale < 0) p->transform_scale = own_xf ? 0 : c->transform_scale;
@@ -78,7 +75,7 @@ static unsigned given_fields(const st_eval_plan *g) {
 
 st_transform st_eval_merge_transform(const st_eval_plan *given, const st_run_config *cfg) {
     st_eval_plan p = *given;
-    resolve_transform(&p, &cfg->eval);
+    st_eval_plan_resolve_transform(&p, &cfg->eval);
     st_transform xf = st_eval_plan_transform(&p, cfg->train.seq_len);
     xf.cli = given_fields(given);
     return xf;
@@ -101,7 +98,7 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
     if (p->max_tokens < 0) p->max_tokens = c->max_tokens;
     if (p->buckets < 0) p->buckets = c->buckets;
     if (p->precision < 0) p->precision = cfg->train.precision;
-    resolve_transform(p, c);
+    st_eval_plan_resolve_transform(p, c);
     /* the config's eval.attn_stats applies to nonoverlapping evaluations (--mode sliding
      * skips it); --attn-stats with sliding windows is refused below */
     if (!p->opts.attn_stats && p->mode == ST_EVAL_NONOVERLAPPING) p->opts.attn_stats = c->attn_stats;

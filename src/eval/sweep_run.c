@@ -67,9 +67,10 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
 
 /* The point's eval plan: the sweep's "eval" section over the runs' own eval keys, and over
  * both a variant's or grid's eval.* keys (the more specific setting wins: a sweep can
- * evaluate "alibi" nonoverlapping and "alibi-sliding" sliding). Transform keys not set by
- * the eval section come from the point's config; the others stay -1 here (the plan as
- * signed) and eval_point resolves them from the point's config too. */
+ * evaluate "alibi" nonoverlapping and "alibi-sliding" sliding). The transform keys come
+ * from the point's config (the eval section has none: its variant's or grid's eval.*
+ * keys are in that config); the others left -1 here (the plan as signed) eval_point
+ * resolves from the point's config too. */
 static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan) {
     const st_eval_config *c = &pt->cfg.eval;
     *plan = s->plan;
@@ -84,21 +85,10 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
         else if (!strcmp(k, "eval.stride")) plan->stride = c->stride;
         else if (!strcmp(k, "eval.max_tokens")) plan->max_tokens = c->max_tokens;
         else if (!strcmp(k, "eval.buckets")) plan->buckets = c->buckets;
-        else if (!strcmp(k, "eval.transform")) plan->transform = c->transform;
-        else if (!strcmp(k, "eval.transform_scale")) plan->transform_scale = c->transform_scale;
-        else if (!strcmp(k, "eval.sinks")) plan->sinks = c->sinks;
-        else if (!strcmp(k, "eval.window")) plan->window = c->window;
-        else if (!strcmp(k, "eval.clip")) plan->clip = c->clip;
-        else if (!strcmp(k, "eval.positions")) plan->positions = c->positions;
     }
     /* a stride left from the eval section means nothing to a point evaluated nonoverlapping */
     if (plan->mode == ST_EVAL_NONOVERLAPPING && plan->stride > 0) plan->stride = 0;
-    if (plan->transform < 0) plan->transform = c->transform;
-    if (plan->transform_scale < 0) plan->transform_scale = c->transform_scale;
-    if (plan->sinks < 0) plan->sinks = c->sinks;
-    if (plan->window < 0) plan->window = c->window;
-    if (plan->clip < 0) plan->clip = c->clip;
-    if (plan->positions < 0) plan->positions = c->positions;
+    st_eval_plan_resolve_transform(plan, c);
     /* attention statistics: the sweep's, else the point's or its run's eval.attn_stats; a
      * point evaluated with sliding windows has none (they need every query row scored) */
     if (!plan->opts.attn_stats) plan->opts.attn_stats = c->attn_stats;
