@@ -93,6 +93,11 @@ expect_rc 2 "config's cache positions with --transform rerope" "$BIN" eval ropec
 expect_err "eval.positions \"cache\": not supported with transform rerope (--transform)"
 expect_rc 2 "--sinks 0 over the config's sinks, with --positions cache" "$BIN" eval ropec --lengths 64 --window 8 --sinks 0 --positions cache --quiet
 expect_err "--positions cache: moves the attention sinks into the cache; it needs sinks and a window (--sinks K, --window W)"
+# --window 0 --sinks 0 switch the config's window off: the plain model's report (probe 26)
+expect_rc 0 "--window 0 --sinks 0 over the config's sinks" "$BIN" eval ropec --lengths 64 --window 0 --sinks 0 --quiet
+[ -f ropec/eval_valid_nonoverlapping.json ] && ok || { bad "--window 0 did not switch the window off"; ls ropec; }
+expect_rc 2 "--window 0 alone leaves the config's sinks without a window" "$BIN" eval ropec --lengths 64 --window 0 --quiet
+expect_err "eval.sinks 4: attention sinks need a window (--window"
 expect_rc 2 "bad --positions" "$BIN" eval rope --sinks 2 --window 8 --positions slots --quiet
 expect_err "--positions 'slots': expected text"
 tiny_text_run sinusoidal

@@ -48,7 +48,9 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
         if (!parse_int(v, 0, 1 << 24, &x)) *rc = cli_usage(cmd, "--sinks '%s': expected an integer in [0, 16777216]", v);
         xf->sinks = x;
     } else {
-        if (!parse_int(v, 1, 1 << 24, &x)) *rc = cli_usage(cmd, "--window '%s': expected an integer in [1, 16777216]", v);
+        /* 0 is a value, not "unset": it switches off a window the run's config sets */
+        if (!parse_int(v, 0, 1 << 24, &x))
+            *rc = cli_usage(cmd, "--window '%s': expected an integer in [0, 16777216] (0: no window)", v);
         xf->window = x;
     }
     return 1;

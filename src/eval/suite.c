@@ -58,12 +58,15 @@ static double *token_byte_table(const st_tokenizer *tok, int V) {
 
 void st_eval_plan_resolve_transform(st_eval_plan *p, const st_eval_config *c) {
     const int own_xf = p->transform >= 0 && p->transform != c->transform;
+    /* a command that switches the sinks or the window off (0) drops the config's
+     * positions too: they only say where the sinks sit */
+    const int sinks_off = p->sinks == 0 || p->window == 0;
     if (p->transform < 0) p->transform = c->transform;
     if (p->transform_scale < 0) p->transform_scale = own_xf ? 0 : c->transform_scale;
     if (p->sinks < 0) p->sinks = c->sinks;
     if (p->window < 0) p->window = c->window;
     if (p->clip < 0) p->clip = own_xf ? 0 : c->clip;
-    if (p->positions < 0) p->positions = c->positions;
+    if (p->positions < 0) p->positions = sinks_off ? ST_SINK_POS_TEXT : c->positions;
 }
 
 /* ST_XF_CLI_* of the transform fields a command gave (>= 0 in its plan). */
@@ -218,7 +221,9 @@ static int use_transform(const st_eval_plan *plan, const st_eval_plan *plan_in, 
     const int from_cli = xf->cli != 0;
     st_error xe = {0};
     int rc = st_transform_check(xf, m->cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);
-    if (rc) return st_fail(e, rc, "%s: %s", from_cli ? "stretch eval" : rep->checkpoint, xe.msg);
+    /* the checkpoint names the model the values do not fit; the message names each value's
+     * flag or key (main adds "stretch: error:") */
+    if (rc) return st_fail(e, rc, "%s: %s", rep->checkpoint, xe.msg);
     st_model_set_transform(m, xf, from_cli ? "stretch eval" : rep->checkpoint);
     return ST_OK;
 }
