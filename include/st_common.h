@@ -178,6 +178,9 @@ struct cJSON *st_json_add_number(struct cJSON *obj, const char *key, double d);
 /* cJSON_Print (formatted) or cJSON_PrintUnformatted with every number as
  * st_json_number_text writes it (caller frees with cJSON_free); NULL when out of memory. */
 char *st_json_print_exact(const struct cJSON *v, int formatted);
+/* What an error message says a JSON value was: the number, the (cut) string, true, false,
+ * null, "an array", "an object". */
+void st_json_describe(const struct cJSON *v, char *buf, size_t n);
 
 /* CRC32 (zlib) over a buffer, continuing from crc (start with 0). */
 uint32_t st_crc32(uint32_t crc, const void *buf, size_t n);

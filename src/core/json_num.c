@@ -51,3 +51,13 @@ char *st_json_print_exact(const struct cJSON *v, int formatted) {
     cJSON_Delete(copy);
     return text;
 }
+
+void st_json_describe(const cJSON *v, char *buf, size_t n) {
+    if (cJSON_IsNumber(v)) snprintf(buf, n, "%.17g", v->valuedouble);
+    else if (cJSON_IsString(v)) snprintf(buf, n, "\"%.60s\"%s", v->valuestring, strlen(v->valuestring) > 60 ? "..." : "");
+    else if (cJSON_IsBool(v)) snprintf(buf, n, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    else if (cJSON_IsNull(v)) snprintf(buf, n, "null");
+    else if (cJSON_IsArray(v)) snprintf(buf, n, "an array");
+    else if (cJSON_IsObject(v)) snprintf(buf, n, "an object");
+    else snprintf(buf, n, "an invalid value");
+}

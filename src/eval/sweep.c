@@ -48,10 +48,17 @@ static int check_keys(const cJSON *obj, const char *const *list, int n, const ch
     return ST_OK;
 }
 
+/* "FILE: PATH: expected WANT, got VALUE" */
+static int type_error(st_error *e, const char *file, const char *path, const char *want, const cJSON *v) {
+    char got[128];
+    st_json_describe(v, got, sizeof got);
+    return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected %s, got %s", file, path, want, got);
+}
+
 /* An integer in [lo, hi] (JSON numbers are doubles: require an exact integer). */
 static int get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out, st_error *e) {
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-        return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected an integer", file, path);
+        return type_error(e, file, path, "an integer", v);
     if (v->valuedouble < lo || v->valuedouble > hi)
         return st_fail(e, ST_ERR_CONFIG, "%s: %s: %.0f is out of range [%.0f, %.0f]", file, path, v->valuedouble, lo, hi);
     *out = (int64_t)v->valuedouble;
@@ -61,19 +68,26 @@ static int get_int(const cJSON *v, const char *file, const char *path, double lo
 static int get_name(const cJSON *v, const char *file, const char *path, const char *a, const char *b, int *out, st_error *e) {
     if (cJSON_IsString(v) && strcmp(v->valuestring, a) == 0) { *out = 0; return ST_OK; }
     if (cJSON_IsString(v) && strcmp(v->valuestring, b) == 0) { *out = 1; return ST_OK; }
-    return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected \"%s\" or \"%s\"", file, path, a, b);
+    char want[96];
+    snprintf(want, sizeof want, "\"%s\" or \"%s\"", a, b);
+    return type_error(e, file, path, want, v);
 }
 
 /* eval.task_scales / task_depths: arrays of numbers in [lo, hi] */
 static int get_numbers(const cJSON *v, const char *file, const char *path, double lo, double hi, double *out, int cap,
                        int *n, st_error *e) {
     const int m = cJSON_GetArraySize(v);
-    if (!cJSON_IsArray(v) || m < 1 || m > cap)
-        return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected an array of 1 to %d numbers", file, path, cap);
+    char want[64];
+    snprintf(want, sizeof want, "an array of 1 to %d numbers", cap);
+    if (!cJSON_IsArray(v) || m < 1 || m > cap) return type_error(e, file, path, want, v);
     int i = 0;
     for (const cJSON *it = v->child; it; it = it->next, i++) {
-        if (!cJSON_IsNumber(it) || !(it->valuedouble >= lo && it->valuedouble <= hi))
-            return st_fail(e, ST_ERR_CONFIG, "%s: %s[%d]: expected a number in [%g, %g]", file, path, i, lo, hi);
+        if (!cJSON_IsNumber(it) || !(it->valuedouble >= lo && it->valuedouble <= hi)) {
+            char where[96];
+            snprintf(where, sizeof where, "%s[%d]", path, i);
+            snprintf(want, sizeof want, "a number in [%g, %g]", lo, hi);
+            return type_error(e, file, where, want, it);
+        }
         out[i] = it->valuedouble;
     }
     *n = m;
@@ -107,7 +121,7 @@ static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     s->n_task_depths = 5;
     s->task_trials = 50;
     if (!ev) return ST_OK;
-    if (!cJSON_IsObject(ev)) return st_fail(e, ST_ERR_CONFIG, "%s: eval: expected an object", s->file);
+    if (!cJSON_IsObject(ev)) return type_error(e, s->file, "eval", "an object", ev);
     int rc = check_keys(ev, eval_keys, (int)(sizeof eval_keys / sizeof *eval_keys), s->file, "eval", e);
     if (rc) return rc;
     char path[64];
@@ -115,8 +129,10 @@ static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     const cJSON *v;
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "lengths"))) {
         int n = cJSON_GetArraySize(v);
-        if (!cJSON_IsArray(v) || n < 1 || n > ST_EVAL_MAX_LENGTHS)
-            return st_fail(e, ST_ERR_CONFIG, "%s: eval.lengths: expected an array of 1 to %d lengths", s->file, ST_EVAL_MAX_LENGTHS);
+        if (!cJSON_IsArray(v) || n < 1 || n > ST_EVAL_MAX_LENGTHS) {
+            snprintf(path, sizeof path, "an array of 1 to %d lengths", ST_EVAL_MAX_LENGTHS);
+            return type_error(e, s->file, "eval.lengths", path, v);
+        }
         int i = 0;
         for (const cJSON *it = v->child; it; it = it->next, i++) {
             snprintf(path, sizeof path, "eval.lengths[%d]", i);
@@ -156,7 +172,7 @@ static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         p->opts.bucket_scale = k ? ST_BUCKETS_LOG2 : ST_BUCKETS_LINEAR;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "attn_stats"))) {
-        if (!cJSON_IsBool(v)) return st_fail(e, ST_ERR_CONFIG, "%s: eval.attn_stats: expected true or false", s->file);
+        if (!cJSON_IsBool(v)) return type_error(e, s->file, "eval.attn_stats", "true or false", v);
         p->opts.attn_stats = cJSON_IsTrue(v);
         if (p->opts.attn_stats && p->mode == ST_EVAL_SLIDING)
             return st_fail(e, ST_ERR_CONFIG, "%s: eval.attn_stats: needs nonoverlapping windows (every query row of a "
@@ -168,7 +184,7 @@ static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
 /* Check one override (key, value) by applying it to a default config. */
 static int check_override(const sweep *s, const char *where, const char *key, const cJSON *v, st_error *e) {
     if (!(cJSON_IsString(v) || cJSON_IsNumber(v) || cJSON_IsBool(v) || cJSON_IsArray(v)))
-        return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected a string, number, boolean or array", s->file, where);
+        return type_error(e, s->file, where, "a string, number, boolean or array", v);
     if (!strchr(key, '.'))
         return st_fail(e, ST_ERR_CONFIG, "%s: %s: a config key path is section.key (e.g. model.pos)", s->file, where);
     char *text = st_json_print_exact(v, 0);
@@ -306,7 +322,7 @@ static int parse_header(sweep *s, const char *file, const st_sweep_opts *opts, s
     int rc = check_keys(root, top_keys, (int)(sizeof top_keys / sizeof *top_keys), file, "", e);
     if (rc) return rc;
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
-    if (desc && !cJSON_IsString(desc)) return st_fail(e, ST_ERR_CONFIG, "%s: description: expected a string", file);
+    if (desc && !cJSON_IsString(desc)) return type_error(e, file, "description", "a string", desc);
 
     /* jobs: runs at a time on this machine (each rank's share under MPI) */
     const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
@@ -317,7 +333,7 @@ static int parse_header(sweep *s, const char *file, const st_sweep_opts *opts, s
     /* out */
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(root, "out");
     if (out && (!cJSON_IsString(out) || !out->valuestring[0]))
-        return st_fail(e, ST_ERR_CONFIG, "%s: out: expected a non-empty directory path", file);
+        return type_error(e, file, "out", "a non-empty directory path", out);
     if (opts && opts->out) snprintf(s->out, sizeof s->out, "%s", opts->out);
     else if (out) snprintf(s->out, sizeof s->out, "%s", out->valuestring);
     else return st_fail(e, ST_ERR_CONFIG, "%s: out: missing (set it in the file or pass --out DIR)", file);
@@ -357,7 +373,7 @@ static int check_common(sweep *s, sweep_spec *sp, st_error *e) {
     const cJSON *common = sp->common = cJSON_GetObjectItemCaseSensitive(s->root, "set");
     if (!common) return ST_OK;
     if (!cJSON_IsObject(common))
-        return st_fail(e, ST_ERR_CONFIG, "%s: set: expected an object {\"section.key\": value}", sp->file);
+        return type_error(e, sp->file, "set", "an object {\"section.key\": value}", common);
     char where[512];
     int rc = ST_OK;
     for (const cJSON *it = common->child; !rc && it; it = it->next) {
@@ -374,16 +390,18 @@ static int check_variants(sweep *s, sweep_spec *sp, st_error *e) {
     if (!vars) return ST_OK;
     sp->n_var = cJSON_GetArraySize(vars);
     if (!cJSON_IsArray(vars) || sp->n_var < 1)
-        return st_fail(e, ST_ERR_CONFIG, "%s: variants: expected a non-empty array of objects", file);
+        return type_error(e, file, "variants", "a non-empty array of objects", vars);
     char where[512];
     int rc = ST_OK, i = 0;
     for (const cJSON *v = vars->child; !rc && v; v = v->next, i++) {
-        if (!cJSON_IsObject(v) || !v->child)
-            return st_fail(e, ST_ERR_CONFIG, "%s: variants[%d]: expected an object of config overrides", file, i);
+        if (!cJSON_IsObject(v) || !v->child) {
+            snprintf(where, sizeof where, "variants[%d]", i);
+            return type_error(e, file, where, "a non-empty object of config overrides", v);
+        }
         for (const cJSON *it = v->child; !rc && it; it = it->next) {
             snprintf(where, sizeof where, "variants[%d].%s", i, it->string);
             if (strcmp(it->string, "name") == 0) {
-                if (!cJSON_IsString(it) || !it->valuestring[0]) rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: expected a non-empty string", file, where);
+                if (!cJSON_IsString(it) || !it->valuestring[0]) rc = type_error(e, file, where, "a non-empty string", it);
             } else {
                 rc = check_override(s, where, it->string, it, e);
                 if (!rc) add_key(s, it->string);
@@ -399,13 +417,15 @@ static int check_grid(sweep *s, sweep_spec *sp, st_error *e) {
     sp->total = sp->n_var;
     if (!grid) return ST_OK;
     if (!cJSON_IsObject(grid))
-        return st_fail(e, ST_ERR_CONFIG, "%s: grid: expected an object {\"section.key\": [values]}", sp->file);
+        return type_error(e, sp->file, "grid", "an object {\"section.key\": [values]}", grid);
     char where[512];
     int rc = ST_OK;
     for (const cJSON *g = grid->child; !rc && g; g = g->next, sp->n_grid++) {
         int n = cJSON_GetArraySize(g);
-        if (!cJSON_IsArray(g) || n < 1)
-            return st_fail(e, ST_ERR_CONFIG, "%s: grid.%s: expected a non-empty array of values", sp->file, g->string);
+        if (!cJSON_IsArray(g) || n < 1) {
+            snprintf(where, sizeof where, "grid.%s", g->string);
+            return type_error(e, sp->file, where, "a non-empty array of values", g);
+        }
         int i = 0;
         for (const cJSON *it = g->child; !rc && it; it = it->next, i++) {
             snprintf(where, sizeof where, "grid.%s[%d]", g->string, i);

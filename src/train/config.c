@@ -20,19 +20,9 @@
 #include <string.h>
 
 /* ------------------------------------------------------------ messages ---- */
-static void describe(const cJSON *v, char *buf, size_t n) {
-    if (cJSON_IsNumber(v)) snprintf(buf, n, "%.17g", v->valuedouble);
-    else if (cJSON_IsString(v)) snprintf(buf, n, "\"%.60s\"%s", v->valuestring, strlen(v->valuestring) > 60 ? "..." : "");
-    else if (cJSON_IsBool(v)) snprintf(buf, n, "%s", cJSON_IsTrue(v) ? "true" : "false");
-    else if (cJSON_IsNull(v)) snprintf(buf, n, "null");
-    else if (cJSON_IsArray(v)) snprintf(buf, n, "an array");
-    else if (cJSON_IsObject(v)) snprintf(buf, n, "an object");
-    else snprintf(buf, n, "an invalid value");
-}
-
 static int type_error(st_error *e, const char *loc, const char *want, const cJSON *v) {
     char got[128];
-    describe(v, got, sizeof got);
+    st_json_describe(v, got, sizeof got);
     return st_fail(e, ST_ERR_CONFIG, "%s: expected %s, got %s", loc, want, got);
 }
 
