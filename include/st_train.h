@@ -259,6 +259,9 @@ int st_checkpoint_load(const char *path, st_run_config *cfg, st_params *p, int w
                        st_train_state *s, st_error *e);
 /* path_or_run_dir: a .ckpt file, or a run dir (its checkpoints/latest). Writes the file. */
 int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e);
+/* The step of a run's latest checkpoint (the name checkpoints/latest points to), -1 when
+ * it has none: where an interrupted run resumes, without reading the checkpoint. */
+int64_t st_run_latest_step(const char *run_dir);
 /* 1 when path is a directory (a run) or a file that starts as a stretch checkpoint, else 0
  * (e.g. a safetensors export): how train.init_from tells its two kinds apart. */
 int st_checkpoint_is(const char *path);

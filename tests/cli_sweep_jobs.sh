@@ -62,13 +62,19 @@ interrupt int.err s5/pos-alibi/metrics.jsonl s5/pos-rope/metrics.jsonl -- long_s
 # the interrupted points are incomplete (resumable), with the step they reached, not failed
 check_interrupted() { # RESULTS_JSON
     $PY - "$1" <<'PY'
-import json, re, sys
+import csv, json, re, sys
 runs = {r["name"]: r for r in json.load(open(sys.argv[1]))["runs"]}
 for n in ("pos-alibi", "pos-rope"):
     r = runs[n]
     assert r["state"] == "incomplete", (n, r["state"], r.get("error"))
-    assert re.fullmatch(r"interrupted at step \d+ of 400000; run the sweep again to resume", r["error"]), r["error"]
-assert runs["pos-sinusoidal"]["state"] == "pending", runs["pos-sinusoidal"]["state"]
+    m = re.fullmatch(r"interrupted at step (\d+) of 400000; run the sweep again to resume", r["error"])
+    assert m, r["error"]
+    # the step is a field too (results.json, results.csv's step column, results.md)
+    assert r["step"] == int(m.group(1)), (r["step"], r["error"])
+    csv_steps = {l["step"] for l in csv.DictReader(open(sys.argv[1].replace(".json", ".csv"))) if l["run"] == n}
+    assert csv_steps == {m.group(1)}, csv_steps
+    assert "| incomplete at %s |" % m.group(1) in open(sys.argv[1].replace(".json", ".md")).read()
+assert runs["pos-sinusoidal"]["state"] == "pending" and "step" not in runs["pos-sinusoidal"], runs["pos-sinusoidal"]
 PY
 }
 check_interrupted s5/results.json && ok || bad "interrupted --jobs points: not incomplete with their step"

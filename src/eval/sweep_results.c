@@ -19,6 +19,12 @@ static const char *state_name(int s) {
     return s >= 0 && s <= PT_FAILED ? names[s] : "?";
 }
 
+/* The step an incomplete point stopped at (its run's latest checkpoint; the point may have
+ * run in another process or rank), -1 for other states. */
+static int64_t stopped_step(const sweep_point *pt) {
+    return pt->state == PT_INCOMPLETE ? st_run_latest_step(pt->dir) : -1;
+}
+
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static double num(const cJSON *o, const char *k) {
     const cJSON *v = get(o, k);
@@ -149,7 +155,8 @@ static void write_csv(const sweep *s, FILE *f) {
             csv_field(f, buf, 0);
             num_text(rep ? num(get(rep, "train"), "seq_len") : pt->cfg.train.seq_len, "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
             num_text(rep ? num(get(rep, "train"), "seed") : (double)pt->cfg.train.seed, "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
-            num_text(num(tr, "step"), "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
+            const int64_t at = stopped_step(pt);
+            num_text(tr ? num(tr, "step") : at >= 0 ? (double)at : NAN, "%.0f", buf, sizeof buf); csv_field(f, buf, 0);
             num_text(num(tr, "val_loss"), "%.6f", buf, sizeof buf); csv_field(f, buf, 0);
             csv_field(f, str(get(rep, "data"), "unit"), 0);
             csv_field(f, rep ? str(rep, "split") : q.split, 0);
@@ -196,6 +203,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         if (pt->train_dir[0] && strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(r, "trained_in", pt->train_dir);
         cJSON_AddStringToObject(r, "state", state_name(pt->state));
         if (pt->error[0]) cJSON_AddStringToObject(r, "error", pt->error);
+        if (stopped_step(pt) >= 0) st_json_add_number(r, "step", (double)stopped_step(pt));
         cJSON_AddItemToObject(r, "overrides", cJSON_Duplicate(pt->overrides, 1));
         cJSON_AddStringToObject(r, "pos", st_pos_name(pt->cfg.model.pos));
         const char *vkey, *variant = st_pos_variant(&pt->cfg.model, &vkey);
@@ -272,7 +280,8 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
         eval_label(rep, buf, sizeof buf);
         fprintf(f, "| %s | %s | %d |", pt->name, rep ? buf : st_pos_name(pt->cfg.model.pos), pt->cfg.train.seq_len);
         if (!pt->record) {
-            fprintf(f, " %s | |", state_name(pt->state));
+            if (stopped_step(pt) >= 0) fprintf(f, " %s at %lld | |", state_name(pt->state), (long long)stopped_step(pt));
+            else fprintf(f, " %s | |", state_name(pt->state));
             for (int j = 0; j < nl; j++) fprintf(f, " |");
             fputc('\n', f);
             continue;

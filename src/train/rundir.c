@@ -178,6 +178,18 @@ int st_rundir_has_checkpoint(const char *dir) {
     return any;
 }
 
+int64_t st_run_latest_step(const char *dir) {
+    char path[ST_PATH_BUF + 256], line[80] = "";
+    snprintf(path, sizeof path, "%s/checkpoints/latest", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    const int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    line[strcspn(line, "\n")] = 0;
+    int64_t step = -1;
+    return got && is_step_file(line, &step) ? step : -1;
+}
+
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
