@@ -170,6 +170,9 @@ typedef struct st_eval_report {
     int precision;              /* ST_PREC_* the matmuls ran in */
     int buckets, bucket_scale;
     /* plan.data_path given: what was evaluated instead of the run's split */
+    uint64_t data_hash;         /* the run's own dataset: st_dataset_hash now (0: --data) */
+    int data_changed;           /* 1: differs from the hash the checkpoint recorded, 0: the same,
+                                 * -1: no record (checkpoints before format 2, --data) */
     int external;               /* 1 when the tokens came from --data */
     st_text_data data;          /* its path, size, CRC32 and <unk> counts (tokens freed) */
     st_transform xf;            /* the inference-time transform applied (kind none, window 0: none) */

@@ -101,6 +101,18 @@ ok = d["unit"] == "byte" and d["bytes_exact"] and d["bytes_per_token"] > 1.5 and
 ok = ok and abs(r["bpb"] - r["nll"] / math.log(2) / r["bytes"]) < 1e-12 and abs(r["bpb"] - avg) < 0.05 * avg
 sys.exit(0 if ok else 1)' && ok || bad "BPE bits per byte"
 
+# the run's own text changed after training (the byte tokenizer reads any text): the eval
+# still runs, warns, and its report says so; before the change it says the data is the same
+"$PY" -c 'import json; d = json.load(open("bytes.json"))["data"]; assert d["changed_since_training"] is False and len(d["hash"]) == 16, d' \
+    && ok || bad "report of unchanged data"
+sed -i '1s/^/changed /' text.txt
+expect_rc 0 "eval after the text changed" "$BIN" eval bytes --lengths 32 --json changed.json --quiet
+expect_err "changed since this checkpoint was trained"
+"$PY" -c '
+import json
+a, b = json.load(open("bytes.json"))["data"], json.load(open("changed.json"))["data"]
+assert b["changed_since_training"] is True and b["hash"] != a["hash"], (a, b)' && ok || bad "report of changed data"
+
 # --- usage errors (2), missing run (3), corrupt checkpoint (5)
 expect_rc 2 "no args" "$BIN" eval
 expect_rc 2 "bad lengths" "$BIN" eval alibi --lengths 16,abc

@@ -211,6 +211,12 @@ char *st_eval_report_json(const st_eval_report *rep) {
         cJSON_AddBoolToObject(dob, "bytes_exact", rep->bytes_exact);
         cJSON_AddNumberToObject(dob, "bytes_per_token", rep->bytes_per_token);
     }
+    if (rep->data_hash) {   /* the run's own dataset: st_dataset_hash, and whether training saw it */
+        char h[20];
+        snprintf(h, sizeof h, "%016llx", (unsigned long long)rep->data_hash);
+        cJSON_AddStringToObject(dob, "hash", h);
+        if (rep->data_changed >= 0) cJSON_AddBoolToObject(dob, "changed_since_training", rep->data_changed);
+    }
     if (rep->external) {
         /* what was evaluated instead of the run's own split */
         const st_text_data *d = &rep->data;

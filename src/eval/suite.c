@@ -191,7 +191,7 @@ static int load_external(const st_eval_plan *plan, st_eval_report *rep, uint64_t
     return ST_OK;
 }
 
-static int load_own(const st_eval_plan *plan, st_eval_report *rep, eval_tokens *t, st_error *e) {
+static int load_own(const st_eval_plan *plan, st_eval_report *rep, uint64_t trained_on, eval_tokens *t, st_error *e) {
     int rc = st_dataset_load(&rep->cfg.data, rep->checkpoint, &t->ds, e);
     if (rc) return rc;
     t->tok = t->ds.tok;
@@ -202,6 +202,14 @@ static int load_own(const st_eval_plan *plan, st_eval_report *rep, eval_tokens *
     t->unit = t->ds.unit;
     t->tok_hash = t->ds.tok_hash;
     rep->entropy_rate = t->ds.entropy_rate;
+    rep->data_hash = st_dataset_hash(&t->ds);
+    rep->data_changed = trained_on ? trained_on != rep->data_hash : -1;
+    /* the same tokenizer on other text (a byte-level run reads any file): the numbers would
+     * not be comparable with the run's earlier reports, so say so (and in the report) */
+    if (rep->data_changed == 1)
+        st_log(ST_LOG_WARN, "%s: the dataset (%s) changed since this checkpoint was trained (its tokens differ; the "
+               "tokenizer is the same): these figures are not comparable with reports made before the change",
+               rep->checkpoint, rep->cfg.data.path[0] ? rep->cfg.data.path : rep->cfg.data.source);
     return ST_OK;
 }
 
@@ -287,7 +295,8 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     st_mm *mm = NULL;
     rc = st_eval_plan_resolve(&plan, &rep->cfg, rep->checkpoint, e);
     rep->cfg.data.quiet = plan.opts.progress_every <= 0;   /* --quiet, the ranks after the first */
-    if (!rc) rc = plan.data_path ? load_external(&plan, rep, state.tok_hash, &et, e) : load_own(&plan, rep, &et, e);
+    if (!rc) rc = plan.data_path ? load_external(&plan, rep, state.tok_hash, &et, e)
+                                : load_own(&plan, rep, state.data_hash, &et, e);
     if (!rc && et.vocab != m.cfg.vocab_size) {
         rc = st_fail(e, ST_ERR_DATA, "%s: the model has a vocabulary of %d, its dataset (%s) now has %d",
                      rep->checkpoint, m.cfg.vocab_size, rep->cfg.data.path[0] ? rep->cfg.data.path : rep->cfg.data.source,
