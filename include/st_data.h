@@ -216,6 +216,9 @@ void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t see
  * draws + w)): instances, padding, and y = -1 where no loss is taken; with l->doc set, also
  * each token's instance start (a task source only). */
 void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y);
+/* The hash row b of the next batch is drawn from: st_hash64(seed, draws + b) (a window's
+ * start, a task row's seed). */
+uint64_t st_loader_row_seed(const st_loader *l, uint64_t b);
 
 /* ---- evaluation partitions ----
  * A stream of n tokens has n - 1 targets (token t+1 given tokens <= t). A window feeds

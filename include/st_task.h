@@ -119,6 +119,11 @@ int64_t st_task_data_max_len(const st_task_data *td);
  * starts (the padding after the last instance is one more span), for the per-instance
  * attention mask (data.task.doc_mask). */
 void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, int32_t *y, int32_t *doc);
+/* The same row as n = T + 1 whole tokens: tok[0, n), scored[i] = 1 when the loss takes
+ * token i as a target (st_task_row's y[i - 1] != -1), start (optional) each token's
+ * instance start (the padding one more span). Returns the tokens before the padding. */
+int64_t st_task_row_tokens(const st_task_data *td, uint64_t seed, int64_t n, int32_t *tok, uint8_t *scored,
+                           int32_t *start);
 /* A stream of n tokens: instances back to back (perplexity evaluation of a task run). */
 void st_task_stream(const st_task_data *td, uint64_t seed, int32_t *out, int64_t n);
 

@@ -259,6 +259,11 @@ int st_checkpoint_load(const char *path, st_run_config *cfg, st_params *p, int w
                        st_train_state *s, st_error *e);
 /* path_or_run_dir: a .ckpt file, or a run dir (its checkpoints/latest). Writes the file. */
 int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e);
+/* The training loader of a run at its start (draws 0): the train split, the seed the
+ * trainer derives from train.seed, a task's rows, and the check that a task's longest
+ * instance fits train.seq_len + 1 (exit 2 naming data.task.max_size). The trainer's loader
+ * and the rows `stretch data --config` shows are the same. */
+int st_train_loader_init(const st_run_config *c, const st_dataset *ds, st_loader *l, st_error *e);
 /* The step of a run's latest checkpoint (the name checkpoints/latest points to), -1 when
  * it has none: where an interrupted run resumes, without reading the checkpoint. */
 int64_t st_run_latest_step(const char *run_dir);

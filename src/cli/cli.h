@@ -35,6 +35,14 @@ void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n);
  * tok_path is missing for such a run, warn that `cmd` goes on without it (what it does
  * instead: `without`). */
 void cli_warn_missing_tokenizer(const char *cmd, const st_run_config *cfg, const char *tok_path, const char *without);
+/* A config error of `path` loaded with the user's --set assignments: told as the --set's
+ * when it names its key, unless (check_alone) the file alone gives the same error (train,
+ * data). */
+void cli_blame_sets(const char *path, const char *const *sets, int n_sets, int check_alone, st_error *e);
+/* `stretch data --config` of a task run (cmd_data_task.c): the task, its vocabulary and
+ * sizes, then `show` training rows as the trainer draws them (size 0), or `show` instances
+ * of one size. */
+int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size, uint64_t seed);
 /* Print "stretch: error: <msg>" to stderr and return the code. */
 int cli_report(const st_error *e);
 /* ---- flag values (args.c): 1 when s is entirely a value in [lo, hi], else 0 ---- */

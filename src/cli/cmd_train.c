@@ -40,14 +40,6 @@ static void default_out(const char *config, char *out, size_t n) {
     snprintf(out, n, "runs/%.*s", (int)len, base);
 }
 
-/* A config error of `path` with the user's --set assignments: told as the --set's when it
- * names its key, unless (check_alone) the file alone gives the same error. */
-static void blame_sets(const char *path, const char *const *sets, int n_sets, int check_alone, st_error *e) {
-    st_error alone = {0};
-    if (check_alone && n_sets > 0) st_run_config_error(path, NULL, NULL, 0, &alone);
-    st_config_blame(e, path, sets, n_sets, "--set ", NULL, &alone);
-}
-
 int cmd_train(int argc, char **argv, st_dist *dist) {
     const char *sets[MAX_SETS];
     int n_sets = 0;
@@ -112,7 +104,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             }
             if (e.code == ST_ERR_IO && access(path, F_OK) != 0)
                 st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", resume);
-            if (e.code == ST_ERR_CONFIG) blame_sets(path, sets, n_sets, 1, &e);
+            if (e.code == ST_ERR_CONFIG) cli_blame_sets(path, sets, n_sets, 1, &e);
             return cli_report(&e);
         }
     } else {
@@ -122,7 +114,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             if (cli_dir_arg("train", "--out (not given: runs/<CONFIG name>)", dir)) return ST_ERR_CONFIG;
         }
         if (st_run_config_load(config, sets, n_sets, &cfg, &e)) {
-            if (e.code == ST_ERR_CONFIG) blame_sets(config, sets, n_sets, 1, &e);
+            if (e.code == ST_ERR_CONFIG) cli_blame_sets(config, sets, n_sets, 1, &e);
             return cli_report(&e);
         }
     }
@@ -132,7 +124,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
         return rc;
     }
-    if (rc == ST_ERR_CONFIG) blame_sets(cfg.file, sets, n_sets, 0, &e);   /* e.g. init_from vs a --set */
+    if (rc == ST_ERR_CONFIG) cli_blame_sets(cfg.file, sets, n_sets, 0, &e);   /* e.g. init_from vs a --set */
     if (rc) return cli_report(&e);
     return 0;
 }

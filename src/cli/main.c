@@ -21,7 +21,7 @@ static const struct {
     {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT | --prompt-file FILE|-] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--context N] [--no-cache] [--precision fp32|bf16] [--transform NAME] [--scale S] [--clip W] [--sinks K --window W [--positions text|cache]]", 0, NULL},
     {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR [--force]: model.safetensors + config.json + tokenizer (--force replaces an earlier export's files)", 0, NULL},
     {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] [--precision fp32|bf16] ...: step time split, tokens/s, MFU, eval memory", 1, NULL},
-    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe]: tokenize, cache, print statistics", 1, NULL},
+    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe] | --config RUN.json [--show N] [--size S]: tokenize, cache, print statistics; a task run's rows (data --help)", 1, NULL},
     {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check", 0, NULL},
 };
 

@@ -1,6 +1,7 @@
 /* run_load.c - load what a training run left behind, for the commands that use a trained
  * model (export, generate): the model, its config, the training state (it records the
- * tokenizer hash the model was trained with) and where the run's tokenizer.json is. */
+ * tokenizer hash the model was trained with) and where the run's tokenizer.json is; and
+ * whom a config error blames, the file or a --set (train, data --config). */
 #include "cli/cli.h"
 
 #include <stdio.h>
@@ -42,4 +43,10 @@ void cli_warn_missing_tokenizer(const char *cmd, const st_run_config *cfg, const
     if (!strcmp(cfg->data.source, "synthetic") || access(tok_path, F_OK) == 0) return;
     st_log(ST_LOG_WARN, "%s: %s not found (this run was trained on %s data with a %s tokenizer): %s; put the run's "
            "tokenizer.json there", cmd, tok_path, cfg->data.source, cfg->data.tokenizer, without);
+}
+
+void cli_blame_sets(const char *path, const char *const *sets, int n_sets, int check_alone, st_error *e) {
+    st_error alone = {0};
+    if (check_alone && n_sets > 0) st_run_config_error(path, NULL, NULL, 0, &alone);
+    st_config_blame(e, path, sets, n_sets, "--set ", NULL, &alone);
 }

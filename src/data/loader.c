@@ -21,11 +21,13 @@ void st_loader_init(st_loader *l, const int32_t *tokens, int64_t n, uint64_t see
 
 #define SEED_PASSKEY 0x706b6579ull   /* "pkey" */
 
+uint64_t st_loader_row_seed(const st_loader *l, uint64_t b) { return st_hash64(l->seed, l->draws + b); }
+
 /* x, y (B, T): y[b][t] = x[b][t + 1] in the stream */
 void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y) {
     if (l->task) {
         for (int64_t b = 0; b < B; b++)
-            st_task_row(l->task, st_hash64(l->seed, l->draws + (uint64_t)b), T, x + b * T, y + b * T,
+            st_task_row(l->task, st_loader_row_seed(l, (uint64_t)b), T, x + b * T, y + b * T,
                         l->doc ? l->doc + b * T : NULL);
         l->draws += (uint64_t)B;
         return;
@@ -33,7 +35,7 @@ void st_loader_next(st_loader *l, int64_t B, int64_t T, int32_t *x, int32_t *y) 
     ST_ASSERT(B >= 1 && T >= 1 && l->n > T && !l->doc);   /* instance starts: task rows only */
     uint64_t span = (uint64_t)(l->n - T);
     for (int64_t b = 0; b < B; b++) {
-        uint64_t start = st_hash64(l->seed, l->draws + (uint64_t)b) % span;
+        uint64_t start = st_loader_row_seed(l, (uint64_t)b) % span;
         const uint64_t h = st_hash64(l->seed ^ SEED_PASSKEY, l->draws + (uint64_t)b);
         if (l->pk && (double)(h >> 11) * (1.0 / 9007199254740992.0) < l->pk_rate) {
             /* a passkey instance of T + 1 tokens over the window's text: x its first T,

@@ -12,6 +12,18 @@
 #include <string.h>
 #include <unistd.h>
 
+int st_train_loader_init(const st_run_config *c, const st_dataset *ds, st_loader *l, st_error *e) {
+    const st_train_config *tc = &c->train;
+    st_loader_init(l, ds->tokens[ST_SPLIT_TRAIN], ds->n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
+    l->task = ds->task;
+    const int64_t task_len = ds->task ? st_task_data_max_len(ds->task) : 0;
+    if (task_len > (int64_t)tc->seq_len + 1)
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.max_size: a %s instance of size %lld has %lld tokens; "
+                       "train.seq_len + 1 is %d (raise train.seq_len or lower data.task.max_size)", c->file,
+                       ds->task->task->name, (long long)c->data.task_max_size, (long long)task_len, tc->seq_len + 1);
+    return ST_OK;
+}
+
 /* The training state: rank 0 reads it from the checkpoint when resuming (the other ranks
  * receive it), else every rank starts from step 0. */
 static int setup_state(trainer *t, const char *ckpt, st_error *e) {
@@ -181,14 +193,8 @@ static int setup_buffers(trainer *t, st_error *e) {
     st_train_config *tc = &c->train;
     char path[ST_PATH_BUF];
     int rc;
-    st_loader_init(&t->loader, t->ds.tokens[ST_SPLIT_TRAIN], t->ds.n[ST_SPLIT_TRAIN], tc->seed ^ SEED_LOADER);
+    if ((rc = st_train_loader_init(c, &t->ds, &t->loader, e))) return rc;
     t->loader.draws = t->st.loader_draws;
-    t->loader.task = t->ds.task;
-    const int64_t task_len = t->ds.task ? st_task_data_max_len(t->ds.task) : 0;
-    if (task_len > (int64_t)tc->seq_len + 1)
-        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.max_size: a %s instance of size %lld has %lld tokens; "
-                       "train.seq_len + 1 is %d (raise train.seq_len or lower data.task.max_size)", c->file,
-                       t->ds.task->task->name, (long long)c->data.task_max_size, (long long)task_len, tc->seq_len + 1);
     if (c->data.pk_rate > 0) {   /* passkeys in a fraction of the training windows */
         if ((rc = st_passkey_init(&t->pk, t->ds.tok, c->data.pk_digits, e))) return rc;
         const int64_t need = st_passkey_overhead(&t->pk);

@@ -180,31 +180,43 @@ static int64_t draw_size(const st_task_data *td, uint64_t seed, uint64_t k) {
     return td->min_size + (int64_t)(st_hash64(seed ^ SEED_SIZE, k) % span);
 }
 
-void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, int32_t *y, int32_t *doc) {
-    const int64_t n = T + 1;
-    int32_t *tok = malloc((size_t)n * sizeof *tok);
-    uint8_t *ans = malloc((size_t)n);
-    ST_ASSERT(tok && ans);
+int64_t st_task_row_tokens(const st_task_data *td, uint64_t seed, int64_t n, int32_t *tok, uint8_t *scored,
+                           int32_t *start) {
     int64_t used = 0;
     for (uint64_t k = 0;; k++) {
         const int64_t size = draw_size(td, seed, k);
         if (k > 0 && (!td->pack || td->task->length(&td->p, size) > n - used)) break;
         ST_ASSERT(td->task->length(&td->p, size) <= n - used);   /* the trainer checked max_len <= T + 1 */
-        const int64_t m = td->task->generate(&td->p, size, st_hash64(seed ^ SEED_INST, k), tok + used, ans + used);
-        if (doc)
-            for (int64_t t = used; t < used + m && t < T; t++) doc[t] = (int32_t)used;
+        const int64_t m = td->task->generate(&td->p, size, st_hash64(seed ^ SEED_INST, k), tok + used, scored + used);
+        if (start)
+            for (int64_t t = used; t < used + m; t++) start[t] = (int32_t)used;
         used += m;
         if (used == n) break;
     }
-    if (doc)
-        for (int64_t t = used; t < T; t++) doc[t] = (int32_t)used;   /* the padding: a span of its own */
-    for (int64_t i = used; i < n; i++) { tok[i] = ST_TT_PAD; ans[i] = 0; }
+    for (int64_t i = used; i < n; i++) {   /* the padding: a span of its own */
+        tok[i] = ST_TT_PAD;
+        scored[i] = 0;
+        if (start) start[i] = (int32_t)used;
+    }
+    /* the loss: answer tokens (or, loss "all", every instance token) after the first */
+    for (int64_t i = 0; i < used; i++) scored[i] = i > 0 && (td->loss_all || scored[i]);
+    return used;
+}
+
+void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, int32_t *y, int32_t *doc) {
+    const int64_t n = T + 1;
+    int32_t *tok = malloc((size_t)n * sizeof *tok);
+    uint8_t *scored = malloc((size_t)n);
+    int32_t *start = doc ? malloc((size_t)n * sizeof *start) : NULL;
+    ST_ASSERT(tok && scored && (!doc || start));
+    st_task_row_tokens(td, seed, n, tok, scored, start);
     for (int64_t t = 0; t < T; t++) {
         x[t] = tok[t];
-        const int keep = t + 1 < used && (td->loss_all || ans[t + 1]);
-        y[t] = keep ? tok[t + 1] : -1;
+        y[t] = scored[t + 1] ? tok[t + 1] : -1;
+        if (doc) doc[t] = start[t];
     }
-    free(ans);
+    free(start);
+    free(scored);
     free(tok);
 }
 
