@@ -137,4 +137,18 @@ run_to 0 "resume with nothing to do" "$BIN" train --resume rS
 grep -q "nothing to do" err.txt out.txt && ok || bad "no 'nothing to do' line"
 grep -h "done: step 2" err.txt out.txt | grep -q "loss 0.0000" && bad "the summary shows a loss no step computed" || ok
 
+# probe 28: a run dir whose checkpoints/ is gone (or that holds only a config.json) trains
+# from step 0 and saves its checkpoints, instead of failing at the first one
+mkdir rN && cp tiny.json rN/config.json
+run_to 0 "resume a directory holding only config.json" "$BIN" train --resume rN --quiet
+[ -s rN/checkpoints/latest ] && ok || bad "no checkpoint after resuming a config-only directory"
+cp -r run rC && rm -rf rC/checkpoints
+run_to 0 "resume a run without checkpoints/" "$BIN" train --resume rC --quiet
+[ -s rC/checkpoints/latest ] && ok || bad "no checkpoint after resuming a run without checkpoints/"
+# the experiment's config as --out's config.json: refused, even with --force, file kept
+mkdir rX && cp tiny.json rX/config.json; cX=$(sum rX/config.json)
+run_to 2 "config inside its own --out" "$BIN" train rX/config.json --out rX --force --quiet
+expect_err "rX/config.json is the config.json of the run directory rX"
+same rX/config.json "$cX" "train --force with the config inside --out"
+
 finish cli_overwrite

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_SETS 256
@@ -117,6 +118,14 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             if (e.code == ST_ERR_CONFIG) cli_blame_sets(config, sets, n_sets, 1, &e);
             return cli_report(&e);
         }
+        /* the run writes OUT/config.json (the resolved config): a user's config that is
+         * that very file would be replaced, and the directory reads as a run already */
+        char own[ST_PATH_BUF + 16];
+        struct stat a, b;
+        snprintf(own, sizeof own, "%s/config.json", dir);
+        if (stat(config, &a) == 0 && stat(own, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return cli_usage("train", "%s is the config.json of the run directory %s, which the run writes (the resolved "
+                             "config): keep the experiment's config outside it, or choose another --out", config, dir);
     }
     if (!opts.quiet) st_log(ST_LOG_INFO, "%s %s -> %s", resume ? "resuming" : "training", resume ? resume : config, dir);
     int rc = st_train(&cfg, dir, &opts, NULL, &e);

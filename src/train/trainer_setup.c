@@ -251,6 +251,10 @@ static int setup_buffers(trainer *t, st_error *e) {
         if (!t->opts.resume && !t->restart &&
             (rc = st_rundir_prepare(t->dir, t->opts.force, t->opts.occupied_advice, &t->lock_fd, e)))
             return rc;
+        if (t->restart) {   /* a run dir without checkpoints/ (deleted, or only a config.json) */
+            st_trainer_join(path, sizeof path, t->dir, "checkpoints");
+            if ((rc = st_mkdirs(path, e))) return rc;
+        }
         /* init_from.json before config.json: a directory with config.json is a run a
          * --resume restarts, and the restart must find which weights the start took */
         if (!t->opts.resume && t->origin) {
