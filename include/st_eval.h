@@ -244,20 +244,21 @@ typedef struct st_passkey_cell {
     int status;             /* ST_OK, or why the length could not be run (e.g. max_len) */
 } st_passkey_cell;
 /* cells: n_len * n_depth, row-major by length. Fails (ST_ERR_DATA) when the text is
- * shorter than the longest instance's filler. */
+ * shorter than the longest instance's filler. mm: the products' backend (NULL: fp32; a
+ * bf16 one also keeps the KV cache in bf16, the model's bf16 shadow enabled by the caller). */
 /* The instance of (length n, depth index and value, trial) that st_passkey_eval runs:
  * out[0, n + digits), the filler at an offset and the key both functions of (seed, n,
  * depth index, trial). */
 void st_passkey_eval_instance(const st_passkey *pk, const int32_t *text, int64_t n_text, int64_t n, int depth_index,
                               double depth, int trial, uint64_t seed, int32_t *out);
-int st_passkey_eval(st_model *m, const st_passkey *pk, const int32_t *text, int64_t n_text, const int64_t *lengths,
+int st_passkey_eval(st_model *m, struct st_mm *mm, const st_passkey *pk, const int32_t *text, int64_t n_text, const int64_t *lengths,
                     int n_len, const double *depths, int n_depth, int trials, uint64_t seed, st_passkey_cell *cells,
                     st_error *e);
 
 /* st_passkey_eval on a run's own text: the passkey pieces encoded by the run's tokenizer
  * (data->pk_digits digits), the instances cut from split `split` of the run's data
  * (st_dataset_load of data, cfg_file naming it in messages). *digits: the key's length. */
-int st_passkey_eval_text(st_model *m, const st_tokenizer *tok, const st_data_config *data, const char *cfg_file,
+int st_passkey_eval_text(st_model *m, struct st_mm *mm, const st_tokenizer *tok, const st_data_config *data, const char *cfg_file,
                          int split, const int64_t *lengths, int n_len, const double *depths, int n_depth, int trials,
                          uint64_t seed, st_passkey_cell *cells, int *digits, st_error *e);
 
@@ -289,7 +290,7 @@ typedef struct st_task_cell {
  * each: the prompt, the expected answer and the model's argmax at each answer position
  * (teacher-forced, as the accuracy counts it: equal to greedy decoding up to the first
  * wrong token, marked "*"), exact or wrong, with the answer tokens right. */
-int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int n_sizes, const double *depths,
+int st_task_eval(st_model *m, struct st_mm *mm, const st_task_data *td, const int64_t *sizes, int n_sizes, const double *depths,
                  int n_depth, int trials, uint64_t seed, st_task_cell *cells, int n_show, FILE *show, st_error *e);
 /* The instance st_task_eval runs for (size, depth index and value, trial): tok, ans of
  * the task's length(size); returns its token count. */

@@ -10,7 +10,7 @@ evaluation length (log2 x), one line per group of runs (a sweep's run name witho
 train.seed part, e.g. "alibi_rf-exp" or "rope, seq_len-64"; for eval reports the
 position method), a vertical dashed line at each training length. Runs that differ only
 in train.seed are averaged: runs of one sweep (the directory of its results.json) evaluated
-with one protocol; eval reports that agree in model, training length, checkpoint step,
+with one protocol; eval reports that agree in model, training length and precision, checkpoint step,
 data, split, mode, stride, tokens, precision and transform. A label shared by runs that
 differ otherwise gets what tells them apart, naming only what is known for both and
 differs, e.g. "alibi [out runs/b]", "alibi [seq_len 32]", "alibi [mode sliding]",

@@ -119,9 +119,11 @@ def brief(v):
 
 def report_key(doc):
     """What must agree for `stretch eval` reports to be averaged (as seeds of one
-    experiment): the model and its training length, the checkpoint's step, the data and
-    the protocol (split, mode, stride, tokens, precision) and the transform"""
-    key = dict(doc.get("model") or {}, kind="report", seq_len=(doc.get("train") or {}).get("seq_len"))
+    experiment): the model, its training length and precision, the checkpoint's step, the
+    data and the protocol (split, mode, stride, tokens, precision) and the transform"""
+    train = doc.get("train") or {}
+    key = dict(doc.get("model") or {}, kind="report", seq_len=train.get("seq_len"),
+               train_precision=train.get("precision"))
     for k in ("split", "mode", "stride", "step", "split_tokens", "precision"):
         key[k] = doc.get(k)
     data = doc.get("data") or {}

@@ -95,6 +95,38 @@ for x, y in zip(a["results"], b["results"]):
 sys.exit(bad)
 EOF
 
+# ---- default report names: an eval in another precision than training keeps its own file
+# (probe 27: a bf16 eval replaced the run's fp32 report) ----
+expect_rc 0 "default eval of the fp32 run" "$BIN" eval r32 --lengths 32 --quiet
+expect_rc 0 "bf16 eval of the fp32 run, default name" "$BIN" eval r32 --lengths 32 --precision bf16 --quiet
+"$PY" -c '
+import json
+a, b = json.load(open("r32/eval_valid_nonoverlapping.json")), json.load(open("r32/eval_valid_nonoverlapping_bf16.json"))
+assert a["precision"] == "fp32" and b["precision"] == "bf16", (a["precision"], b["precision"])
+assert a["train"]["precision"] == b["train"]["precision"] == "fp32", (a["train"], b["train"])' && ok || bad "precision report names"
+
+# ---- task evaluation in the run's precision: bf16 products and KV cache, recorded ----
+cat >task.json <<EOF
+{"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "alibi"},
+ "data": {"source": "task", "task": {"name": "copy", "symbols": 8, "min_size": 1, "max_size": 4}},
+ "train": {"batch_size": 16, "seq_len": 12, "steps": 60, "log_every": 60, "eval_every": 0, "eval_batches": 2,
+           "threads": 2, "optimizer": {"lr": 0.01}, "schedule": {"warmup": 5}}}
+EOF
+expect_rc 0 "train a bf16 task run" "$BIN" train task.json --set train.precision=bf16 --out t16 --quiet
+expect_rc 0 "task eval of the bf16 run" "$BIN" eval t16 --task --scales 1,2 --trials 8
+expect_err "matmul precision: bf16"
+expect_rc 0 "task eval of the bf16 run in fp32" "$BIN" eval t16 --task --scales 1,2 --trials 8 --precision fp32 --quiet
+"$PY" - t16/eval_task_copy.json t16/eval_task_copy_fp32.json <<'EOF' && ok || bad "task eval precision"
+import json, sys
+b, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert b["precision"] == "bf16" and f["precision"] == "fp32" and b["train_precision"] == f["train_precision"] == "bf16"
+for x, y in zip(b["results"], f["results"]):
+    d = abs(x["answer_loss"] - y["answer_loss"])
+    print(f"size {x['size']}: answer loss bf16 {x['answer_loss']:.5f} fp32 {y['answer_loss']:.5f}")
+    assert d < 0.02 * y["answer_loss"] + 1e-3, d   # the same model, bf16 rounding apart
+assert any(x["answer_loss"] != y["answer_loss"] for x, y in zip(b["results"], f["results"])), "bf16 did not run"
+EOF
+
 # ---- bench ----
 expect_rc 0 "bench bf16" "$BIN" bench --preset tiny --precision bf16 --steps 2 --warmup 1 --eval 64 --eval-reps 1 \
     --sgemm 256 --sgemm-reps 2 --json b.json

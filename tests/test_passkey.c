@@ -114,7 +114,7 @@ static void test_eval_matches_forward(const st_passkey *pk) {
     const double depth = 0.25;
     st_passkey_cell cell;
     st_error e = {0};
-    CHECK(st_passkey_eval(&m, pk, text, 300, &n, 1, &depth, 1, 1, 9, &cell, &e) == ST_OK);
+    CHECK(st_passkey_eval(&m, NULL, pk, text, 300, &n, 1, &depth, 1, 1, 9, &cell, &e) == ST_OK);
     CHECK(cell.trials == 1 && cell.status == ST_OK);
     int32_t inst[64], tg[64];
     float tok[64];

@@ -476,7 +476,7 @@ static void test_eval_matches_forward(void) {
         const int64_t size = ti ? 6 : 30;
         const double depth = 0.25;
         st_task_cell cell;
-        CHECK(st_task_eval(&m, &td, &size, 1, &depth, 1, 1, 9, &cell, 0, NULL, &e) == ST_OK);
+        CHECK(st_task_eval(&m, NULL, &td, &size, 1, &depth, 1, 1, 9, &cell, 0, NULL, &e) == ST_OK);
         CHECK(cell.trials == 1 && cell.status == ST_OK);
         int32_t tok[64], tg[64];
         uint8_t ans[64];

@@ -85,6 +85,10 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, struct st_t
 /* "_<label>" of an active transform for report file names (only [A-Za-z0-9._-] kept),
  * "" when none: a transformed report never overwrites the plain one. */
 void cli_transform_tag(const struct st_transform *xf, char *tag, size_t n);
+/* "_bf16" / "_fp32" when an evaluation's products ran in another precision than the run's
+ * train.precision, "" when the same: an eval --precision never overwrites the default
+ * report (cli_transform.c). At most 5 characters. */
+void cli_precision_tag(int precision, int train_precision, char *tag, size_t n);
 /* The options cli_transform_arg read into `given` (initialised by cli_transform_unset: a
  * field still -1 was not given) as an eval plan's transform fields (-1: the run's eval
  * section decides, st_eval_merge_transform / st_eval_plan_resolve). */

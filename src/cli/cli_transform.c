@@ -3,6 +3,7 @@
  * --sinks K, --window W, --positions text|cache. One parser, so both commands accept and
  * reject the same. */
 #include "cli/cli.h"
+#include "st_matmul.h"
 #include "st_transform.h"
 
 #include <ctype.h>
@@ -67,6 +68,11 @@ void cli_transform_plan(const st_transform *given, st_eval_plan *plan) {
     plan->window = given->window;
     plan->clip = given->clip;
     plan->positions = given->cache_positions < 0 ? -1 : given->cache_positions ? ST_SINK_POS_CACHE : ST_SINK_POS_TEXT;
+}
+
+void cli_precision_tag(int precision, int train_precision, char *tag, size_t n) {
+    if (precision == train_precision) snprintf(tag, n, "%s", "");
+    else snprintf(tag, n, "_%s", st_precision_name(precision));
 }
 
 void cli_transform_tag(const st_transform *xf, char *tag, size_t n) {

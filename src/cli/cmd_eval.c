@@ -23,11 +23,12 @@ static const char *usage_text =
     "        [--transform pi|ntk|dynamic_ntk|yarn|rerope|alibi_interp|none] [--scale S] [--clip W]\n"
     "        [--sinks K --window W [--positions text|cache]]\n"
     "   or: eval RUN_DIR|CHECKPOINT --task [NAME] [--scales 1,2,4,...|--sizes A,B,...] [--depths 0,0.5,1]\n"
-    "        [--trials N] [--show N] [--seed S] [--json OUT.json] [transform options]: a task run's exact-match\n"
-    "        accuracy at multiples of its largest training size (docs/tasks.md; default scales 1,2,4,8,16,32);\n"
+    "        [--trials N] [--show N] [--seed S] [--precision fp32|bf16] [--json OUT.json] [transform options]: a task\n"
+    "        run's exact-match accuracy at multiples of its largest training size (docs/tasks.md; default scales 1,2,4,8,16,32);\n"
     "        --show N prints each cell's first N instances with the model's answer\n"
     "   or: eval RUN_DIR|CHECKPOINT --task passkey [--lengths ...] [--depths 0,0.5,1] [--trials N] [--seed S]\n"
-    "        [--split valid|test] [--json OUT.json] [transform options]: retrieval accuracy of a text run\n"
+    "        [--split valid|test] [--precision fp32|bf16] [--json OUT.json] [transform options]: retrieval accuracy\n"
+    "        of a text run\n"
     "  defaults come from the run's eval config section (--precision: its train.precision);\n"
     "  --lengths A..B = A, 2A, 4A, ... up to B;\n"
     "  --attn-stats: per layer and head, the attention's mean key distance, entropy, mass on the first key\n"
@@ -65,8 +66,10 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
         }
     }
     /* a transformed evaluation must not overwrite the plain one: its label joins the name */
-    char tag[160];
+    char tag[160], ptag[8];
     cli_transform_tag(&rep->xf, tag, sizeof tag);
+    cli_precision_tag(rep->precision, rep->cfg.train.precision, ptag, sizeof ptag);
+    strncat(tag, ptag, sizeof tag - strlen(tag) - 1);
     if (rep->external) {
         /* never the run's own report name: eval_data-<file or dir name>[_<split>]_<mode> */
         char name[256], tmp[ST_PATH_BUF];
@@ -86,7 +89,7 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
 }
 
 /* At most what default_json_path adds to the source path: "/eval_data-" (11) + the data
- * name (< 256) + "_valid" (6) + "_nonoverlapping" (15) + a transform tag (< 160) +
+ * name (< 256) + "_valid" (6) + "_nonoverlapping" (15) + a transform and precision tag (< 160) +
  * ".json" (5) = 451, + 2 for a bare checkpoint name that gains "./" (a checkpoint's
  * "_<name>" stem otherwise replaces its own "/<name>.ckpt"), rounded up. */
 #define REPORT_NAME_ROOM 460

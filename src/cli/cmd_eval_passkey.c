@@ -6,6 +6,7 @@
  * Exit codes: cmd_eval_task.c. */
 #include "cli/eval_task.h"
 #include "st_eval.h"
+#include "st_matmul.h"
 #include "st_transform.h"
 
 #include <cjson/cJSON.h>
@@ -56,6 +57,8 @@ static int save_json(const task_args *a, const st_passkey_cell *cells, const st_
     char label[160];
     st_transform_label(&a->xf, label, sizeof label);
     cJSON_AddStringToObject(o, "transform", label);
+    cJSON_AddStringToObject(o, "precision", st_precision_name(a->precision));
+    cJSON_AddStringToObject(o, "train_precision", st_precision_name(cfg->train.precision));
     cJSON *rows = cJSON_AddArrayToObject(o, "results");
     for (int i = 0; i < a->n_lengths * a->n_depths; i++) {
         const st_passkey_cell *c = &cells[i];
@@ -97,7 +100,7 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
     if (!rc && !(cells = calloc((size_t)a->n_lengths * (size_t)a->n_depths, sizeof *cells)))
         rc = st_fail(&e, ST_ERR_MEMORY, "eval: out of memory");
     if (!rc)
-        rc = st_passkey_eval_text(m, tok, &cfg->data, cfg->file, a->split, a->lengths, a->n_lengths, a->depths,
+        rc = st_passkey_eval_text(m, a->mm, tok, &cfg->data, cfg->file, a->split, a->lengths, a->n_lengths, a->depths,
                                   a->n_depths, (int)a->trials, a->seed, cells, &digits, &e);
     if (!rc) {
         print_grid(a, cells, digits);

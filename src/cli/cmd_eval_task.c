@@ -9,6 +9,7 @@
  * task, a task run asked for another task, too little text), 5 for a bad checkpoint. */
 #include "cli/eval_task.h"
 #include "st_eval.h"
+#include "st_matmul.h"
 #include "st_task.h"
 #include "eval/task_report.h"
 
@@ -39,12 +40,12 @@ static int is_task_name(const char *v) { return v && v[0] != '-' && (st_task_fin
 
 /* The flags that take a value (parse_value's and the transform options). */
 static const char *const valued[] = {"--lengths", "--sizes", "--scales", "--depths", "--trials", "--show", "--seed", "--split",
-                                     "--json", "--threads", CLI_TRANSFORM_FLAGS, NULL};
+                                     "--json", "--threads", "--precision", CLI_TRANSFORM_FLAGS, NULL};
 
 static int not_for_tasks(const char *f) {
     return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (it takes --sizes, --scales, "
-                     "--lengths, --depths, --trials, --show, --seed, --split, --json, --force, --threads, --quiet and the "
-                     "transform options)", f);
+                     "--lengths, --depths, --trials, --show, --seed, --split, --json, --force, --threads, --precision, --quiet "
+                     "and the transform options)", f);
 }
 
 static int parse_value(const char *f, const char *v, task_args *a) {
@@ -79,6 +80,9 @@ static int parse_value(const char *f, const char *v, task_args *a) {
     } else if (!strcmp(f, "--json")) {
         a->json = v;
         if (cli_path_arg("eval", f, v)) return ST_ERR_CONFIG;
+    } else if (!strcmp(f, "--precision")) {
+        if ((a->precision = st_precision_from_name(v)) < 0)
+            return cli_usage("eval", "--precision '%s': expected fp32 or bf16", v);
     } else if (!strcmp(f, "--threads")) {
         if (!cli_int_arg(v, 0, 4096, &a->threads)) return cli_usage("eval", "--threads '%s': expected an integer >= 0", v);
     } else {
@@ -137,7 +141,7 @@ void eval_task_path(const task_args *a, const char *name, char *out, size_t n) {
     }
     char tag[160];
     cli_transform_tag(&a->xf, tag, sizeof tag);
-    snprintf(out, n, "%s/%s%s.json", dir, name, tag);
+    snprintf(out, n, "%s/%s%s%s.json", dir, name, tag, a->prec_tag);
 }
 
 /* The default report's name (without --json) must fit the path limit: checked before the
@@ -223,6 +227,8 @@ static int save_task_json(const task_args *a, const st_task_data *td, const st_t
     char label[160];
     st_transform_label(&a->xf, label, sizeof label);
     cJSON_AddStringToObject(o, "transform", label);
+    cJSON_AddStringToObject(o, "precision", st_precision_name(a->precision));
+    cJSON_AddStringToObject(o, "train_precision", st_precision_name(cfg->train.precision));
     cJSON_AddItemToObject(o, "results", st_task_results_json(td, cells, a->n_sizes, n_depth));
     return eval_task_write(o, path, e);
 }
@@ -292,7 +298,7 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
     size_t shown_len = 0;
     FILE *show = !rc && a->show > 0 ? open_memstream(&shown, &shown_len) : NULL;
     if (!rc && a->show > 0 && !show) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "eval: out of memory"});
-    if (!rc && st_task_eval(m, &td, a->sizes, a->n_sizes, a->depths, n_depth, (int)a->trials, a->seed, cells,
+    if (!rc && st_task_eval(m, a->mm, &td, a->sizes, a->n_sizes, a->depths, n_depth, (int)a->trials, a->seed, cells,
                             (int)a->show, show, &e))
         rc = cli_report(&e);
     if (show) fclose(show);
@@ -320,7 +326,7 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
 }
 
 int cmd_eval_task(int argc, char **argv) {
-    task_args a = {.seed = 1, .split = ST_SPLIT_VALID, .threads = -1};
+    task_args a = {.seed = 1, .split = ST_SPLIT_VALID, .threads = -1, .precision = -1};
     cli_transform_unset(&a.xf);   /* -1: not given, the run's eval section decides */
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc < 0 ? ST_OK : rc;
@@ -359,11 +365,19 @@ int cmd_eval_task(int argc, char **argv) {
         st_model_free(&m);
         return cli_usage("eval", "--show: shows a task run's instances; a text run's passkey prompts are text windows");
     }
+    /* precision: the products' backend, the weights' bf16 shadow and the cache's rows, as
+     * the perplexity evaluation and generate take it (default: the run's train.precision) */
+    if (a.precision < 0) a.precision = cfg.train.precision;
+    cli_precision_tag(a.precision, cfg.train.precision, a.prec_tag, sizeof a.prec_tag);
     if ((rc = check_report_path(&a, task_run ? (a.task ? a.task : cfg.data.task_name) : NULL))) {
         st_model_free(&m);
         return rc;
     }
-    rc = task_run ? eval_registry_task(&a, &m, &cfg) : eval_passkey_text(&a, &m, &cfg, &ts, tok_path);
+    rc = st_mm_create(&a.mm, a.precision, a.quiet, &e);
+    if (!rc && a.precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, &e);
+    if (rc) rc = cli_report(&e);
+    else rc = task_run ? eval_registry_task(&a, &m, &cfg) : eval_passkey_text(&a, &m, &cfg, &ts, tok_path);
+    st_mm_free(a.mm);
     st_model_free(&m);
     return rc;
 }

@@ -25,6 +25,9 @@ typedef struct task_args {
     int split, split_given, quiet, force;
     int64_t threads;
     st_transform xf;
+    int precision;          /* --precision (-1: the run's train.precision), then the one used */
+    char prec_tag[8];       /* cli_precision_tag of it: joins the default report's name */
+    struct st_mm *mm;       /* the products' backend in that precision (owned by cmd_eval_task) */
 } task_args;
 
 /* RUN_DIR/<name><transform tag>.json for a run dir or a checkpoint in RUN_DIR/checkpoints */

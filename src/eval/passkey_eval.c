@@ -58,7 +58,7 @@ static int eval_length(st_model *m, const st_passkey *pk, const int32_t *text, i
     return rc;
 }
 
-int st_passkey_eval(st_model *m, const st_passkey *pk, const int32_t *text, int64_t n_text, const int64_t *lengths,
+int st_passkey_eval(st_model *m, st_mm *mm, const st_passkey *pk, const int32_t *text, int64_t n_text, const int64_t *lengths,
                     int n_len, const double *depths, int n_depth, int trials, uint64_t seed, st_passkey_cell *cells,
                     st_error *e) {
     memset(cells, 0, (size_t)n_len * (size_t)n_depth * sizeof *cells);
@@ -75,6 +75,7 @@ int st_passkey_eval(st_model *m, const st_passkey *pk, const int32_t *text, int6
     int rc = logits ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, e) : ST_ERR_MEMORY;
     const int have_arena = !rc;
     if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, e);
+    if (!rc) ctx.mm = mm;
     const int have_ctx = !rc;
     for (int li = 0; li < n_len && !rc; li++) {
         st_passkey_cell *row = cells + (size_t)li * (size_t)n_depth;
@@ -100,7 +101,7 @@ int st_passkey_eval(st_model *m, const st_passkey *pk, const int32_t *text, int6
     return rc;
 }
 
-int st_passkey_eval_text(st_model *m, const st_tokenizer *tok, const st_data_config *data, const char *cfg_file,
+int st_passkey_eval_text(st_model *m, st_mm *mm, const st_tokenizer *tok, const st_data_config *data, const char *cfg_file,
                          int split, const int64_t *lengths, int n_len, const double *depths, int n_depth, int trials,
                          uint64_t seed, st_passkey_cell *cells, int *digits, st_error *e) {
     st_passkey pk;
@@ -110,7 +111,7 @@ int st_passkey_eval_text(st_model *m, const st_tokenizer *tok, const st_data_con
     st_dataset ds;
     memset(&ds, 0, sizeof ds);
     if (!(rc = st_dataset_load(data, cfg_file, &ds, e)))
-        rc = st_passkey_eval(m, &pk, ds.tokens[split], ds.n[split], lengths, n_len, depths, n_depth, trials, seed,
+        rc = st_passkey_eval(m, mm, &pk, ds.tokens[split], ds.n[split], lengths, n_len, depths, n_depth, trials, seed,
                              cells, e);
     st_dataset_free(&ds);
     return rc;

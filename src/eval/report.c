@@ -202,6 +202,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON *to = cJSON_AddObjectToObject(o, "train");
     cJSON_AddNumberToObject(to, "seq_len", c->train.seq_len);
     st_json_add_number(to, "seed", (double)c->train.seed);
+    cJSON_AddStringToObject(to, "precision", st_precision_name(c->train.precision));   /* what training ran in */
     cJSON *dob = cJSON_AddObjectToObject(o, "data");
     cJSON_AddStringToObject(dob, "source", c->data.source);
     cJSON_AddStringToObject(dob, "tokenizer", c->data.tokenizer);

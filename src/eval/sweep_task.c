@@ -7,6 +7,7 @@
  * cell. */
 #include "sweep_internal.h"
 #include "eval/task_report.h"
+#include "st_matmul.h"
 #include "st_transform.h"
 
 #include <math.h>
@@ -19,14 +20,19 @@ static void print_scales(const sweep *s, const char *point, const cJSON *task);
 int sweep_has_task(const st_run_config *cfg) { return !strcmp(cfg->data.source, "task") || cfg->data.pk_rate > 0; }
 
 /* The point's inference transform on its model, in *xf (kept by the model: it must
- * outlive the evaluation). The point's plan has every transform field resolved
- * (point_plan: its eval.* keys, else the run's config), as the perplexity evaluation
- * uses it. */
-static int point_transform(const sweep_point *pt, const st_eval_plan *plan, const st_run_config *cfg, st_model *m,
-                           st_transform *xf, st_error *e) {
+ * outlive the evaluation), and the products' backend *mm in the run's train.precision
+ * (bf16: the weights' shadow and the KV cache too), as the perplexity evaluation of the
+ * point runs. The point's plan has every transform field resolved (point_plan: its eval.*
+ * keys, else the run's config). */
+static int point_model(const sweep_point *pt, const st_eval_plan *plan, const st_run_config *cfg, st_model *m,
+                       st_transform *xf, st_mm **mm, st_error *e) {
+    *mm = NULL;
     *xf = st_eval_plan_transform(plan, cfg->train.seq_len);
     int rc = st_transform_check(xf, m->cfg.pos, "eval.transform", e);
     if (!rc) st_model_set_transform(m, xf, pt->name);
+    const int precision = plan->precision >= 0 ? plan->precision : cfg->train.precision;
+    if (!rc) rc = st_mm_create(mm, precision, 1, e);
+    if (!rc && precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m->params, e);
     return rc;
 }
 
@@ -39,14 +45,15 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
     st_task_data td;
     if ((rc = st_task_data_init(&td, &cfg.data, cfg.file, e))) { st_model_free(&m); return rc; }
     st_transform xf;
-    rc = point_transform(pt, plan, &cfg, &m, &xf, e);
+    st_mm *mm = NULL;
+    rc = point_model(pt, plan, &cfg, &m, &xf, &mm, e);
     int64_t sizes[ST_EVAL_MAX_LENGTHS];
     const int n = s->n_task_scales, n_depth = td.task->has_depth ? s->n_task_depths : 1;
     st_task_sizes_from_scales(&td, s->task_scales, n, sizes);
     if (!rc) rc = st_task_check_sizes(&td, sizes, n, "eval.task_scales", e);
     st_task_cell *cells = rc ? NULL : calloc((size_t)n * (size_t)n_depth, sizeof *cells);
     if (!rc && !cells) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");
-    if (!rc) rc = st_task_eval(&m, &td, sizes, n, s->task_depths, n_depth, (int)s->task_trials, 1, cells, 0, NULL, e);
+    if (!rc) rc = st_task_eval(&m, mm, &td, sizes, n, s->task_depths, n_depth, (int)s->task_trials, 1, cells, 0, NULL, e);
     if (!rc) {
         cJSON *o = cJSON_CreateObject();
         char label[160];
@@ -57,12 +64,14 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
         cJSON_AddNumberToObject(o, "train_max_size", (double)td.max_size);
         cJSON_AddNumberToObject(o, "trials", (double)s->task_trials);
         cJSON_AddStringToObject(o, "transform", label);
+        cJSON_AddStringToObject(o, "precision", st_precision_name(st_mm_precision(mm)));
         cJSON_AddItemToObject(o, "results", st_task_results_json(&td, cells, n, n_depth));
         *out = o;
         print_scales(s, pt->name, o);
     }
     free(cells);
     st_task_data_free(&td);
+    st_mm_free(mm);
     st_model_free(&m);
     return rc;
 }
@@ -80,7 +89,8 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
     int rc = st_checkpoint_load_model(pt->train_dir, &m, &cfg, e);
     if (rc) return rc;
     st_transform xf;
-    rc = point_transform(pt, plan, &cfg, &m, &xf, e);
+    st_mm *mm = NULL;
+    rc = point_model(pt, plan, &cfg, &m, &xf, &mm, e);
     char ckpt[ST_PATH_BUF], tok_path[ST_PATH_BUF + 16];
     st_train_state ts;
     st_tokenizer *tok = NULL;
@@ -99,7 +109,7 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
     const int split = plan->split >= 0 ? plan->split : cfg.eval.split;
     int digits = 0;
     if (!rc)
-        rc = st_passkey_eval_text(&m, tok, &cfg.data, cfg.file, split, lengths, n, s->task_depths, n_depth,
+        rc = st_passkey_eval_text(&m, mm, tok, &cfg.data, cfg.file, split, lengths, n, s->task_depths, n_depth,
                                   (int)s->task_trials, 1, cells, &digits, e);
     if (!rc) {
         cJSON *o = cJSON_CreateObject(), *rows = cJSON_CreateArray();
@@ -111,6 +121,7 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
         cJSON_AddNumberToObject(o, "train_max_size", cfg.train.seq_len);
         cJSON_AddNumberToObject(o, "trials", (double)s->task_trials);
         cJSON_AddStringToObject(o, "transform", label);
+        cJSON_AddStringToObject(o, "precision", st_precision_name(st_mm_precision(mm)));
         cJSON_AddStringToObject(o, "split", split == ST_SPLIT_TEST ? "test" : "valid");
         for (int i = 0; i < n * n_depth; i++) {
             const st_passkey_cell *c = &cells[i];
@@ -136,6 +147,7 @@ int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval
     }
     free(cells);
     if (tok) st_tokenizer_free(tok);
+    st_mm_free(mm);
     st_model_free(&m);
     return rc;
 }

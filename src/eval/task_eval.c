@@ -130,7 +130,7 @@ static int eval_size(st_model *m, const st_task_data *td, int64_t size, const do
     return rc;
 }
 
-int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int n_sizes, const double *depths,
+int st_task_eval(st_model *m, st_mm *mm, const st_task_data *td, const int64_t *sizes, int n_sizes, const double *depths,
                  int n_depth, int trials, uint64_t seed, st_task_cell *cells, int n_show, FILE *show, st_error *e) {
     memset(cells, 0, (size_t)n_sizes * (size_t)n_depth * sizeof *cells);
     int64_t longest = 0;
@@ -147,6 +147,7 @@ int st_task_eval(st_model *m, const st_task_data *td, const int64_t *sizes, int 
     int rc = logits && (pred || !show || n_show <= 0) ? st_arena_init(&ar, (size_t)16 << 20, (size_t)-1, e) : ST_ERR_MEMORY;
     const int have_arena = !rc;
     if (!rc) rc = st_ctx_init(&ctx, &ar, 1 << 14, e);
+    if (!rc) ctx.mm = mm;
     const int have_ctx = !rc;
     const int64_t max_len = st_pos_max_len(&m->cfg);
     for (int si = 0; si < n_sizes && !rc; si++) {
