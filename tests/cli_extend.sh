@@ -102,6 +102,8 @@ expect_err "model.scaling.yarn_alpha: applies to model.scaling.transform yarn on
 expect_rc 2 "scale without transform" "$BIN" extend rope --to 64 --scale 2 --steps 1 --out b7
 expect_err "--scale needs --transform"
 expect_rc 2 "neither steps nor budget" "$BIN" extend rope --to 64 --out b8
+expect_rc 2 "--set train.seq_len against --to" "$BIN" extend rope --to 64 --steps 1 --out b8 --set train.seq_len=256
+expect_err "--set train.seq_len=256: the extended run's train.seq_len is --to N"
 expect_rc 3 "no base run" "$BIN" extend nope --to 64 --steps 1 --out b9
 expect_err "nope: not a run directory"
 expect_rc 2 "scaling key in a config" "$BIN" train cfg.json --out b10 --set model.scaling.scale=0

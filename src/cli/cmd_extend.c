@@ -85,6 +85,11 @@ static int parse(int argc, char **argv, extend_args *a) {
             a->sets[a->n_sets++] = v;
         } else return cli_usage("extend", "unknown option '%s'", f);
     }
+    /* the new run's length is what extend is for: --to sets it, and a --set of it would
+     * train another length than the one the plan (scale, steps, log) was made for */
+    for (int i = 0; i < a->n_sets; i++)
+        if (strcspn(a->sets[i], "=") == strlen("train.seq_len") && !strncmp(a->sets[i], "train.seq_len", 13))
+            return cli_usage("extend", "--set %s: the extended run's train.seq_len is --to N", a->sets[i]);
     if (!a->run) return cli_usage("extend", "needs the base run directory");
     if (a->to == 0) return cli_usage("extend", "needs --to N (the new training length)");
     if ((a->steps >= 0) == (a->budget > 0)) return cli_usage("extend", "give one of --steps K or --budget F");
