@@ -178,6 +178,18 @@ expect_rc 0 "the run's eval.attn_stats, --stride: skipped" "$BIN" eval cfg_attn 
 expect_rc 0 "a run evaluated sliding by its config" "$BIN" train syn.json --out cfg_sl --set eval.mode=sliding --set train.steps=4
 expect_rc 2 "--attn-stats on it" "$BIN" eval cfg_sl --lengths 16 --attn-stats --quiet
 expect_err "the mode is sliding (the run's eval.mode; give --mode nonoverlapping)"
+# probe 28: what a path that is not a checkpoint is called, and a run whose pointer is gone
+echo hi > notes.txt
+expect_rc 5 "a text file as checkpoint" "$BIN" eval notes.txt
+expect_err "notes.txt: not a stretch checkpoint (3 bytes"
+expect_rc 3 "a run's checkpoints directory" "$BIN" eval alibi/checkpoints
+expect_err "alibi/checkpoints: a run's checkpoints directory: give the run directory (alibi)"
+expect_rc 0 "export" "$BIN" export alibi --out alibi_export
+expect_rc 3 "an export directory" "$BIN" eval alibi_export
+expect_err "alibi_export: an export (model.safetensors), not a run"
+cp -r alibi nolatest && rm nolatest/checkpoints/latest
+expect_rc 0 "a run without checkpoints/latest" "$BIN" eval nolatest --lengths 16 --quiet --json nolatest.json
+expect_err "nolatest/checkpoints/latest missing: taking the newest step checkpoint"
 expect_rc 5 "corrupt checkpoint" "$BIN" eval corrupt.ckpt
 grep -q "corrupt.ckpt" err.txt && ok || bad "corrupt checkpoint not named"
 

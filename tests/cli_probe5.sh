@@ -74,7 +74,7 @@ grep -q "scaling dropped" err.txt && bad "a kept scaling warned" || ok
 
 # ---- the user's own --set named, not the base run's config.json ----
 expect_rc 2 "extend --set train.seq_len" "$BIN" extend b --to 32 --transform pi --steps 2 --out s1 --set train.seq_len=8
-expect_err "^stretch: error: --set train.seq_len=8: train.seq_len: 8 is shorter than"
+expect_err "--set train.seq_len=8: the extended run's train.seq_len is --to N"
 expect_rc 2 "extend --set yarn_alpha with pi" "$BIN" extend b --to 32 --transform pi --steps 2 --out s1 --set model.scaling.yarn_alpha=2
 expect_err "^stretch: error: --transform, --set model.scaling.yarn_alpha=2: model.scaling.yarn_alpha: applies to"
 expect_rc 2 "extend --set yarn_alpha past beta" "$BIN" extend b --to 32 --transform yarn --steps 2 --out s1 --set model.scaling.yarn_alpha=40

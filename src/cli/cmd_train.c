@@ -134,6 +134,15 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         return rc;
     }
     if (rc == ST_ERR_CONFIG) cli_blame_sets(cfg.file, sets, n_sets, 0, &e);   /* e.g. init_from vs a --set */
+    /* a --set of a model or data key on resume: the user's value, not the checkpoint, is
+     * what does not fit (probe 28: exit 5 blaming config.json) */
+    for (int i = 0; rc == ST_ERR_CHECKPOINT && resume && i < n_sets; i++)
+        if (st_config_names_key(e.msg, sets[i])) {
+            char why[sizeof e.msg];
+            snprintf(why, sizeof why, "%s", e.msg);
+            rc = st_fail(&e, ST_ERR_CONFIG, "--set %s: a resumed run keeps its checkpoint's model and data sections "
+                         "(train a new run with --out to change them): %s", sets[i], why);
+        }
     if (rc) return cli_report(&e);
     return 0;
 }

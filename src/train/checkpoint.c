@@ -250,9 +250,15 @@ static int zr_open(zreader *r, const char *path, st_error *e) {
     unsigned char hdr[HEADER_BYTES];
     int rc = ST_OK;
     if (fstat(fileno(f), &st) != 0) rc = st_fail(e, ST_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    else if ((uint64_t)st.st_size < HEADER_BYTES)
-        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: truncated checkpoint: %lld bytes, smaller than the %d-byte header",
-                     path, (long long)st.st_size, HEADER_BYTES);
+    else if ((uint64_t)st.st_size < HEADER_BYTES) {
+        /* a short file is a cut checkpoint only if it starts as one (a text file is not) */
+        const size_t k = (size_t)st.st_size < 8 ? (size_t)st.st_size : 8;
+        const int starts = fread(hdr, 1, k, f) == k && memcmp(hdr, MAGIC, k) == 0;
+        rc = starts ? st_fail(e, ST_ERR_CHECKPOINT, "%s: truncated checkpoint: %lld bytes, smaller than the %d-byte "
+                              "header", path, (long long)st.st_size, HEADER_BYTES)
+                    : st_fail(e, ST_ERR_CHECKPOINT, "%s: not a stretch checkpoint (%lld bytes, not starting with "
+                              "\"STCKPT\")", path, (long long)st.st_size);
+    }
     else if (fread(hdr, 1, HEADER_BYTES, f) != HEADER_BYTES)
         rc = st_fail(e, ST_ERR_IO, "%s: read error", path);
     else if (memcmp(hdr, MAGIC, 8) != 0)
@@ -429,6 +435,32 @@ int st_checkpoint_stored_crc(const char *path, uint32_t *crc) {
     return ok;
 }
 
+/* A directory without checkpoints/latest: a run whose pointer was deleted (its newest step
+ * file, with a warning), a run's checkpoints/ directory or an export named instead of the
+ * run (said so), or a run with no checkpoint yet. */
+static int resolve_without_latest(const char *dir, const char *latest, char *out, size_t n, st_error *e) {
+    const int64_t step = st_rundir_newest_step(dir);
+    if (step >= 0) {
+        char name[64];
+        snprintf(name, sizeof name, "step_%08lld.ckpt", (long long)step);
+        st_rundir_path(dir, name, out, n);
+        st_log(ST_LOG_WARN, "%s missing: taking the newest step checkpoint, %s", latest, out);
+        return ST_OK;
+    }
+    char probe[ST_PATH_BUF + 32];
+    const size_t len = strlen(dir);
+    snprintf(probe, sizeof probe, "%s/latest", dir);
+    if (len >= 11 && !strcmp(dir + len - 11, "checkpoints") && (len == 11 || dir[len - 12] == '/') &&
+        access(probe, F_OK) == 0)
+        return st_fail(e, ST_ERR_IO, "%s: a run's checkpoints directory: give the run directory (%.*s) or one of its "
+                       ".ckpt files", dir, len > 12 ? (int)(len - 12) : 1, len > 12 ? dir : ".");
+    snprintf(probe, sizeof probe, "%s/model.safetensors", dir);
+    if (access(probe, F_OK) == 0)
+        return st_fail(e, ST_ERR_IO, "%s: an export (model.safetensors), not a run: give the run directory or a "
+                       "checkpoint (an export is for other tools, and train.init_from reads its model.safetensors)", dir);
+    return st_fail(e, ST_ERR_IO, "%s: no checkpoint yet (%s missing)", dir, latest);
+}
+
 int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e) {
     struct stat st;
     if (stat(path_or_run_dir, &st) != 0)
@@ -444,7 +476,7 @@ int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_e
     char *name = st_read_file(latest, &len, 4096, &tmp);
     if (!name) {
         if (access(latest, F_OK) == 0) return st_fail(e, tmp.code, "%s", tmp.msg);   /* there, unreadable */
-        return st_fail(e, ST_ERR_IO, "%s: no checkpoint yet (%s missing)", path_or_run_dir, latest);
+        return resolve_without_latest(path_or_run_dir, latest, out, n, e);
     }
     while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == ' ')) name[--len] = 0;
     if (len == 0 || strchr(name, '/')) {

@@ -178,6 +178,19 @@ int st_rundir_has_checkpoint(const char *dir) {
     return any;
 }
 
+int64_t st_rundir_newest_step(const char *dir) {
+    char cdir[ST_PATH_BUF + 16];
+    snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+    DIR *d = opendir(cdir);
+    if (!d) return -1;
+    int64_t best = -1, s;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (is_step_file(de->d_name, &s) && s > best) best = s;
+    closedir(d);
+    return best;
+}
+
 int64_t st_run_latest_step(const char *dir) {
     char path[ST_PATH_BUF + 256], line[80] = "";
     snprintf(path, sizeof path, "%s/checkpoints/latest", dir);

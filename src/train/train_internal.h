@@ -34,6 +34,9 @@ int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_para
 int st_rundir_link_best(const char *dir, const char *step_path, st_error *e);
 /* Path of checkpoints/best.ckpt (or any other name) inside dir. */
 void st_rundir_path(const char *dir, const char *name, char *out, size_t n);
+/* The highest step of DIR/checkpoints/step_NNNNNNNN.ckpt, -1 when there is none (the
+ * resolver's fallback when checkpoints/latest is gone). */
+int64_t st_rundir_newest_step(const char *dir);
 /* Remove NAME.tmp.PID files whose writer PID is no longer running (left by a SIGKILL or
  * power loss mid-write; never read; in checkpoints/ as large as a checkpoint): any in
  * checkpoints/, and in RUN_DIR those of the run's own files and eval reports. */
