@@ -264,6 +264,11 @@ int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_e
  * instance fits train.seq_len + 1 (exit 2 naming data.task.max_size). The trainer's loader
  * and the rows `stretch data --config` shows are the same. */
 int st_train_loader_init(const st_run_config *c, const st_dataset *ds, st_loader *l, st_error *e);
+/* The range of a numeric config key ("eval.buckets"): *lo, *hi, whether lo is exclusive
+ * (*xlo) and whether the key takes integers (*integral); 0 when path is no numeric key.
+ * Flags that set a key's value use it, so the command line and the config accept the same
+ * values (cli_key_arg). */
+int st_config_range(const char *path, double *lo, double *hi, int *xlo, int *integral);
 /* The step of a run's latest checkpoint (the name checkpoints/latest points to), -1 when
  * it has none: where an interrupted run resumes, without reading the checkpoint. */
 int64_t st_run_latest_step(const char *run_dir);

@@ -154,4 +154,11 @@ expect 2 "badsw.json: invalid JSON at line 2, column 16 (byte 37)" -- "$BIN" swe
 printf '{"base": "tiny.json",\n  "variants": [' >endsw.json
 expect 2 "endsw.json: invalid JSON: unexpected end of file at line 2, column 16 (byte 37)" -- "$BIN" sweep endsw.json --quiet
 
+# flags that set a config key's value take the config's range, named (probe 28)
+expect 2 "--buckets '100000': expected an integer in [0, 65536] (as eval.buckets)" -- "$BIN" eval run --buckets 100000
+expect 2 "--threads '5000': expected an integer in [0, 4096] (as train.threads; 0: all cores)" -- "$BIN" eval run --threads 5000
+expect 2 "--lr '0': expected a number in (0, 100] (as train.optimizer.lr)" -- "$BIN" extend run --to 64 --steps 1 --lr 0
+expect 2 "--threads '5000': expected an integer in [0, 4096]" -- "$BIN" bench --threads 5000
+expect 2 "--seed '-1': expected an integer >= 0" -- "$BIN" bench --seed -1
+
 finish cli_msgs

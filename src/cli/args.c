@@ -54,6 +54,16 @@ int cli_num_arg(const char *s, double lo, double hi, double *out) {
     return 1;
 }
 
+int cli_key_arg(const char *cmd, const char *flag, const char *v, const char *key, const char *note, double *out) {
+    double lo = 0, hi = 0, x = 0;
+    int xlo = 0, integral = 0;
+    ST_ASSERT(st_config_range(key, &lo, &hi, &xlo, &integral));
+    int ok = cli_num_arg(v, lo, hi, &x) && !(xlo && x == lo) && (!integral || x == floor(x));
+    if (ok) { *out = x; return ST_OK; }
+    return cli_usage(cmd, "%s '%s': expected %s in %c%.17g, %.17g] (as %s%s%s)", flag, v, integral ? "an integer" : "a number",
+                     xlo ? '(' : '[', lo, hi, key, note ? "; " : "", note ? note : "");
+}
+
 int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap) {
     int n = 0;
     const char *p = s;

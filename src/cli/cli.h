@@ -52,6 +52,9 @@ int cli_num_arg(const char *s, double lo, double hi, double *out);   /* finite *
 int cli_split_arg(const char *s, int *out);                    /* valid | test */
 /* "A,B,C" into out[0..cap): the count, or 0 when an item is empty, bad or out of range. */
 int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
+/* A flag whose value is a config key's (st_config_range): ST_OK with *out, or the usage
+ * error (exit 2) naming the flag, the key and its range, then note (may be NULL). */
+int cli_key_arg(const char *cmd, const char *flag, const char *v, const char *key, const char *note, double *out);
 /* A length list: "A,B,..." (cli_list_arg) or the doubling range "A..B" = A, 2A, 4A, ... <= B,
  * each in [lo, hi], at most max. The count, 0 when malformed. */
 int cli_lengths_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int max);

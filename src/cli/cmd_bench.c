@@ -106,7 +106,9 @@ int cmd_bench(int argc, char **argv) {
         if (!v) return cli_usage("bench", "unknown option '%s'", a);
         int64_t x = 0;
 #define INTARG(flag, lo, hi, dst) \
-        if (!strcmp(a, flag)) { if (!cli_int_arg(v, lo, hi, &x)) return cli_usage("bench", "%s: bad value '%s'", flag, v); \
+        if (!strcmp(a, flag)) { if (!cli_int_arg(v, lo, hi, &x)) \
+                                    return cli_usage("bench", "%s '%s': expected an integer in [%lld, %lld]", flag, v, \
+                                                     (long long)(lo), (long long)(hi)); \
                                 dst = x; continue; }
         if (!strcmp(a, "--preset")) continue;
         INTARG("--vocab", 2, 1 << 24, c.model.vocab_size)
@@ -129,7 +131,7 @@ int cmd_bench(int argc, char **argv) {
         INTARG("--decode-context", 1, 1 << 24, c.decode_context)
 #undef INTARG
         if (!strcmp(a, "--seed")) {
-            if (!cli_u64_arg(v, &c.seed)) return cli_usage("bench", "--seed: bad value '%s'", v);
+            if (!cli_u64_arg(v, &c.seed)) return cli_usage("bench", "--seed '%s': expected an integer >= 0", v);
         } else if (!strcmp(a, "--pos")) {
             int p = st_pos_from_name(v);
             if (p < 0) return cli_usage("bench", "--pos: unknown position method '%s'", v);

@@ -109,6 +109,7 @@ typedef struct eval_args {
 static int parse_option(eval_args *a, const char *opt, const char *v) {
     st_eval_plan *plan = &a->plan;
     int64_t x;
+    int rc;
     if (!strcmp(opt, "--lengths")) {
         if ((plan->n_lengths = cli_lengths_arg(v, 1, INT64_MAX, plan->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
             return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
@@ -133,8 +134,9 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
         if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);
         plan->opts.batch_tokens = x;
     } else if (!strcmp(opt, "--buckets")) {
-        if (!cli_int_arg(v, 0, 1 << 20, &x)) return cli_usage("eval", "--buckets '%s': expected an integer in [0, 1048576]", v);
-        plan->buckets = (int)x;
+        double d = 0;
+        if ((rc = cli_key_arg("eval", opt, v, "eval.buckets", NULL, &d))) return rc;
+        plan->buckets = (int)d;
     } else if (!strcmp(opt, "--bucket-scale")) {
         if (!strcmp(v, "linear")) plan->opts.bucket_scale = ST_BUCKETS_LINEAR;
         else if (!strcmp(v, "log2")) plan->opts.bucket_scale = ST_BUCKETS_LOG2;
@@ -146,8 +148,9 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
         a->json = v;
         if (cli_path_arg("eval", opt, a->json)) return ST_ERR_CONFIG;
     } else if (!strcmp(opt, "--threads")) {
-        if (!cli_int_arg(v, 0, 4096, &x)) return cli_usage("eval", "--threads '%s': expected an integer >= 0 (0 = all cores)", v);
-        a->threads = (int)x;
+        double d = 0;
+        if ((rc = cli_key_arg("eval", opt, v, "train.threads", "0: all cores", &d))) return rc;
+        a->threads = (int)d;
     } else {
         return cli_usage("eval", "unknown option '%s'", opt);
     }

@@ -75,7 +75,7 @@ static int parse(int argc, char **argv, extend_args *a) {
         else if (!strcmp(f, "--budget")) { if (!cli_num_arg(v, 1e-9, 1e6, &a->budget)) return cli_usage("extend", "--budget '%s': a fraction > 0 of the base run's tokens expected", v); }
         else if (!strcmp(f, "--scale")) { if (!cli_num_arg(v, 1.0, 1e6, &a->scale)) return cli_usage("extend", "--scale '%s': a number in [1, 1e6] expected", v); }
         else if (!strcmp(f, "--batch")) { if (!cli_int_arg(v, 1, 1 << 20, &a->batch)) return cli_usage("extend", "--batch '%s': integer >= 1 expected", v); }
-        else if (!strcmp(f, "--lr")) { if (!cli_num_arg(v, 1e-12, 10, &a->lr)) return cli_usage("extend", "--lr '%s': a number in (0, 10] expected", v); }
+        else if (!strcmp(f, "--lr")) { if ((rc = cli_key_arg("extend", f, v, "train.optimizer.lr", NULL, &a->lr))) return rc; }
         else if (!strcmp(f, "--warmup")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->warmup)) return cli_usage("extend", "--warmup '%s': integer >= 0 expected", v); }
         else if (!strcmp(f, "--transform")) a->transform = v;
         else if (!strcmp(f, "--stop-after")) { if (!cli_int_arg(v, 1, INT64_MAX, &a->opts.stop_after)) return cli_usage("extend", "--stop-after needs a step number >= 1"); }

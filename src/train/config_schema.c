@@ -241,6 +241,19 @@ const st_ckey st_config_keys[] = {
 };
 const int st_config_nkeys = (int)(sizeof st_config_keys / sizeof st_config_keys[0]);
 
+int st_config_range(const char *path, double *lo, double *hi, int *xlo, int *integral) {
+    const st_ckey *k = st_config_find_key(path);
+    if (!k || k->kind == CK_OBJ || k->kind == CK_STR || k->kind == CK_PATH || k->kind == CK_ENUM || k->kind == CK_MASK ||
+        k->kind == CK_BOOL)
+        return 0;
+    *lo = k->min;
+    *hi = k->max;
+    *xlo = k->xmin;
+    *integral = k->kind == CK_INT || k->kind == CK_I64 || k->kind == CK_U64 || k->kind == CK_I64_LIST ||
+                k->kind == CK_I64_3;
+    return 1;
+}
+
 const st_ckey *st_config_find_key(const char *path) {
     for (int i = 0; i < st_config_nkeys; i++)
         if (strcmp(st_config_keys[i].path, path) == 0) return &st_config_keys[i];
