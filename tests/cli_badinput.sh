@@ -284,9 +284,9 @@ echo "step_00000099.ckpt" >rr/checkpoints/latest
 expect 3 "step_00000099.ckpt" -- "$BIN" eval rr --lengths 16 --quiet
 rm -rf rr && cp -r run rr
 B4="$(snap rr)"
-expect 5 "model.d_model: 16 vs 32" -- "$BIN" train --resume rr --quiet --set model.d_model=32
-expect 5 "model.pos" -- "$BIN" train --resume rr --quiet --set model.pos=rope
-expect 5 "data.synthetic.seed" -- "$BIN" train --resume rr --quiet --set data.synthetic.seed=7
+expect 2 "model.d_model: 16 vs 32" -- "$BIN" train --resume rr --quiet --set model.d_model=32
+expect 2 "model.pos" -- "$BIN" train --resume rr --quiet --set model.pos=rope
+expect 2 "data.synthetic.seed" -- "$BIN" train --resume rr --quiet --set data.synthetic.seed=7
 check '[ "$(snap rr)" = "$B4" ]' "a refused resume modified the run"
 expect 3 "not a run directory" -- "$BIN" train --resume "$TMP/adir" --quiet
 check '[ "$(snap run)" = "$RUN_SNAP" ]' "the source run was modified by the checkpoint cases"

@@ -161,4 +161,9 @@ expect 2 "--lr '0': expected a number in (0, 100] (as train.optimizer.lr)" -- "$
 expect 2 "--threads '5000': expected an integer in [0, 4096]" -- "$BIN" bench --threads 5000
 expect 2 "--seed '-1': expected an integer >= 0" -- "$BIN" bench --seed -1
 
+# a value that is a flag: the value was left out (probe 28: "--source --cache-dir D" said
+# "unexpected argument D")
+expect 2 "--source needs a value (the next argument is the flag --cache-dir)" -- "$BIN" data --source --cache-dir D
+expect 2 "--lengths needs a value (the next argument is the flag --quiet)" -- "$BIN" eval run --lengths --quiet
+
 finish cli_msgs

@@ -122,11 +122,25 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
     return e.code ? cli_report(&e) : ST_OK;
 }
 
+/* 1 when s is one of the flags: the command's own that take a value, or a flag without
+ * one that some command has. A value that is a flag means the value was left out
+ * ("--source --cache-dir D" would take "--cache-dir" as the source). */
+static int is_flag(const char *s, const char *const *valued) {
+    static const char *const bare[] = {"--quiet", "--force", "--help", "--no-cache", "--dry-run", "--profile", "--zero",
+                                       "--no-train", "--no-eval", "--attn-stats", "--resume", NULL};
+    if (strncmp(s, "--", 2) != 0) return 0;
+    for (const char *const *f = valued; *f; f++) if (!strcmp(s, *f)) return 1;
+    for (const char *const *f = bare; *f; f++) if (!strcmp(s, *f)) return 1;
+    return 0;
+}
+
 int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **argv, int *i, const char **v) {
     *v = NULL;
     for (const char *const *f = valued; *f; f++) {
         if (strcmp(argv[*i], *f)) continue;
         if (*i + 1 >= argc) return cli_usage(cmd, "%s needs a value", argv[*i]);
+        if (is_flag(argv[*i + 1], valued))
+            return cli_usage(cmd, "%s needs a value (the next argument is the flag %s)", argv[*i], argv[*i + 1]);
         *v = argv[++*i];
         return ST_OK;
     }
