@@ -83,6 +83,7 @@ expect 0 -- "$BIN" eval run --task --help
 expect_out "usage: stretch eval"
 expect 0 -- "$BIN" generate run --tokens 3 --help
 expect_out "usage: stretch generate"
+expect_out "  --top-p P "   # generate --help describes its flags (probe 28)
 # ... as the other subcommands did already
 expect 0 -- "$BIN" train tiny.json --help
 expect_out "usage: stretch train"

@@ -110,6 +110,31 @@ static int parse_option(gen_opts *o, const char *a, const char *v) {
     return rc;
 }
 
+static int help(void) {
+    printf("usage: stretch generate RUN_DIR|CHECKPOINT [options]: sample text from a trained model\n\n"
+           "  --prompt TEXT        the text to continue (default: empty)\n"
+           "  --prompt-file F|-    the prompt from a file or standard input (not with --prompt)\n"
+           "  --tokens N           tokens to generate (default 200)\n"
+           "  --temperature T      softmax temperature (default 0.8; 0: greedy argmax)\n"
+           "  --top-k K            keep the K most likely tokens (default 40; 0: all)\n"
+           "  --top-p P            nucleus: the smallest set with probability >= P (default 1: off)\n"
+           "  --min-p M            drop tokens below M x the top probability (default 0: off)\n"
+           "  --seed S             sampling seed (default 1)\n"
+           "  --context N          tokens the model sees (default 1024; longer than training works\n"
+           "                       for ALiBi and the other relative methods)\n"
+           "  --no-cache           rerun the forward over the context for every token instead of the\n"
+           "                       KV cache (the logits are the same while the text fits --context)\n"
+           "  --precision P        fp32 or bf16 products and KV cache (default: the run's train.precision)\n"
+           "  --transform NAME     inference-time transform: pi, ntk, dynamic_ntk, yarn, rerope (rope runs),\n"
+           "                       alibi_interp (alibi runs); --scale S (default context / train.seq_len),\n"
+           "                       --clip W (rerope)\n"
+           "  --sinks K --window W attention sinks + window (StreamingLLM): each query sees the first K\n"
+           "                       tokens and its last W; --positions cache puts the sinks at their cache\n"
+           "                       positions\n"
+           "docs: README.md (generate), docs/evaluation.md (transforms)\n");
+    return -1;
+}
+
 /* ST_OK, a usage error, or -1 after printing the usage for --help (exit 0). */
 static int parse_args(int argc, char **argv, gen_opts *o) {
     *o = (gen_opts){.prompt = "", .n_tokens = 200, .context = 1024, .seed = 1, .precision = -1,
@@ -118,7 +143,7 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int rc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return cli_help("generate");
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return help();
         if (!strcmp(a, "--no-cache")) { o->no_cache = 1; continue; }
         if (a[0] != '-') {
             if (o->src) return cli_usage("generate", "unexpected argument '%s'", a);

@@ -15,13 +15,13 @@ static const struct {
     int (*dist_fn)(int, char **, st_dist *);
 } commands[] = {
     {"train",     NULL,          "train CONFIG.json [--set k=v ...] [--out DIR] | --resume DIR", 1, cmd_train},
-    {"extend",    NULL,          "extend RUN_DIR --to N (--steps K | --budget F) [--transform none|pi|ntk|yarn|alibi_interp] [--scale S] [--lr X] [--warmup W] [--out DIR]: context extension by fine-tuning", 1, cmd_extend},
-    {"eval",      NULL,          "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..2048] [--split valid|test] [--mode nonoverlapping|sliding --stride S] [--precision fp32|bf16] [--transform NAME] | --task [passkey] ...: perplexity, or task / passkey accuracy (eval --help)", 1, cmd_eval},
-    {"sweep",     NULL,          "sweep SWEEP.json [--out DIR] [--jobs N]: grid of runs, trained and evaluated, with tables", 1, cmd_sweep},
-    {"generate",  cmd_generate,  "generate RUN_DIR [--prompt TEXT | --prompt-file FILE|-] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--context N] [--no-cache] [--precision fp32|bf16] [--transform NAME] [--scale S] [--clip W] [--sinks K --window W [--positions text|cache]]", 0, NULL},
+    {"extend",    NULL,          "extend RUN_DIR --to N (--steps K | --budget F) [--transform none|pi|ntk|yarn|alibi_interp] [--scale S] [--lr X] [--warmup W] [--batch B] [--out DIR] [--force] [--stop-after N] [--set k=v ...]: context extension by fine-tuning", 1, cmd_extend},
+    {"eval",      NULL,          "eval RUN_DIR|CHECKPOINT [--lengths 64,128,...|64..16384] [--split valid|test] [--mode nonoverlapping|sliding --stride S] [--precision fp32|bf16] [--transform NAME] | --task [passkey] ...: perplexity, or task / passkey accuracy (eval --help)", 1, cmd_eval},
+    {"sweep",     NULL,          "sweep SWEEP.json [--out DIR] [--jobs N] [--threads N] [--quiet] [--dry-run]: grid of runs, trained and evaluated, with tables", 1, cmd_sweep},
+    {"generate",  cmd_generate,  "generate RUN_DIR|CHECKPOINT [--prompt TEXT | --prompt-file FILE|-] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--context N] [--no-cache] [--precision fp32|bf16] [--transform NAME] [--scale S] [--clip W] [--sinks K --window W [--positions text|cache]] (generate --help)", 1, NULL},
     {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR [--force]: model.safetensors + config.json + tokenizer (--force replaces an earlier export's files)", 0, NULL},
     {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] [--precision fp32|bf16] ...: step time split, tokens/s, MFU, eval memory", 1, NULL},
-    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer word|byte|bpe] | --config RUN.json [--show N] [--size S]: tokenize, cache, print statistics; a task run's rows (data --help)", 1, NULL},
+    {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer auto|word|byte|bpe] | --config RUN.json [--show N] [--size S]: tokenize, cache, print statistics; a task run's rows (data --help)", 1, NULL},
     {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check", 0, NULL},
 };
 
