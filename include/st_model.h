@@ -165,6 +165,8 @@ const char *st_pos_no_sinks(int pos);
 /* NULL, or why the method cannot give attention sinks their cache positions (StreamingLLM's
  * re-positioning, st_transform.cache_positions). */
 const char *st_pos_no_cache_positions(int pos);
+/* NULL, or what a fresh run of the method at model.embed_scale 1 should be warned of. */
+const char *st_pos_unscaled_note(int pos);
 /* Set the method's keys to a variant in which every parameter it can have is learned
  * (selfcheck, tests). */
 void st_pos_exercise(st_model_config *c);

@@ -102,6 +102,10 @@ expect_rc 2 "bad --positions" "$BIN" eval rope --sinks 2 --window 8 --positions 
 expect_err "--positions 'slots': expected text"
 tiny_text_run sinusoidal
 expect_rc 0 "train sinusoidal" "$BIN" train cfg.json --out sin --quiet --set model.pos=sinusoidal
+expect_err 'model.pos "sinusoidal" with model.embed_scale 1 (init_std 0.3): the sinusoids'   # the baseline trap, said
+expect_rc 0 "sinusoidal with the paper's scale" "$BIN" train cfg.json --out sin0 --quiet --set model.pos=sinusoidal \
+    --set model.embed_scale=0
+grep -q "embed_scale 1" err.txt && bad "warned at model.embed_scale 0" || ok
 expect_rc 2 "cache positions on an absolute method" "$BIN" eval sin --lengths 64 --sinks 2 --window 8 --positions cache --quiet
 expect_err "not supported for model.pos \"sinusoidal\": its positions are added to the token embeddings"
 expect_rc 2 "eval.positions in a config" "$BIN" train cfg.json --out bad2 --quiet --set model.pos=sinusoidal --set eval.sinks=2 --set eval.window=8 --set eval.positions=cache

@@ -136,6 +136,13 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
     } else {
         if (!cfg_in) return st_fail(e, ST_ERR_CONFIG, "st_train: no config");
         t->cfg = *cfg_in;
+        /* probe 28's first sweep: a sinusoidal baseline that did not learn at the default
+         * embed_scale 1 (kept so the shipped results stay reproducible): say so */
+        const st_model_config *mc = &t->cfg.model;
+        const char *note = st_pos_unscaled_note(mc->pos);
+        if (t->rank == 0 && note && mc->embed_scale == 1.0f)
+            st_log(ST_LOG_WARN, "%s: model.pos \"%s\" with model.embed_scale 1 (init_std %g): %s", t->cfg.file,
+                   st_pos_name(mc->pos), (double)mc->init_std, note);
         /* refuse an occupied dir now; with --force the old run is replaced only at the end
          * of setup, once data, model and memory have all been checked */
         if ((rc = st_rundir_check(t->dir, t->opts.force, t->opts.occupied_advice, e))) return rc;

@@ -71,6 +71,9 @@ typedef struct st_pos_method {
                              * distance-form bias (the sinks' bias at the capped distance) */
     const char *no_sinks;   /* NULL, or why attention sinks (keys outside the window) cannot
                              * be used with this method (cope: gates count over one span) */
+    const char *unscaled_note; /* NULL, or a warning for a fresh run at model.embed_scale 1 (the
+                             * method adds fixed-norm positions the small initial token
+                             * embeddings drown in: sinusoidal) */
     int abs_indices;        /* reads absolute token indices (embed, qk or FIRE's i): takes
                              * randomized training positions (st_model.positions) */
     /* x (B,T,C) -> x + positions; NULL with *e set when it cannot (past max_len) */

@@ -30,4 +30,7 @@ const st_pos_method st_pos_sinusoidal = {
     .embed = sin_embed,
     .no_cache_positions = "its positions are added to the token embeddings, so a token's every hidden state "
                           "would change with the cache slot it moves to",
+    .unscaled_note = "the sinusoids (norm sqrt(d_model / 2)) swamp token embeddings of norm init_std sqrt(d_model); "
+                     "the paper's baseline scales the embeddings by sqrt(d_model) (model.embed_scale 0; "
+                     "docs/position-methods.md)",
 };
