@@ -361,6 +361,8 @@ def main():
     if unknown:
         die("--exclude: no line named %s (have: %s)" % (", ".join(unknown), ", ".join(lines)))
     missing = [m for m in missing if m["label"] not in args.exclude and (not args.only or m["label"] in args.only)]
+    if all(label in args.exclude for label in lines):
+        die("--exclude leaves nothing to plot (the lines are %s)" % ", ".join(lines))
     if args.metric == "bpb" and any(r["unit"] != "byte" for r in runs):
         die("bits per byte needs byte-level data (unit 'byte')")
     if args.metric in ATTN:

@@ -235,8 +235,10 @@ def save_figure(fig, out, **kw):
     """fig to out, its directory made first (as the stretch binary does for its outputs)"""
     try:
         d = os.path.dirname(out)
+        if d and os.path.exists(d) and not os.path.isdir(d):
+            die("-o %s: %s is a file, not a directory" % (out, d))
         if d:
             os.makedirs(d, exist_ok=True)
         fig.savefig(out, **kw)
     except (OSError, ValueError) as e:
-        die("-o %s: %s" % (out, e), 1)
+        die("-o %s: %s" % (out, e.strerror if isinstance(e, OSError) and e.strerror else e), 1)

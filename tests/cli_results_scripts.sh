@@ -235,6 +235,13 @@ expect_rc 2 "results_block.py on an eval report" "$PY" "$SC/results_block.py" no
 clean_error "results_block.py on a report" results_block.py
 expect_rc 2 "results_extension.py --plot without a value" "$PY" "$SC/results_extension.py" X/s/results.json Y/s/results.json --plot
 clean_error "results_extension.py --plot" results_extension.py
+# probe 28: excluding every line, and -o under a file
+expect_rc 2 "--exclude every line" plot nono1.json --exclude alibi -o none.png
+expect_err "--exclude leaves nothing to plot"
+[ ! -e none.png ] && ok || bad "an empty plot was written"
+touch afile
+expect_rc 2 "-o under a file" plot nono1.json -o afile/x.png
+expect_err "afile is a file, not a directory"
 expect_rc 2 "--length without --per-position" plot X/s/results.json --length 16 -o x.png
 expect_err "applies to --per-position only"
 
