@@ -168,6 +168,7 @@ typedef struct st_eval_report {
     double entropy_rate;        /* synthetic corpus: ideal loss (nats/token), else 0 */
     int threads;
     int precision;              /* ST_PREC_* the matmuls ran in */
+    char matmul[256];           /* the backend that ran them (st_mm_describe: native or emulated bf16) */
     int buckets, bucket_scale;
     /* plan.data_path given: what was evaluated instead of the run's split */
     uint64_t data_hash;         /* the run's own dataset: st_dataset_hash now (0: --data) */

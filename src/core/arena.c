@@ -107,8 +107,12 @@ void st_arena_free(st_arena *a) {
 }
 
 void st_arena_overflow_msg(const st_arena *a, char *buf, size_t n) {
-    snprintf(buf, n, "arena overflow: needed %zu bytes, available %zu bytes (limit %zu)",
-             a->fail_need, a->fail_avail, a->limit);
+    if (a->limit == (size_t)-1)   /* no limit set: the allocation itself failed */
+        snprintf(buf, n, "arena overflow: needed %zu bytes, available %zu bytes (no limit set)", a->fail_need,
+                 a->fail_avail);
+    else
+        snprintf(buf, n, "arena overflow: needed %zu bytes, available %zu bytes (limit %zu)", a->fail_need,
+                 a->fail_avail, a->limit);
 }
 
 int st_arena_chunks(const st_arena *a) {

@@ -390,9 +390,11 @@ static int bf16_open(st_mm *mm, st_error *e) {
     const dnnl_version_t *v = dnnl_version();
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     if (!isa_has(isa, dnnl_cpu_isa_avx512_core_bf16)) {   /* oneDNN would emulate (slower than sgemm) or has no kernel */
-        char why[96];
-        snprintf(why, sizeof why, "oneDNN %d.%d.%d, ISA %s: no avx512_core_bf16 or AMX", v->major, v->minor,
-                 v->patch, isa_name(isa));
+        /* the ISA oneDNN runs may be capped below the CPU's (probe 27: ONEDNN_MAX_CPU_ISA) */
+        const char *cap = getenv("ONEDNN_MAX_CPU_ISA") ? getenv("ONEDNN_MAX_CPU_ISA") : getenv("DNNL_MAX_CPU_ISA");
+        char why[160];
+        snprintf(why, sizeof why, "oneDNN %d.%d.%d, ISA %s%s%s: no avx512_core_bf16 or AMX", v->major, v->minor,
+                 v->patch, isa_name(isa), cap ? ", capped by ONEDNN_MAX_CPU_ISA=" : "", cap ? cap : "");
         return st_mm_bf16_emu_open(mm, why, e);
     }
     mm->native = 1;

@@ -87,7 +87,7 @@ int st_mm_bf16_emu_open(st_mm *mm, const char *why, st_error *e) {
     snprintf(mm->describe, sizeof mm->describe, "bf16 (emulated: cblas_sgemm on bf16-rounded operands, "
              "OpenBLAS %s; %s; attention fp32)", openblas_get_corename(), why);
     if (!mm->quiet) st_log(ST_LOG_INFO, "matmul precision: %s", mm->describe);
-    st_log(ST_LOG_WARN, "precision bf16: this CPU has no native bf16 (%s): the products round their operands "
+    st_log(ST_LOG_WARN, "precision bf16: no native bf16 kernel here (%s): the products round their operands "
            "to bf16 and multiply with fp32 sgemm, bf16 results but slower than precision fp32. Use bf16 here to "
            "check results, fp32 for speed", why);
     return ST_OK;

@@ -242,6 +242,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON_AddStringToObject(o, "bucket_scale", rep->bucket_scale == ST_BUCKETS_LOG2 ? "log2" : "linear");
     cJSON_AddNumberToObject(o, "threads", rep->threads);
     cJSON_AddStringToObject(o, "precision", st_precision_name(rep->precision));
+    if (rep->matmul[0]) cJSON_AddStringToObject(o, "matmul", rep->matmul);
     if (st_transform_active(&rep->xf)) {
         /* what was evaluated: the sweep tables label rows with "label" */
         const st_transform *xf = &rep->xf;

@@ -334,6 +334,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     rc = st_mm_create(&mm, plan.precision, opts.progress_every <= 0, e);
     if (!rc && plan.precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, e);
     if (rc) goto out;
+    snprintf(rep->matmul, sizeof rep->matmul, "%s", st_mm_describe(mm));
     opts.mm = mm;
     opts.reset_peak_rss = 1;
     opts.attn_far = rep->cfg.train.seq_len;   /* attention past the training length counts as far */
