@@ -167,4 +167,8 @@ expect 2 "--seed '-1': expected an integer >= 0" -- "$BIN" bench --seed -1
 expect 2 "--source needs a value (the next argument is the flag --cache-dir)" -- "$BIN" data --source --cache-dir D
 expect 2 "--lengths needs a value (the next argument is the flag --quiet)" -- "$BIN" eval run --lengths --quiet
 
+# data flags the source does not read are refused, not ignored (probe 28)
+expect 2 "--path: the synthetic source is generated" -- "$BIN" data --source synthetic --path foo
+expect 2 "--syn-vocab: applies to --source synthetic, not text" -- "$BIN" data --source text --path tiny.json --syn-vocab 5
+
 finish cli_msgs

@@ -71,6 +71,7 @@ static void fmt_int(char *out, size_t cap, int64_t v) {   /* 2088628 -> 2,088,62
 typedef struct data_args {
     st_data_config c;
     int have_source, n_flags, force;
+    const char *syn_flag, *path_flag;   /* a --syn-* flag given, --path given (checked against the source) */
     const char *save, *config;
     const char *sets[MAX_SETS];
     int n_sets;
@@ -81,6 +82,8 @@ typedef struct data_args {
 static int data_flag(data_args *a, const char *f, const char *v) {
     st_data_config *c = &a->c;
     a->n_flags++;
+    if (!strncmp(f, "--syn-", 6)) a->syn_flag = f;
+    if (!strcmp(f, "--path")) a->path_flag = f;
     if (!strcmp(f, "--source")) {
         if (copy_str(c->source, sizeof c->source, v)) return bad(f, v, "synthetic, wikitext or text");
         /* a task's instances come from a run config's data.task keys, batch by batch:
@@ -159,6 +162,12 @@ static int parse_args(int argc, char **argv, data_args *a) {
     if (!a->config && a->n_sets) return cli_usage("data", "--set needs --config (a run config to change)");
     if (!a->config && (a->show || a->size)) return cli_usage("data", "--show and --size need --config (a task run's config)");
     if (!a->config && !a->have_source) return cli_usage("data", "--source (or --config) is required");
+    /* a flag the source does not read would be ignored silently (probe 28) */
+    const int synthetic = !strcmp(a->c.source, "synthetic");
+    if (a->have_source && synthetic && a->path_flag)
+        return cli_usage("data", "--path: the synthetic source is generated, it reads no file (--source text or wikitext)");
+    if (a->have_source && !synthetic && a->syn_flag)
+        return cli_usage("data", "%s: applies to --source synthetic, not %s", a->syn_flag, a->c.source);
     return ST_OK;
 }
 
