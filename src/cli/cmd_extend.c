@@ -278,6 +278,15 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
     }
     rc = st_train(cfg, dir, &a.opts, NULL, &e);
     if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);   /* e.g. --to longer than the data */
+    /* extend sets train.init_from itself: a base checkpoint that cannot be read is the base
+     * run's, not a key of RUN/config.json (which has none) */
+    char prefix[ST_PATH_BUF + 32];
+    snprintf(prefix, sizeof prefix, "%s: train.init_from: ", path);
+    if (rc && rc != ST_ERR_CONFIG && !strncmp(e.msg, prefix, strlen(prefix))) {
+        char why[sizeof e.msg];
+        snprintf(why, sizeof why, "%s", e.msg + strlen(prefix));
+        st_fail(&e, rc, "extend %s: the base run's checkpoint: %s", a.run, why);
+    }
     if (rc == ST_ERR_INTERRUPTED) {
         if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
         goto done;
