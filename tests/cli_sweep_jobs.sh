@@ -27,7 +27,7 @@ expect_rc 0 "\"jobs\": 2 in the file" "$BIN" sweep jobs.json --quiet
 expect_err "x 2 job(s)"
 sed 's/"out": "s1"/"out": "s4", "jobs": 0/' sweep.json >bad.json
 expect_rc 2 "\"jobs\": 0" "$BIN" sweep bad.json --quiet
-expect_err "bad.json: jobs: 0 is out of range"
+expect_err "bad.json: jobs: must be in \[1, [0-9]*\], got 0"
 expect_rc 2 "--jobs x" "$BIN" sweep sweep.json --jobs x
 expect_err "--jobs needs an integer"
 

@@ -60,7 +60,7 @@ static int get_int(const cJSON *v, const char *file, const char *path, double lo
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
         return type_error(e, file, path, "an integer", v);
     if (v->valuedouble < lo || v->valuedouble > hi)
-        return st_fail(e, ST_ERR_CONFIG, "%s: %s: %.0f is out of range [%.0f, %.0f]", file, path, v->valuedouble, lo, hi);
+        return st_fail(e, ST_ERR_CONFIG, "%s: %s: must be in [%.0f, %.0f], got %.0f", file, path, lo, hi, v->valuedouble);
     *out = (int64_t)v->valuedouble;
     return ST_OK;
 }

@@ -301,7 +301,9 @@ void st_ckey_where(char *buf, size_t n, const char *file, const char *path) {
 static void num(char *buf, size_t n, double d) {
     if (d == 9007199254740991.0) { snprintf(buf, n, "2^53 - 1"); return; }
     if (d == floor(d) && fabs(d) <= 1e9) { snprintf(buf, n, "%.0f", d); return; }
-    const int is_float = isfinite(d) && (double)(float)d == d;
+    /* the float shortcut is for fractions (0.6f); an integer is printed exactly (probe 28:
+     * 2^53 as "9.007199e15", 2^31 as "2.1474836e9", which read back as other numbers) */
+    const int is_float = isfinite(d) && d != floor(d) && (double)(float)d == d;
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, n, "%.*g", prec, d);
         const double back = strtod(buf, NULL);
