@@ -273,7 +273,7 @@ static void test_occupied(void) {
     run_dir(v, sizeof v, "V");
     CHECK(train(&cv, v, 0, 0, 0, NULL, &e) == ST_ERR_CONFIG);
     CHECK_MSG(strstr(e.msg, "tiny.json: model.vocab_size: 100 does not match the dataset's vocabulary (32)"), "%s", e.msg);
-    /* resume of a directory without a run */
+    /* resume of a directory without a run (no config.json): not a run, before any training */
     char none[512];
     run_dir(none, sizeof none, "nothing");
     mkdir(none, 0755);

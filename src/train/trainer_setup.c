@@ -94,6 +94,9 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
     st_run_config ck_cfg;
     if (resume) {
         st_trainer_join(path, sizeof path, t->dir, "config.json");
+        /* a run directory is one with config.json (rank 0 alone runs this) */
+        if (access(path, F_OK) != 0)
+            return st_fail(e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", t->dir);
         if (cfg_in) t->cfg = *cfg_in;
         else if ((rc = st_run_config_load(path, NULL, 0, &t->cfg, e))) return rc;
         if ((rc = st_dir_lock(t->dir, "a run is writing it", &t->lock_fd, e))) return rc;
