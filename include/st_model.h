@@ -244,6 +244,9 @@ typedef struct st_attn_acc {
     int64_t far;            /* keys at distance >= far count as far */
     double *sum;            /* (n_layers, n_heads, ST_ATTN_NSTATS) */
     double *rows;           /* (n_layers, n_heads): rows counted (a row seeing no key is not) */
+    const int32_t *tgt;     /* the next forward's targets (B, T), or NULL: only a query row with a
+                             * target (>= 0) counts, so sliding windows count the rows they
+                             * score, each text position once; NULL counts every row */
 } st_attn_acc;
 
 /* Hand an inference-time transform to the model (eval, generate): an active xf replaces

@@ -85,20 +85,20 @@ def sinks_far(T, xf):
     return (j < xf["sinks"]) & (i - j >= xf["window"]) & (i > cap), cap
 
 
-def attn_stats(P, far):
-    """per head (H, 4): the means over batch rows and query rows of the attention's mean key
-    distance, entropy (nats), mass on key 0 and mass at distance >= far (stretch eval
-    --attn-stats); P (B,H,T,T) the probabilities"""
+def attn_stats(P, far, rows_from=0):
+    """per head (H, 4): the means over batch rows and query rows >= rows_from (a sliding
+    window's scored rows) of the attention's mean key distance, entropy (nats), mass on key
+    0 and mass at distance >= far (stretch eval --attn-stats); P (B,H,T,T) the probabilities"""
     T = P.shape[-1]
     d = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).double()
     dist = (P * d.clamp(min=0)).sum(-1)
     ent = -(P * torch.log(torch.where(P > 0, P, torch.ones_like(P)))).sum(-1)
     first = P[..., 0]
     farm = (P * (d >= far).double()).sum(-1)
-    return torch.stack([z.mean(dim=(0, 2)) for z in (dist, ent, first, farm)], dim=-1)
+    return torch.stack([z[:, :, rows_from:].mean(dim=(0, 2)) for z in (dist, ent, first, farm)], dim=-1)
 
 
-def logits(cfg, xf, p, ids, stats=None, stats_far=0):
+def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
     B, T = ids.shape
     V, C = p["tok_emb.weight"].shape
     H, nl = cfg["n_heads"], cfg["n_layers"]
@@ -146,7 +146,7 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0):
         s = s.masked_fill(~mask, float("-inf"))
         P = torch.softmax(s, dim=-1)
         if stats is not None:
-            stats.append(attn_stats(P, stats_far))
+            stats.append(attn_stats(P, stats_far, stats_from))
         a = (P @ v).transpose(1, 2).reshape(B, T, C)
         x = x + a @ p[pre + "attn.out.weight"].T + p[pre + "attn.out.bias"]
         h = F.layer_norm(x, (C,), p[pre + "ln2.weight"], p[pre + "ln2.bias"], eps)
@@ -166,7 +166,7 @@ def main():
     p = torch_ref.load_safetensors(f"{d}/model.safetensors")
     batch = json.load(open(f"{d}/batch.json"))
     stats = [] if "attn" in batch else None
-    ref = logits(cfg, xf, p, torch.tensor(batch["ids"]), stats, batch.get("attn_far", 0))
+    ref = logits(cfg, xf, p, torch.tensor(batch["ids"]), stats, batch.get("attn_far", 0), batch.get("attn_rows_from", 0))
     got = torch.tensor(batch["logits"], dtype=torch.float64)
     err = (ref - got).abs().max().item()
     scale = max(ref.abs().max().item(), 1.0)

@@ -129,7 +129,7 @@ grep -q "no_such_run" err.txt && ok || bad "missing path not named"
 head -c 200 /dev/urandom > corrupt.ckpt
 # --- attention statistics: the same losses, sane per-head values, the table, no sliding
 expect_rc 0 "eval --attn-stats" "$BIN" eval alibi --lengths 16,64 --attn-stats --json attn.json --threads 2
-expect_out "attention per layer, over every query row"
+expect_out "attention per layer, over the scored query rows"
 expect_rc 0 "eval --attn-stats again" "$BIN" eval alibi --lengths 16,64 --attn-stats --json attn1.json --threads 2 --quiet
 expect_rc 0 "eval without" "$BIN" eval alibi --lengths 16,64 --json noattn.json --threads 2 --quiet
 "$PY" - attn.json attn1.json noattn.json <<'EOF2' && ok || bad "attention statistics in the report"
@@ -148,11 +148,25 @@ for ra, r1, rn in zip(a["results"], a1["results"], n["results"]):
         if L <= 32:
             assert far == 0, far                                 # nothing is that far inside L
 EOF2
-expect_rc 2 "--attn-stats with sliding windows" "$BIN" eval alibi --lengths 16 --mode sliding --attn-stats --quiet
-expect_err "--attn-stats needs nonoverlapping windows (every query row of a window is scored); the mode is sliding (--mode sliding or --stride)"
-expect_rc 2 "eval.attn_stats with eval.mode sliding" "$BIN" train syn.json --out bad_attn --set eval.attn_stats=true --set eval.mode=sliding
-expect_err "eval.attn_stats: needs eval.mode"
-# a sweep asks for them: its nonoverlapping points' results.json rows carry them, sliding ones skip them
+# sliding windows: the statistics of the scored rows (each text position once); S = L is
+# the nonoverlapping protocol, bit for bit
+expect_rc 0 "--attn-stats, sliding S = L" "$BIN" eval alibi --lengths 16,64 --stride 16 --attn-stats --json attn_sl16.json --threads 2 --quiet
+expect_rc 0 "--attn-stats, sliding S < L" "$BIN" eval alibi --lengths 16,64 --stride 8 --attn-stats --json attn_sl8.json --threads 2 --quiet
+"$PY" - attn.json attn_sl16.json attn_sl8.json <<'EOF2' && ok || bad "sliding attention statistics"
+import json, sys
+a, s16, s8 = (json.load(open(f)) for f in sys.argv[1:4])
+# S = 16: the L = 16 row is the nonoverlapping one; at L = 64 the scored rows sit past 48
+assert s16["results"][0]["attention"] == a["results"][0]["attention"], "S = L differs from nonoverlapping"
+for r8 in s8["results"]:
+    at = r8["attention"]
+    L = r8["length"]
+    for d, far in zip(at["distance"][0], at["far"][0]):
+        assert 0 <= d <= L - 1 and 0 <= far <= 1, (d, far)
+# scored rows of later sliding windows see more context: a head's mean distance grows
+assert any(x > y for x, y in zip(s8["results"][1]["attention"]["distance"][0], a["results"][1]["attention"]["distance"][0])), \
+    (s8["results"][1]["attention"], a["results"][1]["attention"])
+EOF2
+# a sweep asks for them: its points' results.json rows carry them, sliding ones too
 cat > sw_attn.json <<'EOF2'
 {"base": "syn.json", "set": {"train.steps": 4},
  "variants": [{"name": "a"}, {"name": "a-sl", "eval.mode": "sliding", "eval.stride": 8}],
@@ -161,23 +175,16 @@ EOF2
 expect_rc 0 "sweep with eval.attn_stats" "$BIN" sweep sw_attn.json --quiet
 "$PY" -c "
 import json; r = {x['name']: x for x in json.load(open('sw_attn/results.json'))['runs']}
-assert all('attention' in y for y in r['a']['results']) and not any('attention' in y for y in r['a-sl']['results'])" \
+assert all('attention' in y for y in r['a']['results']) and all('attention' in y for y in r['a-sl']['results'])" \
     && ok || bad "sweep results.json attention rows"
 sed 's/"attn_stats": true/"attn_stats": 1/' sw_attn.json > sw_attn_bad.json
 expect_rc 2 "sweep eval.attn_stats not a bool" "$BIN" sweep sw_attn_bad.json --quiet
 expect_err "eval.attn_stats: expected true or false"
-sed 's/"attn_stats": true/"attn_stats": true, "mode": "sliding"/' sw_attn.json > sw_attn_sl.json
-expect_rc 2 "sweep eval section: sliding and attn_stats" "$BIN" sweep sw_attn_sl.json --quiet
-expect_err "eval.attn_stats: needs nonoverlapping windows"
 expect_rc 0 "a run whose config asks for them" "$BIN" train syn.json --out cfg_attn --set eval.attn_stats=true --set train.steps=4
 expect_rc 0 "its plain eval has them" "$BIN" eval cfg_attn --lengths 16 --json cfg_attn.json --quiet
 grep -q '"attention"' cfg_attn.json && ok || bad "eval.attn_stats in the run's config was not applied"
-expect_rc 2 "the run's eval.attn_stats, --attn-stats and its own sliding mode" "$BIN" eval cfg_attn --lengths 16 --attn-stats --mode sliding --quiet
-expect_rc 0 "the run's eval.attn_stats, --stride: skipped" "$BIN" eval cfg_attn --lengths 16 --stride 8 --json cfg_attn_sl.json --quiet
-! grep -q '"attention"' cfg_attn_sl.json && ok || bad "a sliding eval of an eval.attn_stats run carries statistics"
-expect_rc 0 "a run evaluated sliding by its config" "$BIN" train syn.json --out cfg_sl --set eval.mode=sliding --set train.steps=4
-expect_rc 2 "--attn-stats on it" "$BIN" eval cfg_sl --lengths 16 --attn-stats --quiet
-expect_err "the mode is sliding (the run's eval.mode; give --mode nonoverlapping)"
+expect_rc 0 "the run's eval.attn_stats with --stride" "$BIN" eval cfg_attn --lengths 16 --stride 8 --json cfg_attn_sl.json --quiet
+grep -q '"attention"' cfg_attn_sl.json && ok || bad "a sliding eval of an eval.attn_stats run lacks statistics"
 # probe 28: what a path that is not a checkpoint is called, and a run whose pointer is gone
 echo hi > notes.txt
 expect_rc 5 "a text file as checkpoint" "$BIN" eval notes.txt

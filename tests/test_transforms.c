@@ -209,7 +209,9 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
     }
     fprintf(f, "]]");
     if (acc) {   /* the attention statistics' means (st_attn_acc), [layer][head][stat] */
-        fprintf(f, ", \"attn_far\": %lld, \"attn\": [", (long long)acc->far);
+        int64_t from = 0;   /* acc->tgt: the rows from the first scored one counted (one window) */
+        while (acc->tgt && from < T && acc->tgt[from] < 0) from++;
+        fprintf(f, ", \"attn_far\": %lld, \"attn_rows_from\": %lld, \"attn\": [", (long long)acc->far, (long long)from);
         for (int l = 0; l < acc->n_layers; l++) {
             fprintf(f, "%s[", l ? "," : "");
             for (int h = 0; h < acc->n_heads; h++) {
@@ -276,6 +278,51 @@ static void test_torch(const int32_t *ids) {
         st_model_free(&m);
     }
     free(plain);
+    free(lg);
+}
+
+/* Sliding-window evaluation's statistics: only rows with a target count (st_attn_acc.tgt),
+ * through st_model_loss, whose last block runs from the scored rows' kernel row block (row
+ * 64 of 100 here, so rows 64..89 are computed but not counted): against the reference's
+ * mean over rows >= 90. A row index off by the block offset fails. */
+static void test_scored_rows(void) {
+    enum { T = 100, FROM = 90 };
+    const char *src = getenv("STRETCH_SOURCE_DIR");
+    if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        test_skip("scored-row statistics vs PyTorch", "/usr/bin/python3 with torch not found");
+        return;
+    }
+    int32_t ids[T + 1], tgt[T];
+    for (int t = 0; t <= T; t++) ids[t] = (int32_t)((t * 7 + 3) % 37);
+    for (int t = 0; t < T; t++) tgt[t] = t >= FROM ? ids[t + 1] : -1;
+    const xcase cs[] = {{ST_POS_ALIBI, ST_XF_NONE, 0, 0, 0, 0, 0}, {ST_POS_ROPE, ST_XF_NONE, 0, 0, 0, 0, 0},
+                        {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 20, 0, 0}};
+    float *lg = malloc((size_t)T * 37 * sizeof *lg);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        st_model m;
+        CHECK(make_model(&m, cs[i].pos, 90 + (uint64_t)i));
+        m.cfg.max_len = 0;
+        st_transform xf;
+        set_xf(&xf, &cs[i]);
+        xf.n = T;
+        m.xf = &xf;
+        CHECK(full_logits(&m, ids, T, lg));
+        double sum[2 * 4 * ST_ATTN_NSTATS] = {0}, rows[2 * 4] = {0};
+        st_attn_acc acc = {.n_layers = 2, .n_heads = 4, .far = TL, .sum = sum, .rows = rows, .tgt = tgt};
+        m.attn_acc = &acc;
+        st_error e = {0};
+        st_ctx_begin(&ctx, 0, 0);
+        CHECK(st_model_loss(&m, &ctx, ids, tgt, 1, T, 0, NULL, &e) != NULL);
+        m.attn_acc = NULL;
+        CHECK_MSG(rows[0] == T - FROM, "rows counted %g, scored %d", rows[0], T - FROM);
+        char dir[512], cmd[2048];
+        test_tmpdir(dir, sizeof dir);
+        CHECK(write_case(dir, &m, &xf, ids, T, lg, &acc));
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/scripts/torch_ref_transforms.py %s", src ? src : "..", dir);
+        fflush(stdout);
+        CHECK_MSG(system(cmd) == 0, "case %zu: the scored rows' statistics match the float64 PyTorch reference", i);
+        st_model_free(&m);
+    }
     free(lg);
 }
 
@@ -471,6 +518,7 @@ int main(void) {
     test_cached(ids);
     test_tail();
     test_torch(ids);
+    test_scored_rows();
     st_ctx_free(&ctx);
     st_arena_free(&ar);
     return test_finish("test_transforms");

@@ -32,7 +32,7 @@ static const char *usage_text =
     "  defaults come from the run's eval config section (--precision: its train.precision);\n"
     "  --lengths A..B = A, 2A, 4A, ... up to B;\n"
     "  --attn-stats: per layer and head, the attention's mean key distance, entropy, mass on the first key\n"
-    "  and mass beyond the training length, over every query row (nonoverlapping; the report's \"attention\");\n"
+    "  and mass beyond the training length, over the scored query rows (the report's \"attention\");\n"
     "  --data: evaluate on other text with the run's tokenizer (a file whole, or a WikiText directory's\n"
     "  --split); a word-level run maps unseen words to <unk> and reports how many;\n"
     "  JSON default: RUN_DIR/eval_<split>_<mode>.json (CHECKPOINT: ..._<checkpoint name>.json),\n"

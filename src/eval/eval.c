@@ -157,7 +157,11 @@ static int eval_batch(eval_state *s, const st_eval_window *win, int64_t nb, int6
     }
     st_ctx_begin(&s->ctx, 0, 0);
     st_error me = {0};
+    /* the attention statistics count the rows this forward scores (a sliding window's
+     * last S, all rows of a nonoverlapping one): each text position once */
+    if (s->m->attn_acc) s->m->attn_acc->tgt = s->tgt;
     st_tensor *loss = st_model_loss(s->m, &s->ctx, s->ids, s->tgt, nb, T, 0, s->tok_loss, &me);
+    if (s->m->attn_acc) s->m->attn_acc->tgt = NULL;
     if (me.code) return st_fail(e, me.code, "%s", me.msg);
     if (!loss) {
         st_ctx_check(&s->ctx, &me);
@@ -199,11 +203,6 @@ static int check_run(const st_model *m, int64_t n, int64_t L, int64_t stride, co
     if (n < 2) return st_fail(e, ST_ERR_DATA, "eval: the stream has %lld tokens, at least 2 are needed", (long long)n);
     if (opts->bucket_scale != ST_BUCKETS_LINEAR && opts->bucket_scale != ST_BUCKETS_LOG2)
         return st_fail(e, ST_ERR_CONFIG, "eval: unknown bucket scale %d", opts->bucket_scale);
-    /* the statistics count every query row of a forward: only nonoverlapping windows score
-     * every row */
-    if (opts->attn_stats && stride != L)
-        return st_fail(e, ST_ERR_CONFIG, "eval: attention statistics need nonoverlapping windows (stride %lld < L = "
-                       "%lld)", (long long)stride, (long long)L);
     int64_t longest = L < n - 1 ? L : n - 1;
     const int64_t max_len = st_pos_max_len(&m->cfg);
     if (max_len > 0 && longest > max_len)

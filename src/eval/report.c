@@ -47,7 +47,7 @@ static void print_attn(const st_eval_report *rep, FILE *f) {
         const st_eval_result *r = &rep->rows[i].r;
         if (rep->rows[i].status || !r->attn) continue;
         if (first)
-            fprintf(f, "attention per layer, over every query row (lowest..highest head): mean key distance, entropy "
+            fprintf(f, "attention per layer, over the scored query rows (lowest..highest head): mean key distance, entropy "
                        "(nats), mass on the first key, mass at distance >= %lld (the training length)\n%8s %6s %16s "
                        "%16s %16s %16s\n", (long long)r->attn_far, "length", "layer", "distance", "entropy", "first",
                     "far");

@@ -95,16 +95,14 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
         p->lengths[0] = cfg->train.seq_len;
     }
     if (p->split < 0) p->split = c->split;
-    const int mode_of_run = p->mode < 0;   /* the run's eval.mode, not --mode / --stride */
     if (p->mode < 0) p->mode = c->mode;
     if (p->stride < 0) p->stride = p->mode == ST_EVAL_SLIDING ? c->stride : 0;
     if (p->max_tokens < 0) p->max_tokens = c->max_tokens;
     if (p->buckets < 0) p->buckets = c->buckets;
     if (p->precision < 0) p->precision = cfg->train.precision;
     st_eval_plan_resolve_transform(p, c);
-    /* the config's eval.attn_stats applies to nonoverlapping evaluations (--mode sliding
-     * skips it); --attn-stats with sliding windows is refused below */
-    if (!p->opts.attn_stats && p->mode == ST_EVAL_NONOVERLAPPING) p->opts.attn_stats = c->attn_stats;
+    /* the statistics count the scored rows, in either protocol */
+    if (!p->opts.attn_stats) p->opts.attn_stats = c->attn_stats;
     if (p->n_lengths > ST_EVAL_MAX_LENGTHS)
         return st_fail(e, ST_ERR_CONFIG, "%s: at most %d evaluation lengths", src, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < p->n_lengths; i++)
@@ -114,10 +112,6 @@ int st_eval_plan_resolve(st_eval_plan *p, const st_run_config *cfg, const char *
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown split %d", src, p->split);
     if (p->mode != ST_EVAL_NONOVERLAPPING && p->mode != ST_EVAL_SLIDING)
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown eval mode %d", src, p->mode);
-    if (p->opts.attn_stats && p->mode != ST_EVAL_NONOVERLAPPING)
-        return st_fail(e, ST_ERR_CONFIG, "%s: --attn-stats needs nonoverlapping windows (every query row of a window "
-                       "is scored); the mode is sliding (%s)", src,
-                       mode_of_run ? "the run's eval.mode; give --mode nonoverlapping" : "--mode sliding or --stride");
     if (p->mode == ST_EVAL_NONOVERLAPPING && p->stride != 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: a stride applies to sliding evaluation only (mode is nonoverlapping)", src);
     if (p->stride < 0 || p->max_tokens < 0 || p->buckets < 0 || p->opts.batch_tokens < 0)

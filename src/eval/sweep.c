@@ -174,9 +174,6 @@ static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "attn_stats"))) {
         if (!cJSON_IsBool(v)) return type_error(e, s->file, "eval.attn_stats", "true or false", v);
         p->opts.attn_stats = cJSON_IsTrue(v);
-        if (p->opts.attn_stats && p->mode == ST_EVAL_SLIDING)
-            return st_fail(e, ST_ERR_CONFIG, "%s: eval.attn_stats: needs nonoverlapping windows (every query row of a "
-                           "window is scored); this eval section's mode is sliding", s->file);
     }
     return parse_task_eval(s, ev, e);
 }

@@ -89,10 +89,9 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
     /* a stride left from the eval section means nothing to a point evaluated nonoverlapping */
     if (plan->mode == ST_EVAL_NONOVERLAPPING && plan->stride > 0) plan->stride = 0;
     st_eval_plan_resolve_transform(plan, c);
-    /* attention statistics: the sweep's, else the point's or its run's eval.attn_stats; a
-     * point evaluated with sliding windows has none (they need every query row scored) */
+    /* attention statistics: the sweep's, else the point's or its run's eval.attn_stats (over
+     * the scored rows, in either protocol) */
     if (!plan->opts.attn_stats) plan->opts.attn_stats = c->attn_stats;
-    if ((plan->mode < 0 ? c->mode : plan->mode) == ST_EVAL_SLIDING) plan->opts.attn_stats = 0;
 }
 
 /* What the plan leaves to the run's own eval section (set by the sweep's base config or

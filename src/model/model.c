@@ -342,8 +342,11 @@ static float *attn_stats_begin(st_model *m, st_ctx *ctx, const st_tensor *q) {
     return s;
 }
 
-/* Add layer l's rows to m->attn_acc, in one fixed order (b, h, row). */
-static void attn_stats_end(st_model *m, st_ctx *ctx, int l, const float *s, const st_tensor *q) {
+/* Add layer l's rows to m->attn_acc, in one fixed order (b, h, row). q's rows are rows
+ * [row0, row0 + Tq) of the forward's T (the last block of a sliding window's forward runs
+ * from the scored rows' block); with acc->tgt only rows with a target count. */
+static void attn_stats_end(st_model *m, st_ctx *ctx, int l, const float *s, const st_tensor *q, int64_t row0,
+                           int64_t T_all) {
     st_attn_acc *acc = m->attn_acc;
     const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2];
     ctx->attn_stats = NULL;
@@ -354,6 +357,7 @@ static void attn_stats_end(st_model *m, st_ctx *ctx, int l, const float *s, cons
             for (int64_t i = 0; i < T; i++) {
                 const float *r = s + ((b * H + h) * T + i) * ST_ATTN_NSTATS;
                 if (isnan(r[0])) continue;   /* a row that sees no key */
+                if (acc->tgt && acc->tgt[b * T_all + row0 + i] < 0) continue;   /* not scored */
                 for (int x = 0; x < ST_ATTN_NSTATS; x++) sum[x] += r[x];
                 acc->rows[l * H + h] += 1;
             }
@@ -408,7 +412,7 @@ static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int6
                                                   windowed ? m->xf->sinks : 0, windowed ? m->xf->window : 0, sb,
                                                   sb_rows)
                            : st_attention_doc(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1), m->doc);
-        if (stats && a) attn_stats_end(m, ctx, l, stats, q);
+        if (stats && a) attn_stats_end(m, ctx, l, stats, q, f, T);
         if (tail) {   /* the rest of the block on rows [from, T) */
             x = st_block_out(m, ctx, l, rows_from(ctx, x, 1, from), rows_from(ctx, a, 2, from - f), ls);
             break;

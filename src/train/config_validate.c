@@ -212,9 +212,6 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
                 return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: %lld exceeds eval.lengths[%d] = %lld",
                                file, (long long)c->eval.stride, i, (long long)c->eval.lengths[i]);
     }
-    if (c->eval.attn_stats && c->eval.mode == ST_EVAL_SLIDING)
-        return st_fail(e, ST_ERR_CONFIG, "%s: eval.attn_stats: needs eval.mode \"nonoverlapping\" (every query row of a "
-                       "window is scored)", file);
     const st_transform xf = {.kind = c->eval.transform, .scale = c->eval.transform_scale, .sinks = c->eval.sinks,
                              .window = c->eval.window, .clip = c->eval.clip,
                              .cache_positions = c->eval.positions == ST_SINK_POS_CACHE};
