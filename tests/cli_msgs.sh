@@ -171,4 +171,10 @@ expect 2 "--lengths needs a value (the next argument is the flag --quiet)" -- "$
 expect 2 "--path: the synthetic source is generated" -- "$BIN" data --source synthetic --path foo
 expect 2 "--syn-vocab: applies to --source synthetic, not text" -- "$BIN" data --source text --path tiny.json --syn-vocab 5
 
+# a flag given twice is refused, not silently the last (probe 27, 28); --set repeats
+expect 2 "--precision given twice ('bf16' and 'fp32'): give it once" -- "$BIN" eval run --precision bf16 --precision fp32
+expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" train tiny.json --out a --out b
+expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" export run --out a --out b
+expect 2 "--jobs given twice ('1' and '2'): give it once" -- "$BIN" sweep x.json --jobs 1 --jobs 2
+
 finish cli_msgs

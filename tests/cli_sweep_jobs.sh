@@ -29,7 +29,7 @@ sed 's/"out": "s1"/"out": "s4", "jobs": 0/' sweep.json >bad.json
 expect_rc 2 "\"jobs\": 0" "$BIN" sweep bad.json --quiet
 expect_err "bad.json: jobs: must be in \[1, [0-9]*\], got 0"
 expect_rc 2 "--jobs x" "$BIN" sweep sweep.json --jobs x
-expect_err "--jobs needs an integer"
+expect_err "--jobs 'x': expected an integer in \[1, 1024\]"
 
 # interrupted half-way: Ctrl-C semantics (the whole group), then resumed
 sed 's/"steps": 6/"steps": 400000/' base.json >long.json

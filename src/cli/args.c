@@ -141,6 +141,12 @@ int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **
         if (*i + 1 >= argc) return cli_usage(cmd, "%s needs a value", argv[*i]);
         if (is_flag(argv[*i + 1], valued))
             return cli_usage(cmd, "%s needs a value (the next argument is the flag %s)", argv[*i], argv[*i + 1]);
+        /* a flag given twice would silently keep its last value (probe 27: --precision bf16
+         * --precision fp32); --set is the one meant to repeat */
+        for (int j = *i + 2; j < argc && strcmp(*f, "--set") != 0; j++)
+            if (!strcmp(argv[j], *f))
+                return cli_usage(cmd, "%s given twice ('%s' and '%s'): give it once", *f, argv[*i + 1],
+                                 j + 1 < argc ? argv[j + 1] : "");
         *v = argv[++*i];
         return ST_OK;
     }

@@ -39,8 +39,9 @@ int cmd_export(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { cli_help("export"); return ST_OK; }
         if (!strcmp(argv[i], "--out")) {
-            if (i + 1 >= argc) return cli_usage("export", "--out needs a directory");
-            out = argv[++i];
+            static const char *const valued[] = {"--out", NULL};
+            int rc = cli_flag_value("export", valued, argc, argv, &i, &out);
+            if (rc) return rc;
             if (cli_dir_arg("export", "--out", out)) return ST_ERR_CONFIG;
         }
         else if (!strcmp(argv[i], "--force")) force = 1;

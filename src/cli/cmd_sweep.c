@@ -24,25 +24,22 @@ int cmd_sweep(int argc, char **argv, st_dist *dist) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("usage: stretch %s\n", usage_text); return 0; }
         if (!strcmp(a, "--quiet")) { o.quiet = 1; continue; }
         if (!strcmp(a, "--dry-run")) { o.dry_run = 1; continue; }
-        if (!strcmp(a, "--jobs")) {
-            char *end;
-            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || !argv[i + 1][0] || *end || n < 1 || n > 1024)
-                return cli_usage("sweep", "--jobs needs an integer in [1, 1024]");
-            o.jobs = (int)n;
-            i++;
-            continue;
-        }
-        if (!strcmp(a, "--out") || !strcmp(a, "--threads")) {
-            if (i + 1 >= argc) return cli_usage("sweep", "%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--out")) {
+        static const char *const valued[] = {"--jobs", "--out", "--threads", NULL};
+        const char *v;
+        int rc = cli_flag_value("sweep", valued, argc, argv, &i, &v);
+        if (rc) return rc;
+        if (v) {
+            int64_t n;
+            if (!strcmp(a, "--jobs")) {
+                if (!cli_int_arg(v, 1, 1024, &n)) return cli_usage("sweep", "--jobs '%s': expected an integer in [1, 1024]", v);
+                o.jobs = (int)n;
+            } else if (!strcmp(a, "--out")) {
                 if (cli_path_arg("sweep", "--out", v)) return ST_ERR_CONFIG;
                 o.out = v;
             } else {
-                int64_t n;
                 if (!cli_int_arg(v, 0, 4096, &n))
-                    return cli_usage("sweep", "--threads '%s': expected an integer >= 0 (0 = the runs' train.threads)", v);
+                    return cli_usage("sweep", "--threads '%s': expected an integer in [0, 4096] (0 = the runs' "
+                                     "train.threads)", v);
                 o.threads = (int)n;
             }
             continue;

@@ -55,26 +55,30 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             if (!v) return cli_usage("train", "--set needs section.key=value");
             if (n_sets == MAX_SETS) return cli_usage("train", "too many --set options (max %d)", MAX_SETS);
             sets[n_sets++] = v;
-        } else if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
-            if (i + 1 >= argc) return cli_usage("train", "%s needs a directory", a);
-            out = argv[++i];
-            if (cli_dir_arg("train", a, out)) return ST_ERR_CONFIG;
-        } else if (!strcmp(a, "--resume")) {
-            if (i + 1 >= argc) return cli_usage("train", "--resume needs a run directory");
-            resume = argv[++i];
-            if (cli_dir_arg("train", a, resume)) return ST_ERR_CONFIG;
+        } else if (!strcmp(a, "--out") || !strcmp(a, "-o") || !strcmp(a, "--resume") || !strcmp(a, "--stop-after")) {
+            /* one helper for every flag with a value: a missing value, a flag as the value
+             * and a flag given twice are said the same way in every command */
+            static const char *const valued[] = {"--out", "-o", "--resume", "--stop-after", NULL};
+            const char *v;
+            int rc = cli_flag_value("train", valued, argc, argv, &i, &v);
+            if (rc) return rc;
+            if (!strcmp(a, "--stop-after")) {
+                int64_t n;
+                if (!cli_int_arg(v, 1, INT64_MAX, &n)) return cli_usage("train", "--stop-after needs a step number >= 1");
+                opts.stop_after = n;
+            } else if (cli_dir_arg("train", a, v)) {
+                return ST_ERR_CONFIG;
+            } else if (!strcmp(a, "--resume")) {
+                resume = v;
+            } else {
+                out = v;
+            }
         } else if (!strcmp(a, "--force")) {
             opts.force = 1;
         } else if (!strcmp(a, "--zero")) {
             opts.zero = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             opts.quiet = 1;
-        } else if (!strcmp(a, "--stop-after")) {
-            int64_t v;
-            if (i + 1 >= argc || !cli_int_arg(argv[i + 1], 1, INT64_MAX, &v))
-                return cli_usage("train", "--stop-after needs a step number >= 1");
-            opts.stop_after = v;
-            i++;
         } else if (a[0] == '-') {
             return cli_usage("train", "unknown option '%s'", a);
         } else if (!config) {
