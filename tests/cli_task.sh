@@ -61,6 +61,28 @@ for cell in rep["results"]:
         expected = l.split("| expected")[1].split("|")[0].split()
         assert expected == prompt[:-1] + ["."], l
 PYEOF
+# --show of an interleaved task (MQAR): the queries after the first answer are listed with
+# the answers' places, so every shown instance reads back whole (probe 29)
+cat > mq.json <<'EOF2'
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "task", "task": {"name": "mqar", "min_size": 1, "max_size": 4, "symbols": 16, "pack": true}},
+ "train": {"seed": 1, "batch_size": 4, "seq_len": 40, "steps": 2, "threads": 1, "schedule": {"warmup": 1}}}
+EOF2
+expect_rc 0 "train mqar" "$BIN" train mq.json --out mq --quiet
+expect_rc 0 "eval mqar --show" "$BIN" eval mq --task --sizes 3 --trials 4 --show 4 --quiet
+"$PY" - out.txt <<'PYEOF' && ok || bad "MQAR --show lines do not give the whole instance: $(grep '^size' out.txt)"
+import sys
+lines = [l for l in open(sys.argv[1]) if l.startswith("size 3 trial")]
+assert len(lines) == 4, lines
+for l in lines:
+    prompt = l.split(":", 1)[1].split("| expected")[0].split()
+    expected = l.split("| expected")[1].split("|")[0].split()
+    bar = prompt.index("|")
+    pairs = dict(zip(prompt[:bar:2], prompt[1:bar:2]))
+    queries = [t for t in prompt[bar + 1:] if t != "[?]"]
+    assert len(pairs) == 3 and len(queries) == 3 and prompt.count("[?]") == 2, l
+    assert [pairs[q] for q in queries] == expected, l   # each answer the value of its query's key
+PYEOF
 expect_rc 2 "eval --show x" "$BIN" eval run --task --show x
 expect_msg "--show 'x': expected an integer in \\[0, 1000\\]"
 [ -f run/eval_task_copy_sinks_1_window_6.json ] && ok || { bad "transformed report name"; ls run; }

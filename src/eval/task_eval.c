@@ -83,13 +83,20 @@ static void put_token(FILE *f, int32_t id) {
 
 /* One instance as --show prints it: the prompt, the expected answer, the model's argmax
  * at each answer position (pred; the first wrong one marked), the verdict and the answer
- * tokens right of those scored. */
+ * tokens right of those scored. An instance with prompt tokens after its first answer
+ * (MQAR's next queries, flip-flop's next instructions) shows them in order, each answer
+ * token's place as "[?]", so the instance can be read back whole. */
 static void show_line(FILE *f, const st_task_data *td, int64_t size, double depth, int trial, const int32_t *tok,
                       const uint8_t *ans, const int32_t *pred, int64_t n, int exact, int64_t right, int64_t scored) {
     fprintf(f, "size %lld trial %d:", (long long)size, trial);
     if (td->task->has_depth) fprintf(f, " (depth %g)", depth);
-    int64_t i = 0;
+    int64_t i = 0, last_prompt = -1;
+    for (int64_t j = 0; j < n; j++) if (!ans[j]) last_prompt = j;
     for (; i < n && !ans[i]; i++) put_token(f, tok[i]);
+    for (int64_t j = i; j <= last_prompt; j++) {
+        if (ans[j]) fprintf(f, " [?]");
+        else put_token(f, tok[j]);
+    }
     fprintf(f, "  | expected");
     for (int64_t j = i; j < n; j++) if (ans[j]) put_token(f, tok[j]);
     fprintf(f, "  | model");
