@@ -83,6 +83,17 @@ for l in lines:
     assert len(pairs) == 3 and len(queries) == 3 and prompt.count("[?]") == 2, l
     assert [pairs[q] for q in queries] == expected, l   # each answer the value of its query's key
 PYEOF
+# a sweep of an MQAR run: the default scales keep the sizes MQAR makes (as eval --task),
+# given ones it cannot make are refused before any training (probe 29)
+cat > swmq.json <<'EOF2'
+{"base": "mq.json", "variants": [{"name": "a"}], "eval": {"lengths": [40], "task_trials": 2}, "out": "swmq"}
+EOF2
+expect_rc 0 "sweep of an MQAR run, default task scales" "$BIN" sweep swmq.json --quiet
+expect_err "a: default scale 32x left out"
+sed 's/"task_trials": 2/"task_trials": 2, "task_scales": [1, 8]/; s/"swmq"/"swmq2"/' swmq.json > swmq2.json
+expect_rc 2 "sweep with task scales MQAR cannot make" "$BIN" sweep swmq2.json --quiet
+expect_err "swmq2.json: point a: eval.task_scales: size 32 is outside what mqar makes"
+[ ! -e swmq2/a ] && ok || bad "the refused sweep trained"
 expect_rc 2 "eval --show x" "$BIN" eval run --task --show x
 expect_msg "--show 'x': expected an integer in \\[0, 1000\\]"
 [ -f run/eval_task_copy_sinks_1_window_6.json ] && ok || { bad "transformed report name"; ls run; }

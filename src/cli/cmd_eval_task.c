@@ -264,29 +264,15 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
     }
     if (!a->trials) a->trials = 50;
     const int n_depth = td.task->has_depth ? a->n_depths : 1;
-    int defaulted = 0;
     if (!a->n_sizes) {
-        if (!a->n_scales) {
+        if (!a->n_scales) {   /* the default scales keep the sizes the task can make (MQAR: keys <= symbols) */
             const double dflt[] = {1, 2, 4, 8, 16, 32};
             memcpy(a->scales, dflt, sizeof dflt);
-            a->n_scales = 6;
-            defaulted = 1;
+            a->n_scales = st_task_default_sizes(&td, a->scales, a->sizes, 6, "stretch eval", a->quiet);
+        } else {
+            st_task_sizes_from_scales(&td, a->scales, a->n_scales, a->sizes);
         }
-        st_task_sizes_from_scales(&td, a->scales, a->n_scales, a->sizes);
         a->n_sizes = a->n_scales;
-    }
-    if (defaulted) {   /* the default scales keep the sizes the task can make (MQAR: keys <= symbols) */
-        int kept = 0;
-        for (int i = 0; i < a->n_sizes; i++) {
-            st_error le = {0};
-            if (st_task_check_sizes(&td, &a->sizes[i], 1, "the default scales", &le)) {
-                if (!a->quiet) fprintf(stderr, "stretch eval: default scale %gx left out: %s\n", a->scales[i], le.msg);
-                continue;
-            }
-            a->sizes[kept] = a->sizes[i];
-            a->scales[kept++] = a->scales[i];
-        }
-        a->n_sizes = a->n_scales = kept > 0 ? kept : a->n_sizes;   /* none: the check below says why */
     }
     /* every size must be one the task can make (MQAR: distinct keys <= symbols) */
     if (st_task_check_sizes(&td, a->sizes, a->n_sizes, a->n_scales ? "--scales" : "--sizes", &e))

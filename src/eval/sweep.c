@@ -102,6 +102,7 @@ static int parse_task_eval(sweep *s, const cJSON *ev, st_error *e) {
         (rc = get_numbers(v, s->file, "eval.task_scales", 1e-6, 1e6, s->task_scales, ST_EVAL_MAX_LENGTHS,
                           &s->n_task_scales, e)))
         return rc;
+    s->task_scales_given = v != NULL;
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_depths")) &&
         (rc = get_numbers(v, s->file, "eval.task_depths", 0, 1, s->task_depths, 32, &s->n_task_depths, e)))
         return rc;
@@ -589,6 +590,7 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     rc = parse_eval(s, cJSON_GetObjectItemCaseSensitive(s->root, "eval"), e);
     if (!rc) rc = check_sections(s, &sp, e);
     if (!rc) rc = expand_points(s, &sp, e);
+    for (int i = 0; !rc && i < s->n_points; i++) rc = sweep_check_task_scales(s, &s->points[i], e);
     if (!rc) rc = check_dirs(s, file, opts, e);
     cJSON_free(sp.base_text);
     if (rc) return rc;

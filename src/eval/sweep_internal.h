@@ -37,6 +37,7 @@ typedef struct sweep {
     /* task runs (data.source "task"): eval.task_scales / task_trials / task_depths */
     double task_scales[ST_EVAL_MAX_LENGTHS];
     int n_task_scales;          /* default 1, 2, 4, 8, 16, 32 */
+    int task_scales_given;      /* set by the file: every point must make them (checked at load) */
     int64_t task_trials;        /* default 50 */
     double task_depths[32];
     int n_task_depths;          /* default 0, 0.25, 0.5, 0.75, 1 (needle tasks) */
@@ -70,6 +71,9 @@ int sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e);
  * trained with passkeys */
 int sweep_has_task(const st_run_config *cfg);
 int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e);
+/* eval.task_scales given by the file: ST_OK when a task point's task makes every size
+ * (checked at load, before any training), else the error naming the point. */
+int sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e);
 /* the same for a text run trained with passkeys (data.passkey.rate > 0): retrieval at
  * eval.task_scales x train.seq_len tokens on the run's own text */
 int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out,

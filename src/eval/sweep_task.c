@@ -36,6 +36,20 @@ static int point_model(const sweep_point *pt, const st_eval_plan *plan, const st
     return rc;
 }
 
+int sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e) {
+    if (!s->task_scales_given || strcmp(pt->cfg.data.source, "task") != 0) return ST_OK;
+    st_task_data td;
+    int rc = st_task_data_init(&td, &pt->cfg.data, pt->cfg.file, e);
+    if (rc) return rc;
+    int64_t sizes[ST_EVAL_MAX_LENGTHS];
+    st_task_sizes_from_scales(&td, s->task_scales, s->n_task_scales, sizes);
+    st_error le = {0};
+    if (st_task_check_sizes(&td, sizes, s->n_task_scales, "eval.task_scales", &le))
+        rc = st_fail(e, ST_ERR_CONFIG, "%s: point %s: %s", s->file, pt->name, le.msg);
+    st_task_data_free(&td);
+    return rc;
+}
+
 int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e) {
     *out = NULL;
     st_model m;
@@ -48,8 +62,15 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
     st_mm *mm = NULL;
     rc = point_model(pt, plan, &cfg, &m, &xf, &mm, e);
     int64_t sizes[ST_EVAL_MAX_LENGTHS];
-    const int n = s->n_task_scales, n_depth = td.task->has_depth ? s->n_task_depths : 1;
-    st_task_sizes_from_scales(&td, s->task_scales, n, sizes);
+    double scales[ST_EVAL_MAX_LENGTHS];
+    memcpy(scales, s->task_scales, sizeof scales);
+    /* the default scales keep the sizes this point's task makes (MQAR: 16x, 32x may need
+     * more keys than symbols), as `stretch eval --task` does; given ones were checked at
+     * load (sweep_check_task_scales) */
+    const int n = s->task_scales_given ? s->n_task_scales
+                                       : st_task_default_sizes(&td, scales, sizes, s->n_task_scales, pt->name, 0),
+              n_depth = td.task->has_depth ? s->n_task_depths : 1;
+    st_task_sizes_from_scales(&td, scales, n, sizes);
     if (!rc) rc = st_task_check_sizes(&td, sizes, n, "eval.task_scales", e);
     st_task_cell *cells = rc ? NULL : calloc((size_t)n * (size_t)n_depth, sizeof *cells);
     if (!rc && !cells) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");

@@ -34,6 +34,21 @@ void st_task_sizes_from_scales(const st_task_data *td, const double *scales, int
     }
 }
 
+int st_task_default_sizes(const st_task_data *td, double *scales, int64_t *sizes, int n, const char *who, int quiet) {
+    st_task_sizes_from_scales(td, scales, n, sizes);
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        st_error le = {0};
+        if (st_task_check_sizes(td, &sizes[i], 1, "the default scales", &le)) {
+            if (!quiet) st_log(ST_LOG_INFO, "%s: default scale %gx left out: %s", who, scales[i], le.msg);
+            continue;
+        }
+        sizes[kept] = sizes[i];
+        scales[kept++] = scales[i];
+    }
+    return kept > 0 ? kept : n;
+}
+
 int st_task_check_sizes(const st_task_data *td, const int64_t *sizes, int n, const char *flag, st_error *e) {
     int64_t lo, hi;
     st_task_size_range(td->task, &td->p, &lo, &hi);

@@ -16,5 +16,10 @@ void st_task_sizes_from_scales(const st_task_data *td, const double *scales, int
 /* ST_OK when every size is one the task makes with the run's keys; else ST_ERR_CONFIG
  * with a message naming `flag`. */
 int st_task_check_sizes(const st_task_data *td, const int64_t *sizes, int n, const char *flag, st_error *e);
+/* The default scales' sizes the task can make (MQAR: distinct keys <= symbols): keeps
+ * those of scales[0..n) in place (scales and sizes), logs each one left out unless quiet
+ * ("<who>: default scale 16x left out: ..."), returns how many are kept (n when none
+ * can be made, so the caller's check says why). */
+int st_task_default_sizes(const st_task_data *td, double *scales, int64_t *sizes, int n, const char *who, int quiet);
 
 #endif
