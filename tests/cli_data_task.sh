@@ -78,7 +78,7 @@ PY
 expect_rc 0 "copy rows" "$BIN" data --config copy.json --show 6
 expect_out "^task        copy"
 expect_out "^vocabulary  29 ids: 11 specials, 10 digits, 8 symbols (a .. h)"
-expect_out "the first 6 of step 1's batch (train.seed 5), train.seq_len + 1 = 41 tokens"
+expect_out "the first 6 the trainer draws (train.seed 5; step 1 takes 4, rows 0..3), train.seq_len + 1 = 41 tokens"
 check_rows copy 41 0 && ok || bad "copy rows"
 cp out.txt copy1.txt
 expect_rc 0 "copy rows again" "$BIN" data --config copy.json --show 6

@@ -64,7 +64,7 @@ expect_rc 0 "train a copy-task run" "$BIN" train task.json --out trun --quiet
 tlong=$(mk 3060)
 mkdir -p "$tlong" && cp trun/checkpoints/step_00000002.ckpt "$tlong/x.ckpt"
 refused "eval --task of a checkpoint whose default report is too long" "RUN_DIR|CHECKPOINT" \
-    "$tlong/eval_task_copy.json" "$BIN" eval "$tlong/x.ckpt" --task --sizes 2 --trials 2
+    "$tlong/eval_task_copy_x.json" "$BIN" eval "$tlong/x.ckpt" --task --sizes 2 --trials 2
 [ -s out.txt ] && bad "eval --task printed a table before refusing" || ok
 expect_rc 0 "the same eval --task with --json" "$BIN" eval "$tlong/x.ckpt" --task --sizes 2 --trials 2 --json tk.json --quiet
 

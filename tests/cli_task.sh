@@ -94,6 +94,12 @@ sed 's/"task_trials": 2/"task_trials": 2, "task_scales": [1, 8]/; s/"swmq"/"swmq
 expect_rc 2 "sweep with task scales MQAR cannot make" "$BIN" sweep swmq2.json --quiet
 expect_err "swmq2.json: point a: eval.task_scales: size 32 is outside what mqar makes"
 [ ! -e swmq2/a ] && ok || bad "the refused sweep trained"
+# a checkpoint's task report carries its name: the run's own report stays (probe 29)
+cp run/eval_task_copy.json before_ckpt.json
+ck=$(cat run/checkpoints/latest)
+expect_rc 0 "eval --task of a checkpoint" "$BIN" eval "run/checkpoints/$ck" --task --sizes 2 --trials 3 --quiet
+[ -f "run/eval_task_copy_${ck%.ckpt}.json" ] && cmp -s before_ckpt.json run/eval_task_copy.json && ok \
+    || { bad "a checkpoint's task report replaced the run's"; ls run; }
 expect_rc 2 "eval --show x" "$BIN" eval run --task --show x
 expect_msg "--show 'x': expected an integer in \\[0, 1000\\]"
 [ -f run/eval_task_copy_sinks_1_window_6.json ] && ok || { bad "transformed report name"; ls run; }

@@ -151,7 +151,7 @@ static int parse_args(int argc, char **argv, data_args *a) {
         } else if (!strcmp(f, "--show")) {
             if (!cli_int_arg(v, 1, 10000, &a->show)) return bad(f, v, "an integer in [1, 10000]");
         } else if (!strcmp(f, "--size")) {
-            if (!cli_int_arg(v, 1, ST_TASK_MAX_SIZE, &a->size)) return bad(f, v, "a positive integer");
+            if (!cli_int_arg(v, 1, ST_TASK_MAX_SIZE, &a->size)) return bad(f, v, "an integer in [1, 2^20]");
         } else if ((rc = data_flag(a, f, v))) {
             return rc;
         }

@@ -49,8 +49,10 @@ static int show_rows(const st_run_config *cfg, const st_dataset *ds, int64_t sho
         free(tok); free(start); free(sc);
         return cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
     }
-    printf("rows        the first %lld of step 1's batch (train.seed %llu), train.seq_len + 1 = %lld tokens each; "
-           "[scored by the loss]\n", (long long)show, (unsigned long long)cfg->train.seed, (long long)n);
+    const long long per_step = (long long)cfg->train.batch_size * cfg->train.grad_accum;
+    printf("rows        the first %lld the trainer draws (train.seed %llu; step 1 takes %lld, rows 0..%lld), "
+           "train.seq_len + 1 = %lld tokens each; [scored by the loss]\n", (long long)show,
+           (unsigned long long)cfg->train.seed, per_step, per_step - 1, (long long)n);
     for (int64_t w = 0; w < show; w++) {
         const int64_t used = st_task_row_tokens(ds->task, st_loader_row_seed(&l, (uint64_t)w), n, tok, sc, start);
         int64_t n_inst = 0, scored = 0;
@@ -105,8 +107,9 @@ int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t s
     printf("task        %s (%s); size counts %s\n", t->name, t->cite, t->size_unit);
     printf("vocabulary  %d ids: %d specials, 10 digits, %d symbols (a .. %s)\n", ds->vocab_size, ST_TT_DIGIT0, symbols,
            last);
+    /* length() is an instance's bound (addition's carry digit may not come) */
     printf("sizes       %lld .. %lld in training (data.task.min_size, max_size; the task allows %lld .. %lld): "
-           "%lld .. %lld tokens an instance\n", (long long)td->min_size, (long long)td->max_size, (long long)lo,
+           "instances of at most %lld .. %lld tokens\n", (long long)td->min_size, (long long)td->max_size, (long long)lo,
            (long long)hi, (long long)t->length(&td->p, td->min_size), (long long)st_task_data_max_len(td));
     printf("training    train.seq_len %d, %s; loss on %s\n", cfg->train.seq_len,
            td->pack ? "several instances a row (data.task.pack)" : "one instance a row, then padding",
