@@ -177,4 +177,8 @@ expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" train tiny.js
 expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" export run --out a --out b
 expect 2 "--jobs given twice ('1' and '2'): give it once" -- "$BIN" sweep x.json --jobs 1 --jobs 2
 
+# a list value given twice (probes 28, 29: two rows of one figure)
+expect 2 "--lengths: 64 given twice" -- "$BIN" eval run --lengths 64,32,64
+expect 2 "--scales: 0.5 given twice" -- "$BIN" eval run --task --scales 0.5,0.5
+
 finish cli_msgs

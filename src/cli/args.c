@@ -64,6 +64,20 @@ int cli_key_arg(const char *cmd, const char *flag, const char *v, const char *ke
                      xlo ? '(' : '[', lo, hi, key, note ? "; " : "", note ? note : "");
 }
 
+int cli_distinct(const char *cmd, const char *flag, const double *v, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (v[i] == v[j]) return cli_usage(cmd, "%s: %g given twice", flag, v[i]);
+    return ST_OK;
+}
+
+int cli_distinct_i64(const char *cmd, const char *flag, const int64_t *v, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (v[i] == v[j]) return cli_usage(cmd, "%s: %lld given twice", flag, (long long)v[i]);
+    return ST_OK;
+}
+
 int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap) {
     int n = 0;
     const char *p = s;

@@ -55,6 +55,10 @@ int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
 /* A flag whose value is a config key's (st_config_range): ST_OK with *out, or the usage
  * error (exit 2) naming the flag, the key and its range, then note (may be NULL). */
 int cli_key_arg(const char *cmd, const char *flag, const char *v, const char *key, const char *note, double *out);
+/* ST_OK when the n values of a list flag differ, else the usage error naming the flag and
+ * the value given twice (a length evaluated twice would be two rows of one figure). */
+int cli_distinct(const char *cmd, const char *flag, const double *v, int n);
+int cli_distinct_i64(const char *cmd, const char *flag, const int64_t *v, int n);
 /* A length list: "A,B,..." (cli_list_arg) or the doubling range "A..B" = A, 2A, 4A, ... <= B,
  * each in [lo, hi], at most max. The count, 0 when malformed. */
 int cli_lengths_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int max);

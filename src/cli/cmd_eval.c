@@ -114,6 +114,7 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
         if ((plan->n_lengths = cli_lengths_arg(v, 1, INT64_MAX, plan->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
             return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
                              "(at most %d lengths)", v, ST_EVAL_MAX_LENGTHS);
+        if ((rc = cli_distinct_i64("eval", opt, plan->lengths, plan->n_lengths))) return rc;
     } else if (!strcmp(opt, "--data")) {
         if (cli_path_arg("eval", opt, v)) return ST_ERR_CONFIG;
         plan->data_path = v;

@@ -53,21 +53,25 @@ static int parse_value(const char *f, const char *v, task_args *a) {
         if ((a->n_lengths = cli_lengths_arg(v, 1, (int64_t)1 << 30, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
             return cli_usage("eval", "--lengths '%s': expected integers in [1, 2^30] 'A,B,...' or a doubling range "
                              "'A..B' (at most %d)", v, ST_EVAL_MAX_LENGTHS);
+        return cli_distinct_i64("eval", f, a->lengths, a->n_lengths);
     } else if (!strcmp(f, "--sizes")) {
         /* the sizes data.task.max_size allows: a task's instances grow with the size, its
          * forward quadratically, and 2^20 is already hours */
         if ((a->n_sizes = cli_lengths_arg(v, 1, ST_TASK_MAX_SIZE, a->sizes, ST_EVAL_MAX_LENGTHS)) <= 0)
             return cli_usage("eval", "--sizes '%s': expected integers in [1, 2^20] 'A,B,...' or a doubling range "
                              "'A..B' (at most %d)", v, ST_EVAL_MAX_LENGTHS);
+        return cli_distinct_i64("eval", f, a->sizes, a->n_sizes);
     } else if (!strcmp(f, "--scales")) {
         if (!parse_numbers(v, 1e-6, 1e6, a->scales, ST_EVAL_MAX_LENGTHS, &a->n_scales))
             return cli_usage("eval", "--scales '%s': expected positive numbers 'A,B,...' (at most %d)", v,
                              ST_EVAL_MAX_LENGTHS);
+        return cli_distinct("eval", f, a->scales, a->n_scales);
     } else if (!strcmp(f, "--depths")) {
         if (!parse_numbers(v, 0.0, 1.0, a->depths, TASK_MAX_DEPTHS, &a->n_depths))
             return cli_usage("eval", "--depths '%s': expected numbers in [0, 1], 'A,B,...' (at most %d)", v,
                              TASK_MAX_DEPTHS);
         a->depths_given = 1;
+        return cli_distinct("eval", f, a->depths, a->n_depths);
     } else if (!strcmp(f, "--show")) {
         if (!cli_int_arg(v, 0, 1000, &a->show)) return cli_usage("eval", "--show '%s': expected an integer in [0, 1000]", v);
     } else if (!strcmp(f, "--trials")) {
