@@ -7,7 +7,8 @@
 
 Default: exact-match accuracy against the evaluation size as a multiple of the largest
 training size (log2 x), one panel per task, one line per group of runs (a sweep run's name
-without its train.seed part; for eval reports the position method and transform). Runs
+without its train.seed part; for eval reports the position method and transform, and
+"[bf16-trained]" / "[bf16 eval]" when a report's precision is not fp32 throughout). Runs
 that differ only in train.seed are averaged; the band spans their min and max, since
 length generalization varies between seeds. Needle tasks: the mean over depths.
 
@@ -45,6 +46,11 @@ def load(paths):
         elif "task" in doc and "results" in doc and "pos" in doc:   # eval --task report
             xf = doc.get("transform", "none")
             label = doc["pos"] + ("" if xf in ("", "none") else " + " + xf)
+            # reports of runs trained, or evaluated, in another precision are other lines
+            tp = doc.get("train_precision", "fp32")
+            ep = doc.get("precision", tp)
+            tags = (["bf16-trained"] if tp == "bf16" else []) + ([ep + " eval"] if ep != tp else [])
+            label += " [%s]" % ", ".join(tags) if tags else ""
             runs.append({"group": label, "task": doc["task"], "results": doc["results"]})
         else:
             die("%s: neither a sweep's results.json nor an `eval --task` report" % path)

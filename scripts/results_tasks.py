@@ -100,8 +100,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", nargs="+", help="task sweeps' results.json (merged: e.g. a sweep and its seed sweep)")
-    p.add_argument("--depths", action="store_true", help="needle tasks: depth x scale grids")
-    p.add_argument("--spread", action="store_true", help="each seed's row, for groups with two or more seeds")
+    view = p.add_mutually_exclusive_group()   # one table at a time (probe 29: --depths --spread dropped one)
+    view.add_argument("--depths", action="store_true", help="needle tasks: depth x scale grids")
+    view.add_argument("--spread", action="store_true", help="each seed's row, for groups with two or more seeds")
     a = p.parse_args()
     groups = load(a.results)
     if a.spread:

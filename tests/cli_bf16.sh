@@ -126,6 +126,11 @@ for x, y in zip(b["results"], f["results"]):
     assert d < 0.02 * y["answer_loss"] + 1e-3, d   # the same model, bf16 rounding apart
 assert any(x["answer_loss"] != y["answer_loss"] for x, y in zip(b["results"], f["results"])), "bf16 did not run"
 EOF
+# plot_tasks.py keeps the two apart (probe 29 saw them averaged as seeds of one line)
+"$PY" -c "
+import sys; sys.path.insert(0, '$SRC/scripts'); import plot_tasks
+g = sorted(r['group'] for r in plot_tasks.load(['t16/eval_task_copy.json', 't16/eval_task_copy_fp32.json']))
+assert g == ['alibi [bf16-trained, fp32 eval]', 'alibi [bf16-trained]'], g" && ok || bad "plot_tasks.py groups of bf16 reports"
 
 # ---- bench ----
 expect_rc 0 "bench bf16" "$BIN" bench --preset tiny --precision bf16 --steps 2 --warmup 1 --eval 64 --eval-reps 1 \
