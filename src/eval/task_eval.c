@@ -165,8 +165,13 @@ int st_task_eval(st_model *m, st_mm *mm, const st_task_data *td, const int64_t *
             row[di].depth = td->task->has_depth ? depths[di] : -1.0;
         }
         if (max_len > 0 && td->task->length(&td->p, size) > max_len) {
-            /* past what the positions represent: a row of its own */
-            for (int di = 0; di < n_depth; di++) { row[di].status = ST_ERR_CONFIG; row[di].loss = NAN; }
+            /* past what the positions represent: a row of its own (its tokens: the bound that
+             * did not fit, for the table) */
+            for (int di = 0; di < n_depth; di++) {
+                row[di].status = ST_ERR_CONFIG;
+                row[di].loss = NAN;
+                row[di].tokens = td->task->length(&td->p, size);
+            }
             continue;
         }
         st_error le = {0};
