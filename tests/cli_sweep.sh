@@ -153,5 +153,23 @@ for f in "$SRC"/configs/sweep*.json "$SRC"/configs/results/*.json; do
 done
 [ ! -e shipped ] && ok || bad "a dry run wrote its out dir"
 
+# two sweeps into one out (a seed sweep beside its main sweep, docs/results.md (a)): the
+# second keeps the first's runs in results.json, a re-run of the first keeps the second's,
+# and a point directory both share is the last writer's (probe 30)
+cat > cfg/sh1.json <<'EOF'
+{"base": "base.json", "set": {"train.steps": 4}, "variants": [{"name": "a"}, {"name": "b", "model.pos": "rope"}],
+ "eval": {"lengths": [8, 16]}, "out": "shared"}
+EOF
+cat > cfg/sh2.json <<'EOF'
+{"base": "base.json", "set": {"train.steps": 4}, "variants": [{"name": "c", "train.seed": 2}, {"name": "b", "model.pos": "rope"}],
+ "eval": {"lengths": [16, 32]}, "out": "shared"}
+EOF
+expect_rc 0 "first sweep into shared" "$BIN" sweep cfg/sh1.json --quiet
+expect_rc 0 "second sweep into shared" "$BIN" sweep cfg/sh2.json --quiet
+names() { "$PY" -c "import json; d = json.load(open('shared/results.json')); print(sorted(r['name'] for r in d['runs']), d['lengths'])"; }
+[ "$(names)" = "['a', 'b', 'c'] [8, 16, 32]" ] && ok || bad "results.json after two sweeps: $(names)"
+grep -q "^| a |" shared/results.md && bad "results.md lists the other sweep's runs" || ok
+expect_rc 0 "the first sweep again" "$BIN" sweep cfg/sh1.json --quiet
+[ "$(names)" = "['a', 'b', 'c'] [8, 16, 32]" ] && ok || bad "results.json after re-running the first: $(names)"
 echo "cli_sweep: $passes passed, $fails failed"
 [ "$fails" = 0 ]

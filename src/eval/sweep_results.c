@@ -182,15 +182,59 @@ static void write_csv(const sweep *s, FILE *f) {
     }
 }
 
-static int write_json(const sweep *s, const char *path, const double *lens, int nl, st_error *e) {
+/* The runs an earlier sweep of another file wrote to this out's results.json (a seed sweep
+ * sharing its out, as docs/results.md (a) runs them; probe 30 found them overwritten): kept
+ * after this sweep's own, so results.json holds every sweep's runs. A run in one of this
+ * sweep's point directories is this sweep's now; results.md and results.csv stay this
+ * sweep's. Their lengths join *lens (sorted, at most cap). */
+static void keep_other_sweeps(const sweep *s, const char *me, const char *path, cJSON *runs, double *lens, int *nl,
+                              int cap) {
+    size_t len = 0;
+    st_error le = {0};
+    char *text = st_read_file(path, &len, (size_t)1 << 30, &le);
+    cJSON *old = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    if (!old) return;
+    const char *old_sweep = str(old, "sweep");
+    const cJSON *list = get(old, "runs");
+    for (const cJSON *r = cJSON_IsArray(list) ? list->child : NULL; r; r = r->next) {
+        const char *from = str(r, "sweep_file")[0] ? str(r, "sweep_file") : old_sweep;
+        char buf[ST_PATH_BUF];
+        const char *fr = realpath(from, buf) ? buf : from;
+        int ours = !strcmp(fr, me);
+        for (int i = 0; i < s->n_points && !ours; i++) ours = !strcmp(str(r, "dir"), s->points[i].dir);
+        if (ours) continue;
+        cJSON *c = cJSON_Duplicate(r, 1);
+        if (!str(c, "sweep_file")[0]) cJSON_AddStringToObject(c, "sweep_file", fr);
+        cJSON_AddItemToArray(runs, c);
+        const cJSON *rs = get(r, "results");
+        for (const cJSON *x = cJSON_IsArray(rs) ? rs->child : NULL; x; x = x->next) {
+            const double L = num(x, "length");
+            int k = 0;
+            while (k < *nl && lens[k] < L) k++;
+            if (!isfinite(L) || (k < *nl && lens[k] == L) || *nl == cap) continue;
+            memmove(lens + k + 1, lens + k, (size_t)(*nl - k) * sizeof *lens);
+            lens[k] = L;
+            (*nl)++;
+        }
+    }
+    cJSON_Delete(old);
+}
+
+static int write_json(const sweep *s, const char *path, const double *lens_in, int nl_in, st_error *e) {
+    enum { CAP = 1024 };   /* collect_lengths' cap */
+    double lens[CAP];
+    int nl = nl_in < CAP ? nl_in : CAP;
+    memcpy(lens, lens_in, (size_t)nl * sizeof *lens);
+    char mine[ST_PATH_BUF];
+    const char *me = realpath(s->file, mine) ? mine : s->file;   /* which sweep wrote a run */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "sweep", s->file);
     cJSON_AddStringToObject(o, "base", s->base_desc);
     cJSON_AddStringToObject(o, "out", s->out);
     const cJSON *d = get(s->root, "description");
     if (cJSON_IsString(d)) cJSON_AddStringToObject(o, "description", d->valuestring);
-    cJSON *la = cJSON_AddArrayToObject(o, "lengths");
-    for (int i = 0; i < nl; i++) cJSON_AddItemToArray(la, cJSON_CreateNumber(lens[i]));
+    cJSON *la = cJSON_AddArrayToObject(o, "lengths");   /* filled below, with other sweeps' lengths */
     cJSON *runs = cJSON_AddArrayToObject(o, "runs");
     char buf[256];
     for (int i = 0; i < s->n_points; i++) {
@@ -198,6 +242,7 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         const cJSON *rep = get(pt->record, "report");
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "name", pt->name);
+        cJSON_AddStringToObject(r, "sweep_file", me);
         cJSON_AddStringToObject(r, "group", pt->group);
         cJSON_AddStringToObject(r, "dir", pt->dir);
         if (pt->train_dir[0] && strcmp(pt->train_dir, pt->dir) != 0) cJSON_AddStringToObject(r, "trained_in", pt->train_dir);
@@ -231,6 +276,8 @@ static int write_json(const sweep *s, const char *path, const double *lens, int 
         }
         cJSON_AddItemToArray(runs, r);
     }
+    keep_other_sweeps(s, me, path, runs, lens, &nl, CAP);
+    for (int i = 0; i < nl; i++) cJSON_AddItemToArray(la, cJSON_CreateNumber(lens[i]));
     char *text = st_json_print_exact(o, 1);
     cJSON_Delete(o);
     if (!text) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path);
