@@ -80,6 +80,11 @@ typedef struct st_mm st_mm;
  * then run emulated through sgemm: correct, but slower than fp32). ST_ERR_CONFIG when
  * this build has no oneDNN, with what to install. Free with st_mm_free (NULL is fine). */
 int st_mm_create(st_mm **out, int precision, int quiet, st_error *e);
+/* st_mm_create for a model's parameters p: with bf16 also their bf16 shadow (rounded once,
+ * st_params_enable_bf16), which the bf16 products read. What training, evaluation,
+ * generation and the task evaluations each need before their first product. */
+struct st_params;
+int st_mm_create_for(st_mm **out, int precision, int quiet, struct st_params *p, st_error *e);
 /* Time and count every gemm call into p (include/st_profile.h); NULL: stop. */
 struct st_profile;
 void st_mm_set_profile(st_mm *mm, struct st_profile *p);

@@ -368,8 +368,7 @@ int cmd_eval_task(int argc, char **argv) {
         st_model_free(&m);
         return rc;
     }
-    rc = st_mm_create(&a.mm, a.precision, a.quiet, &e);
-    if (!rc && a.precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, &e);
+    rc = st_mm_create_for(&a.mm, a.precision, a.quiet, &m.params, &e);
     if (rc) rc = cli_report(&e);
     else rc = task_run ? eval_registry_task(&a, &m, &cfg) : eval_passkey_text(&a, &m, &cfg, &ts, tok_path);
     st_mm_free(a.mm);

@@ -272,8 +272,7 @@ static int engine_init(gen_engine *g, const gen_opts *o, gen_run *r, st_error *e
     /* precision: the products' backend, the weights' bf16 shadow and the cache's rows */
     const int precision = o->precision < 0 ? r->cfg.train.precision : o->precision;
     g->mm = NULL;
-    int rc = st_mm_create(&g->mm, precision, 0, e);
-    if (!rc && precision == ST_PREC_BF16) rc = st_params_enable_bf16(&r->m.params, e);
+    int rc = st_mm_create_for(&g->mm, precision, 0, &r->m.params, e);
     g->logits = st_malloc(sizeof(float) * 2 * (size_t)V, e);
     if (!rc) rc = g->logits ? st_arena_init(&g->ar, (size_t)16 << 20, (size_t)-1, e) : ST_ERR_MEMORY;
     g->have_arena = !rc;

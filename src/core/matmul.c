@@ -1,6 +1,7 @@
 /* matmul.c - the precision dispatcher: the table of backends, their names, and the one
  * entry point every op's large product goes through (include/st_matmul.h). */
 #include "st_profile.h"
+#include "st_tensor.h"
 #include "core/matmul_internal.h"
 
 #include <stdio.h>
@@ -43,6 +44,12 @@ int st_mm_create(st_mm **out, int precision, int quiet, st_error *e) {
     if (rc) { free(mm); return rc; }
     *out = mm;
     return ST_OK;
+}
+
+int st_mm_create_for(st_mm **out, int precision, int quiet, st_params *p, st_error *e) {
+    int rc = st_mm_create(out, precision, quiet, e);
+    if (!rc && precision == ST_PREC_BF16) rc = st_params_enable_bf16(p, e);
+    return rc;
 }
 
 void st_mm_free(st_mm *mm) {

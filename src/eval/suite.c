@@ -325,9 +325,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     opts.buckets = plan.buckets;
     /* precision: the backend, and for bf16 the weights' shadow (rounded once, here) */
     rep->precision = plan.precision;
-    rc = st_mm_create(&mm, plan.precision, opts.progress_every <= 0, e);
-    if (!rc && plan.precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m.params, e);
-    if (rc) goto out;
+    if ((rc = st_mm_create_for(&mm, plan.precision, opts.progress_every <= 0, &m.params, e))) goto out;
     snprintf(rep->matmul, sizeof rep->matmul, "%s", st_mm_describe(mm));
     opts.mm = mm;
     opts.reset_peak_rss = 1;

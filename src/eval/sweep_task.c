@@ -31,9 +31,7 @@ static int point_model(const sweep_point *pt, const st_eval_plan *plan, const st
     int rc = st_transform_check(xf, m->cfg.pos, "eval.transform", e);
     if (!rc) st_model_set_transform(m, xf, pt->name);
     const int precision = plan->precision >= 0 ? plan->precision : cfg->train.precision;
-    if (!rc) rc = st_mm_create(mm, precision, 1, e);
-    if (!rc && precision == ST_PREC_BF16) rc = st_params_enable_bf16(&m->params, e);
-    return rc;
+    return rc ? rc : st_mm_create_for(mm, precision, 1, &m->params, e);
 }
 
 int sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e) {
@@ -67,10 +65,10 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
     /* the default scales keep the sizes this point's task makes (MQAR: 16x, 32x may need
      * more keys than symbols), as `stretch eval --task` does; given ones were checked at
      * load (sweep_check_task_scales) */
-    const int n = s->task_scales_given ? s->n_task_scales
-                                       : st_task_default_sizes(&td, scales, sizes, s->n_task_scales, pt->name, 0),
-              n_depth = td.task->has_depth ? s->n_task_depths : 1;
-    st_task_sizes_from_scales(&td, scales, n, sizes);
+    int n = s->n_task_scales;
+    if (s->task_scales_given) st_task_sizes_from_scales(&td, scales, n, sizes);
+    else n = st_task_default_sizes(&td, scales, sizes, n, pt->name, 0);
+    const int n_depth = td.task->has_depth ? s->n_task_depths : 1;
     if (!rc) rc = st_task_check_sizes(&td, sizes, n, "eval.task_scales", e);
     st_task_cell *cells = rc ? NULL : calloc((size_t)n * (size_t)n_depth, sizeof *cells);
     if (!rc && !cells) rc = st_fail(e, ST_ERR_MEMORY, "out of memory");

@@ -240,8 +240,7 @@ static int setup_buffers(trainer *t, st_error *e) {
     if ((rc = st_ctx_init(&t->ctx, &t->arena, 256 * (c->model.n_layers + 4), e))) return rc;
     t->have_ctx = 1;
     /* precision: the backend and, for bf16, the weights' shadow (after any load above) */
-    if ((rc = st_mm_create(&t->mm, tc->precision, t->opts.quiet, e))) return rc;
-    if (tc->precision == ST_PREC_BF16 && (rc = st_params_enable_bf16(&t->model.params, e))) return rc;
+    if ((rc = st_mm_create_for(&t->mm, tc->precision, t->opts.quiet, &t->model.params, e))) return rc;
     t->ctx.mm = t->mm;
     if (!t->opts.quiet) {
         char blk[160];
