@@ -31,6 +31,10 @@ int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_
 /* RUN_DIR/tokenizer.json for a checkpoint RUN_DIR/checkpoints/X.ckpt; DIR/tokenizer.json
  * for a checkpoint DIR/X.ckpt kept elsewhere. */
 void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n);
+/* The directory a checkpoint file's run keeps its files in (RUN_DIR for
+ * RUN_DIR/checkpoints/X.ckpt, DIR for DIR/X.ckpt, "" for the root, so that DIR "/" NAME is
+ * the path) and, when stem is not NULL, "_X": the name reports of that checkpoint carry. */
+void cli_checkpoint_dir(const char *ckpt, char *dir, size_t n, char *stem, size_t sn);
 /* A run trained on text or a task has a tokenizer.json (a synthetic run has none): when
  * tok_path is missing for such a run, warn that `cmd` goes on without it (what it does
  * instead: `without`). */
@@ -41,8 +45,8 @@ void cli_warn_missing_tokenizer(const char *cmd, const st_run_config *cfg, const
 void cli_blame_sets(const char *path, const char *const *sets, int n_sets, int check_alone, st_error *e);
 /* `stretch data --config` of a task run (cmd_data_task.c): the task, its vocabulary and
  * sizes, then `show` training rows as the trainer draws them (size 0), or `show` instances
- * of one size. */
-int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size, uint64_t seed);
+ * of one size (seeds from train.seed). */
+int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size);
 /* Print "stretch: error: <msg>" to stderr and return the code. */
 int cli_report(const st_error *e);
 /* ---- flag values (args.c): 1 when s is entirely a value in [lo, hi], else 0 ---- */

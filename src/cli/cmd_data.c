@@ -71,7 +71,7 @@ static void fmt_int(char *out, size_t cap, int64_t v) {   /* 2088628 -> 2,088,62
 typedef struct data_args {
     st_data_config c;
     int have_source, n_flags, force;
-    const char *syn_flag, *path_flag;   /* a --syn-* flag given, --path given (checked against the source) */
+    const char *syn_flag;   /* a --syn-* flag given (checked against the source, as --path is) */
     const char *save, *config;
     const char *sets[MAX_SETS];
     int n_sets;
@@ -83,7 +83,6 @@ static int data_flag(data_args *a, const char *f, const char *v) {
     st_data_config *c = &a->c;
     a->n_flags++;
     if (!strncmp(f, "--syn-", 6)) a->syn_flag = f;
-    if (!strcmp(f, "--path")) a->path_flag = f;
     if (!strcmp(f, "--source")) {
         if (copy_str(c->source, sizeof c->source, v)) return bad(f, v, "synthetic, wikitext or text");
         /* a task's instances come from a run config's data.task keys, batch by batch:
@@ -164,7 +163,7 @@ static int parse_args(int argc, char **argv, data_args *a) {
     if (!a->config && !a->have_source) return cli_usage("data", "--source (or --config) is required");
     /* a flag the source does not read would be ignored silently (probe 28) */
     const int synthetic = !strcmp(a->c.source, "synthetic");
-    if (a->have_source && synthetic && a->path_flag)
+    if (a->have_source && synthetic && a->c.path[0])   /* only --path sets it */
         return cli_usage("data", "--path: the synthetic source is generated, it reads no file (--source text or wikitext)");
     if (a->have_source && !synthetic && a->syn_flag)
         return cli_usage("data", "%s: applies to --source synthetic, not %s", a->syn_flag, a->c.source);
@@ -233,7 +232,7 @@ int cmd_data(int argc, char **argv) {
     }
     st_dataset ds;
     if (st_dataset_load(&run.data, run.file, &ds, &e)) return cli_report(&e);
-    if (ds.task) rc = cli_data_task_show(&run, &ds, a.show ? a.show : 4, a.size, run.train.seed);
+    if (ds.task) rc = cli_data_task_show(&run, &ds, a.show ? a.show : 4, a.size);
     else rc = print_stats(&run.data, &ds, a.save);
     st_dataset_free(&ds);
     return rc;

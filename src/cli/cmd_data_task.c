@@ -1,10 +1,10 @@
 /* cmd_data_task.c - `stretch data --config RUN.json` for a task run (data.source "task"):
  * what the model will see. A task has no corpus to tokenize; its instances are generated
  * per batch (include/st_task.h). This prints the task, its vocabulary, the sizes and
- * instance lengths of training, and then either the first rows the trainer draws (the
- * seeds of st_train_loader_init's loader: step 1's batch, in order) with each instance on its own
- * line and the tokens the loss scores in [brackets], or (--size S) instances of one size,
- * e.g. an evaluation size past the training range. */
+ * instance lengths of training, and then either the first rows the trainer draws, in
+ * order (the seeds of st_train_loader_init's loader; step 1 takes batch_size x grad_accum),
+ * with each instance on its own line and the tokens the loss scores in [brackets], or
+ * (--size S) instances of one size, e.g. an evaluation size past the training range. */
 #include "cli/cli.h"
 #include "st_task.h"
 
@@ -36,7 +36,7 @@ static void print_tokens(const int32_t *tok, const uint8_t *scored, int64_t n) {
     printf("%s\n", open ? "]" : "");
 }
 
-/* The first `show` rows of step 1's batch, T + 1 tokens each (st_task_row_tokens with the
+/* The first `show` rows the trainer draws, T + 1 tokens each (st_task_row_tokens with the
  * trainer's loader seeds), one line per instance, then the padding. */
 static int show_rows(const st_run_config *cfg, const st_dataset *ds, int64_t show) {
     const int64_t n = (int64_t)cfg->train.seq_len + 1;
@@ -93,7 +93,7 @@ static int show_instances(const st_task_data *td, int64_t show, int64_t size, ui
     return ST_OK;
 }
 
-int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size, uint64_t seed) {
+int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size) {
     const st_task_data *td = ds->task;
     const st_task *t = td->task;
     const int symbols = td->p.symbols;
@@ -114,5 +114,5 @@ int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t s
     printf("training    train.seq_len %d, %s; loss on %s\n", cfg->train.seq_len,
            td->pack ? "several instances a row (data.task.pack)" : "one instance a row, then padding",
            td->loss_all ? "every token but padding (data.task.loss \"all\")" : "the answer tokens (data.task.loss \"answer\")");
-    return size ? show_instances(td, show, size, seed) : show_rows(cfg, ds, show);
+    return size ? show_instances(td, show, size, cfg->train.seed) : show_rows(cfg, ds, show);
 }

@@ -53,23 +53,14 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
     if (is_dir) {
         snprintf(dir, sizeof dir, "%s", src);
     } else {
-        snprintf(dir, sizeof dir, "%s", rep->checkpoint);
-        char *slash = strrchr(dir, '/');
-        const char *base = slash ? slash + 1 : dir;
-        snprintf(stem, sizeof stem, "_%s", base);
-        char *dot = strrchr(stem, '.');
-        if (dot && strcmp(dot, ".ckpt") == 0) *dot = 0;
-        if (slash) *slash = 0; else strcpy(dir, ".");
-        size_t dl = strlen(dir);
-        if (dl >= 11 && strcmp(dir + dl - 11, "checkpoints") == 0 && (dl == 11 || dir[dl - 12] == '/')) {
-            if (dl == 11) strcpy(dir, "."); else dir[dl - 12] = 0;
-        }
+        cli_checkpoint_dir(rep->checkpoint, dir, sizeof dir, stem, sizeof stem);
     }
     /* a transformed evaluation must not overwrite the plain one: its label joins the name */
     char tag[160], ptag[8];
     cli_transform_tag(&rep->xf, tag, sizeof tag);
     cli_precision_tag(rep->precision, rep->cfg.train.precision, ptag, sizeof ptag);
     strncat(tag, ptag, sizeof tag - strlen(tag) - 1);
+    int written;
     if (rep->external) {
         /* never the run's own report name: eval_data-<file or dir name>[_<split>]_<mode> */
         char name[256], tmp[ST_PATH_BUF];
@@ -80,12 +71,15 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
         snprintf(name, sizeof name, "%s", slash ? slash + 1 : tmp);
         for (char *c = name; *c; c++)
             if (!isalnum((unsigned char)*c) && *c != '.' && *c != '-' && *c != '_') *c = '_';
-        snprintf(out, n, "%s/eval_data-%s%s%s_%s%s%s.json", dir, name, rep->data.is_dir ? "_" : "",
-                 rep->data.is_dir ? st_eval_split_name(rep->split) : "", st_eval_mode_name(rep->mode), tag, stem);
-        return;
+        written = snprintf(out, n, "%s/eval_data-%s%s%s_%s%s%s.json", dir, name, rep->data.is_dir ? "_" : "",
+                           rep->data.is_dir ? st_eval_split_name(rep->split) : "", st_eval_mode_name(rep->mode), tag,
+                           stem);
+    } else {
+        written = snprintf(out, n, "%s/eval_%s_%s%s%s.json", dir, st_eval_split_name(rep->split),
+                           st_eval_mode_name(rep->mode), tag, stem);
     }
-    snprintf(out, n, "%s/eval_%s_%s%s%s.json", dir, st_eval_split_name(rep->split), st_eval_mode_name(rep->mode), tag,
-             stem);
+    /* a name past n is cut here; check_report_path refuses a source whose name would not fit */
+    if (written < 0 || (size_t)written >= n) out[n - 1] = 0;
 }
 
 /* At most what default_json_path adds to the source path: "/eval_data-" (11) + the data

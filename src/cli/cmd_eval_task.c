@@ -135,19 +135,9 @@ void eval_task_path(const task_args *a, const char *name, char *out, size_t n) {
     char dir[ST_PATH_BUF], stem[ST_PATH_BUF + 1] = "";
     struct stat st;
     snprintf(dir, sizeof dir, "%s", a->src);
-    if (stat(a->src, &st) == 0 && !S_ISDIR(st.st_mode)) {   /* a checkpoint: its run dir */
-        char *slash = strrchr(dir, '/');
-        /* "_<checkpoint name>": an earlier checkpoint's report never replaces the run's
-         * (probe 29), as the perplexity report's name does */
-        snprintf(stem, sizeof stem, "_%s", slash ? slash + 1 : dir);
-        char *dot = strrchr(stem, '.');
-        if (dot && !strcmp(dot, ".ckpt")) *dot = 0;
-        if (slash) *slash = 0; else strcpy(dir, ".");
-        size_t dl = strlen(dir);
-        if (dl >= 11 && strcmp(dir + dl - 11, "checkpoints") == 0) {
-            if (dl == 11) strcpy(dir, "."); else dir[dl - 12] = 0;
-        }
-    }
+    /* a checkpoint: its run dir, and "_<checkpoint name>" so that an earlier checkpoint's
+     * report never replaces the run's (probe 29), as the perplexity report's name does */
+    if (stat(a->src, &st) == 0 && !S_ISDIR(st.st_mode)) cli_checkpoint_dir(a->src, dir, sizeof dir, stem, sizeof stem);
     char tag[160];
     cli_transform_tag(&a->xf, tag, sizeof tag);
     snprintf(out, n, "%s/%s%s%s%s.json", dir, name, tag, a->prec_tag, stem);

@@ -55,6 +55,15 @@ typedef struct extend_args {
 static const char *const valued[] = {"--to", "--steps", "--budget", "--scale", "--batch", "--lr", "--warmup",
                                      "--transform", "--stop-after", "--out", "-o", "--set", NULL};
 
+/* The user's --set that assigns the key of assignment `set` ("train.seq_len" or
+ * "train.seq_len=..."), NULL when none does. */
+static const char *user_set(const extend_args *a, const char *set) {
+    const size_t n = strcspn(set, "=");
+    for (int i = 0; i < a->n_sets; i++)
+        if (strcspn(a->sets[i], "=") == n && !strncmp(a->sets[i], set, n)) return a->sets[i];
+    return NULL;
+}
+
 static int parse(int argc, char **argv, extend_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
@@ -87,9 +96,8 @@ static int parse(int argc, char **argv, extend_args *a) {
     }
     /* the new run's length is what extend is for: --to sets it, and a --set of it would
      * train another length than the one the plan (scale, steps, log) was made for */
-    for (int i = 0; i < a->n_sets; i++)
-        if (strcspn(a->sets[i], "=") == strlen("train.seq_len") && !strncmp(a->sets[i], "train.seq_len", 13))
-            return cli_usage("extend", "--set %s: the extended run's train.seq_len is --to N", a->sets[i]);
+    const char *len_set = user_set(a, "train.seq_len");
+    if (len_set) return cli_usage("extend", "--set %s: the extended run's train.seq_len is --to N", len_set);
     if (!a->run) return cli_usage("extend", "needs the base run directory");
     if (a->to == 0) return cli_usage("extend", "needs --to N (the new training length)");
     if ((a->steps >= 0) == (a->budget > 0)) return cli_usage("extend", "give one of --steps K or --budget F");
@@ -168,13 +176,6 @@ static void plan(const extend_args *a, const st_run_config *base, int64_t ranks,
     add(o, NULL, "model.scaling.train_len=%lld", o->scaled ? (long long)o->L : 0LL);
 }
 
-/* 1 when one of the user's --set assigns the key of assignment `set`. */
-static int user_sets(const extend_args *a, const char *set) {
-    const size_t n = strcspn(set, "=");
-    for (int i = 0; i < a->n_sets; i++)
-        if (strcspn(a->sets[i], "=") == n && !strncmp(a->sets[i], set, n)) return 1;
-    return 0;
-}
 
 /* A config error of the extended run (e, from loading or training). The loader places it
  * at "--set KEY" or at RUN/config.json, neither of which the user wrote when the value
@@ -187,7 +188,7 @@ static void blame_flags(const extend_args *a, const char *path, const overrides 
     char flags[160] = "";
     int named[16];
     for (int i = 0; i < o->n; i++) {
-        named[i] = o->by[i] && st_config_names_key(e->msg, o->set[i]) && !user_sets(a, o->set[i]);
+        named[i] = o->by[i] && st_config_names_key(e->msg, o->set[i]) && !user_set(a, o->set[i]);
         for (int j = 0; j < i && named[i]; j++) named[i] = !(named[j] && !strcmp(o->by[j], o->by[i]));   /* once */
         if (named[i]) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s%s", flags[0] ? ", " : "", o->by[i]);
     }

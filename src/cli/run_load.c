@@ -19,24 +19,33 @@ int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_
     return ST_OK;
 }
 
-void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n) {
-    /* RUN_DIR/checkpoints/X.ckpt -> RUN_DIR/tokenizer.json; a checkpoint kept anywhere else
-     * (DIR/X.ckpt) -> DIR/tokenizer.json, beside it: never a directory further up, whose
-     * tokenizer.json would belong to something else */
+void cli_checkpoint_dir(const char *ckpt, char *dir, size_t n, char *stem, size_t sn) {
+    /* RUN_DIR/checkpoints/X.ckpt -> RUN_DIR; a checkpoint kept anywhere else (DIR/X.ckpt)
+     * -> DIR, beside it: never a directory further up, whose files would belong to
+     * something else */
     char d[ST_PATH_BUF];
     snprintf(d, sizeof d, "%s", ckpt);
     char *slash = strrchr(d, '/');
+    if (stem) {
+        snprintf(stem, sn, "_%s", slash ? slash + 1 : d);
+        char *dot = strrchr(stem, '.');
+        if (dot && !strcmp(dot, ".ckpt")) *dot = 0;
+    }
     if (!slash) snprintf(d, sizeof d, ".");
-    else if (slash == d) d[1] = 0;   /* "/X.ckpt": the root */
-    else *slash = 0;
+    else *slash = 0;   /* "/X.ckpt": "", the root */
     const char *base = strrchr(d, '/');
     base = base ? base + 1 : d;
     if (!strcmp(base, "checkpoints")) {
-        if (base == d) snprintf(d, sizeof d, ".");           /* "checkpoints/X.ckpt" */
-        else if (base == d + 1) d[1] = 0;                     /* "/checkpoints/X.ckpt" */
-        else d[base - d - 1] = 0;
+        if (base == d) snprintf(d, sizeof d, ".");   /* "checkpoints/X.ckpt" */
+        else d[base - d - 1] = 0;                    /* "/checkpoints/X.ckpt": "", the root */
     }
-    snprintf(tok_path, n, "%s%stokenizer.json", d, d[strlen(d) - 1] == '/' ? "" : "/");
+    snprintf(dir, n, "%s", d);
+}
+
+void cli_tokenizer_path(const char *ckpt, char *tok_path, size_t n) {
+    char d[ST_PATH_BUF];
+    cli_checkpoint_dir(ckpt, d, sizeof d, NULL, 0);
+    snprintf(tok_path, n, "%s/tokenizer.json", d);
 }
 
 void cli_warn_missing_tokenizer(const char *cmd, const st_run_config *cfg, const char *tok_path, const char *without) {
