@@ -5,8 +5,7 @@
  *    "set": {"train.steps": 600, ...},           optional, applied to every point (not in names)
  *    "variants": [{"name": "alibi_rf-exp", "model.pos": "alibi_rf", "model.rf.kind": "exp"}, ...],
  *    "grid": {"train.seed": [1, 2], "train.seq_len": [64]},
- *    "eval": {"lengths": [...], "split", "mode", "stride", "max_tokens", "batch_tokens",
- *             "buckets", "bucket_scale", "attn_stats"},
+ *    "eval": {"lengths": [...], "split", "mode", ...},  the evaluation plan (sweep_eval.c)
  *    "out": "runs/sweep_x",                      relative to the current directory
  *    "jobs": 2}                                  optional: runs side by side (--jobs overrides)
  *
@@ -25,16 +24,13 @@
 #define MAX_POINTS 10000
 
 static const char *const top_keys[] = {"description", "base", "set", "variants", "grid", "eval", "out", "jobs"};
-static const char *const eval_keys[] = {"lengths", "split", "mode", "stride", "max_tokens",
-                                        "batch_tokens", "buckets", "bucket_scale",
-                                        "task_scales", "task_trials", "task_depths", "attn_stats"};
 
 static int key_allowed(const char *k, const char *const *list, int n) {
     for (int i = 0; i < n; i++) if (strcmp(k, list[i]) == 0) return 1;
     return 0;
 }
 
-static int check_keys(const cJSON *obj, const char *const *list, int n, const char *file, const char *where, st_error *e) {
+int sweep_check_keys(const cJSON *obj, const char *const *list, int n, const char *file, const char *where, st_error *e) {
     for (const cJSON *it = obj->child; it; it = it->next)
         if (!key_allowed(it->string, list, n)) {
             char allowed[512] = "";
@@ -49,140 +45,26 @@ static int check_keys(const cJSON *obj, const char *const *list, int n, const ch
 }
 
 /* "FILE: PATH: expected WANT, got VALUE" */
-static int type_error(st_error *e, const char *file, const char *path, const char *want, const cJSON *v) {
+int sweep_type_error(st_error *e, const char *file, const char *path, const char *want, const cJSON *v) {
     char got[128];
     st_json_describe(v, got, sizeof got);
     return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected %s, got %s", file, path, want, got);
 }
 
 /* An integer in [lo, hi] (JSON numbers are doubles: require an exact integer). */
-static int get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out, st_error *e) {
+int sweep_get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out, st_error *e) {
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-        return type_error(e, file, path, "an integer", v);
+        return sweep_type_error(e, file, path, "an integer", v);
     if (v->valuedouble < lo || v->valuedouble > hi)
         return st_fail(e, ST_ERR_CONFIG, "%s: %s: must be in [%.0f, %.0f], got %.0f", file, path, lo, hi, v->valuedouble);
     *out = (int64_t)v->valuedouble;
     return ST_OK;
 }
 
-static int get_name(const cJSON *v, const char *file, const char *path, const char *a, const char *b, int *out, st_error *e) {
-    if (cJSON_IsString(v) && strcmp(v->valuestring, a) == 0) { *out = 0; return ST_OK; }
-    if (cJSON_IsString(v) && strcmp(v->valuestring, b) == 0) { *out = 1; return ST_OK; }
-    char want[96];
-    snprintf(want, sizeof want, "\"%s\" or \"%s\"", a, b);
-    return type_error(e, file, path, want, v);
-}
-
-/* eval.task_scales / task_depths: arrays of numbers in [lo, hi] */
-static int get_numbers(const cJSON *v, const char *file, const char *path, double lo, double hi, double *out, int cap,
-                       int *n, st_error *e) {
-    const int m = cJSON_GetArraySize(v);
-    char want[64];
-    snprintf(want, sizeof want, "an array of 1 to %d numbers", cap);
-    if (!cJSON_IsArray(v) || m < 1 || m > cap) return type_error(e, file, path, want, v);
-    int i = 0;
-    for (const cJSON *it = v->child; it; it = it->next, i++) {
-        if (!cJSON_IsNumber(it) || !(it->valuedouble >= lo && it->valuedouble <= hi)) {
-            char where[96];
-            snprintf(where, sizeof where, "%s[%d]", path, i);
-            snprintf(want, sizeof want, "a number in [%g, %g]", lo, hi);
-            return type_error(e, file, where, want, it);
-        }
-        out[i] = it->valuedouble;
-    }
-    *n = m;
-    return ST_OK;
-}
-
-/* The task evaluation of task runs (data.source "task"; src/eval/sweep_task.c). */
-static int parse_task_eval(sweep *s, const cJSON *ev, st_error *e) {
-    const cJSON *v;
-    int rc = ST_OK;
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_scales")) &&
-        (rc = get_numbers(v, s->file, "eval.task_scales", 1e-6, 1e6, s->task_scales, ST_EVAL_MAX_LENGTHS,
-                          &s->n_task_scales, e)))
-        return rc;
-    s->task_scales_given = v != NULL;
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_depths")) &&
-        (rc = get_numbers(v, s->file, "eval.task_depths", 0, 1, s->task_depths, 32, &s->n_task_depths, e)))
-        return rc;
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_trials")) &&
-        (rc = get_int(v, s->file, "eval.task_trials", 1, 1 << 20, &s->task_trials, e)))
-        return rc;
-    return ST_OK;
-}
-
-static int parse_eval(sweep *s, const cJSON *ev, st_error *e) {
-    st_eval_plan *p = &s->plan;
-    st_eval_plan_default(p);
-    const double scales[] = {1, 2, 4, 8, 16, 32}, depths[] = {0, 0.25, 0.5, 0.75, 1};
-    memcpy(s->task_scales, scales, sizeof scales);
-    s->n_task_scales = 6;
-    memcpy(s->task_depths, depths, sizeof depths);
-    s->n_task_depths = 5;
-    s->task_trials = 50;
-    if (!ev) return ST_OK;
-    if (!cJSON_IsObject(ev)) return type_error(e, s->file, "eval", "an object", ev);
-    int rc = check_keys(ev, eval_keys, (int)(sizeof eval_keys / sizeof *eval_keys), s->file, "eval", e);
-    if (rc) return rc;
-    char path[64];
-    int64_t x = 0;
-    const cJSON *v;
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "lengths"))) {
-        int n = cJSON_GetArraySize(v);
-        if (!cJSON_IsArray(v) || n < 1 || n > ST_EVAL_MAX_LENGTHS) {
-            snprintf(path, sizeof path, "an array of 1 to %d lengths", ST_EVAL_MAX_LENGTHS);
-            return type_error(e, s->file, "eval.lengths", path, v);
-        }
-        int i = 0;
-        for (const cJSON *it = v->child; it; it = it->next, i++) {
-            snprintf(path, sizeof path, "eval.lengths[%d]", i);
-            if ((rc = get_int(it, s->file, path, 1, 1 << 24, &p->lengths[i], e))) return rc;
-        }
-        p->n_lengths = n;
-    }
-    int k = 0;
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "split"))) {
-        if ((rc = get_name(v, s->file, "eval.split", "valid", "test", &k, e))) return rc;
-        p->split = k ? ST_SPLIT_TEST : ST_SPLIT_VALID;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "mode"))) {
-        if ((rc = get_name(v, s->file, "eval.mode", "nonoverlapping", "sliding", &k, e))) return rc;
-        p->mode = k ? ST_EVAL_SLIDING : ST_EVAL_NONOVERLAPPING;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "stride"))) {
-        if ((rc = get_int(v, s->file, "eval.stride", 0, 1 << 24, &x, e))) return rc;
-        if (x > 0 && p->mode == ST_EVAL_NONOVERLAPPING)
-            return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: applies to \"mode\": \"sliding\" only", s->file);
-        p->stride = x;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "max_tokens"))) {
-        if ((rc = get_int(v, s->file, "eval.max_tokens", 0, 1e13, &x, e))) return rc;
-        p->max_tokens = x;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "batch_tokens"))) {
-        if ((rc = get_int(v, s->file, "eval.batch_tokens", 1, 1e9, &x, e))) return rc;
-        p->opts.batch_tokens = x;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "buckets"))) {
-        if ((rc = get_int(v, s->file, "eval.buckets", 0, 1 << 16, &x, e))) return rc;
-        p->buckets = (int)x;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "bucket_scale"))) {
-        if ((rc = get_name(v, s->file, "eval.bucket_scale", "linear", "log2", &k, e))) return rc;
-        p->opts.bucket_scale = k ? ST_BUCKETS_LOG2 : ST_BUCKETS_LINEAR;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(ev, "attn_stats"))) {
-        if (!cJSON_IsBool(v)) return type_error(e, s->file, "eval.attn_stats", "true or false", v);
-        p->opts.attn_stats = cJSON_IsTrue(v);
-    }
-    return parse_task_eval(s, ev, e);
-}
-
 /* Check one override (key, value) by applying it to a default config. */
 static int check_override(const sweep *s, const char *where, const char *key, const cJSON *v, st_error *e) {
     if (!(cJSON_IsString(v) || cJSON_IsNumber(v) || cJSON_IsBool(v) || cJSON_IsArray(v)))
-        return type_error(e, s->file, where, "a string, number, boolean or array", v);
+        return sweep_type_error(e, s->file, where, "a string, number, boolean or array", v);
     if (!strchr(key, '.'))
         return st_fail(e, ST_ERR_CONFIG, "%s: %s: a config key path is section.key (e.g. model.pos)", s->file, where);
     char *text = st_json_print_exact(v, 0);
@@ -317,21 +199,21 @@ static int parse_file(sweep *s, const char *file, st_error *e) {
 static int parse_header(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
     cJSON *root = s->root;
     if (!cJSON_IsObject(root)) return st_fail(e, ST_ERR_CONFIG, "%s: expected a JSON object", file);
-    int rc = check_keys(root, top_keys, (int)(sizeof top_keys / sizeof *top_keys), file, "", e);
+    int rc = sweep_check_keys(root, top_keys, (int)(sizeof top_keys / sizeof *top_keys), file, "", e);
     if (rc) return rc;
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
-    if (desc && !cJSON_IsString(desc)) return type_error(e, file, "description", "a string", desc);
+    if (desc && !cJSON_IsString(desc)) return sweep_type_error(e, file, "description", "a string", desc);
 
     /* jobs: runs at a time on this machine (each rank's share under MPI) */
     const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
     int64_t nj = 1;
-    if (jobs && (rc = get_int(jobs, file, "jobs", 1, 1024, &nj, e))) return rc;
+    if (jobs && (rc = sweep_get_int(jobs, file, "jobs", 1, 1024, &nj, e))) return rc;
     s->jobs = opts && opts->jobs > 0 ? opts->jobs : (int)nj;
 
     /* out */
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(root, "out");
     if (out && (!cJSON_IsString(out) || !out->valuestring[0]))
-        return type_error(e, file, "out", "a non-empty directory path", out);
+        return sweep_type_error(e, file, "out", "a non-empty directory path", out);
     if (opts && opts->out) snprintf(s->out, sizeof s->out, "%s", opts->out);
     else if (out) snprintf(s->out, sizeof s->out, "%s", out->valuestring);
     else return st_fail(e, ST_ERR_CONFIG, "%s: out: missing (set it in the file or pass --out DIR)", file);
@@ -371,7 +253,7 @@ static int check_common(sweep *s, sweep_spec *sp, st_error *e) {
     const cJSON *common = sp->common = cJSON_GetObjectItemCaseSensitive(s->root, "set");
     if (!common) return ST_OK;
     if (!cJSON_IsObject(common))
-        return type_error(e, sp->file, "set", "an object {\"section.key\": value}", common);
+        return sweep_type_error(e, sp->file, "set", "an object {\"section.key\": value}", common);
     char where[512];
     int rc = ST_OK;
     for (const cJSON *it = common->child; !rc && it; it = it->next) {
@@ -388,18 +270,18 @@ static int check_variants(sweep *s, sweep_spec *sp, st_error *e) {
     if (!vars) return ST_OK;
     sp->n_var = cJSON_GetArraySize(vars);
     if (!cJSON_IsArray(vars) || sp->n_var < 1)
-        return type_error(e, file, "variants", "a non-empty array of objects", vars);
+        return sweep_type_error(e, file, "variants", "a non-empty array of objects", vars);
     char where[512];
     int rc = ST_OK, i = 0;
     for (const cJSON *v = vars->child; !rc && v; v = v->next, i++) {
         if (!cJSON_IsObject(v) || !v->child) {
             snprintf(where, sizeof where, "variants[%d]", i);
-            return type_error(e, file, where, "a non-empty object of config overrides", v);
+            return sweep_type_error(e, file, where, "a non-empty object of config overrides", v);
         }
         for (const cJSON *it = v->child; !rc && it; it = it->next) {
             snprintf(where, sizeof where, "variants[%d].%s", i, it->string);
             if (strcmp(it->string, "name") == 0) {
-                if (!cJSON_IsString(it) || !it->valuestring[0]) rc = type_error(e, file, where, "a non-empty string", it);
+                if (!cJSON_IsString(it) || !it->valuestring[0]) rc = sweep_type_error(e, file, where, "a non-empty string", it);
             } else {
                 rc = check_override(s, where, it->string, it, e);
                 if (!rc) add_key(s, it->string);
@@ -415,14 +297,14 @@ static int check_grid(sweep *s, sweep_spec *sp, st_error *e) {
     sp->total = sp->n_var;
     if (!grid) return ST_OK;
     if (!cJSON_IsObject(grid))
-        return type_error(e, sp->file, "grid", "an object {\"section.key\": [values]}", grid);
+        return sweep_type_error(e, sp->file, "grid", "an object {\"section.key\": [values]}", grid);
     char where[512];
     int rc = ST_OK;
     for (const cJSON *g = grid->child; !rc && g; g = g->next, sp->n_grid++) {
         int n = cJSON_GetArraySize(g);
         if (!cJSON_IsArray(g) || n < 1) {
             snprintf(where, sizeof where, "grid.%s", g->string);
-            return type_error(e, sp->file, where, "a non-empty array of values", g);
+            return sweep_type_error(e, sp->file, where, "a non-empty array of values", g);
         }
         int i = 0;
         for (const cJSON *it = g->child; !rc && it; it = it->next, i++) {
@@ -541,30 +423,6 @@ static int expand_points(sweep *s, const sweep_spec *sp, st_error *e) {
 
 /* the plan's canonical text: the marker records it, so a changed eval section re-runs
  * the evaluation (not the training) */
-static void sign_plan(sweep *s) {
-    const st_eval_plan *p = &s->plan;
-    int o = snprintf(s->plan_sig, sizeof s->plan_sig, "lengths=");
-    for (int i = 0; i < p->n_lengths && o < (int)sizeof s->plan_sig; i++)
-        o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, "%s%lld", i ? "," : "", (long long)p->lengths[i]);
-    if (o < (int)sizeof s->plan_sig)
-        snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o,
-                 ";split=%d;mode=%d;stride=%lld;max_tokens=%lld;buckets=%d;scale=%d",
-                 p->split, p->mode, (long long)p->stride, (long long)p->max_tokens, p->buckets, p->opts.bucket_scale);
-    /* the task evaluation's plan joins it when a point is a task run or a text run with
-     * passkeys (its marker records both; other sweeps keep their signature) */
-    int tasks = 0;
-    for (int i = 0; i < s->n_points; i++) tasks |= sweep_has_task(&s->points[i].cfg);
-    if (!tasks) return;
-    o = (int)strlen(s->plan_sig);
-    o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, ";task_trials=%lld;task_scales=",
-                  (long long)s->task_trials);
-    for (int i = 0; i < s->n_task_scales && o < (int)sizeof s->plan_sig; i++)
-        o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, "%s%g", i ? "," : "", s->task_scales[i]);
-    for (int i = 0; i < s->n_task_depths && o < (int)sizeof s->plan_sig; i++)
-        o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, "%s%g", i ? "," : ";task_depths=",
-                      s->task_depths[i]);
-}
-
 /* Every point's run directory must leave room for the files its run writes: checked
  * before the first point trains, not when the last one saves its first checkpoint. */
 static int check_dirs(const sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
@@ -587,14 +445,14 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     if (rc) return rc;
     sweep_spec sp = {.file = file, .n_var = 1};
     if ((rc = resolve_base(s, &sp, e))) return rc;
-    rc = parse_eval(s, cJSON_GetObjectItemCaseSensitive(s->root, "eval"), e);
+    rc = sweep_parse_eval(s, cJSON_GetObjectItemCaseSensitive(s->root, "eval"), e);
     if (!rc) rc = check_sections(s, &sp, e);
     if (!rc) rc = expand_points(s, &sp, e);
     for (int i = 0; !rc && i < s->n_points; i++) rc = sweep_check_task_scales(s, &s->points[i], e);
     if (!rc) rc = check_dirs(s, file, opts, e);
     cJSON_free(sp.base_text);
     if (rc) return rc;
-    sign_plan(s);
+    sweep_sign_plan(s);
     return ST_OK;
 }
 

@@ -52,6 +52,17 @@ typedef struct sweep {
 /* sweep.c: parse + validate the file and expand the grid. */
 int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e);
 void sweep_free(sweep *s);
+/* The strict JSON field readers sweep.c and sweep_eval.c share, messages "FILE: PATH: ...":
+ * keys of obj outside list[0..n) (at `where`), a value of the wrong type ("expected WANT,
+ * got VALUE"), an integer in [lo, hi]. */
+int sweep_check_keys(const cJSON *obj, const char *const *list, int n, const char *file, const char *where, st_error *e);
+int sweep_type_error(st_error *e, const char *file, const char *path, const char *want, const cJSON *v);
+int sweep_get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out, st_error *e);
+
+/* sweep_eval.c: the file's "eval" section into s->plan and the task fields (ev NULL: the
+ * defaults), and the plan's signature s->plan_sig (after the points are expanded). */
+int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e);
+void sweep_sign_plan(sweep *s);
 
 /* sweep_run.c: one point (train, then evaluate), state and error recorded in the point. */
 int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts);
