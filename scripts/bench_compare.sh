@@ -91,9 +91,10 @@ run() {
     /usr/bin/time -v -o "$WORK/$name.time" "$@" --json "$WORK/$name.json" > "$WORK/$name.out" 2> "$WORK/$name.err" || {
         echo "bench_compare.sh: $name failed:" >&2; tail -5 "$WORK/$name.err" >&2; exit 1; }
 }
-stretch_run() { run "$1" "$STRETCH" bench --threads "$THREADS" "${@:2}"; }
-torch_run() { run "$1" "$PY" "$ROOT/scripts/bench_torch.py" --threads "$THREADS" "${@:2}"; }
-# (a later --threads in the arguments overrides the default: both parsers keep the last one)
+# --threads "$THREADS" unless the arguments give their own (stretch refuses a flag given twice)
+with_threads() { case " $* " in *" --threads "*) ;; *) echo --threads "$THREADS" ;; esac; }
+stretch_run() { run "$1" "$STRETCH" bench $(with_threads "${@:2}") "${@:2}"; }
+torch_run() { run "$1" "$PY" "$ROOT/scripts/bench_torch.py" $(with_threads "${@:2}") "${@:2}"; }
 
 # file-name prefix of a program in a precision: stretch, torch (fp32), stretchbf16, torchbf16
 pname() { if [ "$2" = fp32 ]; then echo "$1"; else echo "$1$2"; fi; }
