@@ -49,7 +49,9 @@ enum {
     ST_TASK_KEY_IGNORE = 1 << 3,    /* data.task.ignore_prob: flip-flop */
     ST_TASK_KEY_BLANK = 1 << 4,     /* data.task.blank_prob: selective copy */
     ST_TASK_KEY_QUERIES = 1 << 5,   /* data.task.queries: MQAR */
+    ST_TASK_KEY_NEEDLES = 1 << 6,   /* data.task.needles: multikey */
 };
+#define ST_TASK_MAX_NEEDLES 64      /* data.task.needles' bound (multikey keeps them on its stack) */
 
 typedef struct st_task_params {
     int symbols;            /* alphabet size: ids ST_TT_SYMBOL0 .. ST_TT_SYMBOL0 + symbols - 1 */
@@ -58,8 +60,9 @@ typedef struct st_task_params {
     int digits;             /* passkey: digits of a key, in [1, ST_TASK_MAX_DIGITS] */
     double ignore_prob;     /* flip-flop: P(ignore) of an instruction between the first and last */
     double blank_prob;      /* selective copy: P(blank) of a prompt position */
-    const st_markov *filler;/* passkey: the filler source, a chain over the symbols (vocab = symbols) */
-    double depth;           /* passkey: needle depth in [0, 1]; < 0: drawn from the seed */
+    int needles;            /* multikey: needles in the filler (one asked for), in [2, ST_TASK_MAX_NEEDLES] */
+    const st_markov *filler;/* needle tasks: the filler source, a chain over the symbols (vocab = symbols) */
+    double depth;           /* needle tasks: the (asked-for) needle's depth in [0, 1]; < 0: drawn from the seed */
 } st_task_params;
 
 typedef struct st_task {
@@ -68,9 +71,14 @@ typedef struct st_task {
     const char *size_unit;  /* what `size` counts, e.g. "symbols", "digits", "pairs" */
     int64_t min_size;       /* smallest meaningful size */
     uint32_t keys;          /* ST_TASK_KEY_* read */
-    int has_depth;          /* evaluation takes a depth grid (needle tasks) */
+    int has_depth;          /* a needle task: its filler is the Markov source, evaluation takes a depth grid */
+    /* smallest size the parameters allow (passkey: the needle and the query); NULL: min_size */
+    int64_t (*min_size_of)(const st_task_params *p);
     /* largest size the parameters allow (MQAR: symbols, its keys are distinct); INT64_MAX when none */
     int64_t (*max_size)(const st_task_params *p);
+    /* NULL, or the rule between keys the task needs (multikey: needles <= symbols): 0 when
+     * the parameters make instances, else nonzero and msg says why, naming the keys */
+    int (*check)(const st_task_params *p, char *msg, size_t n);
     /* tokens of an instance of that size; an upper bound when it varies (addition's carry) */
     int64_t (*length)(const st_task_params *p, int64_t size);
     /* Write one instance: tok[0, n), ans[0, n) (1: answer token). Returns n <= length().
@@ -79,7 +87,7 @@ typedef struct st_task {
 } st_task;
 
 /* ---- the registry (src/data/task/registry.c) ---- */
-#define ST_TASK_COUNT 8     /* entries of the registry (checked there at compile time) */
+#define ST_TASK_COUNT 11    /* entries of the registry (checked there at compile time) */
 /* index of a name, -1 when unknown; the name at an index (config key tables) */
 int st_task_index(const char *name);
 const char *st_task_name_at(int i);
@@ -99,8 +107,9 @@ struct st_task_data {
     int loss_all;           /* data.task.loss "all": every next token is a target (but padding) */
     int pack;               /* data.task.pack: several instances per training row */
 };
-/* The sizes a task makes with these parameters, [*lo, *hi]: its min_size (passkey: at
- * least digits + 2, the needle and the query) to its max_size(p), at most ST_TASK_MAX_SIZE. */
+/* The sizes a task makes with these parameters, [*lo, *hi]: its min_size (or min_size_of(p):
+ * passkey at least digits + 2, the needle and the query) to its max_size(p), at most
+ * ST_TASK_MAX_SIZE. */
 void st_task_size_range(const st_task *t, const st_task_params *p, int64_t *lo, int64_t *hi);
 /* The data.task.* rules relating keys (each key's own range is the config schema's):
  * the sizes against the task, keys the task does not read left at their defaults, task

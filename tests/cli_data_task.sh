@@ -2,7 +2,9 @@
 # cli_data_task.sh - `stretch data --config RUN.json` of task runs: the rows the trainer
 # draws and instances of one size, checked against each task's definition (docs/tasks.md)
 # by an independent reading of the printed tokens: copy's answer is its prompt, addition's
-# the sum (reversed digits), MQAR's the queried keys' values, passkey's the needle's digits;
+# the sum (reversed digits), MQAR's the queried keys' values, passkey's the needle's digits,
+# multikey's the digits of the needle under the queried key (its keys distinct), counting's
+# the count, parity's the sum mod 2;
 # the brackets are exactly the scored tokens, rows hold train.seq_len + 1 tokens, packing
 # fills them, the rows follow train.seed; and the flag errors.
 . "$(dirname "$0")/lib_cli.sh" cli_data_task
@@ -58,6 +60,21 @@ def check(inst):
         k, q = toks.index("K"), toks.index("?")
         d = len(toks) - q - 1
         assert toks[q + 1:] == toks[k + 1:k + 1 + d] and sc == [False] * (q + 1) + [True] * d, inst
+    elif task == "multikey":
+        q = toks.index("?")
+        d = len(toks) - q - 2
+        keys = [toks[i + 1] for i in range(q) if toks[i] == "K"]
+        assert len(keys) == 4 and len(set(keys)) == 4 and toks[q + 1] in keys, inst
+        at = [i for i in range(q) if toks[i] == "K" and toks[i + 1] == toks[q + 1]][0]
+        assert toks[q + 2:] == toks[at + 2:at + 2 + d] and sc == [False] * (q + 2) + [True] * d, inst
+    elif task == "counting":
+        q = toks.index("?")
+        assert toks[q + 2] == "=" and toks[-1] == ".", inst
+        assert int("".join(toks[q + 3:-1])) == toks[:q].count(toks[q + 1]) >= 1, inst
+        assert sc == [False] * (q + 3) + [True] * (len(toks) - q - 3), inst
+    elif task == "parity":
+        assert toks[-2] == "=" and set(toks[:-2]) <= {"0", "1"} and int(toks[-1]) == toks[:-2].count("1") % 2, inst
+        assert sc == [False] * (len(toks) - 1) + [True], inst
 for r in rows:
     _, n_inst, used, total, scored = r["head"]
     assert total == n, (total, n)
@@ -105,6 +122,19 @@ check_rows mqar 41 1 && ok || bad "mqar rows"
 expect_rc 0 "passkey" "$BIN" data --config copy.json --show 5 --set data.task.name=passkey --set data.task.symbols=16 \
     --set data.task.min_size=10 --set data.task.max_size=30
 check_rows passkey 41 0 && ok || bad "passkey rows"
+expect_rc 0 "multikey" "$BIN" data --config copy.json --show 5 --set data.task.name=multikey --set data.task.symbols=16 \
+    --set data.task.digits=3 --set data.task.min_size=22 --set data.task.max_size=36
+check_rows multikey 41 0 && ok || bad "multikey rows"
+expect_rc 0 "counting packed" "$BIN" data --config copy.json --show 5 --set data.task.name=counting \
+    --set data.task.symbols=3 --set data.task.max_size=4 --set data.task.pack=true
+check_rows counting 41 1 && ok || bad "counting rows"
+expect_rc 0 "parity" "$BIN" data --config add.json --show 5 --set data.task.name=parity --set data.task.max_size=30
+check_rows parity 41 0 && ok || bad "parity rows"
+expect_rc 2 "multikey: more needles than symbols" "$BIN" data --config copy.json --set data.task.name=multikey \
+    --set data.task.needles=9 --set data.task.min_size=70 --set data.task.max_size=70 --set train.seq_len=80
+expect_err "data.task.needles: 9 needles need as many distinct key symbols, data.task.symbols is 8"
+expect_rc 2 "multikey: too small" "$BIN" data --config copy.json --set data.task.name=multikey --set data.task.max_size=12
+expect_err "data.task.min_size: multikey takes sizes (tokens) in \[30, "
 
 # --size: instances of one size, past the training range
 expect_rc 0 "copy size 30" "$BIN" data --config copy.json --size 30 --show 3

@@ -4,7 +4,8 @@
  *     no padding, at least one answer token; determinism by seed and variety across
  *     seeds; the answer recomputed from the prompt by an independent checker per task;
  *     one known instance per task (pins each format: a change must be deliberate);
- *   - passkey: the needle exactly at round(depth F) for depth 0, 0.5, 1;
+ *   - passkey and multikey: the (asked-for) needle exactly at round(depth F) for depth
+ *     0, 0.5, 1; multikey's distractors under distinct keys, its filler one chain path;
  *   - the task tokenizer: names round-trip through encode / decode;
  *   - training rows: x / y alignment, -1 on prompt and padding under loss "answer", on
  *     padding only under "all", packing;
@@ -36,13 +37,18 @@
 #define KNOWN_MQAR_RANDOM "a p h i d k f p e n g o | f ^p e ^n a ^p e ^n h ^i d ^k"   /* e asked twice, g never */
 #define KNOWN_FLIPFLOP "W 0 I 0 I 1 R ^0 I 0 R ^0"
 #define KNOWN_SEL "_ g _ _ k e o _ = ^g ^k ^e ^o ^."
+#define KNOWN_MULTIKEY "K f 0 8 7 8 6 K n 4 9 1 5 1 k K c 3 7 8 2 6 c K g 4 2 5 7 7 ? c ^3 ^7 ^8 ^2 ^6"
+#define KNOWN_COUNTING "k o f n h l p h ? k = ^1 ^."
+#define KNOWN_PARITY "0 1 0 0 1 = ^0"
 
 static st_markov chain;
 
-/* variant 1: addition's reversed format, MQAR's random queries (each task reads its own) */
+/* variant 1: addition's reversed format, MQAR's random queries, multikey's 7 needles
+ * (each task reads its own) */
 static st_task_params params(int variant) {
     st_task_params p = {.symbols = SYMBOLS, .reversed = variant, .random_queries = variant, .digits = 5,
-                        .ignore_prob = 0.8, .blank_prob = 0.75, .filler = &chain, .depth = -1.0};
+                        .ignore_prob = 0.8, .blank_prob = 0.75, .needles = 4 + 3 * variant, .filler = &chain,
+                        .depth = -1.0};
     return p;
 }
 
@@ -101,6 +107,22 @@ static int64_t expected_answer(const st_task *t, const st_task_params *p, const 
         for (int64_t q = bar + 1; q < n; q += 2)
             for (int64_t i = 0; i < bar; i += 2)
                 if (tok[i] == tok[q]) out[k++] = tok[i + 1];
+    } else if (!strcmp(t->name, "multikey")) {
+        for (int64_t i = 0; i + 1 < n; i++)   /* the needle whose key the query names */
+            if (tok[i] == ST_TT_KEY && tok[i + 1] == tok[n - p->digits - 1])
+                for (int j = 0; j < p->digits; j++) out[k++] = tok[i + 2 + j];
+    } else if (!strcmp(t->name, "counting")) {
+        int64_t q = 0, c = 0;
+        while (tok[q] != ST_TT_QUERY) q++;
+        for (int64_t i = 0; i < q; i++) c += tok[i] == tok[q + 1];
+        char digits[24];
+        const int d = snprintf(digits, sizeof digits, "%lld", (long long)c);
+        for (int i = 0; i < d; i++) out[k++] = ST_TT_DIGIT0 + (digits[i] - '0');
+        out[k++] = ST_TT_END;
+    } else if (!strcmp(t->name, "parity")) {
+        int64_t ones = 0;
+        for (int64_t i = 0; tok[i] != ST_TT_SEP; i++) ones += tok[i] == ST_TT_DIGIT0 + 1;
+        out[k++] = ST_TT_DIGIT0 + (int32_t)(ones % 2);
     } else if (!strcmp(t->name, "flipflop")) {
         int32_t mem = -1;
         for (int64_t i = 0; i < n; i += 2) {
@@ -109,6 +131,26 @@ static int64_t expected_answer(const st_task *t, const st_task_params *p, const 
         }
     }
     return k;
+}
+
+/* the filler (the prompt's symbols outside the needles, read around them) is one path of
+ * the chain: every token an allowed successor of the `order` before it (a filler sampled
+ * in two parts fails) */
+static int filler_is_path(const st_task_params *p, const int32_t *tok, int64_t prompt) {
+    int32_t f[512];
+    int64_t nf = 0;
+    for (int64_t i = 0; i < prompt && nf < 512; i++) {
+        if (tok[i] == ST_TT_KEY && tok[i + 1] >= ST_TT_SYMBOL0) i++;   /* multikey: a needle's key */
+        else if (is_sym(tok[i])) f[nf++] = tok[i] - ST_TT_SYMBOL0;
+    }
+    int path = 1;
+    for (int64_t q = p->filler->order; q < nf; q++) {
+        const int64_t ctx = st_markov_context(p->filler, f + q - p->filler->order);
+        int allowed = 0;
+        for (int b = 0; b < p->filler->branch; b++) allowed |= p->filler->next[ctx * p->filler->branch + b] == f[q];
+        path &= allowed;
+    }
+    return path;
 }
 
 /* task-specific structure the answer check does not cover */
@@ -137,20 +179,35 @@ static void check_structure(const st_task *t, const st_task_params *p, int64_t s
         CHECK_MSG(fill == size - p->digits - 2, "passkey: %lld filler tokens, want %lld", (long long)fill,
                   (long long)(size - p->digits - 2));
         CHECK(tok[size - 1] == ST_TT_QUERY && n == size + p->digits);
-        /* the filler, read around the needle, is one path of the chain: every token an
-         * allowed successor of the `order` before it (a filler sampled in two parts fails) */
-        int32_t f[512];
-        int64_t nf = 0;
-        for (int64_t i = 0; i < size - 1 && nf < 512; i++)
-            if (is_sym(tok[i])) f[nf++] = tok[i] - ST_TT_SYMBOL0;
-        int path = 1;
-        for (int64_t q = p->filler->order; q < nf; q++) {
-            const int64_t ctx = st_markov_context(p->filler, f + q - p->filler->order);
-            int allowed = 0;
-            for (int b = 0; b < p->filler->branch; b++) allowed |= p->filler->next[ctx * p->filler->branch + b] == f[q];
-            path &= allowed;
+        CHECK_MSG(filler_is_path(p, tok, size - 1), "passkey size %lld: the filler is not one path of the chain",
+                  (long long)size);
+    } else if (!strcmp(t->name, "multikey")) {
+        /* m needles of k digits under distinct keys, the query's key among them */
+        const int64_t w = p->digits + 2;
+        int64_t needles = 0, fill = 0, asked = 0;
+        for (int64_t i = 0; i < size - 2; i++) {
+            if (tok[i] != ST_TT_KEY) { fill += is_sym(tok[i]); continue; }
+            CHECK(is_sym(tok[i + 1]));
+            for (int j = 0; j < p->digits; j++) CHECK(is_dig(tok[i + 2 + j]));
+            for (int64_t q = i + w; q < size - 2; q++) CHECK(!(tok[q] == ST_TT_KEY && tok[q + 1] == tok[i + 1]));
+            asked += tok[i + 1] == tok[size - 1];
+            needles++;
+            i += w - 1;
         }
-        CHECK_MSG(path, "passkey size %lld: the filler is not one path of the chain", (long long)size);
+        CHECK_MSG(needles == p->needles && asked == 1 && fill == size - p->needles * w - 2,
+                  "multikey size %lld: %lld needles, %lld asked, %lld filler", (long long)size, (long long)needles,
+                  (long long)asked, (long long)fill);
+        CHECK(tok[size - 2] == ST_TT_QUERY && is_sym(tok[size - 1]) && n == size + p->digits);
+        CHECK_MSG(filler_is_path(p, tok, size - 2), "multikey size %lld: the filler is not one path of the chain",
+                  (long long)size);
+    } else if (!strcmp(t->name, "counting")) {
+        for (int64_t i = 0; i < size; i++) CHECK(is_sym(tok[i]));
+        int64_t c = 0;   /* the asked symbol occurs */
+        for (int64_t i = 0; i < size; i++) c += tok[i] == tok[size + 1];
+        CHECK(tok[size] == ST_TT_QUERY && tok[size + 2] == ST_TT_SEP && c >= 1);
+    } else if (!strcmp(t->name, "parity")) {
+        for (int64_t i = 0; i < size; i++) CHECK(tok[i] == ST_TT_DIGIT0 || tok[i] == ST_TT_DIGIT0 + 1);
+        CHECK(tok[size] == ST_TT_SEP && n == size + 2);
     } else if (!strcmp(t->name, "addition")) {
         for (int64_t i = 0; i < size; i++) CHECK(is_dig(tok[i]) && is_dig(tok[size + 1 + i]));
         if (size > 1) CHECK(tok[p->reversed ? size - 1 : 0] != ST_TT_DIGIT0);
@@ -161,14 +218,15 @@ static void test_generators(void) {
     const int64_t sizes[] = {1, 2, 3, 5, 17, 64};
     for (int ti = 0; ti < st_task_count(); ti++) {
         const st_task *t = st_task_at(ti);
-        const int n_variants = !strcmp(t->name, "addition") || !strcmp(t->name, "mqar") ? 2 : 1;
+        const int n_variants = !strcmp(t->name, "addition") || !strcmp(t->name, "mqar") || !strcmp(t->name, "multikey")
+                                   ? 2 : 1;
         for (int rev = 0; rev < n_variants; rev++) {
             st_task_params p = params(rev);
-            const int64_t hi = t->max_size ? t->max_size(&p) : INT64_MAX;
+            int64_t lo, hi;
+            st_task_size_range(t, &p, &lo, &hi);
             int bad = 0;
             for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
-                int64_t size = sizes[si] < t->min_size ? t->min_size : sizes[si];
-                if (t->has_depth && size < p.digits + 2) size = p.digits + 2 + (int64_t)si;
+                const int64_t size = sizes[si] < lo ? lo + (int64_t)si : sizes[si];
                 if (size > hi) continue;
                 const int64_t L = t->length(&p, size);
                 int32_t *tok = malloc((size_t)L * sizeof *tok), *tok2 = malloc((size_t)L * sizeof *tok);
@@ -222,6 +280,9 @@ static void test_known(void) {
         {"mqar", 1, 6, KNOWN_MQAR_RANDOM},
         {"flipflop", 0, 6, KNOWN_FLIPFLOP},
         {"selective_copy", 0, 8, KNOWN_SEL},
+        {"multikey", 0, 32, KNOWN_MULTIKEY},
+        {"counting", 0, 8, KNOWN_COUNTING},
+        {"parity", 0, 5, KNOWN_PARITY},
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
         const st_task *t = st_task_find(k[i].task);
@@ -240,19 +301,36 @@ static void test_known(void) {
     }
 }
 
-static void test_passkey_depth(void) {
-    const st_task *t = st_task_find("passkey");
-    st_task_params p = params(0);
-    const int64_t n = 47, F = n - p.digits - 2;
-    int32_t tok[64];
-    uint8_t ans[64];
-    const double depth[] = {0.0, 0.5, 1.0, 0.3};
-    for (int d = 0; d < 4; d++) {
-        p.depth = depth[d];
-        t->generate(&p, n, 3, tok, ans);
-        int64_t at = -1;
-        for (int64_t i = 0; i < n; i++) if (tok[i] == ST_TT_KEY) at = i;
-        CHECK_MSG(at == (int64_t)floor(depth[d] * (double)F + 0.5), "depth %g: needle at %lld", depth[d], (long long)at);
+/* the needle asked for sits after round(depth F) filler tokens (multikey: the needle
+ * under the queried key; its distractors may come before it, so count filler only) */
+static void test_needle_depth(void) {
+    const char *names[] = {"passkey", "multikey"};
+    for (int ti = 0; ti < 2; ti++) {
+        const st_task *t = st_task_find(names[ti]);
+        st_task_params p = params(0);
+        const int multi = ti == 1;
+        const int64_t n = 61, w = p.digits + 2, F = n - (multi ? p.needles * w + 2 : p.digits + 2);
+        int32_t tok[96];
+        uint8_t ans[96];
+        const double depth[] = {0.0, 0.5, 1.0, 0.3};
+        for (int d = 0; d < 4; d++) {
+            p.depth = depth[d];
+            for (uint64_t seed = 3; seed < 6; seed++) {
+                t->generate(&p, n, seed, tok, ans);
+                int64_t before = -1, fill = 0;
+                for (int64_t i = 0; i < n - (multi ? 2 : 1); i++) {
+                    if (tok[i] == ST_TT_KEY) {
+                        if (!multi || tok[i + 1] == tok[n - 1]) before = fill;
+                        i += (multi ? w : p.digits + 1) - 1;
+                    } else {
+                        fill++;
+                    }
+                }
+                CHECK_MSG(fill == F && before == (int64_t)floor(depth[d] * (double)F + 0.5),
+                          "%s depth %g seed %llu: %lld filler tokens before the needle of %lld", names[ti], depth[d],
+                          (unsigned long long)seed, (long long)before, (long long)fill);
+            }
+        }
     }
 }
 
@@ -519,7 +597,7 @@ int main(void) {
     test_registry_and_tokenizer();
     test_generators();
     test_known();
-    test_passkey_depth();
+    test_needle_depth();
     test_dataset_and_tokenizer();
     test_rows();
     test_config_rules();

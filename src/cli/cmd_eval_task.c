@@ -257,7 +257,13 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         return cli_report(&e);
     }
     if (a->depths_given && !td.task->has_depth) {
-        rc = cli_usage("eval", "--depths: applies to needle tasks (passkey); %s has no depth", td.task->name);
+        char needle[128] = "";
+        for (int i = 0; i < st_task_count(); i++)
+            if (st_task_at(i)->has_depth) {
+                const size_t l = strlen(needle);
+                snprintf(needle + l, sizeof needle - l, "%s%s", l ? ", " : "", st_task_at(i)->name);
+            }
+        rc = cli_usage("eval", "--depths: applies to needle tasks (%s); %s has no depth", needle, td.task->name);
         st_task_data_free(&td);
         return rc;
     }

@@ -176,6 +176,7 @@ const st_ckey st_config_keys[] = {
     INT("data.task.digits", data.task_digits, 1, ST_TASK_MAX_DIGITS, "5"),
     DBL("data.task.ignore_prob", data.task_ignore_prob, 0, 1, "0.8"),
     DBL("data.task.blank_prob", data.task_blank_prob, 0, 1, "0.75"),
+    INT("data.task.needles", data.task_needles, 2, ST_TASK_MAX_NEEDLES, "4"),
     OBJ("data.synthetic"),
     U64("data.synthetic.seed", data.syn_seed, "1234"),
     INT("data.synthetic.vocab", data.syn_vocab, 2, 65536, "64"),

@@ -15,6 +15,9 @@
 
 static int64_t pk_length(const st_task_params *p, int64_t n) { return n + p->digits; }
 
+/* the needle `K d1 .. dk` and the `?`, without filler */
+static int64_t pk_min(const st_task_params *p) { return p->digits + 2; }
+
 static int64_t pk_generate(const st_task_params *p, int64_t n, uint64_t seed, int32_t *tok, uint8_t *ans) {
     st_rng r;
     st_rng_seed(&r, st_hash64(seed, SEED_PK));
@@ -41,5 +44,5 @@ static int64_t pk_generate(const st_task_params *p, int64_t n, uint64_t seed, in
 const st_task st_task_passkey = {
     .name = "passkey", .cite = "Mohtashami & Jaggi 2023, arXiv 2305.16300", .size_unit = "tokens",
     .min_size = 3, .keys = ST_TASK_KEY_SYMBOLS | ST_TASK_KEY_DIGITS, .has_depth = 1,
-    .max_size = NULL, .length = pk_length, .generate = pk_generate,
+    .min_size_of = pk_min, .max_size = NULL, .length = pk_length, .generate = pk_generate,
 };

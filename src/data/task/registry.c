@@ -1,17 +1,18 @@
 /* registry.c - the task table: one line per task (each defined in its own file in this
  * directory). Adding a task: a new file defining `const st_task st_task_<name>`, a line
- * here, its generator test in tests/test_task_gen.c and its entry in docs/tasks.md. */
+ * here, its generator checks in tests/test_task.c (expected_answer, a known instance) and its entry in docs/tasks.md. */
 #include "st_task.h"
 
 #include <stdio.h>
 #include <string.h>
 
 extern const st_task st_task_copy, st_task_reverse, st_task_sort, st_task_addition, st_task_passkey, st_task_mqar,
-    st_task_flipflop, st_task_selective_copy;
+    st_task_flipflop, st_task_selective_copy, st_task_multikey, st_task_counting, st_task_parity;
 
 static const st_task *const tasks[] = {
     &st_task_copy, &st_task_reverse, &st_task_sort, &st_task_addition,
     &st_task_passkey, &st_task_mqar, &st_task_flipflop, &st_task_selective_copy,
+    &st_task_multikey, &st_task_counting, &st_task_parity,
 };
 #define N_TASKS ((int)(sizeof tasks / sizeof tasks[0]))
 _Static_assert(N_TASKS == ST_TASK_COUNT, "ST_TASK_COUNT (include/st_task.h) must count the registry");

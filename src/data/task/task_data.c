@@ -18,8 +18,7 @@
 #define SEED_INST 0x696e7374ull   /* "inst" */
 
 void st_task_size_range(const st_task *t, const st_task_params *p, int64_t *lo, int64_t *hi) {
-    *lo = t->min_size;
-    if (t->has_depth && *lo < (int64_t)p->digits + 2) *lo = (int64_t)p->digits + 2;   /* passkey: needle and query */
+    *lo = t->min_size_of ? t->min_size_of(p) : t->min_size;
     /* every task's sizes end at ST_TASK_MAX_SIZE (data.task.max_size's bound), some earlier */
     *hi = t->max_size && t->max_size(p) < ST_TASK_MAX_SIZE ? t->max_size(p) : ST_TASK_MAX_SIZE;
 }
@@ -33,6 +32,7 @@ static void params_of(const st_data_config *c, st_task_params *p) {
     p->digits = c->task_digits;
     p->ignore_prob = c->task_ignore_prob;
     p->blank_prob = c->task_blank_prob;
+    p->needles = c->task_needles;
     p->depth = -1.0;
 }
 
@@ -47,6 +47,7 @@ static int foreign_key(const st_data_config *c, const st_data_config *d, const s
         {"ignore_prob", ST_TASK_KEY_IGNORE, c->task_ignore_prob != d->task_ignore_prob},
         {"blank_prob", ST_TASK_KEY_BLANK, c->task_blank_prob != d->task_blank_prob},
         {"queries", ST_TASK_KEY_QUERIES, strcmp(c->task_queries, d->task_queries) != 0},
+        {"needles", ST_TASK_KEY_NEEDLES, c->task_needles != d->task_needles},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!keys[i].set || (t->keys & keys[i].bit)) continue;
@@ -83,7 +84,8 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
                           : c->task_digits != d.task_digits ? "digits"
                           : c->task_ignore_prob != d.task_ignore_prob ? "ignore_prob"
                           : c->task_blank_prob != d.task_blank_prob ? "blank_prob"
-                          : strcmp(c->task_queries, d.task_queries) ? "queries" : NULL;
+                          : strcmp(c->task_queries, d.task_queries) ? "queries"
+                          : c->task_needles != d.task_needles ? "needles" : NULL;
         if (set)
             return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to data.source \"task\" (this run's source is "
                            "\"%s\")", f, set, c->source);
@@ -119,6 +121,8 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
     if (rc) return rc;
     st_task_params p;
     params_of(c, &p);
+    char why[256];
+    if (t->check && t->check(&p, why, sizeof why)) return st_fail(e, ST_ERR_CONFIG, "%s: %s", f, why);
     int64_t lo, hi;
     st_task_size_range(t, &p, &lo, &hi);
     if (c->task_min_size < lo || c->task_min_size > hi)
