@@ -17,8 +17,15 @@ extern int th_passed, th_failed;
 int th_check(int ok, const char *file, int line, const char *expr);
 int th_checkf(int ok, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int th_near(double a, double b, double tol, const char *file, int line, const char *ea, const char *eb);
-/* Max |a-b| over n floats; prints the first mismatch beyond tol. Returns 1 if all within. */
+/* Max |a-b| over n floats; prints the first mismatch beyond tol. Returns 1 if all within.
+ * A non-finite element matches only the same infinity (NaN never). */
 int th_close(const char *what, const float *a, const float *b, int64_t n, double atol, double rtol);
+/* max |a_i - b_i|, INFINITY when a pair is non-finite and not the same infinity (fmax and
+ * `d > m` both skip a NaN, which would let a NaN output pass a max-difference check) */
+double th_max_diff(const float *a, const float *b, int64_t n);
+/* m = max(m, d) where a NaN d makes m INFINITY (for hand-written max-error loops) */
+#define TH_MAX(m, d) ((m) = th_max_nan((m), (d)))
+static inline double th_max_nan(double m, double d) { return isnan(d) ? INFINITY : (d > m ? d : m); }
 int test_finish(const char *suite);
 /* Skip line for a part whose inputs (../shared/data, PyTorch, ...) are missing; the test
  * then ends with TEST_SKIPPED, which ctest reports as skipped. */

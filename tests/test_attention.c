@@ -357,8 +357,7 @@ static void test_long_range(void) {
                 for (int64_t c = 0; c < D; c++) o[c] += w * v[j * D + c];
             }
             for (int64_t c = 0; c < D; c++) {
-                double d = fabs(o[c] / z - out[i * D + c]);
-                if (d > maxd) maxd = d;
+                TH_MAX(maxd, fabs(o[c] / z - out[i * D + c]));
             }
         }
         CHECK_MSG(maxd < 1e-5, "long range slope %g: max |out - window reference| = %.3g", slopes[t], maxd);

@@ -83,7 +83,7 @@ static void test_instances_alone(void) {
             st_ctx_begin(&E.ctx, 0, 0);
             st_tensor *o = st_attention(&E.ctx, s.q, s.k, s.v, biases[bi], 1, 0.0f, 0.0f, 0);
             double diff = 0;
-            for (int64_t x = 0; o && x < n; x++) diff = fmax(diff, fabs((double)o->data[x] - ref[x]));
+            for (int64_t x = 0; o && x < n; x++) TH_MAX(diff, fabs((double)o->data[x] - ref[x]));
             CHECK_MSG(diff > 1e-3, "T=%lld bias=%d: the unmasked op equals the per-instance reference (%g)",
                       (long long)T, bi, diff);
         }

@@ -216,7 +216,7 @@ static void test_general_cached(void) {
             double err = 0;
             for (int64_t h = 0; h < H && o; h++)
                 for (int64_t x = 0; x < Tq * D; x++)
-                    err = fmax(err, fabs(o->data[h * Tq * D + x] - ref[(h * T + T - Tq) * D + x]));
+                    TH_MAX(err, fabs(o->data[h * Tq * D + x] - ref[(h * T + T - Tq) * D + x]));
             CHECK_MSG(o && err < 1e-5, "general cached kpos0=%lld Tq=%lld: max err %.3g",
                       (long long)kpos[pi], (long long)Tq, err);
         }

@@ -99,7 +99,7 @@ int main(void) {
                     /* distances grow with i: relative to the row's reach */
                     const double tol = x == 0 ? 2e-5 * (double)(i % T + 1) : 2e-5;
                     const double d = fabs((double)st[i * 4 + x] - ref[i * 4 + x]);
-                    worst = fmax(worst, d / tol);
+                    TH_MAX(worst, d / tol);
                 }
                 CHECK_MSG(worst <= 1.0, "%s: %s per row matches the double reference (worst %.3g of tolerance)",
                           what, stat_names[x], worst);

@@ -180,7 +180,7 @@ static void test_linear_bias_rounding(st_mm *bf) {
                 double ref = 0;
                 for (int64_t r = 0; r < N; r++) ref += dy[r * OUT + c];
                 const double d = fabs(L.t[2]->grad[c] - ref) / (1.0 + fabs(ref));
-                worst = d > worst ? d : worst;
+                TH_MAX(worst, d);
             }
             CHECK_MSG(worst < 1e-6, "db is not the column sum of dy (worst %g)", worst);
         }

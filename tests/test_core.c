@@ -1,6 +1,7 @@
 /* test_core.c - arena (alignment, reset, overflow report, consolidation), tensors and
  * views, the parameter block, the tape's reverse walk, RNG determinism, the atomic file
- * writer, the path-length rule and whole-line logging. */
+ * writer, the path-length rule and whole-line logging; and the test harness's own
+ * comparisons (a NaN or infinite output must not pass them). */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,7 +237,30 @@ static void test_log_one_write(void) {
     close(sv[1]);
 }
 
+/* The comparisons every other test relies on: with one side infinite, atol + rtol max(|a|,
+ * |b|) is infinite too, and a NaN compares false, so a naive check passes both. */
+static void test_harness_nonfinite(void) {
+    const float one[3] = {1, 1, 1}, inf[3] = {1, INFINITY, 1}, ninf[3] = {1, -INFINITY, 1}, nan_[3] = {1, NAN, 1};
+    const int failed = th_failed;
+    printf("  (three FAIL lines follow: the harness must reject them)\n");
+    const int r1 = th_close("(expected) inf vs 1", inf, one, 3, 1e-3, 1e-3);
+    const int r2 = th_close("(expected) nan vs nan", nan_, nan_, 3, 1e-3, 1e-3);
+    const int r3 = th_close("(expected) inf vs -inf", inf, ninf, 3, 1e-3, 1e-3);
+    th_failed = failed;   /* those failures were the point */
+    CHECK(!r1 && !r2 && !r3);
+    CHECK(th_close("inf vs inf", inf, inf, 3, 0, 0));
+    CHECK(th_max_diff(inf, one, 3) == INFINITY && th_max_diff(nan_, one, 3) == INFINITY &&
+          th_max_diff(inf, inf, 3) == 0 && th_max_diff(one, one, 3) == 0);
+    double m = 0.5;
+    TH_MAX(m, 0.25);
+    CHECK(m == 0.5);
+    TH_MAX(m, NAN);
+    TH_MAX(m, 2.0);
+    CHECK(m == INFINITY);
+}
+
 int main(void) {
+    test_harness_nonfinite();
     test_log_one_write();
     test_atomic_write();
     test_path_rule();

@@ -243,7 +243,7 @@ static void check_tiny_source(int V, int k, int branch, uint64_t seed) {
     solve_stationary(&m, pi);
     double maxd = 0;
     for (int64_t s = 0; s < N; s++) {
-        maxd = fmax(maxd, fabs(pi[s] - m.pi[s]));
+        TH_MAX(maxd, fabs(pi[s] - m.pi[s]));
         double hs = 0;
         for (int j = 0; j < branch; j++) hs -= m.prob[s * branch + j] * log(m.prob[s * branch + j]);
         H += pi[s] * hs;
@@ -264,7 +264,7 @@ static void check_tiny_source(int V, int k, int branch, uint64_t seed) {
     }
     nll /= (double)(n - k);
     double maxf = 0;
-    for (int64_t s = 0; s < N; s++) maxf = fmax(maxf, fabs(freq[s] / (double)(n - k) - m.pi[s]));
+    for (int64_t s = 0; s < N; s++) TH_MAX(maxf, fabs(freq[s] / (double)(n - k) - m.pi[s]));
     CHECK_MSG(fabs(nll - m.entropy_rate) < 0.01, "V=%d k=%d b=%d: empirical %.5f vs exact %.5f nats", V, k, branch, nll,
               m.entropy_rate);
     CHECK_MSG(maxf < 0.01, "V=%d k=%d b=%d: context frequencies vs pi: max diff %.4f", V, k, branch, maxf);

@@ -71,12 +71,6 @@ static int logits(st_model *m, const int32_t *ids, int64_t T, float *out) {
     return 1;
 }
 
-static double max_diff(const float *a, const float *b, int64_t n) {
-    double d = 0;
-    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - (double)b[i]));
-    return d;
-}
-
 static void label(const scase *s, char *buf, size_t n) {
     snprintf(buf, n, "%s %s s=%g L=%d alpha=%g beta=%g", st_pos_name(s->pos), st_transform_name(s->kind), s->scale,
              s->train_len, s->alpha, s->beta);
@@ -101,13 +95,13 @@ static void test_zero_steps(const int32_t *ids) {
         st_model_set_transform(&base, &xf, "test");
         CHECK(logits(&base, ids, TN, a));
         CHECK(logits(&scaled, ids, TN, b));
-        CHECK_MSG(max_diff(a, b, TN * V) <= 1e-5, "%s: scaled model == base model + transform (max diff %.2g)", what,
-                  max_diff(a, b, TN * V));
-        CHECK_MSG(max_diff(a, p, TN * V) > 1e-3, "%s: the scaling changes the logits (by %.3g)", what,
-                  max_diff(a, p, TN * V));
+        CHECK_MSG(th_max_diff(a, b, TN * V) <= 1e-5, "%s: scaled model == base model + transform (max diff %.2g)", what,
+                  th_max_diff(a, b, TN * V));
+        CHECK_MSG(th_max_diff(a, p, TN * V) > 1e-3, "%s: the scaling changes the logits (by %.3g)", what,
+                  th_max_diff(a, p, TN * V));
         /* without the transform the base model is plain again */
         st_model_set_transform(&base, NULL, "test");
-        CHECK(logits(&base, ids, TN, a) && max_diff(a, p, TN * V) == 0.0);
+        CHECK(logits(&base, ids, TN, a) && th_max_diff(a, p, TN * V) == 0.0);
         st_model_free(&base);
         st_model_free(&scaled);
     }
@@ -201,10 +195,10 @@ static void test_decode(const int32_t *ids) {
         st_ctx_begin(&ctx, 0, 0);
         double worst = 0;
         int ok = st_model_decode(&m, &kv, &ctx, ids, 5, lg, &e) == ST_OK;
-        worst = fmax(worst, max_diff(lg, full + 4 * V, V));
+        TH_MAX(worst, th_max_diff(lg, full + 4 * V, V));
         for (int t = 5; ok && t < TN; t++) {
             ok = st_model_decode(&m, &kv, &ctx, ids + t, 1, lg, &e) == ST_OK;
-            worst = fmax(worst, max_diff(lg, full + (int64_t)t * V, V));
+            TH_MAX(worst, th_max_diff(lg, full + (int64_t)t * V, V));
         }
         CHECK_MSG(ok && worst <= 1e-4, "%s: cached decode == full forward (max diff %.2g)", st_transform_name(s->kind),
                   worst);
@@ -228,7 +222,7 @@ static void test_override(const int32_t *ids) {
     st_model_set_transform(&m, &pi, "test");
     st_model_set_transform(&base, &pi2, "test");
     CHECK(logits(&m, ids, TN, a) && logits(&base, ids, TN, b));
-    CHECK_MSG(max_diff(a, b, TN * V) == 0.0, "an explicit transform replaces the trained scaling");
+    CHECK_MSG(th_max_diff(a, b, TN * V) == 0.0, "an explicit transform replaces the trained scaling");
     st_transform w = {.sinks = 2, .window = 6, .n = TN};
     st_transform wy = {.kind = ST_XF_YARN, .scale = 4, .train_len = 8, .yarn_alpha = 1, .yarn_beta = 32, .sinks = 2,
                        .window = 6, .n = TN};
@@ -236,7 +230,7 @@ static void test_override(const int32_t *ids) {
     st_model_set_transform(&base, &wy, "test");
     CHECK_MSG(w.kind == ST_XF_YARN && w.scale == 4, "a window-only transform takes the trained scaling");
     CHECK(logits(&m, ids, TN, a) && logits(&base, ids, TN, b));
-    CHECK_MSG(max_diff(a, b, TN * V) == 0.0, "sinks + window on a scaled model == base + yarn + sinks + window");
+    CHECK_MSG(th_max_diff(a, b, TN * V) == 0.0, "sinks + window on a scaled model == base + yarn + sinks + window");
     st_model_set_transform(&m, NULL, "test");
     CHECK(m.xf == &m.scaling);
     free(a); free(b);

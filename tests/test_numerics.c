@@ -175,7 +175,7 @@ static void test_attention_extremes(void) {
                 }
                 if (bs - second < 40) continue;   /* not a hard argmax: skip */
                 for (int64_t c = 0; c < D; c++)
-                    bad += fabsf(o->data[(h * T + i) * D + c] - v[(h * T + best) * D + c]) > 1e-5f;
+                    bad += !(fabsf(o->data[(h * T + i) * D + c] - v[(h * T + best) * D + c]) <= 1e-5f);
             }
         CHECK_MSG(bad == 0, "grad %d: %lld outputs differ from the winning key's value", grad, (long long)bad);
         if (grad) {

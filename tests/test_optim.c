@@ -143,8 +143,7 @@ static void test_sgd(void) {
     double maxd = 0;
     for (size_t i = 0; i < p.n; i++) {
         if (p.data[i] != fmaf(-oc.lr, p.grad[i], w0[i])) exact = 0;
-        double d = fabs((double)p.data[i] - ((double)w0[i] - (double)oc.lr * p.grad[i]));
-        if (d > maxd) maxd = d;
+        TH_MAX(maxd, fabs((double)p.data[i] - ((double)w0[i] - (double)oc.lr * p.grad[i])));
     }
     CHECK_MSG(exact, "SGD step is not fmaf(-lr, g, w)");
     CHECK_MSG(maxd <= 1e-6 * 4, "SGD step differs from w - lr*g by %g", maxd);
@@ -169,7 +168,7 @@ static void test_sgd(void) {
                 buf = 0.9 * buf + g;
                 w -= 0.05 * buf;
             }
-            if (fabs(w - p.data[j]) > 1e-5 * (1 + fabs(w))) { ok = 0; break; }
+            if (!(fabs(w - p.data[j]) <= 1e-5 * (1 + fabs(w)))) { ok = 0; break; }
         }
     }
     CHECK_MSG(ok, "SGD momentum / weight decay differs from the hand computation");
@@ -210,8 +209,7 @@ static void test_adamw(void) {
     }
     double maxd = 0;
     for (size_t i = 0; i < n; i++) {
-        double d = fabs(w[i] - p.data[i]);
-        if (d > maxd) maxd = d;
+        TH_MAX(maxd, fabs(w[i] - p.data[i]));
     }
     CHECK_MSG(maxd < 2e-6, "AdamW vs hand computation: max |diff| %g", maxd);
     /* decay applied only to the matrix: with zero gradient only decayed weights move */

@@ -107,8 +107,8 @@ static void test_cope_window_route(void) {
     if (full && wide && narrow) {
         double d = 0, dn = 0;
         for (int64_t i = 0; i < B * H * T * D; i++) {
-            d = fmax(d, fabs((double)full->data[i] - wide->data[i]));
-            dn = fmax(dn, fabs((double)full->data[i] - narrow->data[i]));
+            TH_MAX(d, fabs((double)full->data[i] - wide->data[i]));
+            TH_MAX(dn, fabs((double)full->data[i] - narrow->data[i]));
         }
         CHECK_MSG(d <= 1e-5, "cope window covering every key: max diff %g", d);
         CHECK_MSG(dn > 1e-3, "cope window 6 of 24 keys changes nothing (%g)", dn);

@@ -82,7 +82,7 @@ static void test_relative(void) {
                     want += pow(zeta(p, D), (double)(i - j) / gamma) * (q1 * k1 + q2 * k2);
                 }
                 const double d = fabs(got - want);
-                worst = d > worst ? d : worst;
+                TH_MAX(worst, d);
             }
         if (ci < 2)
             CHECK_MSG(worst < 1e-4, "xpos: q'.k' depends on i - j only (centre %lld, positions %lld..): max err %.2e",
