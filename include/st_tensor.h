@@ -45,7 +45,6 @@ typedef struct st_arena {
 
 int st_arena_init(st_arena *a, size_t capacity, size_t limit, st_error *e);
 void *st_arena_alloc(st_arena *a, size_t bytes);        /* 64-byte aligned, NULL on overflow */
-void *st_arena_calloc(st_arena *a, size_t bytes);       /* zeroed */
 void st_arena_reset(st_arena *a);
 void st_arena_free(st_arena *a);
 int st_arena_chunks(const st_arena *a);                 /* chunks held (1 in steady state) */

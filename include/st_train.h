@@ -5,13 +5,15 @@
  * and eval. It is read strictly from JSON: unknown keys, wrong types and out-of-range
  * values are errors naming the file and the key path; configs/README.md lists every key.
  *
- * Run directory layout (written by st_train_run):
+ * Run directory layout (written by st_train; src/train/rundir.c):
  *   RUN_DIR/config.json          the fully resolved config (loads back to the same config)
  *   RUN_DIR/tokenizer.json       the dataset's tokenizer (when it has one)
  *   RUN_DIR/metrics.jsonl        one JSON object per logged step and per validation
  *   RUN_DIR/checkpoints/step_NNNNNNNN.ckpt   the last train.keep_last checkpoints
  *   RUN_DIR/checkpoints/best.ckpt            lowest validation loss so far
  *   RUN_DIR/checkpoints/latest               one line: file name of the newest checkpoint
+ *   RUN_DIR/init_from.json       a run started from another's weights (train.init_from):
+ *                                the checkpoint it took, pinned by size and CRC32
  *
  * Checkpoint file (little-endian, fixed-width fields):
  *   header (64 bytes): magic "STCKPT\0\0", u32 version, u32 header bytes, u64 payload bytes
@@ -321,7 +323,6 @@ typedef struct st_train_result {
  * loss or gradient, ...). res is optional. */
 int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts *opts,
              st_train_result *res, st_error *e);
-int st_train_run(const st_run_config *cfg, const char *run_dir, int resume, int force, st_error *e);
 
 #ifdef __cplusplus
 }

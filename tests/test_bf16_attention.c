@@ -107,7 +107,7 @@ static int norm_close(const char *what, const float *a, const float *b, int64_t 
     return 1;
 }
 
-/* The block-major schedule in both forms (src/ops/attention_batched.c, st_attn_batched_qblock): T = 150
+/* The block-major schedule in both forms (src/ops/attention_batched.c, batched_qblock): T = 150
  * runs as one block of all rows (q, k, v, dO rounded once); T = 1100 in 256-row blocks
  * whose q, k, v, dO rows the backend rounds per call. P' and dS are rounded by the row
  * work in both. */

@@ -80,6 +80,11 @@ int cmd_selfcheck(int argc, char **argv) {
         st_model_free(&m);
     }
     failures += check_bf16(&ctx, ids, tg, B, T);
+    /* which transports this binary has: a user about to mpirun wants to know before */
+    printf("  mpi         %s\n", st_dist_have_mpi() ? "built in: `mpirun -n N stretch train ...` trains data-parallel "
+                                                    "(docs/distributed.md)"
+                                                  : "not built (libopenmpi-dev missing at configure time): one "
+                                                    "process only");
     st_ctx_free(&ctx);
     st_arena_free(&ar);
     printf("selfcheck: %s\n", failures ? "FAILED" : "ok");

@@ -75,12 +75,6 @@ void *st_arena_alloc(st_arena *a, size_t bytes) {
     return n->mem;
 }
 
-void *st_arena_calloc(st_arena *a, size_t bytes) {
-    void *p = st_arena_alloc(a, bytes);
-    if (p) memset(p, 0, bytes);
-    return p;
-}
-
 void st_arena_reset(st_arena *a) {
     /* Consolidate into one chunk big enough for the high-water mark: when there are extra
      * chunks, and also when a rewind already freed them (one chunk left, but smaller than

@@ -65,8 +65,6 @@ int32_t sd_tok_append(st_tokenizer *t, const char *s, int64_t len, st_error *e);
 int32_t sd_word_find(const st_tokenizer *t, const char *s, int64_t len, uint64_t h);
 /* word: the id of s, adding it when new. -1 on memory failure. */
 int32_t sd_word_intern(st_tokenizer *t, const char *s, int64_t len, uint64_t h, st_error *e);
-/* word: rebuild the lookup table from pool/off (after loading). */
-int sd_word_index(st_tokenizer *t, st_error *e);
 /* Recompute t->hash from the content (call after building or loading). */
 void sd_tok_rehash(st_tokenizer *t);
 const char *sd_tok_kind_name(int kind);

@@ -174,15 +174,6 @@ int32_t sd_word_intern(st_tokenizer *t, const char *s, int64_t len, uint64_t h, 
     return id;
 }
 
-int sd_word_index(st_tokenizer *t, st_error *e) {
-    uint64_t cap = 1 << 16;
-    while (cap < (uint64_t)t->vocab_size * 2 + 2) cap *= 2;
-    if (table_resize(t, cap, e)) return e ? e->code : ST_ERR_MEMORY;
-    t->eos = sd_word_find(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5));
-    t->unk = sd_word_find(t, "<unk>", 5, sd_fnv(SD_FNV_OFFSET, "<unk>", 5));
-    return ST_OK;
-}
-
 /* ---- encode ---- */
 
 static void put(int32_t *out, int64_t cap, int64_t i, int32_t id) {

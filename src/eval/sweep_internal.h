@@ -103,6 +103,5 @@ int sweep_check_out(const sweep *s, st_error *e);
 
 /* sweep_io.c */
 int sweep_exists(const char *path);
-int sweep_is_dir(const char *path);
 
 #endif

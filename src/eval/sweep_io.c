@@ -14,7 +14,3 @@ int sweep_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
-int sweep_is_dir(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}

@@ -85,8 +85,9 @@ typedef struct st_attn_problem {
  *   TILES  general form (fill_block): tiles of bias(h, i, j)
  *   NONE   no bias term, or a provider that is only a content term (st_attn_bias.cope:
  *          CoPE has neither fill function; its term goes through pb.cope)
- * A provider with none of fill, fill_block and cope is a method-table defect: refused when
- * the provider is set up (st_pos_bias_check), asserted here. */
+ * A provider with none of fill, fill_block and cope is a method-table defect: the position
+ * table is checked when a model config is validated (st_pos_table_check, from
+ * st_model_config_validate), and asserted here. */
 enum { ST_ATTN_ROUTE_NONE = 0, ST_ATTN_ROUTE_TABLE, ST_ATTN_ROUTE_TILES };
 static inline int st_attn_bias_route(const st_attn_bias *b) {
     if (!b) return ST_ATTN_ROUTE_NONE;

@@ -362,10 +362,3 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
     free(t);
     return rc;
 }
-
-int st_train_run(const st_run_config *cfg, const char *run_dir, int resume, int force, st_error *e) {
-    st_train_opts o = {0};
-    o.resume = resume;
-    o.force = force;
-    return st_train(cfg, run_dir, &o, NULL, e);
-}

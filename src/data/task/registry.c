@@ -1,6 +1,7 @@
 /* registry.c - the task table: one line per task (each defined in its own file in this
  * directory). Adding a task: a new file defining `const st_task st_task_<name>`, a line
- * here, its generator checks in tests/test_task.c (expected_answer, a known instance) and its entry in docs/tasks.md. */
+ * here, ST_TASK_COUNT (include/st_task.h) one up, its generator checks in tests/test_task.c
+ * (expected_answer, a known instance) and its entry in docs/tasks.md. */
 #include "st_task.h"
 
 #include <stdio.h>
