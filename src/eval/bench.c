@@ -478,8 +478,9 @@ void st_bench_print(const st_bench_config *c, const st_bench_result *r, void *fi
 
 int st_bench_write_json(const st_bench_config *c, const st_bench_result *r, const char *path,
                         st_error *e) {
-    FILE *f = fopen(path, "w");
-    if (!f) return st_fail(e, ST_ERR_IO, "%s: cannot open for writing", path);
+    st_atomic_file af;   /* an interrupted bench leaves no half-written report */
+    FILE *f = st_atomic_open(&af, path, e);
+    if (!f) return e ? e->code : ST_ERR_IO;
     const st_model_config *m = &c->model;
     fprintf(f, "{\n  \"program\": \"stretch\",\n  \"version\": \"%s\",\n  \"preset\": \"%s\",\n", ST_VERSION,
             c->preset[0] ? c->preset : "custom");
@@ -487,7 +488,7 @@ int st_bench_write_json(const st_bench_config *c, const st_bench_result *r, cons
                "\"d_ff\": %d, \"pos\": \"%s\", \"B\": %lld, \"T\": %lld, \"steps\": %d, \"warmup\": %d, "
                "\"lr\": %.9g, \"clip_norm\": %.9g, \"eval_B\": %lld, \"eval_reps\": %d, \"seed\": %llu, "
                "\"precision\": \"%s\"},\n",
-            m->vocab_size, m->n_layers, m->d_model, m->n_heads, m->d_ff ? m->d_ff : 4 * m->d_model,
+            m->vocab_size, m->n_layers, m->d_model, m->n_heads, st_model_d_ff(m),
             st_pos_name(m->pos), (long long)c->B, (long long)c->T, c->steps, c->warmup, c->lr,
             c->clip_norm, (long long)c->eval_B, c->eval_reps, (unsigned long long)c->seed,
             st_precision_name(c->precision));
@@ -531,6 +532,5 @@ int st_bench_write_json(const st_bench_config *c, const st_bench_result *r, cons
                 r->decode_tokens_per_s, r->decode_cache_bytes);
     else
         fprintf(f, "  \"decode\": null\n}\n");
-    if (fclose(f) != 0) return st_fail(e, ST_ERR_IO, "%s: write failed", path);
-    return ST_OK;
+    return st_atomic_commit(&af, e);
 }
