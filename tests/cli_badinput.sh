@@ -388,11 +388,15 @@ check '[ "$(cat afile)" = "precious" ]' "export under a regular file modified it
 
 # ====================================== learned positions beyond their table ====
 expect 2 "model.max_len" -- "$BIN" eval learned --lengths 32,64 --quiet
-# a doubling range whose next length would overflow int64 (UB before the fix)
-expect 0 "" -- "$BIN" eval run --lengths 4611686018427387904..9223372036854775807 --max-tokens 64 --quiet --json big.json --force
-# absurd lengths with per-position buckets (linear and log2 layouts overflowed int64)
-expect 0 "" -- "$BIN" eval run --lengths 9223372036854775807 --buckets 16 --max-tokens 64 --quiet --json big.json --force
-expect 0 "" -- "$BIN" eval run --lengths 9223372036854775807 --buckets 4 --bucket-scale log2 --max-tokens 64 --quiet --json big.json --force
+# a doubling range whose next length would overflow int64 (UB before the fix), and absurd
+# lengths with per-position buckets (linear and log2 layouts overflowed int64): since the
+# flag takes eval.lengths' range from the schema, refused up front
+expect 2 "as eval.lengths" -- "$BIN" eval run --lengths 4611686018427387904..9223372036854775807 --max-tokens 64 --quiet --json big.json --force
+expect 2 "as eval.lengths" -- "$BIN" eval run --lengths 9223372036854775807 --buckets 16 --max-tokens 64 --quiet --json big.json --force
+# the largest length the key allows, with both bucket layouts, still runs (clipped to the text)
+expect 0 "" -- "$BIN" eval run --lengths 4194304..16777216 --max-tokens 64 --quiet --json big.json --force
+expect 0 "" -- "$BIN" eval run --lengths 16777216 --buckets 16 --max-tokens 64 --quiet --json big.json --force
+expect 0 "" -- "$BIN" eval run --lengths 16777216 --buckets 4 --bucket-scale log2 --max-tokens 64 --quiet --json big.json --force
 run "$BIN" eval learned --lengths 16,32 --quiet --json lrn.json
 check '[ "$RC" -eq 0 ] && grep -q "max_len" lrn.json' "learned 16,32: exit $RC, the 32 row should be an error row: $ERR"
 

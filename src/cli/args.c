@@ -64,6 +64,13 @@ int cli_key_arg(const char *cmd, const char *flag, const char *v, const char *ke
                      xlo ? '(' : '[', lo, hi, key, note ? "; " : "", note ? note : "");
 }
 
+int64_t cli_key_max(const char *key) {
+    double lo = 0, hi = 0;
+    int xlo = 0, integral = 0;
+    ST_ASSERT(st_config_range(key, &lo, &hi, &xlo, &integral));
+    return (int64_t)hi;
+}
+
 int cli_distinct(const char *cmd, const char *flag, const double *v, int n) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++)

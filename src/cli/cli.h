@@ -59,6 +59,9 @@ int cli_list_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int cap);
 /* A flag whose value is a config key's (st_config_range): ST_OK with *out, or the usage
  * error (exit 2) naming the flag, the key and its range, then note (may be NULL). */
 int cli_key_arg(const char *cmd, const char *flag, const char *v, const char *key, const char *note, double *out);
+/* The upper end of a config key's range, for a flag whose lower end differs from the key's
+ * (--stride >= 1 implies sliding where eval.stride 0 means L/2). */
+int64_t cli_key_max(const char *key);
 /* ST_OK when the n values of a list flag differ, else the usage error naming the flag and
  * the value given twice (a length evaluated twice would be two rows of one figure). */
 int cli_distinct(const char *cmd, const char *flag, const double *v, int n);

@@ -29,16 +29,26 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
     for (const char *const *f = flags; *f; f++) known |= !strcmp(a, *f);
     if (!known) return 0;
     if (!v) { *rc = cli_usage(cmd, "%s needs a value", a); return 1; }
+    double d = 0;
     if (!strcmp(a, "--transform")) {
-        if ((xf->kind = st_transform_from_name(v)) < 0)
-            *rc = cli_usage(cmd, "--transform '%s': expected none, pi, ntk, dynamic_ntk, yarn, rerope or alibi_interp", v);
-    } else if (!strcmp(a, "--scale")) {
+        if ((xf->kind = st_transform_from_name(v)) < 0) {
+            char names[256] = "";   /* the transform table's names */
+            for (int k = 0; k < ST_XF_COUNT; k++) {
+                const size_t l = strlen(names);
+                snprintf(names + l, sizeof names - l, "%s%s", k ? ", " : "", st_transform_name(k));
+            }
+            *rc = cli_usage(cmd, "--transform '%s': expected one of %s", v, names);
+        }
+    } else if (!strcmp(a, "--scale")) {   /* eval.transform_scale's 0 (from the lengths) is not a flag value */
         char *end = NULL;
+        const double hi = (double)cli_key_max("eval.transform_scale");
         xf->scale = strtod(v, &end);
-        if (!*v || *end || !(xf->scale >= 1.0 && xf->scale <= 1e6))
-            *rc = cli_usage(cmd, "--scale '%s': expected a number in [1, 1e6]", v);
-    } else if (!strcmp(a, "--clip")) {
-        if (!parse_int(v, 1, 1 << 24, &x)) *rc = cli_usage(cmd, "--clip '%s': expected an integer in [1, 16777216]", v);
+        if (!*v || *end || !(xf->scale >= 1.0 && xf->scale <= hi))
+            *rc = cli_usage(cmd, "--scale '%s': expected a number in [1, %.17g] (as eval.transform_scale)", v, hi);
+    } else if (!strcmp(a, "--clip")) {   /* eval.clip's 0 (off) is not a flag value */
+        const int64_t hi = cli_key_max("eval.clip");
+        if (!parse_int(v, 1, hi, &x))
+            *rc = cli_usage(cmd, "--clip '%s': expected an integer in [1, %lld] (as eval.clip)", v, (long long)hi);
         xf->clip = x;
     } else if (!strcmp(a, "--positions")) {
         if (strcmp(v, "text") && strcmp(v, "cache"))
@@ -46,13 +56,10 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
                             "(StreamingLLM: at their positions in the cache)", v);
         xf->cache_positions = !strcmp(v, "cache");
     } else if (!strcmp(a, "--sinks")) {
-        if (!parse_int(v, 0, 1 << 24, &x)) *rc = cli_usage(cmd, "--sinks '%s': expected an integer in [0, 16777216]", v);
-        xf->sinks = x;
+        if (!(*rc = cli_key_arg(cmd, a, v, "eval.sinks", NULL, &d))) xf->sinks = (int64_t)d;
     } else {
         /* 0 is a value, not "unset": it switches off a window the run's config sets */
-        if (!parse_int(v, 0, 1 << 24, &x))
-            *rc = cli_usage(cmd, "--window '%s': expected an integer in [0, 16777216] (0: no window)", v);
-        xf->window = x;
+        if (!(*rc = cli_key_arg(cmd, a, v, "eval.window", "0: no window", &d))) xf->window = (int64_t)d;
     }
     return 1;
 }

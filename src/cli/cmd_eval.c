@@ -105,9 +105,10 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
     int64_t x;
     int rc;
     if (!strcmp(opt, "--lengths")) {
-        if ((plan->n_lengths = cli_lengths_arg(v, 1, INT64_MAX, plan->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
-            return cli_usage("eval", "--lengths '%s': expected positive integers 'A,B,...' or a doubling range 'A..B' "
-                             "(at most %d lengths)", v, ST_EVAL_MAX_LENGTHS);
+        const int64_t hi = cli_key_max("eval.lengths");
+        if ((plan->n_lengths = cli_lengths_arg(v, 1, hi, plan->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
+            return cli_usage("eval", "--lengths '%s': expected integers in [1, %lld] 'A,B,...' or a doubling range "
+                             "'A..B' (at most %d lengths; as eval.lengths)", v, (long long)hi, ST_EVAL_MAX_LENGTHS);
         if ((rc = cli_distinct_i64("eval", opt, plan->lengths, plan->n_lengths))) return rc;
     } else if (!strcmp(opt, "--data")) {
         if (cli_path_arg("eval", opt, v)) return ST_ERR_CONFIG;
@@ -120,10 +121,14 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
         else if (!strcmp(v, "sliding")) plan->mode = ST_EVAL_SLIDING;
         else return cli_usage("eval", "--mode '%s': expected nonoverlapping or sliding", v);
     } else if (!strcmp(opt, "--stride")) {
-        if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--stride '%s': expected an integer >= 1", v);
+        if (!cli_int_arg(v, 1, cli_key_max("eval.stride"), &x))
+            return cli_usage("eval", "--stride '%s': expected an integer in [1, %lld] (as eval.stride; it implies "
+                             "--mode sliding)", v, (long long)cli_key_max("eval.stride"));
         plan->stride = x;
     } else if (!strcmp(opt, "--max-tokens")) {
-        if (!cli_int_arg(v, 0, INT64_MAX, &x)) return cli_usage("eval", "--max-tokens '%s': expected an integer >= 0 (0 = all)", v);
+        double d;
+        if ((rc = cli_key_arg("eval", opt, v, "eval.max_tokens", "0 = all", &d))) return rc;
+        x = (int64_t)d;
         plan->max_tokens = x;
     } else if (!strcmp(opt, "--batch-tokens")) {
         if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);

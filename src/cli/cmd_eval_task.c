@@ -50,9 +50,10 @@ static int not_for_tasks(const char *f) {
 
 static int parse_value(const char *f, const char *v, task_args *a) {
     if (!strcmp(f, "--lengths")) {
-        if ((a->n_lengths = cli_lengths_arg(v, 1, (int64_t)1 << 30, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
-            return cli_usage("eval", "--lengths '%s': expected integers in [1, 2^30] 'A,B,...' or a doubling range "
-                             "'A..B' (at most %d)", v, ST_EVAL_MAX_LENGTHS);
+        const int64_t hi = cli_key_max("eval.lengths");
+        if ((a->n_lengths = cli_lengths_arg(v, 1, hi, a->lengths, ST_EVAL_MAX_LENGTHS)) <= 0)
+            return cli_usage("eval", "--lengths '%s': expected integers in [1, %lld] 'A,B,...' or a doubling range "
+                             "'A..B' (at most %d; as eval.lengths)", v, (long long)hi, ST_EVAL_MAX_LENGTHS);
         return cli_distinct_i64("eval", f, a->lengths, a->n_lengths);
     } else if (!strcmp(f, "--sizes")) {
         /* the sizes data.task.max_size allows: a task's instances grow with the size, its
