@@ -4,6 +4,8 @@
  * STRETCH_MPI option); the rest of stretch sees an st_dist and its table of functions. */
 #include "dist_internal.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,25 +25,36 @@ void st_dist_init_none(st_dist *d) {
     d->size = 1;
 }
 
-/* World size announced by an MPI launcher (OpenMPI, MPICH/Hydra, PMIx), 0 when none. */
-static int launcher_size(void) {
+/* World size announced by an MPI launcher (OpenMPI, MPICH/Hydra, PMIx), 0 when none, -1
+ * when the variable is not a positive integer (*var names it). */
+static int launcher_size(const char **var) {
     static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
         const char *v = getenv(vars[i]);
-        if (v && *v) return atoi(v) > 0 ? atoi(v) : 1;
+        if (!v || !*v) continue;
+        *var = vars[i];
+        char *end;
+        errno = 0;
+        const long n = strtol(v, &end, 10);
+        return *end || errno || n < 1 || n > INT32_MAX ? -1 : (int)n;
     }
+    *var = "PMIX_RANK";
     return getenv("PMIX_RANK") ? 1 : 0;
 }
 
 int st_dist_init(st_dist *d, int *argc, char ***argv, st_error *e) {
     st_dist_init_none(d);
-    int launched = launcher_size();
+    const char *var = NULL;
+    const int launched = launcher_size(&var);
     if (!launched) return ST_OK;
 #ifdef ST_HAVE_MPI
     return st_dist_mpi_open(d, argc, argv, e);
 #else
     (void)argc; (void)argv;
     if (launched == 1) return ST_OK;   /* mpirun -np 1: one process is exactly that */
+    if (launched < 0)
+        return st_fail(e, ST_ERR_CONFIG, "started by an MPI launcher (%s='%s', not a process count) but this stretch "
+                       "was built without MPI; rebuild with -DSTRETCH_MPI=ON or run without mpirun", var, getenv(var));
     return st_fail(e, ST_ERR_CONFIG, "this stretch was built without MPI (STRETCH_MPI=OFF or no MPI found at "
                    "configure time) but was started by an MPI launcher with %d processes: they would run %d "
                    "independent copies. Rebuild with -DSTRETCH_MPI=ON (Debian: apt-get install libopenmpi-dev "
