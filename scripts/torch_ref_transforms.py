@@ -2,16 +2,17 @@
 """Float64 PyTorch reference for the inference-time transforms (docs/evaluation.md).
 
 Usage (called by tests/test_transforms.c):
-    /usr/bin/python3 scripts/torch_ref_transforms.py DIR
-DIR holds config.json ({"model": {...}, "transform": {"kind", "scale", "sinks", "window",
+    /usr/bin/python3 scripts/torch_ref_transforms.py DIR [DIR ...]
+Each DIR holds config.json ({"model": {...}, "transform": {"kind", "scale", "sinks", "window",
 "positions", "train_len", "n"}}), model.safetensors and batch.json ({"ids": [[...]],
 "logits": [[[...]]]}, stretch's logits). The model is rebuilt from the documented math with
 the transform written out here (RoPE frequencies, YaRN's temperature, ALiBi slopes, the
 sinks + window mask, the sinks at their cache positions), and stretch's logits are compared
-with these. Exits 1 on a mismatch.
+with these; the verdict ("ok", "mismatch" or "error") goes to DIR/verdict too. Exits 1 on
+any mismatch.
 The position biases of the trained methods come from scripts/torch_ref.py.
 """
-import json, math, os, sys
+import json, math, os, sys, traceback
 import torch
 import torch.nn.functional as F
 
@@ -103,23 +104,48 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
     V, C = p["tok_emb.weight"].shape
     H, nl = cfg["n_heads"], cfg["n_layers"]
     D = C // H
+    Hkv = cfg.get("n_kv_heads", -1)
+    Hkv = H if Hkv in (-1, 0, None) else Hkv       # grouped-query: Hkv key/value heads
     eps = cfg["ln_eps"]
+    pos = cfg["pos"]
+    # docs/extension.md: an explicit transform replaces the model's trained scaling
+    # (model.scaling.*); sinks + window alone keep it and add the mask
+    if xf["kind"] != "none":
+        cfg = dict(cfg, scaling={"transform": "none"})
     x = torch_ref.embed(cfg, p, ids)
     mask = visible(T, xf)
+    nkeys = mask.sum(-1).double()                  # the keys each query sees (log-n's n)
     far, cap = sinks_far(T, xf)
     dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
     dist = torch.where(far, cap - torch.arange(T)[None, :].expand(T, T), dist)
+    if pos in ("rope", "xpos"):
+        theta, c = rope_freqs(xf, D, cfg["rope_base"], T) if xf["kind"] != "none" else torch_ref.rope_theta(cfg, D)
     for l in range(nl):
         pre = f"blocks.{l}."
-        h = F.layer_norm(x, (C,), p[pre + "ln1.weight"], p[pre + "ln1.bias"], eps)
-        q, k, v = (h @ p[pre + "attn.qkv.weight"].T + p[pre + "attn.qkv.bias"]).split(C, dim=-1)
-        q, k, v = [z.reshape(B, T, H, D).transpose(1, 2) for z in (q, k, v)]
+        h = torch_ref.norm(cfg, x, p, pre + "ln1", eps)
+        q, k, v = torch_ref.lin(cfg, h, p, pre + "attn.qkv").split([H * D, Hkv * D, Hkv * D], dim=-1)
+        q = q.reshape(B, T, H, D).transpose(1, 2)
+        k, v = [z.reshape(B, T, Hkv, D).transpose(1, 2) for z in (k, v)]
+        if cfg.get("qk_norm", "none") == "rmsnorm":   # per head over D, before the positions
+            rms = {"norm": "rmsnorm"}
+            q = torch_ref.norm(rms, q, p, pre + "attn.q_norm", eps)
+            k = torch_ref.norm(rms, k, p, pre + "attn.k_norm", eps)
+        k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
+        # log-n attention scaling: the query times f(n), n = the keys the mask leaves it
+        # (docs/position-methods.md, model.attn_scale), so the content term only
+        sc = cfg.get("attn_scale", "none")
+        if sc == "logn":
+            q = q * torch.clamp(torch.log(nkeys) / math.log(cfg["attn_scale_len"]), min=1.0)[:, None]
+        elif sc == "learned_logn":
+            q = q * (p[pre + "attn.logn_scale"][:, None, None] * torch.log(nkeys)[:, None])
         q_raw, k_raw = q, k
-        if cfg["pos"] == "rope":
-            theta, c = rope_freqs(xf, D, cfg["rope_base"], T)
+        if pos in ("rope", "xpos"):
             q, k = rotate(q, theta, c), rotate(k, theta, c)
+        if pos == "xpos":   # pair k times zeta_k^(+-t/gamma) at the text positions t
+            g, P = cfg["xpos"]["gamma"], torch.arange(T)
+            q, k = torch_ref.xpos_scale(q, g, 1.0, P), torch_ref.xpos_scale(k, g, -1.0, P)
         s = q @ k.transpose(-1, -2) / math.sqrt(D)
-        if cfg["pos"] == "rope" and far.any():   # the sinks seen from the query moved to cap
+        if pos == "rope" and far.any():   # the sinks seen from the query moved to cap
             qc = rotate(q_raw, theta, c, torch.clamp(torch.arange(T), max=cap))
             s = torch.where(far, qc @ k.transpose(-1, -2) / math.sqrt(D), s)
         if xf["kind"] == "rerope":   # relative positions clipped at w (bojone/rerope)
@@ -133,7 +159,7 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
             s_far = qw @ k_raw.transpose(-1, -2) / math.sqrt(D)
             dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
             s = torch.where(dist < w, s, s_far)
-        if cfg["pos"] == "alibi" and xf["kind"] == "alibi_interp":   # m -> m / s
+        if pos == "alibi" and xf["kind"] == "alibi_interp":   # m -> m / s
             m = torch.tensor(torch_ref.alibi_slopes(H, cfg["alibi_max_bias"])) / scale_of(xf, T)
             d = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).double().clamp(min=0)
             bias = -m[:, None, None] * d
@@ -144,23 +170,21 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
         if bias is not None:
             s = s + bias[None]
         s = s.masked_fill(~mask, float("-inf"))
+        if pos == "cope":   # gates from the masked scores: a window counts its own keys only
+            s = s + torch_ref.cope_term(q, s, p[pre + "attn.cope_pos"], 1 / math.sqrt(D))
         P = torch.softmax(s, dim=-1)
         if stats is not None:
             stats.append(attn_stats(P, stats_far, stats_from))
         a = (P @ v).transpose(1, 2).reshape(B, T, C)
-        x = x + a @ p[pre + "attn.out.weight"].T + p[pre + "attn.out.bias"]
-        h = F.layer_norm(x, (C,), p[pre + "ln2.weight"], p[pre + "ln2.bias"], eps)
-        h = F.gelu(h @ p[pre + "ffn.fc1.weight"].T + p[pre + "ffn.fc1.bias"],
-                   approximate="none" if cfg["gelu"] == "erf" else "tanh")
-        x = x + h @ p[pre + "ffn.fc2.weight"].T + p[pre + "ffn.fc2.bias"]
-    x = F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"], eps)
+        x = x + torch_ref.lin(cfg, a, p, pre + "attn.out")
+        x = x + torch_ref.ffn(cfg, torch_ref.norm(cfg, x, p, pre + "ln2", eps), p, pre)
+    x = torch_ref.norm(cfg, x, p, "ln_f", eps)
     head = p["tok_emb.weight"] if cfg["tie_embeddings"] else p["lm_head.weight"]
     return x @ head.T
 
 
-def main():
-    torch.set_default_dtype(torch.float64)
-    d = sys.argv[1]
+def check(d):
+    """compares the case in DIR d; True when it matches"""
     doc = json.load(open(f"{d}/config.json"))
     cfg, xf = doc["model"], doc["transform"]
     p = torch_ref.load_safetensors(f"{d}/model.safetensors")
@@ -181,11 +205,32 @@ def main():
     # the plain model is, so a test can require the transform to matter
     plain = logits(cfg, dict(xf, kind="none", window=0, sinks=0), p, torch.tensor(batch["ids"]))
     moved = (plain - ref).abs().max().item()
+    block = [f"{k}={cfg[k]}" for k, dflt in (("norm", "layernorm"), ("ffn", "gelu"), ("bias", True),
+             ("qk_norm", "none"), ("attn_scale", "none")) if cfg.get(k, dflt) != dflt]
+    if cfg.get("n_kv_heads", -1) not in (-1, 0, None, cfg["n_heads"]):
+        block.append(f"kv_heads={cfg['n_kv_heads']}")
+    if cfg.get("scaling", {}).get("transform", "none") != "none":
+        block.append(f"trained {cfg['scaling']['transform']} s={cfg['scaling']['scale']}")
     print(f"{cfg['pos']} {xf['kind']} s={xf['scale']} sinks={xf['sinks']} window={xf['window']} "
-          f"positions={xf.get('positions', 'text')}: "
+          f"positions={xf.get('positions', 'text')}{' [' + ' '.join(block) + ']' if block else ''}: "
           f"max |stretch - torch| {err:.2e} (scale {scale:.2f}); transform moves logits by {moved:.2e} "
           f"{'ok' if ok else 'MISMATCH'}")
-    sys.exit(0 if ok else 1)
+    return ok
+
+
+def main():
+    torch.set_default_dtype(torch.float64)
+    bad = 0
+    for d in sys.argv[1:]:
+        try:
+            ok = check(d)
+        except Exception:   # a broken case is a failure of that case, the others still run
+            traceback.print_exc()
+            ok = None
+        with open(f"{d}/verdict", "w") as f:   # read by tests/test_transforms.c
+            f.write("ok\n" if ok else "mismatch\n" if ok is False else "error\n")
+        bad += not ok
+    sys.exit(1 if bad else 0)
 
 
 if __name__ == "__main__":
