@@ -267,6 +267,13 @@ int st_passkey_eval_text(st_model *m, struct st_mm *mm, const st_tokenizer *tok,
  * index wins, as greedy decoding picks). */
 double st_answer_nll(const float *z, int V, int t, int *hit);
 
+/* The task evaluation's defaults, for `eval --task` and a sweep's eval section alike
+ * (docs/tasks.md): multiples of the largest training size, needle depths by quarters, and
+ * instances per cell. Initializers, so each use is `const double x[] = ST_TASK_EVAL_SCALES`. */
+#define ST_TASK_EVAL_SCALES {1, 2, 4, 8, 16, 32}
+#define ST_TASK_EVAL_DEPTHS {0.0, 0.25, 0.5, 0.75, 1.0}
+#define ST_TASK_EVAL_TRIALS 50
+
 /* ---- task accuracy by size (src/eval/task_eval.c, docs/tasks.md) ----
  * For each size s (and depth d for needle tasks), `trials` instances of the run's task
  * go through the KV cache: the prompt up to the first answer token as one prefill, then

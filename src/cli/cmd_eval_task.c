@@ -268,13 +268,14 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         st_task_data_free(&td);
         return rc;
     }
-    if (!a->trials) a->trials = 50;
+    if (!a->trials) a->trials = ST_TASK_EVAL_TRIALS;
     const int n_depth = td.task->has_depth ? a->n_depths : 1;
     if (!a->n_sizes) {
         if (!a->n_scales) {   /* the default scales keep the sizes the task can make (MQAR: keys <= symbols) */
-            const double dflt[] = {1, 2, 4, 8, 16, 32};
+            const double dflt[] = ST_TASK_EVAL_SCALES;
             memcpy(a->scales, dflt, sizeof dflt);
-            a->n_scales = st_task_default_sizes(&td, a->scales, a->sizes, 6, "stretch eval", a->quiet);
+            a->n_scales = st_task_default_sizes(&td, a->scales, a->sizes, (int)(sizeof dflt / sizeof *dflt),
+                                                "stretch eval", a->quiet);
         } else {
             st_task_sizes_from_scales(&td, a->scales, a->n_scales, a->sizes);
         }
@@ -323,9 +324,9 @@ int cmd_eval_task(int argc, char **argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc < 0 ? ST_OK : rc;
     if (a.n_depths == 0) {
-        const double dflt[] = {0.0, 0.25, 0.5, 0.75, 1.0};
+        const double dflt[] = ST_TASK_EVAL_DEPTHS;
         memcpy(a.depths, dflt, sizeof dflt);
-        a.n_depths = 5;
+        a.n_depths = (int)(sizeof dflt / sizeof *dflt);
     }
     if (a.threads >= 0) st_set_threads((int)a.threads);
     st_error e = {0};

@@ -23,6 +23,15 @@ static int get_name(const cJSON *v, const char *file, const char *path, const ch
     return sweep_type_error(e, file, path, want, v);
 }
 
+/* An integer of the run config's key (path may index it: "eval.lengths[2]"), in the
+ * range the config schema gives that key, so a sweep and a run config accept the same. */
+static int get_key_int(const cJSON *v, const char *file, const char *path, const char *key, int64_t *out, st_error *e) {
+    double lo = 0, hi = 0;
+    int xlo = 0, integral = 0;
+    ST_ASSERT(st_config_range(key, &lo, &hi, &xlo, &integral) && integral && !xlo);
+    return sweep_get_int(v, file, path, (int64_t)lo, (int64_t)hi, out, e);
+}
+
 /* eval.task_scales / task_depths: arrays of numbers in [lo, hi] */
 static int get_numbers(const cJSON *v, const char *file, const char *path, double lo, double hi, double *out, int cap,
                        int *n, st_error *e) {
@@ -65,12 +74,12 @@ static int parse_task_eval(sweep *s, const cJSON *ev, st_error *e) {
 int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     st_eval_plan *p = &s->plan;
     st_eval_plan_default(p);
-    const double scales[] = {1, 2, 4, 8, 16, 32}, depths[] = {0, 0.25, 0.5, 0.75, 1};
+    const double scales[] = ST_TASK_EVAL_SCALES, depths[] = ST_TASK_EVAL_DEPTHS;
     memcpy(s->task_scales, scales, sizeof scales);
-    s->n_task_scales = 6;
+    s->n_task_scales = (int)(sizeof scales / sizeof *scales);
     memcpy(s->task_depths, depths, sizeof depths);
-    s->n_task_depths = 5;
-    s->task_trials = 50;
+    s->n_task_depths = (int)(sizeof depths / sizeof *depths);
+    s->task_trials = ST_TASK_EVAL_TRIALS;
     if (!ev) return ST_OK;
     if (!cJSON_IsObject(ev)) return sweep_type_error(e, s->file, "eval", "an object", ev);
     int rc = sweep_check_keys(ev, eval_keys, (int)(sizeof eval_keys / sizeof *eval_keys), s->file, "eval", e);
@@ -87,7 +96,7 @@ int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         int i = 0;
         for (const cJSON *it = v->child; it; it = it->next, i++) {
             snprintf(path, sizeof path, "eval.lengths[%d]", i);
-            if ((rc = sweep_get_int(it, s->file, path, 1, 1 << 24, &p->lengths[i], e))) return rc;
+            if ((rc = get_key_int(it, s->file, path, "eval.lengths", &p->lengths[i], e))) return rc;
         }
         p->n_lengths = n;
     }
@@ -101,13 +110,13 @@ int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         p->mode = k ? ST_EVAL_SLIDING : ST_EVAL_NONOVERLAPPING;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "stride"))) {
-        if ((rc = sweep_get_int(v, s->file, "eval.stride", 0, 1 << 24, &x, e))) return rc;
+        if ((rc = get_key_int(v, s->file, "eval.stride", "eval.stride", &x, e))) return rc;
         if (x > 0 && p->mode == ST_EVAL_NONOVERLAPPING)
             return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: applies to \"mode\": \"sliding\" only", s->file);
         p->stride = x;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "max_tokens"))) {
-        if ((rc = sweep_get_int(v, s->file, "eval.max_tokens", 0, 1e13, &x, e))) return rc;
+        if ((rc = get_key_int(v, s->file, "eval.max_tokens", "eval.max_tokens", &x, e))) return rc;
         p->max_tokens = x;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "batch_tokens"))) {
@@ -115,7 +124,7 @@ int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         p->opts.batch_tokens = x;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "buckets"))) {
-        if ((rc = sweep_get_int(v, s->file, "eval.buckets", 0, 1 << 16, &x, e))) return rc;
+        if ((rc = get_key_int(v, s->file, "eval.buckets", "eval.buckets", &x, e))) return rc;
         p->buckets = (int)x;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "bucket_scale"))) {
