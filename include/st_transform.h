@@ -57,9 +57,14 @@ typedef enum st_xf_kind {
     ST_XF_COUNT
 } st_xf_kind;
 
-/* YaRN's ramp bounds (rotations over the training length) */
-#define ST_YARN_ALPHA 1.0
-#define ST_YARN_BETA 32.0
+/* YaRN's ramp bounds (rotations over the training length; the paper's values): the
+ * defaults of model.scaling.yarn_alpha / yarn_beta (the schema row spells these macros,
+ * ST_XF_TEXT) and of an eval --transform yarn, which has no keys of its own. Integers, so
+ * their text is the JSON the schema parses. */
+#define ST_YARN_ALPHA 1
+#define ST_YARN_BETA 32
+#define ST_XF_TEXT_(x) #x
+#define ST_XF_TEXT(x) ST_XF_TEXT_(x)
 
 enum { ST_XF_CLI_KIND = 1, ST_XF_CLI_SCALE = 2, ST_XF_CLI_CLIP = 4, ST_XF_CLI_SINKS = 8, ST_XF_CLI_WINDOW = 16,
        ST_XF_CLI_POSITIONS = 32 };

@@ -45,8 +45,8 @@ static void ntk_freqs(const st_transform *xf, double s, int64_t D, double base, 
  * beta are the transform's (model.scaling.yarn_alpha / yarn_beta), 1 and 32 by default. */
 static void yarn_freqs(const st_transform *xf, double s, int64_t D, double base, double *inv, float *qk_scale) {
     (void)base;
-    const double alpha = xf->yarn_alpha > 0 ? xf->yarn_alpha : ST_YARN_ALPHA;
-    const double beta = xf->yarn_beta > 0 ? xf->yarn_beta : ST_YARN_BETA;
+    const double alpha = xf->yarn_alpha > 0 ? xf->yarn_alpha : (double)ST_YARN_ALPHA;
+    const double beta = xf->yarn_beta > 0 ? xf->yarn_beta : (double)ST_YARN_BETA;
     for (int64_t i = 0; i < D / 2; i++) {
         const double r = (double)xf->train_len * inv[i] / (2.0 * M_PI);
         double g = (r - alpha) / (beta - alpha);

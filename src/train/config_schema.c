@@ -122,8 +122,8 @@ const st_ckey st_config_keys[] = {
     ENUM("model.scaling.transform", model.scaling, en_transform, "none"),
     DBL("model.scaling.scale", model.scaling_scale, 1, 1e6, "1"),
     INT("model.scaling.train_len", model.scaling_len, 0, 1 << 24, "0"),
-    { "model.scaling.yarn_alpha", CK_DOUBLE, OFF(model.yarn_alpha), 0, 0, 0, 1e6, 1, NULL, "1" },   /* (0, 1e6] */
-    { "model.scaling.yarn_beta", CK_DOUBLE, OFF(model.yarn_beta), 0, 0, 0, 1e6, 1, NULL, "32" },
+    { "model.scaling.yarn_alpha", CK_DOUBLE, OFF(model.yarn_alpha), 0, 0, 0, 1e6, 1, NULL, ST_XF_TEXT(ST_YARN_ALPHA) },   /* (0, 1e6] */
+    { "model.scaling.yarn_beta", CK_DOUBLE, OFF(model.yarn_beta), 0, 0, 0, 1e6, 1, NULL, ST_XF_TEXT(ST_YARN_BETA) },
     /* position methods' keys, grouped per method (src/model/pos/<method>.c reads them);
      * alibi, alibi_rf */
     FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 64, 1, "8"),
