@@ -240,11 +240,6 @@ int64_t st_attention_row_block(const st_ctx *ctx);
  * tab[h*n + m] = bias(h, n-1-m), the layout st_attention_cached reads. */
 void st_attention_bias_table(const st_attn_bias *bias, int64_t H, int64_t n, float *tab);
 
-/* Reference kernels for tests: materialised attention forward in double precision
- * (TxT scores per (b,h)) with the same semantics; out must hold B*H*T*D floats. */
-void st_attention_reference(const float *q, const float *k, const float *v, float *out,
-                            int64_t B, int64_t H, int64_t T, int64_t D,
-                            const st_attn_bias *bias, int causal, float scale);
 /* Attention statistics per query row i, from the probabilities p_ij the streamed kernel
  * uses (ctx->attn_stats): [0] mean key distance sum_j p_ij (i - j), [1] entropy
  * -sum_j p_ij ln p_ij (nats), [2] p_i0, the mass on the first key, [3] the mass on keys at

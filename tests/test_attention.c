@@ -1,5 +1,5 @@
 /* test_attention.c - st_attention (grad-mode forward + backward, inference path),
- * st_attention_streamed and st_attention_reference:
+ * st_attention_streamed and ref_attention (tests/test_attn_reference.h):
  *   - gradcheck of q, k, v and a learnable distance-table bias, causal and bidirectional,
  *     with and without bias, with attention dropout in train mode;
  *   - grad-mode forward == streamed == double reference at several lengths and key-block
@@ -9,6 +9,7 @@
  *     long-range numerics (T = 16384, ALiBi biases of -65536), determinism of gradients.
  * The general (i, j) bias form is tested in test_attention_general.c. */
 #include "test_attention_util.h"
+#include "test_attn_reference.h"
 
 /* ---------------------------------------------------------- bias providers ---- */
 /* (a) ALiBi-like fixed slopes: bias(h, d) = -m_h |d|; window > 0 sets distances beyond it
@@ -111,7 +112,7 @@ static void test_forward_agreement(void) {
             for (int bi = 0; bi < 3; bi++) {
                 const float scale = bi == 2 ? 0.37f : 0.0f;
                 char what[96];
-                st_attention_reference(s.q->data, s.k->data, s.v->data, ref, B, H, T, D,
+                ref_attention(s.q->data, s.k->data, s.v->data, ref, B, H, T, D,
                                        biases[bi], causal, scale);
                 st_ctx_begin(&E.ctx, 1, 0);
                 al.calls = 0; al.max_n = 0;
@@ -189,7 +190,7 @@ static void test_dropout_forward(void) {
         /* eval mode: no dropout */
         st_ctx_begin(&E.ctx, 1, 0);
         st_tensor *oe = st_attention(&E.ctx, s.q, s.k, s.v, &ba, causal, 0.0f, p, seed);
-        st_attention_reference(s.q->data, s.k->data, s.v->data, ref, B, H, T, D, &ba, causal, 0.0f);
+        ref_attention(s.q->data, s.k->data, s.v->data, ref, B, H, T, D, &ba, causal, 0.0f);
         if (oe) th_close("dropout off in eval", oe->data, ref, B * H * T * D, 1e-5, 1e-5);
     }
     free(ref); free(sc_row);
@@ -260,7 +261,7 @@ static void test_fully_masked(void) {
                                                s.k->grad[i] == 0.0f && s.v->grad[i] == 0.0f;
         CHECK_MSG(zero, "fully masked (causal=%d): grad-mode outputs/grads not all 0", causal);
         st_attention_streamed(s.q->data, s.k->data, s.v->data, str, B, H, T, D, &bn, causal, 0.0f, 4);
-        st_attention_reference(s.q->data, s.k->data, s.v->data, r, B, H, T, D, &bn, causal, 0.0f);
+        ref_attention(s.q->data, s.k->data, s.v->data, r, B, H, T, D, &bn, causal, 0.0f);
         int zs = 1;
         for (int64_t i = 0; i < n; i++) zs &= str[i] == 0.0f && r[i] == 0.0f;
         CHECK_MSG(zs, "fully masked (causal=%d): streamed/reference not all 0", causal);
@@ -270,7 +271,7 @@ static void test_fully_masked(void) {
     alibi_bias aw = {.slope = {0.3f, 0.0f}, .window = 5};
     st_attn_bias bw = make_alibi(&aw);
     for (int causal = 0; causal <= 1; causal++) {
-        st_attention_reference(s.q->data, s.k->data, s.v->data, r, B, H, T, D, &bw, causal, 0.0f);
+        ref_attention(s.q->data, s.k->data, s.v->data, r, B, H, T, D, &bw, causal, 0.0f);
         st_attention_streamed(s.q->data, s.k->data, s.v->data, str, B, H, T, D, &bw, causal, 0.0f, 2);
         th_close("windowed -inf bias streamed", str, r, n, 1e-5, 1e-5);
         st_ctx_begin(&E.ctx, 1, 0);

@@ -11,6 +11,7 @@
  *     exactly 0 when the loss weights only later instances' outputs.
  * The whole-model equivalence against PyTorch is in test_pytorch_ref.c (doc cases). */
 #include "test_attention_util.h"
+#include "test_attn_reference.h"
 
 typedef struct slope_bias { float slope[4]; } slope_bias;
 
@@ -64,7 +65,7 @@ static void test_instances_alone(void) {
                     slice_rows(s.q->data, sq, b, H, T, D, st, en);
                     slice_rows(s.k->data, sk, b, H, T, D, st, en);
                     slice_rows(s.v->data, sv, b, H, T, D, st, en);
-                    st_attention_reference(sq, sk, sv, so, 1, H, en - st, D, biases[bi], 1, 0.0f);
+                    ref_attention(sq, sk, sv, so, 1, H, en - st, D, biases[bi], 1, 0.0f);
                     for (int64_t h = 0; h < H; h++)
                         memcpy(ref + ((b * H + h) * T + st) * D, so + h * (en - st) * D,
                                (size_t)((en - st) * D) * sizeof(float));

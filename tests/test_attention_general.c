@@ -9,6 +9,7 @@
  *   - KV-cache rows (st_attention_cached) at absolute positions, with an offset;
  *   - gradients identical between identical runs. */
 #include "test_attention_util.h"
+#include "test_attn_reference.h"
 
 typedef struct pos_table {
     st_tensor *w;          /* (H, T, T) */
@@ -161,7 +162,7 @@ static void test_general_agreement(void) {
         for (int causal = 0; causal <= 1; causal++)
             for (int bi = 0; bi < 2; bi++) {
                 char what[96];
-                st_attention_reference(s.q->data, s.k->data, s.v->data, ref, B, H, T, D, biases[bi], causal, 0.0f);
+                ref_attention(s.q->data, s.k->data, s.v->data, ref, B, H, T, D, biases[bi], causal, 0.0f);
                 st_ctx_begin(&E.ctx, 1, 0);
                 st_tensor *o = st_attention(&E.ctx, s.q, s.k, s.v, biases[bi], causal, 0.0f, 0.0f, 0);
                 snprintf(what, sizeof what, "general grad-mode T=%lld causal=%d bias=%d", (long long)T, causal, bi);
@@ -204,7 +205,7 @@ static void test_general_cached(void) {
     for (int pi = 0; pi < 2; pi++) {
         fn_bias fref = {g.theta, (int)H, kpos[pi]}, fcache = {g.theta, (int)H, 0};
         st_attn_bias bref = make_fn(&fref), bcache = make_fn(&fcache);
-        st_attention_reference(s.q->data, s.k->data, s.v->data, ref, 1, H, T, D, &bref, 1, 0.0f);
+        ref_attention(s.q->data, s.k->data, s.v->data, ref, 1, H, T, D, &bref, 1, 0.0f);
         for (int ti = 0; ti < 3; ti++) {
             const int64_t Tq = tqs[ti];
             st_ctx_begin(&E.ctx, 0, 0);

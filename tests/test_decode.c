@@ -13,6 +13,7 @@
  *   - bad arguments fail with the documented codes; the arena does not grow per token.
  * Tolerance: max |decode - full| <= 1e-4 max |full| over each comparison. */
 #include "harness.h"
+#include "test_attn_reference.h"
 #include "test_model_util.h"
 #include "model/model_internal.h"
 #include "st_matmul.h"
@@ -92,7 +93,7 @@ static void test_kernel(void) {
         for (int with_bias = 0; with_bias < 2; with_bias++) {
             band_bias bn;
             band_init(&bn, NULL, W > 0 ? W : T);
-            st_attention_reference(q, k, v, ref, 1, H, T, D, with_bias ? &bb.iface : &bn.iface, 1, 0.0f);
+            ref_attention(q, k, v, ref, 1, H, T, D, with_bias ? &bb.iface : &bn.iface, 1, 0.0f);
             /* the shortest table the call accepts, and a full-length one */
             const int64_t lens[2] = {W > 0 ? W : T, T};
             for (int li = 0; li < 2; li++) {
