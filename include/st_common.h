@@ -71,6 +71,11 @@ void st_vlog_line(const char *prefix, const char *fmt, va_list ap);
     do { if (!(x)) st_assert_fail(#x, __FILE__, __LINE__); } while (0)
 void st_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
 
+/* Out of memory where no error can be returned (a matmul backend's operand scratch, whose
+ * gemm calls are void): prints "stretch: error: out of memory: BYTES bytes for WHAT" and
+ * exits with ST_ERR_MEMORY (6, the documented code) instead of an assertion's abort. */
+void st_oom_exit(const char *what, size_t bytes) __attribute__((noreturn));
+
 /* Allocation that reports failure through st_error (ST_ERR_MEMORY with the size). */
 void *st_malloc(size_t bytes, st_error *e);
 void *st_calloc(size_t n, size_t size, st_error *e);

@@ -81,6 +81,12 @@ void st_assert_fail(const char *expr, const char *file, int line) {
     abort();
 }
 
+void st_oom_exit(const char *what, size_t bytes) {
+    fflush(stdout);
+    fprintf(stderr, "stretch: error: out of memory: %zu bytes for %s\n", bytes, what);
+    exit(ST_ERR_MEMORY);
+}
+
 void *st_malloc(size_t bytes, st_error *e) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) st_fail(e, ST_ERR_MEMORY, "out of memory: could not allocate %zu bytes", bytes);

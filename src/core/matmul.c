@@ -98,7 +98,7 @@ void *st_mm_grow(void **buf, size_t *cap, size_t bytes) {
     if (bytes > *cap) {
         free(*buf);
         *buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-        ST_ASSERT(*buf != NULL);
+        if (!*buf) st_oom_exit("a matmul backend's operand scratch", bytes);
         *cap = bytes;
     }
     return *buf;

@@ -218,7 +218,7 @@ static void *packed_weight(bf16_state *s, mm_entry *en, const uint16_t *src, uin
         free(pk->buf);
         memset(pk, 0, sizeof *pk);
         pk->buf = aligned_alloc(64, (en->b_bytes + 63) & ~(size_t)63);
-        ST_ASSERT(pk->buf != NULL);
+        if (!pk->buf) st_oom_exit("a packed bf16 weight", (size_t)en->b_bytes);
         pk->src = src;
         pk->md = en->b_md;
         pk->src_md = en->b_src_md;

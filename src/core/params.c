@@ -15,8 +15,9 @@ int st_params_add(st_params *p, const char *name, int ndim, const int64_t *shape
     ST_ASSERT(ndim >= 1 && ndim <= 4);
     if (p->count == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 64;
-        p->info = realloc(p->info, (size_t)p->cap * sizeof *p->info);
-        ST_ASSERT(p->info);
+        st_param_info *grown = realloc(p->info, (size_t)p->cap * sizeof *p->info);
+        if (!grown) st_oom_exit("the parameter table", (size_t)p->cap * sizeof *p->info);
+        p->info = grown;
     }
     st_param_info *in = &p->info[p->count];
     memset(in, 0, sizeof *in);

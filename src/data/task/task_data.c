@@ -212,7 +212,7 @@ void st_task_row(const st_task_data *td, uint64_t seed, int64_t T, int32_t *x, i
     int32_t *tok = malloc((size_t)n * sizeof *tok);
     uint8_t *scored = malloc((size_t)n);
     int32_t *start = doc ? malloc((size_t)n * sizeof *start) : NULL;
-    ST_ASSERT(tok && scored && (!doc || start));
+    if (!tok || !scored || (doc && !start)) st_oom_exit("a task row", (size_t)n * 9);
     st_task_row_tokens(td, seed, n, tok, scored, start);
     for (int64_t t = 0; t < T; t++) {
         x[t] = tok[t];
@@ -228,7 +228,7 @@ void st_task_stream(const st_task_data *td, uint64_t seed, int32_t *out, int64_t
     int64_t longest = st_task_data_max_len(td);
     int32_t *tok = malloc((size_t)longest * sizeof *tok);
     uint8_t *ans = malloc((size_t)longest);
-    ST_ASSERT(tok && ans);
+    if (!tok || !ans) st_oom_exit("a task instance", (size_t)longest * 5);
     for (uint64_t k = 0, used = 0; (int64_t)used < n; k++) {
         int64_t m = td->task->generate(&td->p, draw_size(td, seed, k), st_hash64(seed ^ SEED_INST, k), tok, ans);
         if (m > n - (int64_t)used) m = n - (int64_t)used;
