@@ -92,6 +92,11 @@ const char *st_transform_name(int kind);         /* "?" when out of range */
 int st_transform_from_name(const char *name);    /* -1 when unknown */
 /* The position method (model.pos name) a kind applies to; NULL for none. */
 const char *st_transform_method(int kind);
+/* 1 when the kind's scale follows the current length (dynamic_ntk), not a fixed s or n / L. */
+int st_transform_dynamic(int kind);
+/* 1 when the kind has YaRN's frequency ramp: it reads model.scaling.yarn_alpha / yarn_beta
+ * and counts rotations over the training length (model.scaling.train_len). */
+int st_transform_ramp(int kind);
 /* 1 when anything is transformed (a kind, or a window). */
 int st_transform_active(const st_transform *xf);
 /* Check the transform against a model: its kind applies to model.pos, sinks need a window,

@@ -67,9 +67,9 @@ static int use_transform(st_model *m, st_transform *xf, int64_t train_len, int64
     xf->train_len = train_len;
     xf->n = context;
     int rc = st_transform_check(xf, m->cfg.pos, "--transform", e);
-    if (!rc && xf->kind == ST_XF_DYNAMIC_NTK && xf->window > 0)
-        rc = st_fail(e, ST_ERR_CONFIG, "--transform dynamic_ntk with --window: the current length of a windowed cache "
-                     "is ambiguous; use ntk with --scale");
+    if (!rc && st_transform_dynamic(xf->kind) && xf->window > 0)
+        rc = st_fail(e, ST_ERR_CONFIG, "--transform %s with --window: the current length of a windowed cache "
+                     "is ambiguous; use ntk with --scale", st_transform_name(xf->kind));
     if (!rc) st_model_set_transform(m, xf, "generate");
     return rc;
 }

@@ -100,7 +100,7 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
         st_transform_label(&rep->xf, label, sizeof label);
         /* rerope takes a clip, not a scale; dynamic_ntk's scale follows the current length */
         const char *how = rep->xf.kind == ST_XF_NONE || rep->xf.scale != 0 || st_transform_clip(&rep->xf) > 0 ? ""
-                          : rep->xf.kind == ST_XF_DYNAMIC_NTK ? " (s = max(1, n / L), n the current length)"
+                          : st_transform_dynamic(rep->xf.kind) ? " (s = max(1, n / L), n the current length)"
                                                               : " (s = max(1, n / L) per length)";
         fprintf(f, "inference-time transform: %s%s\n", label, how);
     }
@@ -130,7 +130,7 @@ static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
     cJSON_AddNumberToObject(o, "length", (double)r->length);
     cJSON_AddNumberToObject(o, "stride", (double)r->stride);
     if (rep->xf.kind != ST_XF_NONE) {   /* the scale this row was evaluated with */
-        if (rep->xf.kind == ST_XF_DYNAMIC_NTK) cJSON_AddStringToObject(o, "transform_scale", "dynamic");
+        if (st_transform_dynamic(rep->xf.kind)) cJSON_AddStringToObject(o, "transform_scale", "dynamic");
         else cJSON_AddNumberToObject(o, "transform_scale", row->xf_scale);
     }
     if (row->status) {
@@ -252,7 +252,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
         cJSON_AddStringToObject(xo, "name", st_transform_name(xf->kind));
         cJSON_AddStringToObject(xo, "label", label);
         if (xf->scale > 0) cJSON_AddNumberToObject(xo, "scale", xf->scale);
-        else cJSON_AddStringToObject(xo, "scale", xf->kind == ST_XF_DYNAMIC_NTK ? "dynamic"
+        else cJSON_AddStringToObject(xo, "scale", st_transform_dynamic(xf->kind) ? "dynamic"
                                                   : xf->kind && st_transform_clip(xf) == 0 ? "n/L" : "none");
         cJSON_AddNumberToObject(xo, "sinks", (double)xf->sinks);
         cJSON_AddNumberToObject(xo, "window", (double)xf->window);

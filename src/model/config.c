@@ -31,14 +31,15 @@ static int scaling_check(const st_model_config *c, const char *f, st_error *e) {
     if (need && st_pos_from_name(need) != c->pos)
         BAD("%s: model.scaling.transform: %s applies to model.pos \"%s\" only; this model's is \"%s\"", f, name, need,
             st_pos_name(c->pos));
-    if (k != ST_XF_YARN && c->yarn_alpha != ST_YARN_ALPHA)
+    const int ramp = st_transform_ramp(k);
+    if (!ramp && c->yarn_alpha != ST_YARN_ALPHA)
         BAD("%s: model.scaling.yarn_alpha: applies to model.scaling.transform yarn only (this one is %s)", f, name);
-    if (k != ST_XF_YARN && c->yarn_beta != ST_YARN_BETA)
+    if (!ramp && c->yarn_beta != ST_YARN_BETA)
         BAD("%s: model.scaling.yarn_beta: applies to model.scaling.transform yarn only (this one is %s)", f, name);
-    if (k == ST_XF_YARN && c->scaling_len < 1)
+    if (ramp && c->scaling_len < 1)
         BAD("%s: model.scaling.train_len: yarn needs the length the model was first trained at (its ramp counts "
             "rotations over it); got %d", f, c->scaling_len);
-    if (k == ST_XF_YARN && !(c->yarn_alpha > 0.0 && c->yarn_beta > c->yarn_alpha && isfinite(c->yarn_beta)))
+    if (ramp && !(c->yarn_alpha > 0.0 && c->yarn_beta > c->yarn_alpha && isfinite(c->yarn_beta)))
         BAD("%s: model.scaling.yarn_beta: the ramp needs 0 < model.scaling.yarn_alpha < model.scaling.yarn_beta (got "
             "yarn_alpha %g, yarn_beta %g)",
             f, c->yarn_alpha, c->yarn_beta);

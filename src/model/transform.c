@@ -17,6 +17,7 @@ typedef struct xf_entry {
     const char *method;     /* model.pos it applies to (NULL: none) */
     int dynamic;            /* s from the current length instead of n */
     int clips;              /* relative positions clipped at w (attention uses q2, k2) */
+    int ramp;               /* reads model.scaling.yarn_alpha / yarn_beta and needs train_len */
     const char *untrainable;   /* why it cannot be a trained scaling (NULL: it can) */
     /* RoPE: inv[i] = transformed theta_i (inv holds the plain theta_i on entry) */
     void (*freqs)(const st_transform *xf, double s, int64_t D, double base, double *inv, float *qk_scale);
@@ -69,7 +70,7 @@ static const xf_entry table[ST_XF_COUNT] = {
                            .untrainable = "its scale follows the current length, which never exceeds the training "
                                           "length in training, so it would train the unscaled model; train with ntk "
                                           "and a fixed model.scaling.scale"},
-    [ST_XF_YARN] = {.name = "yarn", .method = "rope", .freqs = yarn_freqs},
+    [ST_XF_YARN] = {.name = "yarn", .method = "rope", .ramp = 1, .freqs = yarn_freqs},
     [ST_XF_REROPE] = {.name = "rerope", .method = "rope", .clips = 1,
                       .untrainable = "its two-pass attention (clipped far keys) exists in the inference kernels "
                                      "only, without a backward"},
@@ -88,6 +89,10 @@ const char *st_transform_untrainable(int kind) {
 }
 
 const char *st_transform_method(int kind) { return kind >= 0 && kind < ST_XF_COUNT ? table[kind].method : NULL; }
+
+int st_transform_dynamic(int kind) { return kind >= 0 && kind < ST_XF_COUNT && table[kind].dynamic; }
+
+int st_transform_ramp(int kind) { return kind >= 0 && kind < ST_XF_COUNT && table[kind].ramp; }
 
 int st_transform_active(const st_transform *xf) {
     return xf && (xf->kind != ST_XF_NONE || xf->window > 0);
