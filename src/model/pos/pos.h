@@ -2,7 +2,11 @@
  * src/model/pos/ defines `const st_pos_method st_pos_<name>`; registry.c lists them (from
  * ST_POS_METHODS in include/st_model.h). The model (model.c, decode.c) and every other
  * module reach a method only through this table; nothing outside a method's file branches
- * on which method it is.
+ * on which method it is. One exception, by design: CoPE's content term (gates from q.k,
+ * positions from their running sums) has to live inside the attention kernels, between
+ * the scores and the softmax, so src/ops/attention*.c carry it as st_attn_bias.cope with
+ * its math in src/ops/attention_cope.c; cope.c here only declares its parameters and
+ * sets the provider up.
  *
  * What a method can do, each entry NULL when it does not:
  *   validate   cross-key rules of its config keys (ranges are in the schema table,
