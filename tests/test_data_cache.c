@@ -130,7 +130,7 @@ static void test_corruption(st_data_config *cfg, const snap *ref, const char *pa
     CHECK(load_hits(&c, &ds) == 3);
     sd_cache_key tk;
     memset(&tk, 0, sizeof tk);
-    sd_identity_of(path, &tk.src, &e);
+    st_sd_identity_of(path, &tk.src, &e);
     tk.end = ds.bytes[0];
     tk.tok_hash = ds.tok_hash;
     tk.vocab_size = ds.vocab_size;
@@ -138,11 +138,11 @@ static void test_corruption(st_data_config *cfg, const snap *ref, const char *pa
     int32_t *bad = malloc((size_t)ds.n[0] * 4);
     memcpy(bad, ds.tokens[0], (size_t)ds.n[0] * 4);
     bad[ds.n[0] / 2] = 100000;
-    CHECK(sd_cache_write_tokens(train_cache, &tk, bad, ds.n[0], ds.bytes[0], &e) == ST_OK);
+    CHECK(st_sd_cache_write_tokens(train_cache, &tk, bad, ds.n[0], ds.bytes[0], &e) == ST_OK);
     free(bad);
     int64_t rn, rb;
     int32_t *rt = NULL;
-    CHECK(sd_cache_read_tokens(train_cache, &tk, &rt, &rn, &rb) == 0 && rt == NULL);
+    CHECK(st_sd_cache_read_tokens(train_cache, &tk, &rt, &rn, &rb) == 0 && rt == NULL);
     st_dataset_free(&ds);
     CHECK(load_hits(&c, &ds) == 2 && same(ref, &ds));
     st_dataset_free(&ds);
@@ -152,7 +152,7 @@ static void test_corruption(st_data_config *cfg, const snap *ref, const char *pa
     st_dataset_free(&ds);
     key->tok_hash = 0;
     st_tokenizer *vt = NULL;
-    CHECK(sd_cache_read_tokenizer(vocab_cache, key, &vt) == 1 && vt && st_tokenizer_hash(vt) == ref->hash);
+    CHECK(st_sd_cache_read_tokenizer(vocab_cache, key, &vt) == 1 && vt && st_tokenizer_hash(vt) == ref->hash);
     st_tokenizer_free(vt);
 }
 
@@ -230,13 +230,13 @@ static void test_invalidation(const char *tmp) {
     st_tokenizer *other = st_tokenizer_train_bpe("zzz yyy zzz yyy xxx", 19, 260, &e);
     sd_cache_key key;
     memset(&key, 0, sizeof key);
-    CHECK(sd_identity_of(path, &key.src, &e) == ST_OK);
+    CHECK(st_sd_identity_of(path, &key.src, &e) == ST_OK);
     key.begin = 0;
     CHECK(load_hits(&c, &ds) == 3);
     key.end = ds.bytes[0];
     st_dataset_free(&ds);
     snprintf(key.spec, sizeof key.spec, "bpe300");
-    CHECK(sd_cache_write_tokenizer(vocab_cache, &key, other, &e) == ST_OK);
+    CHECK(st_sd_cache_write_tokenizer(vocab_cache, &key, other, &e) == ST_OK);
     CHECK(load_hits(&c, &ds) == 0 && ds.tok_hash == st_tokenizer_hash(other) && ds.vocab_size == 260);
     int64_t want = st_tokenizer_encode(other, text, ds.bytes[0], NULL, 0);
     CHECK(ds.n[0] == want);

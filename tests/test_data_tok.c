@@ -79,7 +79,7 @@ static void test_chunks(void) {
     int ok = 1;
     char *is_b = calloc((size_t)len + 1, 1);
     for (int64_t i = 0; i < len;) {
-        int64_t j = sd_bpe_chunk_end(u, len, i);
+        int64_t j = st_sd_bpe_chunk_end(u, len, i);
         ok &= j > i && j - i <= SD_BPE_MAX_CHUNK;
         is_b[i] = 1;
         i = j;
@@ -94,20 +94,20 @@ static void test_chunks(void) {
         ok &= is_b[p];
         if (cuts % 50 == 0)
             for (int64_t i = 0; i < p;) {
-                int64_t j = sd_bpe_chunk_end(u, p, i);
+                int64_t j = st_sd_bpe_chunk_end(u, p, i);
                 ok &= is_b[i] && j <= p;
                 i = j;
             }
     }
     CHECK_MSG(ok && cuts > 50, "%d safe cuts checked", cuts);
-    CHECK(sd_safe_cut("ab\ncd\n\nef", 9) == 7 && sd_safe_cut("abc", 3) == 0 && sd_safe_cut("a\n\n", 3) == 0);
+    CHECK(st_sd_safe_cut("ab\ncd\n\nef", 9) == 7 && st_sd_safe_cut("abc", 3) == 0 && st_sd_safe_cut("a\n\n", 3) == 0);
     /* examples: a space joins the following word; newline runs end a chunk */
     const char *ex = "Hello  world,\n\n  foo123";
     const char *want[] = {"Hello", " ", " world", ",", "\n\n", " ", " foo", "123"};
     int64_t i = 0, k = 0, n = (int64_t)strlen(ex);
     int exok = 1;
     while (i < n && k < 8) {
-        int64_t j = sd_bpe_chunk_end((const unsigned char *)ex, n, i);
+        int64_t j = st_sd_bpe_chunk_end((const unsigned char *)ex, n, i);
         exok &= (int64_t)strlen(want[k]) == j - i && !memcmp(ex + i, want[k], (size_t)(j - i));
         i = j;
         k++;
@@ -138,7 +138,7 @@ static void test_bpe_train(void) {
     /* the first merge is the most frequent adjacent pair within chunks, ties to the smallest */
     int64_t *cnt = calloc(256 * 256, sizeof *cnt);
     for (int64_t i = 0; i < len;) {
-        int64_t j = sd_bpe_chunk_end((const unsigned char *)text, len, i);
+        int64_t j = st_sd_bpe_chunk_end((const unsigned char *)text, len, i);
         for (int64_t q = i; q + 1 < j; q++) cnt[(unsigned char)text[q] * 256 + (unsigned char)text[q + 1]]++;
         i = j;
     }
@@ -255,7 +255,7 @@ static void test_word_tokenizer(const char *tmp) {
     st_tokenizer *u = st_tokenizer_load(p, &e);
     CHECK_MSG(u && st_tokenizer_hash(u) == st_tokenizer_hash(t) && st_tokenizer_vocab_size(u) == 6, "%s", e.msg);
     int64_t blen;
-    char *txt = sd_read_file(p, &blen, 1 << 20, &e);
+    char *txt = st_sd_read_file(p, &blen, 1 << 20, &e);
     CHECK(txt && strstr(txt, "{\"hex\":\"fffe\"}"));
     free(txt);
     if (u) {
@@ -316,7 +316,7 @@ static void test_tokenizer_files(const char *tmp) {
     CHECK(u && st_tokenizer_kind(u) == ST_TOK_BYTE && st_tokenizer_hash(u) == st_tokenizer_hash(byte));
     st_tokenizer_free(u);
     st_tokenizer_free(byte);
-    st_tokenizer *syn = sd_tok_new_synthetic(64, 1234, 2, 4, &e);
+    st_tokenizer *syn = st_sd_tok_new_synthetic(64, 1234, 2, 4, &e);
     snprintf(q, sizeof q, "%s/syn.json", tmp);
     CHECK(st_tokenizer_save(syn, q, &e) == ST_OK);
     u = st_tokenizer_load(q, &e);
@@ -326,7 +326,7 @@ static void test_tokenizer_files(const char *tmp) {
 
     /* corrupt and foreign files: ST_ERR_DATA naming the file; missing: ST_ERR_IO */
     int64_t n;
-    char *good = sd_read_file(p, &n, 1 << 24, &e);
+    char *good = st_sd_read_file(p, &n, 1 << 24, &e);
     snprintf(q, sizeof q, "%s/missing.json", tmp);
     expect_load_error(q, ST_ERR_IO, NULL);
     snprintf(q, sizeof q, "%s/empty.json", tmp);
@@ -388,7 +388,7 @@ static void test_tinyshakespeare(void) {
     if (!test_data_path("tinyshakespeare/input.txt", path, sizeof path)) return;
     st_error e = {0};
     int64_t n;
-    char *text = sd_read_file(path, &n, 1 << 24, &e);
+    char *text = st_sd_read_file(path, &n, 1 << 24, &e);
     if (!text) { CHECK_MSG(0, "%s", e.msg); return; }
     double t0 = st_time();
     st_tokenizer *t = st_tokenizer_train_bpe(text, n, 512, &e);
@@ -400,18 +400,18 @@ static void test_tinyshakespeare(void) {
     /* streaming file encoder == in-memory encoder, with blocks far smaller than the file */
     sd_vec v = {0};
     setenv("STRETCH_DATA_BLOCK", "4096", 1);
-    CHECK(sd_encode_file(t, path, 0, n, &v, &e) == ST_OK);
+    CHECK(st_sd_encode_file(t, path, 0, n, &v, &e) == ST_OK);
     unsetenv("STRETCH_DATA_BLOCK");
     int32_t *ids = malloc((size_t)ntok * sizeof *ids);
     st_tokenizer_encode(t, text, n, ids, ntok);
     CHECK(v.n == ntok && !memcmp(v.v, ids, (size_t)ntok * sizeof *ids));
     /* and training from the file stream (small blocks) gives the same merges */
     setenv("STRETCH_DATA_BLOCK", "4096", 1);
-    st_tokenizer *tf = sd_bpe_train_file(path, 0, n, 512, &e);
+    st_tokenizer *tf = st_sd_bpe_train_file(path, 0, n, 512, &e);
     unsetenv("STRETCH_DATA_BLOCK");
     CHECK(tf && st_tokenizer_hash(tf) == st_tokenizer_hash(t));
     st_tokenizer_free(tf);
-    sd_vec_free(&v);
+    st_sd_vec_free(&v);
     free(ids);
     st_tokenizer_free(t);
     free(text);

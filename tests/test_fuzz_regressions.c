@@ -117,8 +117,8 @@ static void seeds_accepted(const char *src) {
             int32_t *tok = NULL;
             int64_t cnt = 0, bytes = 0;
             st_tokenizer *t = NULL;
-            if (sd_cache_read_tokens(tmp, &key, &tok, &cnt, &bytes)) { hits++; free(tok); }
-            if (sd_cache_read_tokenizer(tmp, &key, &t)) { vocab_hits++; st_tokenizer_free(t); }
+            if (st_sd_cache_read_tokens(tmp, &key, &tok, &cnt, &bytes)) { hits++; free(tok); }
+            if (st_sd_cache_read_tokenizer(tmp, &key, &t)) { vocab_hits++; st_tokenizer_free(t); }
             unlink(tmp);
         }
         free(b);
@@ -142,12 +142,12 @@ static void seeds_accepted(const char *src) {
         opts.out = "fuzz-sweep-out";   /* the grid seed has no "out" */
         sweep s;
         st_error se = {0};
-        int rc = sweep_load(&s, file, &opts, &se);
+        int rc = st_sweep_load(&s, file, &opts, &se);
         /* the task sweeps set data.task.* keys, which the synthetic base refuses */
         if (rc != ST_OK) printf("  sweep seed %s: %s\n", de->d_name, se.msg);
         CHECK_MSG(rc == ST_OK || strcmp(de->d_name, "grid") != 0, "the inline sweep seed does not load: %s", se.msg);
         sweeps += rc == ST_OK;
-        sweep_free(&s);
+        st_sweep_free(&s);
         unlink(file);
         free(b);
     }

@@ -21,17 +21,17 @@ enum { C_LETTER, C_DIGIT, C_SPACE, C_OTHER };
 static inline int byte_class(unsigned char c) {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80) return C_LETTER;
     if (c >= '0' && c <= '9') return C_DIGIT;
-    if (sd_is_space[c]) return C_SPACE;
+    if (st_sd_is_space[c]) return C_SPACE;
     return C_OTHER;
 }
 
 static inline int is_newline(unsigned char c) { return c == '\n' || c == '\r'; }
 
-int64_t sd_bpe_chunk_end(const unsigned char *s, int64_t len, int64_t i) {
+int64_t st_sd_bpe_chunk_end(const unsigned char *s, int64_t len, int64_t i) {
     int64_t lim = len - i > SD_BPE_MAX_CHUNK ? i + SD_BPE_MAX_CHUNK : len;
     int64_t k = i;
-    if (sd_is_space[s[i]] && !(s[i] == ' ' && i + 1 < len && !sd_is_space[s[i + 1]])) {
-        while (k < len && sd_is_space[s[k]]) {
+    if (st_sd_is_space[s[i]] && !(s[i] == ' ' && i + 1 < len && !st_sd_is_space[s[i + 1]])) {
+        while (k < len && st_sd_is_space[s[k]]) {
             if (is_newline(s[k])) {
                 while (k < len && is_newline(s[k])) k++;
                 return k < lim ? k : lim;
@@ -64,7 +64,7 @@ static inline int32_t pair_rank(const st_tokenizer *t, int32_t a, int32_t b) {
     }
 }
 
-int sd_bpe_index(st_tokenizer *t, st_error *e) {
+int st_sd_bpe_index(st_tokenizer *t, st_error *e) {
     uint64_t cap = 1024;
     while (cap < (uint64_t)t->n_merges * 2 + 2) cap *= 2;
     free(t->pair_key);
@@ -79,7 +79,7 @@ int sd_bpe_index(st_tokenizer *t, st_error *e) {
     t->pool_len = 0;
     for (int c = 0; c < 256; c++) {
         char b = (char)c;
-        if (sd_tok_append(t, &b, 1, e) < 0) return e ? e->code : ST_ERR_MEMORY;
+        if (st_sd_tok_append(t, &b, 1, e) < 0) return e ? e->code : ST_ERR_MEMORY;
     }
     for (int r = 0; r < t->n_merges; r++) {
         int32_t a = t->merges[r][0], b = t->merges[r][1];
@@ -90,7 +90,7 @@ int sd_bpe_index(st_tokenizer *t, st_error *e) {
             return st_fail(e, ST_ERR_DATA, "BPE merge %d builds a token longer than %d bytes", r, SD_BPE_MAX_CHUNK);
         memcpy(tmp, t->pool + t->off[a], (size_t)la);
         memcpy(tmp + la, t->pool + t->off[b], (size_t)lb);
-        if (sd_tok_append(t, tmp, la + lb, e) < 0) return e ? e->code : ST_ERR_MEMORY;
+        if (st_sd_tok_append(t, tmp, la + lb, e) < 0) return e ? e->code : ST_ERR_MEMORY;
         uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
         uint64_t s = pair_slot(key, t->pair_mask);
         while (t->pair_key[s] != NO_PAIR) {
@@ -106,7 +106,7 @@ int sd_bpe_index(st_tokenizer *t, st_error *e) {
 /* Apply merges in rank order, as training did: repeatedly find the lowest-ranked
  * adjacent pair and merge all its occurrences left to right. O(len^2) per chunk, with
  * len <= 64. */
-int sd_bpe_encode_chunk(const st_tokenizer *t, const unsigned char *s, int len, int32_t *out) {
+int st_sd_bpe_encode_chunk(const st_tokenizer *t, const unsigned char *s, int len, int32_t *out) {
     int n = len;
     for (int i = 0; i < n; i++) out[i] = s[i];
     while (n >= 2) {
@@ -167,15 +167,15 @@ static int encode_chunk_cached(enc_state *st, const unsigned char *s, int len) {
     for (; st->slots[slot].len; slot = (slot + 1) & st->mask) {
         chunk_entry *c = &st->slots[slot];
         if (c->h == h && c->len == len && !memcmp(st->str + c->str, s, (size_t)len)) {
-            if (sd_vec_grow(st->out, st->out->n + c->ntok)) return -1;
+            if (st_sd_vec_grow(st->out, st->out->n + c->ntok)) return -1;
             memcpy(st->out->v + st->out->n, st->toks.v + c->tok, (size_t)c->ntok * sizeof(int32_t));
             st->out->n += c->ntok;
             return 0;
         }
     }
     int32_t buf[SD_BPE_MAX_CHUNK];
-    int k = sd_bpe_encode_chunk(st->t, s, len, buf);
-    if (sd_vec_grow(st->out, st->out->n + k)) return -1;
+    int k = st_sd_bpe_encode_chunk(st->t, s, len, buf);
+    if (st_sd_vec_grow(st->out, st->out->n + k)) return -1;
     memcpy(st->out->v + st->out->n, buf, (size_t)k * sizeof(int32_t));
     st->out->n += k;
     if (st->used >= CACHE_MAX) return 0;
@@ -186,7 +186,7 @@ static int encode_chunk_cached(enc_state *st, const unsigned char *s, int len) {
         st->str = p;
         st->str_cap = cap;
     }
-    if (sd_vec_grow(&st->toks, st->toks.n + k)) return -1;
+    if (st_sd_vec_grow(&st->toks, st->toks.n + k)) return -1;
     chunk_entry *c = &st->slots[slot];
     c->h = h;
     c->len = len;
@@ -205,15 +205,15 @@ static int encode_block(void *user, const char *buf, int64_t len, int64_t at, in
     enc_state *st = user;
     const unsigned char *s = (const unsigned char *)buf;
     if (st->t->kind == ST_TOK_BYTE) {
-        if (sd_vec_grow(st->out, st->out->n + len)) goto oom;
+        if (st_sd_vec_grow(st->out, st->out->n + len)) goto oom;
         for (int64_t i = 0; i < len; i++) st->out->v[st->out->n + i] = s[i];
         st->out->n += len;
         *used = len;
         return ST_OK;
     }
-    int64_t cut = final ? len : sd_safe_cut(buf, len);
+    int64_t cut = final ? len : st_sd_safe_cut(buf, len);
     for (int64_t i = 0; i < cut;) {
-        int64_t j = sd_bpe_chunk_end(s, cut, i);
+        int64_t j = st_sd_bpe_chunk_end(s, cut, i);
         if (encode_chunk_cached(st, s + i, (int)(j - i))) goto oom;
         i = j;
     }
@@ -223,15 +223,16 @@ oom:
     return st_fail(e, ST_ERR_MEMORY, "%s: out of memory encoding (at byte %lld)", st->path, (long long)at);
 }
 
-int sd_encode_file(const st_tokenizer *t, const char *path, int64_t begin, int64_t end, sd_vec *out, st_error *e) {
+int st_sd_encode_file(const st_tokenizer *t, const char *path, int64_t begin, int64_t end, sd_vec *out, st_error *e) {
     ST_ASSERT(t->kind == ST_TOK_BYTE || t->kind == ST_TOK_BPE);
     enc_state st = {.t = t, .out = out, .path = path};
     int64_t guess = t->kind == ST_TOK_BYTE ? end - begin : (end - begin) / 2 + 16;   /* BPE: ~2+ bytes/token */
-    if (sd_vec_grow(out, out->n + guess)) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory for %lld tokens", path, (long long)guess);
+    if (st_sd_vec_grow(out, out->n + guess))
+        return st_fail(e, ST_ERR_MEMORY, "%s: out of memory for %lld tokens", path, (long long)guess);
     if (t->kind == ST_TOK_BPE && cache_grow(&st)) return st_fail(e, ST_ERR_MEMORY, "out of memory");
-    int rc = sd_stream(path, begin, end, encode_block, &st, e);
+    int rc = st_sd_stream(path, begin, end, encode_block, &st, e);
     free(st.slots);
     free(st.str);
-    sd_vec_free(&st.toks);
+    st_sd_vec_free(&st.toks);
     return rc;
 }

@@ -63,7 +63,7 @@ static int counter_add(counter *c, const unsigned char *s, int len) {
 
 static int counter_text(counter *c, const unsigned char *s, int64_t len) {
     for (int64_t i = 0; i < len;) {
-        int64_t j = sd_bpe_chunk_end(s, len, i);
+        int64_t j = st_sd_bpe_chunk_end(s, len, i);
         if (counter_add(c, s + i, (int)(j - i))) return -1;
         i = j;
     }
@@ -291,7 +291,7 @@ static st_tokenizer *train_from_counts(const counter *c, int vocab, st_error *e)
     trainer tr;
     st_tokenizer *t = NULL;
     if (trainer_init(&tr, c)) { st_fail(e, ST_ERR_MEMORY, "out of memory preparing BPE training"); goto fail; }
-    t = sd_tok_new(ST_TOK_BPE, e);
+    t = st_sd_tok_new(ST_TOK_BPE, e);
     if (!t) goto fail;
     int want = vocab - 256;
     t->merges = malloc((size_t)(want > 0 ? want : 1) * sizeof *t->merges);
@@ -313,8 +313,8 @@ static st_tokenizer *train_from_counts(const counter *c, int vocab, st_error *e)
     if (t->n_merges < want)
         st_log(ST_LOG_WARN, "BPE: the training text ran out of pairs after %d merges; vocabulary is %d, not %d",
                t->n_merges, 256 + t->n_merges, vocab);
-    if (sd_bpe_index(t, e)) goto fail;
-    sd_tok_rehash(t);
+    if (st_sd_bpe_index(t, e)) goto fail;
+    st_sd_tok_rehash(t);
     trainer_free(&tr);
     return t;
 fail:
@@ -339,19 +339,19 @@ typedef struct file_count { counter *c; const char *path; } file_count;
 
 static int count_block(void *user, const char *buf, int64_t len, int64_t at, int final, int64_t *used, st_error *e) {
     file_count *fc = user;
-    int64_t cut = final ? len : sd_safe_cut(buf, len);
+    int64_t cut = final ? len : st_sd_safe_cut(buf, len);
     if (counter_text(fc->c, (const unsigned char *)buf, cut))
         return st_fail(e, ST_ERR_MEMORY, "%s: out of memory counting BPE chunks (at byte %lld)", fc->path, (long long)at);
     *used = cut;
     return ST_OK;
 }
 
-st_tokenizer *sd_bpe_train_file(const char *path, int64_t begin, int64_t end, int vocab, st_error *e) {
+st_tokenizer *st_sd_bpe_train_file(const char *path, int64_t begin, int64_t end, int vocab, st_error *e) {
     counter c = {0};
     st_tokenizer *t = NULL;
     file_count fc = {&c, path};
     if (counter_grow(&c)) st_fail(e, ST_ERR_MEMORY, "out of memory");
-    else if (sd_stream(path, begin, end, count_block, &fc, e) == ST_OK)
+    else if (st_sd_stream(path, begin, end, count_block, &fc, e) == ST_OK)
         t = train_from_counts(&c, vocab, e);
     counter_free(&c);
     return t;

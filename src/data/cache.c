@@ -167,7 +167,7 @@ static int deflate_rle(const unsigned char *in, size_t n, unsigned char *out, si
     return r == Z_STREAM_END ? 0 : -1;
 }
 
-int sd_cache_write_tokens(const char *path, const sd_cache_key *key, const int32_t *tokens, int64_t n, int64_t bytes,
+int st_sd_cache_write_tokens(const char *path, const sd_cache_key *key, const int32_t *tokens, int64_t n, int64_t bytes,
                           st_error *e) {
     header h;
     header_from_key(&h, key, 1);
@@ -227,8 +227,8 @@ out:
     return rc;
 }
 
-int sd_cache_write_tokenizer(const char *path, const sd_cache_key *key, const st_tokenizer *t, st_error *e) {
-    char *txt = sd_tok_to_json(t, e);
+int st_sd_cache_write_tokenizer(const char *path, const sd_cache_key *key, const st_tokenizer *t, st_error *e) {
+    char *txt = st_sd_tok_to_json(t, e);
     if (!txt) return e ? e->code : ST_ERR_MEMORY;
     header h;
     header_from_key(&h, key, 2);
@@ -331,7 +331,7 @@ static int open_cache(const char *path, const sd_cache_key *key, int kind, heade
     return fd;
 }
 
-int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **tokens, int64_t *n, int64_t *bytes) {
+int st_sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **tokens, int64_t *n, int64_t *bytes) {
     header h;
     const char *why;
     int64_t size;
@@ -415,7 +415,7 @@ int sd_cache_read_tokens(const char *path, const sd_cache_key *key, int32_t **to
     return 1;
 }
 
-int sd_cache_read_tokenizer(const char *path, const sd_cache_key *key, st_tokenizer **t) {
+int st_sd_cache_read_tokenizer(const char *path, const sd_cache_key *key, st_tokenizer **t) {
     header h;
     const char *why;
     int64_t size;
@@ -436,7 +436,7 @@ int sd_cache_read_tokenizer(const char *path, const sd_cache_key *key, st_tokeni
     st_tokenizer *tok = NULL;
     if (!why) {
         st_error e = {0};
-        tok = sd_tok_from_json(txt, h.count, path, &e);
+        tok = st_sd_tok_from_json(txt, h.count, path, &e);
         if (!tok) why = "the stored tokenizer does not load";
         else if (tok->hash != h.tok_hash || tok->vocab_size != (int)h.vocab) why = "tokenizer hash mismatch (corrupt)";
     }

@@ -36,7 +36,7 @@ static const char *wikitext_names[3][2] = {{"train.txt", "wiki.train.tokens"},
                                            {"valid.txt", "wiki.valid.tokens"},
                                            {"test.txt", "wiki.test.tokens"}};
 
-int sd_wikitext_split_file(const char *dir, int split, char *out, size_t n, st_error *e) {
+int st_sd_wikitext_split_file(const char *dir, int split, char *out, size_t n, st_error *e) {
     struct stat st;
     for (int k = 0; k < 2; k++) {
         snprintf(out, n, "%s/%s", dir, wikitext_names[split][k]);
@@ -53,8 +53,8 @@ static int resolve_wikitext(const char *dir, split_src s[3], st_error *e) {
         return st_fail(e, ST_ERR_IO, "%s: not a directory (wikitext wants the directory holding train.txt, valid.txt, "
                        "test.txt or wiki.*.tokens)", dir);
     for (int i = 0; i < 3; i++) {
-        if (sd_wikitext_split_file(dir, i, s[i].path, sizeof s[i].path, e)) return e->code;
-        if (sd_identity_of(s[i].path, &s[i].id, e)) return e->code;
+        if (st_sd_wikitext_split_file(dir, i, s[i].path, sizeof s[i].path, e)) return e->code;
+        if (st_sd_identity_of(s[i].path, &s[i].id, e)) return e->code;
         if (s[i].id.size == 0) return st_fail(e, ST_ERR_DATA, "%s: empty file", s[i].path);
         s[i].begin = 0;
         s[i].end = (int64_t)s[i].id.size;
@@ -81,7 +81,7 @@ static int resolve_text(const st_data_config *c, split_src s[3], st_error *e) {
         return st_fail(e, ST_ERR_IO, "%s: is a directory (source \"text\" wants one text file; use \"wikitext\" for a "
                        "directory of splits)", c->path);
     sd_identity id;
-    if (sd_identity_of(c->path, &id, e)) return e->code;
+    if (st_sd_identity_of(c->path, &id, e)) return e->code;
     if (id.size == 0) return st_fail(e, ST_ERR_DATA, "%s: empty file", c->path);
     int64_t size = (int64_t)id.size;
     int64_t n_valid = (int64_t)((double)size * c->valid_frac), n_test = (int64_t)((double)size * c->test_frac);
@@ -111,7 +111,7 @@ static int resolve_cache_dir(const st_data_config *c, const char *cfg_file, cons
                              st_error *e) {
     out[0] = 0;
     if (c->cache_dir[0]) {
-        if (!sd_dir_writable(c->cache_dir))
+        if (!st_sd_dir_writable(c->cache_dir))
             return st_fail(e, ST_ERR_IO, "%s: data.cache_dir: cannot create or write to %s", cfg_file ? cfg_file : "config",
                            c->cache_dir);
         snprintf(out, cap, "%s", c->cache_dir);
@@ -125,10 +125,10 @@ static int resolve_cache_dir(const st_data_config *c, const char *cfg_file, cons
     struct stat st;
     int meant = (stat(cand, &st) == 0 && S_ISDIR(st.st_mode)) ||
                 (stat(data_dir, &st) == 0 && (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)));
-    if (meant && sd_dir_writable(cand)) { snprintf(out, cap, "%s", cand); return ST_OK; }
+    if (meant && st_sd_dir_writable(cand)) { snprintf(out, cap, "%s", cand); return ST_OK; }
     const char *tmp = getenv("TMPDIR");
     snprintf(cand, sizeof cand, "%s/stretch-cache", tmp && *tmp ? tmp : "/tmp");
-    if (sd_dir_writable(cand)) {
+    if (st_sd_dir_writable(cand)) {
         st_log(ST_LOG_DEBUG, "%s is not writable; token caches go to %s", data_dir, cand);
         snprintf(out, cap, "%s", cand);
         return ST_OK;
@@ -175,7 +175,8 @@ static int load_synthetic(const st_data_config *c, const char *cfg_file, st_data
     }
     /* copy mode: one more id (the marker), so its tokenizer and hash differ from markov's */
     int vocab = c->syn_vocab + copy;
-    if (!rc && !(ds->tok = sd_tok_new_synthetic(vocab, c->syn_seed, c->syn_order, c->syn_branch, e))) rc = ST_ERR_MEMORY;
+    if (!rc && !(ds->tok = st_sd_tok_new_synthetic(vocab, c->syn_seed, c->syn_order, c->syn_branch, e)))
+        rc = ST_ERR_MEMORY;
     if (!rc) {
         ds->vocab_size = vocab;
         ds->unit = ST_UNIT_TOKEN;
@@ -212,7 +213,7 @@ static int load_task(const st_data_config *c, const char *cfg_file, st_dataset *
         st_task_stream(ds->task, st_hash64(c->syn_seed, 0x7A5C0000u + (uint64_t)i), ds->tokens[i], ds->n[i]);
     }
     const int vocab = st_task_vocab(c->task_symbols);
-    if (!(ds->tok = sd_tok_new_task(vocab, e))) return ST_ERR_MEMORY;
+    if (!(ds->tok = st_sd_tok_new_task(vocab, e))) return ST_ERR_MEMORY;
     ds->vocab_size = vocab;
     ds->unit = ST_UNIT_TOKEN;
     ds->tok_hash = ds->tok->hash;
@@ -227,8 +228,8 @@ static int load_task(const st_data_config *c, const char *cfg_file, st_dataset *
 /* ---- corpora ---- */
 
 static int tokenize_split(st_tokenizer *t, const split_src *s, int build, sd_vec *v, st_error *e) {
-    if (t->kind == ST_TOK_WORD) return sd_word_tokenize_file(t, s->path, s->begin, s->end, build, v, e);
-    return sd_encode_file(t, s->path, s->begin, s->end, v, e);
+    if (t->kind == ST_TOK_WORD) return st_sd_word_tokenize_file(t, s->path, s->begin, s->end, build, v, e);
+    return st_sd_encode_file(t, s->path, s->begin, s->end, v, e);
 }
 
 /* A corpus being loaded: its splits, their cache keys and the tokens in hand so far. */
@@ -281,7 +282,7 @@ static int plan_cache(const st_data_config *c, const char *cfg_file, corpus *co,
 /* Split i's tokens from its cache, when co->t made them: 1 on a hit. */
 static int read_split(corpus *co, const st_dataset *ds, int i) {
     int64_t bytes;
-    int hit = sd_cache_read_tokens(ds->cache_file[i], &co->key[i], &co->v[i].v, &co->v[i].n, &bytes);
+    int hit = st_sd_cache_read_tokens(ds->cache_file[i], &co->key[i], &co->v[i].v, &co->v[i].n, &bytes);
     co->v[i].cap = co->v[i].n;
     return hit;
 }
@@ -291,7 +292,7 @@ static int read_caches(corpus *co, const st_dataset *ds, st_error *e) {
     if (co->kind == ST_TOK_BYTE) {
         if (!(co->t = st_tokenizer_new_byte(e))) return e->code;
     } else if (ds->vocab_file[0]) {
-        sd_cache_read_tokenizer(ds->vocab_file, &co->key[0], &co->t);
+        st_sd_cache_read_tokenizer(ds->vocab_file, &co->key[0], &co->t);
     }
     /* 2. cached splits made by that tokenizer */
     for (int i = 0; i < 3 && co->t && co->cdir[0]; i++) {
@@ -308,8 +309,8 @@ static int read_caches(corpus *co, const st_dataset *ds, st_error *e) {
 static int build_word_vocab(corpus *co, st_error *e) {
     uint64_t old = co->t ? co->t->hash : 0;
     st_tokenizer_free(co->t);
-    sd_vec_free(&co->v[0]);
-    if (!(co->t = sd_tok_new(ST_TOK_WORD, e))) return e->code;
+    st_sd_vec_free(&co->v[0]);
+    if (!(co->t = st_sd_tok_new(ST_TOK_WORD, e))) return e->code;
     double t0 = st_time();
     int rc = tokenize_split(co->t, &co->src[0], 1, &co->v[0], e);
     if (rc) return rc;
@@ -318,7 +319,7 @@ static int build_word_vocab(corpus *co, st_error *e) {
     co->hit[0] = 0;
     co->have_train = 1;
     if (co->t->hash != old)
-        for (int i = 1; i < 3; i++) { sd_vec_free(&co->v[i]); co->hit[i] = 0; }
+        for (int i = 1; i < 3; i++) { st_sd_vec_free(&co->v[i]); co->hit[i] = 0; }
     return ST_OK;
 }
 
@@ -332,7 +333,7 @@ static int build_tokenizer(const st_data_config *c, corpus *co, const st_dataset
     if (co->kind == ST_TOK_BPE && !co->t) {
         const split_src *s = &co->src[0];
         double t0 = st_time();
-        if (!(co->t = sd_bpe_train_file(s->path, s->begin, s->end, c->bpe_vocab, e))) return e->code;
+        if (!(co->t = st_sd_bpe_train_file(s->path, s->begin, s->end, c->bpe_vocab, e))) return e->code;
         if (!c->quiet)
             st_log(ST_LOG_INFO, "data: trained BPE (%d tokens) on %s in %.2f s", co->t->vocab_size, s->path,
                    st_time() - t0);
@@ -341,7 +342,7 @@ static int build_tokenizer(const st_data_config *c, corpus *co, const st_dataset
     if (built && ds->vocab_file[0]) {
         st_error we = {0};
         co->key[0].tok_hash = 0;
-        if (sd_cache_write_tokenizer(ds->vocab_file, &co->key[0], co->t, &we))
+        if (st_sd_cache_write_tokenizer(ds->vocab_file, &co->key[0], co->t, &we))
             st_log(ST_LOG_WARN, "could not write the vocabulary cache: %s", we.msg);
     }
     return ST_OK;
@@ -361,7 +362,7 @@ static int load_splits(corpus *co, const st_dataset *ds, st_error *e) {
             if ((rc = tokenize_split(co->t, &co->src[i], 0, &co->v[i], e))) return rc;
         if (!co->hit[i] && co->cdir[0]) {
             st_error we = {0};
-            if (sd_cache_write_tokens(ds->cache_file[i], &co->key[i], co->v[i].v, co->v[i].n,
+            if (st_sd_cache_write_tokens(ds->cache_file[i], &co->key[i], co->v[i].v, co->v[i].n,
                                       co->src[i].end - co->src[i].begin, &we))
                 st_log(ST_LOG_WARN, "could not write the token cache: %s", we.msg);
         }
@@ -402,7 +403,7 @@ static int load_corpus(const st_data_config *c, const char *cfg_file, st_dataset
     if (!rc) rc = build_tokenizer(c, &co, ds, e);
     if (!rc) rc = load_splits(&co, ds, e);
     if (rc) {
-        for (int i = 0; i < 3; i++) sd_vec_free(&co.v[i]);
+        for (int i = 0; i < 3; i++) st_sd_vec_free(&co.v[i]);
         st_tokenizer_free(co.t);
         return rc;
     }

@@ -31,12 +31,12 @@ int st_text_data_load(const st_tokenizer *t, const char *path, int split, st_tex
     if (d->is_dir) {
         if (split < ST_SPLIT_TRAIN || split > ST_SPLIT_TEST)
             return st_fail(e, ST_ERR_CONFIG, "%s: unknown split %d", path, split);
-        if (sd_wikitext_split_file(path, split, d->path, sizeof d->path, e)) return e->code;
+        if (st_sd_wikitext_split_file(path, split, d->path, sizeof d->path, e)) return e->code;
     } else {
         snprintf(d->path, sizeof d->path, "%s", path);
     }
     sd_identity id;
-    if (sd_identity_of(d->path, &id, e)) return e->code;
+    if (st_sd_identity_of(d->path, &id, e)) return e->code;
     if (id.size == 0) return st_fail(e, ST_ERR_DATA, "%s: empty file", d->path);
     d->bytes = (int64_t)id.size;
     d->crc32 = id.crc32;
@@ -44,13 +44,13 @@ int st_text_data_load(const st_tokenizer *t, const char *path, int split, st_tex
 
     sd_vec v = {0};
     sd_unk_count unk = {0};
-    if (t->kind == ST_TOK_WORD) rc = sd_word_tokenize_unk(t, d->path, d->bytes, &v, &unk, e);
-    else rc = sd_encode_file(t, d->path, 0, d->bytes, &v, e);
+    if (t->kind == ST_TOK_WORD) rc = st_sd_word_tokenize_unk(t, d->path, d->bytes, &v, &unk, e);
+    else rc = st_sd_encode_file(t, d->path, 0, d->bytes, &v, e);
     free(unk.set);
     if (!rc && v.n < 2)
         rc = st_fail(e, ST_ERR_DATA, "%s: %lld token%s; at least 2 are needed to score one", d->path, (long long)v.n,
                      v.n == 1 ? "" : "s");
-    if (rc) { sd_vec_free(&v); return rc; }
+    if (rc) { st_sd_vec_free(&v); return rc; }
     d->tokens = v.v;
     d->n = v.n;
     d->unk_tokens = unk.tokens;

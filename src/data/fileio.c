@@ -18,11 +18,11 @@
 #define SD_BLOCK ((int64_t)16 << 20)
 #define SD_SAMPLE ((int64_t)1 << 20)   /* read size of the identity checksums */
 
-const unsigned char sd_is_space[256] = {
+const unsigned char st_sd_is_space[256] = {
     [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v'] = 1, ['\f'] = 1, ['\r'] = 1,
 };
 
-int sd_vec_grow(sd_vec *a, int64_t need) {
+int st_sd_vec_grow(sd_vec *a, int64_t need) {
     if (need <= a->cap) return 0;
     int64_t cap = a->cap ? a->cap : 1024;
     while (cap < need) cap += cap / 2;
@@ -33,13 +33,13 @@ int sd_vec_grow(sd_vec *a, int64_t need) {
     return 0;
 }
 
-void sd_vec_free(sd_vec *a) {
+void st_sd_vec_free(sd_vec *a) {
     free(a->v);
     a->v = NULL;
     a->n = a->cap = 0;
 }
 
-int64_t sd_safe_cut(const char *buf, int64_t len) {
+int64_t st_sd_safe_cut(const char *buf, int64_t len) {
     for (int64_t p = len - 1; p > 0; p--)
         if (buf[p - 1] == '\n' && buf[p] != '\n' && buf[p] != '\r') return p;
     return 0;
@@ -52,7 +52,7 @@ static int64_t count_newlines(const char *s, int64_t n) {
     return c;
 }
 
-int64_t sd_lines_before(const char *path, int64_t off) {
+int64_t st_sd_lines_before(const char *path, int64_t off) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 0;
     char buf[1 << 16];
@@ -68,7 +68,7 @@ int64_t sd_lines_before(const char *path, int64_t off) {
     return lines;
 }
 
-int sd_stream(const char *path, int64_t begin, int64_t end, sd_block_fn fn, void *user, st_error *e) {
+int st_sd_stream(const char *path, int64_t begin, int64_t end, sd_block_fn fn, void *user, st_error *e) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return st_fail(e, ST_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     int rc = ST_OK;
@@ -90,7 +90,8 @@ int sd_stream(const char *path, int64_t begin, int64_t end, sd_block_fn fn, void
             const char *nul = memchr(buf + len, 0, (size_t)r);
             if (nul) {
                 int64_t off = next + (nul - (buf + len));
-                int64_t line = sd_lines_before(path, begin) + lines + count_newlines(buf + len, nul - (buf + len)) + 1;
+                int64_t line =
+                    st_sd_lines_before(path, begin) + lines + count_newlines(buf + len, nul - (buf + len)) + 1;
                 rc = st_fail(e, ST_ERR_DATA, "%s: line %lld: NUL byte at offset %lld: this looks like a binary file; only text is supported",
                              path, (long long)line, (long long)off);
                 goto done;
@@ -121,7 +122,7 @@ done:
     return rc;
 }
 
-int sd_identity_of(const char *path, sd_identity *id, st_error *e) {
+int st_sd_identity_of(const char *path, sd_identity *id, st_error *e) {
     memset(id, 0, sizeof *id);
     /* read-only opens of this module add O_NONBLOCK (st_open_regular's reason): a FIFO in
      * place of a file must not block open() waiting for a writer */
@@ -160,7 +161,7 @@ int sd_identity_of(const char *path, sd_identity *id, st_error *e) {
     return ST_OK;
 }
 
-char *sd_read_file(const char *path, int64_t *n, int64_t max_bytes, st_error *e) {
+char *st_sd_read_file(const char *path, int64_t *n, int64_t max_bytes, st_error *e) {
     struct stat st;
     const int fd = st_open_regular(path, O_RDONLY, &st, e);
     if (fd < 0) return NULL;
@@ -175,7 +176,7 @@ char *sd_read_file(const char *path, int64_t *n, int64_t max_bytes, st_error *e)
     return buf;
 }
 
-int sd_dir_writable(const char *dir) {
+int st_sd_dir_writable(const char *dir) {
     if (st_mkdirs(dir, NULL) != ST_OK) return 0;
     /* access(W_OK) is not enough on read-only mounts with permissive modes: try it. */
     char probe[ST_PATH_BUF];

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *sd_tok_kind_name(int kind) {
+const char *st_sd_tok_kind_name(int kind) {
     switch (kind) {
     case ST_TOK_WORD: return "word";
     case ST_TOK_BYTE: return "byte";
@@ -20,7 +20,7 @@ const char *sd_tok_kind_name(int kind) {
     }
 }
 
-st_tokenizer *sd_tok_new(int kind, st_error *e) {
+st_tokenizer *st_sd_tok_new(int kind, st_error *e) {
     st_tokenizer *t = st_calloc(1, sizeof *t, e);
     if (!t) return NULL;
     t->kind = kind;
@@ -39,28 +39,28 @@ st_tokenizer *sd_tok_new(int kind, st_error *e) {
         }
         t->off[0] = 0;
     }
-    sd_tok_rehash(t);
+    st_sd_tok_rehash(t);
     return t;
 }
 
-st_tokenizer *st_tokenizer_new_byte(st_error *e) { return sd_tok_new(ST_TOK_BYTE, e); }
+st_tokenizer *st_tokenizer_new_byte(st_error *e) { return st_sd_tok_new(ST_TOK_BYTE, e); }
 
-st_tokenizer *sd_tok_new_synthetic(int vocab, uint64_t seed, int order, int branch, st_error *e) {
-    st_tokenizer *t = sd_tok_new(ST_TOK_SYNTHETIC, e);
+st_tokenizer *st_sd_tok_new_synthetic(int vocab, uint64_t seed, int order, int branch, st_error *e) {
+    st_tokenizer *t = st_sd_tok_new(ST_TOK_SYNTHETIC, e);
     if (!t) return NULL;
     t->vocab_size = vocab;
     t->syn_seed = seed;
     t->syn_order = order;
     t->syn_branch = branch;
-    sd_tok_rehash(t);
+    st_sd_tok_rehash(t);
     return t;
 }
 
-st_tokenizer *sd_tok_new_task(int vocab, st_error *e) {
-    st_tokenizer *t = sd_tok_new(ST_TOK_TASK, e);
+st_tokenizer *st_sd_tok_new_task(int vocab, st_error *e) {
+    st_tokenizer *t = st_sd_tok_new(ST_TOK_TASK, e);
     if (!t) return NULL;
     t->vocab_size = vocab;   /* the layout is fixed (include/st_task.h): the size says it all */
-    sd_tok_rehash(t);
+    st_sd_tok_rehash(t);
     return t;
 }
 
@@ -81,7 +81,7 @@ uint64_t st_tokenizer_hash(const st_tokenizer *t) { return t->hash; }
 int st_tokenizer_kind(const st_tokenizer *t) { return t->kind; }
 
 /* The hash covers everything that changes what an id means: kind, size and content. */
-void sd_tok_rehash(st_tokenizer *t) {
+void st_sd_tok_rehash(st_tokenizer *t) {
     uint64_t h = sd_fnv(SD_FNV_OFFSET, "stretch-tokenizer-v1", 20);
     h = sd_fnv_u64(h, (uint64_t)t->kind);
     h = sd_fnv_u64(h, (uint64_t)t->vocab_size);
@@ -101,7 +101,7 @@ void sd_tok_rehash(st_tokenizer *t) {
     t->hash = h;
 }
 
-int32_t sd_tok_append(st_tokenizer *t, const char *s, int64_t len, st_error *e) {
+int32_t st_sd_tok_append(st_tokenizer *t, const char *s, int64_t len, st_error *e) {
     if (t->vocab_size >= INT32_MAX - 1) { st_fail(e, ST_ERR_DATA, "vocabulary exceeds 2^31 entries"); return -1; }
     if (t->vocab_size + 2 > t->off_cap) {
         int64_t cap = t->off_cap * 2;
@@ -130,7 +130,7 @@ int32_t sd_tok_append(st_tokenizer *t, const char *s, int64_t len, st_error *e) 
 
 /* ---- word table: open addressing, linear probing, load <= 1/2 ---- */
 
-int32_t sd_word_find(const st_tokenizer *t, const char *s, int64_t len, uint64_t h) {
+int32_t st_sd_word_find(const st_tokenizer *t, const char *s, int64_t len, uint64_t h) {
     if (!t->table) return -1;
     uint32_t h32 = (uint32_t)h;
     for (uint64_t slot = h & t->table_mask;; slot = (slot + 1) & t->table_mask) {
@@ -159,12 +159,12 @@ static int table_resize(st_tokenizer *t, uint64_t cap, st_error *e) {
     return ST_OK;
 }
 
-int32_t sd_word_intern(st_tokenizer *t, const char *s, int64_t len, uint64_t h, st_error *e) {
-    int32_t id = sd_word_find(t, s, len, h);
+int32_t st_sd_word_intern(st_tokenizer *t, const char *s, int64_t len, uint64_t h, st_error *e) {
+    int32_t id = st_sd_word_find(t, s, len, h);
     if (id >= 0) return id;
     if (!t->table || (uint64_t)(t->vocab_size + 1) * 2 > t->table_mask + 1)
         if (table_resize(t, t->table ? (t->table_mask + 1) * 2 : 1 << 16, e)) return -1;
-    id = sd_tok_append(t, s, len, e);
+    id = st_sd_tok_append(t, s, len, e);
     if (id < 0) return -1;
     uint64_t slot = h & t->table_mask;
     while (t->table[slot]) slot = (slot + 1) & t->table_mask;
@@ -189,11 +189,11 @@ static int64_t encode_word(const st_tokenizer *t, const unsigned char *s, int64_
             i++;
             continue;
         }
-        if (sd_is_space[s[i]]) { i++; continue; }
+        if (st_sd_is_space[s[i]]) { i++; continue; }
         int64_t j = i;
         uint64_t h = SD_FNV_OFFSET;
-        while (i < len && !sd_is_space[s[i]]) { h ^= s[i]; h *= SD_FNV_PRIME; i++; }
-        int32_t id = sd_word_find(t, (const char *)s + j, i - j, h);
+        while (i < len && !st_sd_is_space[s[i]]) { h ^= s[i]; h *= SD_FNV_PRIME; i++; }
+        int32_t id = st_sd_word_find(t, (const char *)s + j, i - j, h);
         if (id < 0) id = t->unk;
         if (id < 0) return -1;
         put(out, cap, n++, id);
@@ -205,8 +205,8 @@ static int64_t encode_bpe(const st_tokenizer *t, const unsigned char *s, int64_t
     int32_t buf[SD_BPE_MAX_CHUNK];
     int64_t n = 0;
     for (int64_t i = 0; i < len;) {
-        int64_t j = sd_bpe_chunk_end(s, len, i);
-        int k = sd_bpe_encode_chunk(t, s + i, (int)(j - i), buf);
+        int64_t j = st_sd_bpe_chunk_end(s, len, i);
+        int k = st_sd_bpe_encode_chunk(t, s + i, (int)(j - i), buf);
         for (int q = 0; q < k; q++) put(out, cap, n++, buf[q]);
         i = j;
     }
@@ -216,11 +216,11 @@ static int64_t encode_bpe(const st_tokenizer *t, const unsigned char *s, int64_t
 static int64_t encode_synthetic(const st_tokenizer *t, const unsigned char *s, int64_t len, int32_t *out, int64_t cap) {
     int64_t n = 0, i = 0;
     while (i < len) {
-        if (sd_is_space[s[i]]) { i++; continue; }
+        if (st_sd_is_space[s[i]]) { i++; continue; }
         int64_t v = 0;
         int64_t j = i;
         while (i < len && s[i] >= '0' && s[i] <= '9' && i - j < 10) v = v * 10 + (s[i++] - '0');
-        if (i == j || (i < len && !sd_is_space[s[i]]) || v >= t->vocab_size) return -1;
+        if (i == j || (i < len && !st_sd_is_space[s[i]]) || v >= t->vocab_size) return -1;
         put(out, cap, n++, (int32_t)v);
     }
     return n;
@@ -230,9 +230,9 @@ static int64_t encode_synthetic(const st_tokenizer *t, const unsigned char *s, i
 static int64_t encode_task(const st_tokenizer *t, const unsigned char *s, int64_t len, int32_t *out, int64_t cap) {
     int64_t n = 0, i = 0;
     while (i < len) {
-        if (sd_is_space[s[i]]) { i++; continue; }
+        if (st_sd_is_space[s[i]]) { i++; continue; }
         int64_t j = i;
-        while (i < len && !sd_is_space[s[i]]) i++;
+        while (i < len && !st_sd_is_space[s[i]]) i++;
         int32_t id = -1;
         char name[16];
         if (i - j < 16) {

@@ -41,13 +41,13 @@ static int valid_utf8(const unsigned char *s, int64_t n) {
     return 1;
 }
 
-char *sd_tok_to_json(const st_tokenizer *t, st_error *e) {
+char *st_sd_tok_to_json(const st_tokenizer *t, st_error *e) {
     cJSON *root = cJSON_CreateObject();
     char hash[24];
     snprintf(hash, sizeof hash, "%016" PRIx64, t->hash);
     cJSON_AddStringToObject(root, "format", "stretch-tokenizer");
     cJSON_AddNumberToObject(root, "version", 1);
-    cJSON_AddStringToObject(root, "kind", sd_tok_kind_name(t->kind));
+    cJSON_AddStringToObject(root, "kind", st_sd_tok_kind_name(t->kind));
     cJSON_AddNumberToObject(root, "vocab_size", t->vocab_size);
     cJSON_AddStringToObject(root, "hash", hash);
     if (t->kind == ST_TOK_WORD) {
@@ -151,11 +151,11 @@ static int load_words(st_tokenizer *t, const cJSON *arr, int64_t vocab, const ch
         }
         if (len == 0) { free(tmp); return st_fail(e, ST_ERR_DATA, "%s: tokens[%lld]: empty token", name, (long long)i); }
         uint64_t hh = sd_fnv(SD_FNV_OFFSET, s, (size_t)len);
-        if (sd_word_find(t, s, len, hh) >= 0) {
+        if (st_sd_word_find(t, s, len, hh) >= 0) {
             free(tmp);
             return st_fail(e, ST_ERR_DATA, "%s: tokens[%lld]: duplicate token \"%.60s\"", name, (long long)i, cJSON_IsString(x) ? s : "(hex)");
         }
-        if (sd_word_intern(t, s, len, hh, e) < 0) { free(tmp); return e ? e->code : ST_ERR_MEMORY; }
+        if (st_sd_word_intern(t, s, len, hh, e) < 0) { free(tmp); return e ? e->code : ST_ERR_MEMORY; }
         i++;
     }
     free(tmp);
@@ -188,11 +188,11 @@ static int load_merges(st_tokenizer *t, const cJSON *arr, int64_t vocab, const c
     }
     t->n_merges = (int)n;
     st_error sub = {0};
-    if (sd_bpe_index(t, &sub)) return st_fail(e, sub.code, "%s: merges: %s", name, sub.msg);
+    if (st_sd_bpe_index(t, &sub)) return st_fail(e, sub.code, "%s: merges: %s", name, sub.msg);
     return ST_OK;
 }
 
-st_tokenizer *sd_tok_from_json(const char *text, int64_t len, const char *name, st_error *e) {
+st_tokenizer *st_sd_tok_from_json(const char *text, int64_t len, const char *name, st_error *e) {
     cJSON *root = cJSON_ParseWithLength(text, (size_t)len);
     st_tokenizer *t = NULL;
     if (!root) {
@@ -213,14 +213,14 @@ st_tokenizer *sd_tok_from_json(const char *text, int64_t len, const char *name, 
     if (get_int(root, "version", name, 1, 1000, &version, e)) goto fail;
     if (version != 1) { st_fail(e, ST_ERR_DATA, "%s: version: %lld is not supported (this build reads 1)", name, (long long)version); goto fail; }
     for (int i = 0; i < ST_TOK_COUNT; i++)
-        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, sd_tok_kind_name(i))) k = i;
+        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, st_sd_tok_kind_name(i))) k = i;
     if (k < 0) { st_fail(e, ST_ERR_DATA, "%s: kind: expected \"word\", \"byte\", \"bpe\", \"synthetic\" or \"task\"", name); goto fail; }
     if (get_int(root, "vocab_size", name, 2, INT32_MAX - 1, &vocab, e)) goto fail;
     if (!cJSON_IsString(hash) || strlen(hash->valuestring) != 16 || strspn(hash->valuestring, "0123456789abcdef") != 16) {
         st_fail(e, ST_ERR_DATA, "%s: hash: expected 16 lowercase hex digits", name);
         goto fail;
     }
-    if (!(t = sd_tok_new(k, e))) goto fail;
+    if (!(t = st_sd_tok_new(k, e))) goto fail;
     if (k == ST_TOK_BYTE && vocab != 256) { st_fail(e, ST_ERR_DATA, "%s: vocab_size: a byte tokenizer has 256, got %lld", name, (long long)vocab); goto fail; }
     if (k == ST_TOK_WORD && load_words(t, cJSON_GetObjectItemCaseSensitive(root, "tokens"), vocab, name, e)) goto fail;
     if (k == ST_TOK_BPE && load_merges(t, cJSON_GetObjectItemCaseSensitive(root, "merges"), vocab, name, e)) goto fail;
@@ -246,7 +246,7 @@ st_tokenizer *sd_tok_from_json(const char *text, int64_t len, const char *name, 
         }
         t->vocab_size = (int)vocab;
     }
-    sd_tok_rehash(t);
+    st_sd_tok_rehash(t);
     char want[24];
     snprintf(want, sizeof want, "%016" PRIx64, t->hash);
     if (strcmp(want, hash->valuestring) != 0) {
@@ -263,7 +263,7 @@ fail:
 }
 
 int st_tokenizer_save(const st_tokenizer *t, const char *path, st_error *e) {
-    char *txt = sd_tok_to_json(t, e);
+    char *txt = st_sd_tok_to_json(t, e);
     if (!txt) return e ? e->code : ST_ERR_MEMORY;
     int rc = st_write_file_atomic(path, txt, strlen(txt), e);
     free(txt);
@@ -272,10 +272,10 @@ int st_tokenizer_save(const st_tokenizer *t, const char *path, st_error *e) {
 
 st_tokenizer *st_tokenizer_load(const char *path, st_error *e) {
     int64_t n = 0;
-    char *txt = sd_read_file(path, &n, (int64_t)1 << 31, e);
+    char *txt = st_sd_read_file(path, &n, (int64_t)1 << 31, e);
     if (!txt) return NULL;
     if (n == 0) { free(txt); st_fail(e, ST_ERR_DATA, "%s: empty file (not a tokenizer)", path); return NULL; }
-    st_tokenizer *t = sd_tok_from_json(txt, n, path, e);
+    st_tokenizer *t = st_sd_tok_from_json(txt, n, path, e);
     free(txt);
     return t;
 }

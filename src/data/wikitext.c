@@ -61,10 +61,10 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
     word_state *ws = user;
     st_tokenizer *t = ws->t;
     const unsigned char *s = (const unsigned char *)buf;
-    int64_t cut = final ? len : sd_safe_cut(buf, len);
+    int64_t cut = final ? len : st_sd_safe_cut(buf, len);
     /* every token takes at least one byte (a word, or the "\n" of an <eos>), plus the <eos>
      * of an unterminated last line: reserve once per block */
-    if (sd_vec_grow(ws->out, ws->out->n + cut + 1))
+    if (st_sd_vec_grow(ws->out, ws->out->n + cut + 1))
         return st_fail(e, ST_ERR_MEMORY, "%s: out of memory for %lld tokens", ws->path, (long long)(ws->out->n + cut + 1));
     int32_t *o = ws->out->v;
     int64_t n = ws->out->n;
@@ -73,18 +73,18 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
         if (c == '\n') {
             if (t->eos < 0) {
                 if (ws->build != 1) return st_fail(e, ST_ERR_DATA, "%s: the vocabulary has no <eos>", ws->path);
-                if (sd_word_intern(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
+                if (st_sd_word_intern(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
             }
             o[n++] = t->eos;
             ws->line++;
             i++;
             continue;
         }
-        if (sd_is_space[c]) { i++; continue; }
+        if (st_sd_is_space[c]) { i++; continue; }
         int64_t j = i;
         uint64_t h = SD_FNV_OFFSET;
-        while (i < cut && !sd_is_space[s[i]]) { h ^= s[i]; h *= SD_FNV_PRIME; i++; }
-        int32_t id = sd_word_find(t, buf + j, i - j, h);
+        while (i < cut && !st_sd_is_space[s[i]]) { h ^= s[i]; h *= SD_FNV_PRIME; i++; }
+        int32_t id = st_sd_word_find(t, buf + j, i - j, h);
         if (id < 0 && ws->build == SD_WORD_UNK) {
             if (t->unk < 0) {
                 char w[300];
@@ -103,14 +103,14 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
                                "(valid/test words must occur in train; WikiText marks rare words <unk>)",
                                ws->path, (long long)ws->line, w);
             }
-            if ((id = sd_word_intern(t, buf + j, i - j, h, e)) < 0) return e->code;
+            if ((id = st_sd_word_intern(t, buf + j, i - j, h, e)) < 0) return e->code;
         }
         o[n++] = id;
     }
     if (final && cut > 0 && s[cut - 1] != '\n') {   /* unterminated last line */
         if (t->eos < 0) {
             if (ws->build != 1) return st_fail(e, ST_ERR_DATA, "%s: the vocabulary has no <eos>", ws->path);
-            if (sd_word_intern(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
+            if (st_sd_word_intern(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
         }
         o[n++] = t->eos;
     }
@@ -120,26 +120,26 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
     return ST_OK;
 }
 
-int sd_word_tokenize_file(st_tokenizer *t, const char *path, int64_t begin, int64_t end, int build, sd_vec *out,
+int st_sd_word_tokenize_file(st_tokenizer *t, const char *path, int64_t begin, int64_t end, int build, sd_vec *out,
                           st_error *e) {
     ST_ASSERT(t->kind == ST_TOK_WORD);
     ST_ASSERT(build != SD_WORD_UNK);
-    word_state ws = {t, out, path, build, 1 + (build || begin == 0 ? 0 : sd_lines_before(path, begin)), NULL};
+    word_state ws = {t, out, path, build, 1 + (build || begin == 0 ? 0 : st_sd_lines_before(path, begin)), NULL};
     /* English text averages ~5 bytes per word token: reserve bytes / 4 up front so a large
      * corpus is not copied by regrowth (pages never touched are never resident). */
-    if (sd_vec_grow(out, out->n + (end - begin) / 4 + 16))
+    if (st_sd_vec_grow(out, out->n + (end - begin) / 4 + 16))
         return st_fail(e, ST_ERR_MEMORY, "%s: out of memory for ~%lld tokens", path, (long long)((end - begin) / 4));
-    int rc = sd_stream(path, begin, end, word_block, &ws, e);
-    if (rc == ST_OK && build) sd_tok_rehash(t);
+    int rc = st_sd_stream(path, begin, end, word_block, &ws, e);
+    if (rc == ST_OK && build) st_sd_tok_rehash(t);
     return rc;
 }
 
-int sd_word_tokenize_unk(const st_tokenizer *t, const char *path, int64_t size, sd_vec *out, sd_unk_count *unk,
+int st_sd_word_tokenize_unk(const st_tokenizer *t, const char *path, int64_t size, sd_vec *out, sd_unk_count *unk,
                          st_error *e) {
     ST_ASSERT(t->kind == ST_TOK_WORD);
     /* the lookups never add a word in this mode, so the tokenizer is only read */
     word_state ws = {(st_tokenizer *)t, out, path, SD_WORD_UNK, 1, unk};
-    if (sd_vec_grow(out, out->n + size / 4 + 16))
+    if (st_sd_vec_grow(out, out->n + size / 4 + 16))
         return st_fail(e, ST_ERR_MEMORY, "%s: out of memory for ~%lld tokens", path, (long long)(size / 4));
-    return sd_stream(path, 0, size, word_block, &ws, e);
+    return st_sd_stream(path, 0, size, word_block, &ws, e);
 }

@@ -30,7 +30,8 @@ static int key_allowed(const char *k, const char *const *list, int n) {
     return 0;
 }
 
-int sweep_check_keys(const cJSON *obj, const char *const *list, int n, const char *file, const char *where, st_error *e) {
+int st_sweep_check_keys(const cJSON *obj, const char *const *list, int n, const char *file, const char *where,
+                        st_error *e) {
     for (const cJSON *it = obj->child; it; it = it->next)
         if (!key_allowed(it->string, list, n)) {
             char allowed[512] = "";
@@ -45,16 +46,17 @@ int sweep_check_keys(const cJSON *obj, const char *const *list, int n, const cha
 }
 
 /* "FILE: PATH: expected WANT, got VALUE" */
-int sweep_type_error(st_error *e, const char *file, const char *path, const char *want, const cJSON *v) {
+int st_sweep_type_error(st_error *e, const char *file, const char *path, const char *want, const cJSON *v) {
     char got[128];
     st_json_describe(v, got, sizeof got);
     return st_fail(e, ST_ERR_CONFIG, "%s: %s: expected %s, got %s", file, path, want, got);
 }
 
 /* An integer in [lo, hi] (JSON numbers are doubles: require an exact integer). */
-int sweep_get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out, st_error *e) {
+int st_sweep_get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out,
+                     st_error *e) {
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-        return sweep_type_error(e, file, path, "an integer", v);
+        return st_sweep_type_error(e, file, path, "an integer", v);
     if (v->valuedouble < lo || v->valuedouble > hi)
         return st_fail(e, ST_ERR_CONFIG, "%s: %s: must be in [%.0f, %.0f], got %.0f", file, path, lo, hi, v->valuedouble);
     *out = (int64_t)v->valuedouble;
@@ -64,7 +66,7 @@ int sweep_get_int(const cJSON *v, const char *file, const char *path, double lo,
 /* Check one override (key, value) by applying it to a default config. */
 static int check_override(const sweep *s, const char *where, const char *key, const cJSON *v, st_error *e) {
     if (!(cJSON_IsString(v) || cJSON_IsNumber(v) || cJSON_IsBool(v) || cJSON_IsArray(v)))
-        return sweep_type_error(e, s->file, where, "a string, number, boolean or array", v);
+        return st_sweep_type_error(e, s->file, where, "a string, number, boolean or array", v);
     if (!strchr(key, '.'))
         return st_fail(e, ST_ERR_CONFIG, "%s: %s: a config key path is section.key (e.g. model.pos)", s->file, where);
     char *text = st_json_print_exact(v, 0);
@@ -199,21 +201,21 @@ static int parse_file(sweep *s, const char *file, st_error *e) {
 static int parse_header(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
     cJSON *root = s->root;
     if (!cJSON_IsObject(root)) return st_fail(e, ST_ERR_CONFIG, "%s: expected a JSON object", file);
-    int rc = sweep_check_keys(root, top_keys, (int)(sizeof top_keys / sizeof *top_keys), file, "", e);
+    int rc = st_sweep_check_keys(root, top_keys, (int)(sizeof top_keys / sizeof *top_keys), file, "", e);
     if (rc) return rc;
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
-    if (desc && !cJSON_IsString(desc)) return sweep_type_error(e, file, "description", "a string", desc);
+    if (desc && !cJSON_IsString(desc)) return st_sweep_type_error(e, file, "description", "a string", desc);
 
     /* jobs: runs at a time on this machine (each rank's share under MPI) */
     const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
     int64_t nj = 1;
-    if (jobs && (rc = sweep_get_int(jobs, file, "jobs", 1, 1024, &nj, e))) return rc;
+    if (jobs && (rc = st_sweep_get_int(jobs, file, "jobs", 1, 1024, &nj, e))) return rc;
     s->jobs = opts && opts->jobs > 0 ? opts->jobs : (int)nj;
 
     /* out */
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(root, "out");
     if (out && (!cJSON_IsString(out) || !out->valuestring[0]))
-        return sweep_type_error(e, file, "out", "a non-empty directory path", out);
+        return st_sweep_type_error(e, file, "out", "a non-empty directory path", out);
     if (opts && opts->out) snprintf(s->out, sizeof s->out, "%s", opts->out);
     else if (out) snprintf(s->out, sizeof s->out, "%s", out->valuestring);
     else return st_fail(e, ST_ERR_CONFIG, "%s: out: missing (set it in the file or pass --out DIR)", file);
@@ -233,8 +235,8 @@ static int resolve_base(sweep *s, sweep_spec *sp, st_error *e) {
         const size_t cap = sizeof sp->base_path;
         if (b[0] != '/' && slash) snprintf(base_path, cap, "%.*s/%s", (int)(slash - file), file, b);
         else snprintf(base_path, cap, "%s", b);
-        if (!sweep_exists(base_path) && sweep_exists(b)) snprintf(base_path, cap, "%s", b);
-        if (!sweep_exists(base_path))
+        if (!st_sweep_exists(base_path) && st_sweep_exists(b)) snprintf(base_path, cap, "%s", b);
+        if (!st_sweep_exists(base_path))
             return st_fail(e, ST_ERR_IO, "%s: base: %s: no such config file (paths are relative to the sweep file)", file, base_path);
         snprintf(s->base_desc, sizeof s->base_desc, "%s", base_path);
         return ST_OK;
@@ -253,7 +255,7 @@ static int check_common(sweep *s, sweep_spec *sp, st_error *e) {
     const cJSON *common = sp->common = cJSON_GetObjectItemCaseSensitive(s->root, "set");
     if (!common) return ST_OK;
     if (!cJSON_IsObject(common))
-        return sweep_type_error(e, sp->file, "set", "an object {\"section.key\": value}", common);
+        return st_sweep_type_error(e, sp->file, "set", "an object {\"section.key\": value}", common);
     char where[512];
     int rc = ST_OK;
     for (const cJSON *it = common->child; !rc && it; it = it->next) {
@@ -270,18 +272,19 @@ static int check_variants(sweep *s, sweep_spec *sp, st_error *e) {
     if (!vars) return ST_OK;
     sp->n_var = cJSON_GetArraySize(vars);
     if (!cJSON_IsArray(vars) || sp->n_var < 1)
-        return sweep_type_error(e, file, "variants", "a non-empty array of objects", vars);
+        return st_sweep_type_error(e, file, "variants", "a non-empty array of objects", vars);
     char where[512];
     int rc = ST_OK, i = 0;
     for (const cJSON *v = vars->child; !rc && v; v = v->next, i++) {
         if (!cJSON_IsObject(v) || !v->child) {
             snprintf(where, sizeof where, "variants[%d]", i);
-            return sweep_type_error(e, file, where, "a non-empty object of config overrides", v);
+            return st_sweep_type_error(e, file, where, "a non-empty object of config overrides", v);
         }
         for (const cJSON *it = v->child; !rc && it; it = it->next) {
             snprintf(where, sizeof where, "variants[%d].%s", i, it->string);
             if (strcmp(it->string, "name") == 0) {
-                if (!cJSON_IsString(it) || !it->valuestring[0]) rc = sweep_type_error(e, file, where, "a non-empty string", it);
+                if (!cJSON_IsString(it) || !it->valuestring[0])
+                    rc = st_sweep_type_error(e, file, where, "a non-empty string", it);
             } else {
                 rc = check_override(s, where, it->string, it, e);
                 if (!rc) add_key(s, it->string);
@@ -297,14 +300,14 @@ static int check_grid(sweep *s, sweep_spec *sp, st_error *e) {
     sp->total = sp->n_var;
     if (!grid) return ST_OK;
     if (!cJSON_IsObject(grid))
-        return sweep_type_error(e, sp->file, "grid", "an object {\"section.key\": [values]}", grid);
+        return st_sweep_type_error(e, sp->file, "grid", "an object {\"section.key\": [values]}", grid);
     char where[512];
     int rc = ST_OK;
     for (const cJSON *g = grid->child; !rc && g; g = g->next, sp->n_grid++) {
         int n = cJSON_GetArraySize(g);
         if (!cJSON_IsArray(g) || n < 1) {
             snprintf(where, sizeof where, "grid.%s", g->string);
-            return sweep_type_error(e, sp->file, where, "a non-empty array of values", g);
+            return st_sweep_type_error(e, sp->file, where, "a non-empty array of values", g);
         }
         int i = 0;
         for (const cJSON *it = g->child; !rc && it; it = it->next, i++) {
@@ -412,7 +415,7 @@ static int build_point(sweep *s, const sweep_spec *sp, int idx, st_error *e) {
 
 /* Points = variants x the grid's product, variant slowest. */
 static int expand_points(sweep *s, const sweep_spec *sp, st_error *e) {
-    /* n_points only once the array exists: sweep_free walks n_points entries */
+    /* n_points only once the array exists: st_sweep_free walks n_points entries */
     s->points = calloc((size_t)sp->total, sizeof *s->points);
     if (!s->points) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", sp->file);
     s->n_points = (int)sp->total;
@@ -436,7 +439,7 @@ static int check_dirs(const sweep *s, const char *file, const st_sweep_opts *opt
     return ST_OK;
 }
 
-int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
+int st_sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e) {
     memset(s, 0, sizeof *s);
     snprintf(s->file, sizeof s->file, "%s", file);
     s->threads = opts ? opts->threads : 0;
@@ -445,18 +448,18 @@ int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *
     if (rc) return rc;
     sweep_spec sp = {.file = file, .n_var = 1};
     if ((rc = resolve_base(s, &sp, e))) return rc;
-    rc = sweep_parse_eval(s, cJSON_GetObjectItemCaseSensitive(s->root, "eval"), e);
+    rc = st_sweep_parse_eval(s, cJSON_GetObjectItemCaseSensitive(s->root, "eval"), e);
     if (!rc) rc = check_sections(s, &sp, e);
     if (!rc) rc = expand_points(s, &sp, e);
-    for (int i = 0; !rc && i < s->n_points; i++) rc = sweep_check_task_scales(s, &s->points[i], e);
+    for (int i = 0; !rc && i < s->n_points; i++) rc = st_sweep_check_task_scales(s, &s->points[i], e);
     if (!rc) rc = check_dirs(s, file, opts, e);
     cJSON_free(sp.base_text);
     if (rc) return rc;
-    sweep_sign_plan(s);
+    st_sweep_sign_plan(s);
     return ST_OK;
 }
 
-void sweep_free(sweep *s) {
+void st_sweep_free(sweep *s) {
     for (int i = 0; i < s->n_points; i++) {
         sweep_point *pt = &s->points[i];
         for (int j = 0; j < pt->n_sets; j++) free(pt->sets[j]);

@@ -20,7 +20,7 @@ static int get_name(const cJSON *v, const char *file, const char *path, const ch
     if (cJSON_IsString(v) && strcmp(v->valuestring, b) == 0) { *out = 1; return ST_OK; }
     char want[96];
     snprintf(want, sizeof want, "\"%s\" or \"%s\"", a, b);
-    return sweep_type_error(e, file, path, want, v);
+    return st_sweep_type_error(e, file, path, want, v);
 }
 
 /* An integer of the run config's key (path may index it: "eval.lengths[2]"), in the
@@ -29,7 +29,7 @@ static int get_key_int(const cJSON *v, const char *file, const char *path, const
     double lo = 0, hi = 0;
     int xlo = 0, integral = 0;
     ST_ASSERT(st_config_range(key, &lo, &hi, &xlo, &integral) && integral && !xlo);
-    return sweep_get_int(v, file, path, (int64_t)lo, (int64_t)hi, out, e);
+    return st_sweep_get_int(v, file, path, (int64_t)lo, (int64_t)hi, out, e);
 }
 
 /* eval.task_scales / task_depths: arrays of numbers in [lo, hi] */
@@ -38,14 +38,14 @@ static int get_numbers(const cJSON *v, const char *file, const char *path, doubl
     const int m = cJSON_GetArraySize(v);
     char want[64];
     snprintf(want, sizeof want, "an array of 1 to %d numbers", cap);
-    if (!cJSON_IsArray(v) || m < 1 || m > cap) return sweep_type_error(e, file, path, want, v);
+    if (!cJSON_IsArray(v) || m < 1 || m > cap) return st_sweep_type_error(e, file, path, want, v);
     int i = 0;
     for (const cJSON *it = v->child; it; it = it->next, i++) {
         if (!cJSON_IsNumber(it) || !(it->valuedouble >= lo && it->valuedouble <= hi)) {
             char where[96];
             snprintf(where, sizeof where, "%s[%d]", path, i);
             snprintf(want, sizeof want, "a number in [%g, %g]", lo, hi);
-            return sweep_type_error(e, file, where, want, it);
+            return st_sweep_type_error(e, file, where, want, it);
         }
         out[i] = it->valuedouble;
     }
@@ -66,12 +66,12 @@ static int parse_task_eval(sweep *s, const cJSON *ev, st_error *e) {
         (rc = get_numbers(v, s->file, "eval.task_depths", 0, 1, s->task_depths, 32, &s->n_task_depths, e)))
         return rc;
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_trials")) &&
-        (rc = sweep_get_int(v, s->file, "eval.task_trials", 1, 1 << 20, &s->task_trials, e)))
+        (rc = st_sweep_get_int(v, s->file, "eval.task_trials", 1, 1 << 20, &s->task_trials, e)))
         return rc;
     return ST_OK;
 }
 
-int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
+int st_sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     st_eval_plan *p = &s->plan;
     st_eval_plan_default(p);
     const double scales[] = ST_TASK_EVAL_SCALES, depths[] = ST_TASK_EVAL_DEPTHS;
@@ -81,8 +81,8 @@ int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     s->n_task_depths = (int)(sizeof depths / sizeof *depths);
     s->task_trials = ST_TASK_EVAL_TRIALS;
     if (!ev) return ST_OK;
-    if (!cJSON_IsObject(ev)) return sweep_type_error(e, s->file, "eval", "an object", ev);
-    int rc = sweep_check_keys(ev, eval_keys, (int)(sizeof eval_keys / sizeof *eval_keys), s->file, "eval", e);
+    if (!cJSON_IsObject(ev)) return st_sweep_type_error(e, s->file, "eval", "an object", ev);
+    int rc = st_sweep_check_keys(ev, eval_keys, (int)(sizeof eval_keys / sizeof *eval_keys), s->file, "eval", e);
     if (rc) return rc;
     char path[64];
     int64_t x = 0;
@@ -91,7 +91,7 @@ int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         int n = cJSON_GetArraySize(v);
         if (!cJSON_IsArray(v) || n < 1 || n > ST_EVAL_MAX_LENGTHS) {
             snprintf(path, sizeof path, "an array of 1 to %d lengths", ST_EVAL_MAX_LENGTHS);
-            return sweep_type_error(e, s->file, "eval.lengths", path, v);
+            return st_sweep_type_error(e, s->file, "eval.lengths", path, v);
         }
         int i = 0;
         for (const cJSON *it = v->child; it; it = it->next, i++) {
@@ -120,7 +120,7 @@ int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         p->max_tokens = x;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "batch_tokens"))) {
-        if ((rc = sweep_get_int(v, s->file, "eval.batch_tokens", 1, 1e9, &x, e))) return rc;
+        if ((rc = st_sweep_get_int(v, s->file, "eval.batch_tokens", 1, 1e9, &x, e))) return rc;
         p->opts.batch_tokens = x;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "buckets"))) {
@@ -132,13 +132,13 @@ int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         p->opts.bucket_scale = k ? ST_BUCKETS_LOG2 : ST_BUCKETS_LINEAR;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "attn_stats"))) {
-        if (!cJSON_IsBool(v)) return sweep_type_error(e, s->file, "eval.attn_stats", "true or false", v);
+        if (!cJSON_IsBool(v)) return st_sweep_type_error(e, s->file, "eval.attn_stats", "true or false", v);
         p->opts.attn_stats = cJSON_IsTrue(v);
     }
     return parse_task_eval(s, ev, e);
 }
 
-void sweep_sign_plan(sweep *s) {
+void st_sweep_sign_plan(sweep *s) {
     const st_eval_plan *p = &s->plan;
     int o = snprintf(s->plan_sig, sizeof s->plan_sig, "lengths=");
     for (int i = 0; i < p->n_lengths && o < (int)sizeof s->plan_sig; i++)
@@ -150,7 +150,7 @@ void sweep_sign_plan(sweep *s) {
     /* the task evaluation's plan joins it when a point is a task run or a text run with
      * passkeys (its marker records both; other sweeps keep their signature) */
     int tasks = 0;
-    for (int i = 0; i < s->n_points; i++) tasks |= sweep_has_task(&s->points[i].cfg);
+    for (int i = 0; i < s->n_points; i++) tasks |= st_sweep_has_task(&s->points[i].cfg);
     if (!tasks) return;
     o = (int)strlen(s->plan_sig);
     o += snprintf(s->plan_sig + o, sizeof s->plan_sig - (size_t)o, ";task_trials=%lld;task_scales=",

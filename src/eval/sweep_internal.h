@@ -50,58 +50,60 @@ typedef struct sweep {
 } sweep;
 
 /* sweep.c: parse + validate the file and expand the grid. */
-int sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e);
-void sweep_free(sweep *s);
+int st_sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_error *e);
+void st_sweep_free(sweep *s);
 /* The strict JSON field readers sweep.c and sweep_eval.c share, messages "FILE: PATH: ...":
  * keys of obj outside list[0..n) (at `where`), a value of the wrong type ("expected WANT,
  * got VALUE"), an integer in [lo, hi]. */
-int sweep_check_keys(const cJSON *obj, const char *const *list, int n, const char *file, const char *where, st_error *e);
-int sweep_type_error(st_error *e, const char *file, const char *path, const char *want, const cJSON *v);
-int sweep_get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out, st_error *e);
+int st_sweep_check_keys(const cJSON *obj, const char *const *list, int n, const char *file, const char *where,
+                        st_error *e);
+int st_sweep_type_error(st_error *e, const char *file, const char *path, const char *want, const cJSON *v);
+int st_sweep_get_int(const cJSON *v, const char *file, const char *path, double lo, double hi, int64_t *out,
+                     st_error *e);
 
 /* sweep_eval.c: the file's "eval" section into s->plan and the task fields (ev NULL: the
  * defaults), and the plan's signature s->plan_sig (after the points are expanded). */
-int sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e);
-void sweep_sign_plan(sweep *s);
+int st_sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e);
+void st_sweep_sign_plan(sweep *s);
 
 /* sweep_run.c: one point (train, then evaluate), state and error recorded in the point. */
-int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts);
+int st_sweep_run_point(sweep *s, int i, const st_sweep_opts *opts);
 /* Re-read point i's marker (finished by another process); 1 when it matches. */
-int sweep_same_model(const sweep *s, int i, int j);
-int sweep_reload_point(sweep *s, int i);
+int st_sweep_same_model(const sweep *s, int i, int j);
+int st_sweep_reload_point(sweep *s, int i);
 
 /* sweep_sched.c: run the pending points owned by this rank (point i: rank i mod N),
  * `s->jobs` at a time in child processes (1: in this process), then share every point's
  * outcome with rank 0. Returns ST_ERR_INTERRUPTED after a signal, else ST_OK. */
-int sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e);
+int st_sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e);
 
 /* sweep_task.c: a task run's accuracy by size (eval.task_* of the sweep, the point's
  * transform) as the marker's "task" object; the task tables of results.md and
  * task_results.csv. */
 /* 1 when a point with this config gets a task evaluation: a task run, or a text run
  * trained with passkeys */
-int sweep_has_task(const st_run_config *cfg);
-int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e);
+int st_sweep_has_task(const st_run_config *cfg);
+int st_sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e);
 /* eval.task_scales given by the file: ST_OK when a task point's task makes every size
  * (checked at load, before any training), else the error naming the point. */
-int sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e);
+int st_sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e);
 /* the same for a text run trained with passkeys (data.passkey.rate > 0): retrieval at
  * eval.task_scales x train.seq_len tokens on the run's own text */
-int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out,
+int st_sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out,
                             st_error *e);
-void sweep_task_md(const sweep *s, FILE *f);
-int sweep_task_csv(const sweep *s, st_error *e);
+void st_sweep_task_md(const sweep *s, FILE *f);
+int st_sweep_task_csv(const sweep *s, st_error *e);
 
 /* sweep_results.c: results.csv / results.json / results.md in s->out. */
-int sweep_write_results(const sweep *s, st_error *e);
+int st_sweep_write_results(const sweep *s, st_error *e);
 /* Before anything is written: s->out may hold the tables only when a sweep wrote them
  * (its results.json is there and reads as one); a user's results.md is never replaced. */
-int sweep_check_out(const sweep *s, st_error *e);
+int st_sweep_check_out(const sweep *s, st_error *e);
 
 /* The files a sweep reads (sweep files, point markers, results.json), at most this large. */
 #define SWEEP_TEXT_MAX ((size_t)64 << 20)
 
 /* sweep_io.c */
-int sweep_exists(const char *path);
+int st_sweep_exists(const char *path);
 
 #endif

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sweep_exists(const char *path) {
+int st_sweep_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
 }

@@ -377,25 +377,25 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
             fputc('\n', f);
         }
     }
-    sweep_task_md(s, f);
+    st_sweep_task_md(s, f);
 }
 
-/* The tables sweep_write_results (and sweep_task_csv) replace, results.json first: it is
+/* The tables st_sweep_write_results (and st_sweep_task_csv) replace, results.json first: it is
  * written first, so whenever another of them exists a sweep's results.json is beside it. */
 static const char *const table_files[] = {"results.json", "results.csv", "results.md", "task_results.csv"};
 
-int sweep_check_out(const sweep *s, st_error *e) {
+int st_sweep_check_out(const sweep *s, st_error *e) {
     char path[ST_PATH_BUF];
     int ours = -1;   /* unknown until a table file is found */
     for (size_t i = 0; i < sizeof table_files / sizeof table_files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", s->out, table_files[i]);
-        if (!sweep_exists(path)) continue;
+        if (!st_sweep_exists(path)) continue;
         if (ours < 0) {
             char json[ST_PATH_BUF];
             snprintf(json, sizeof json, "%s/results.json", s->out);
             size_t len = 0;
             st_error ignored = {0};
-            char *text = sweep_exists(json) ? st_read_file(json, &len, SWEEP_TEXT_MAX, &ignored) : NULL;
+            char *text = st_sweep_exists(json) ? st_read_file(json, &len, SWEEP_TEXT_MAX, &ignored) : NULL;
             cJSON *o = text ? cJSON_ParseWithLength(text, len) : NULL;
             ours = cJSON_IsString(get(o, "sweep")) && cJSON_IsArray(get(o, "runs"));
             cJSON_Delete(o);
@@ -409,7 +409,7 @@ int sweep_check_out(const sweep *s, st_error *e) {
     return ST_OK;
 }
 
-int sweep_write_results(const sweep *s, st_error *e) {
+int st_sweep_write_results(const sweep *s, st_error *e) {
     double lens[1024];
     int nl = collect_lengths(s, lens, 1024);
     char path[ST_PATH_BUF];
@@ -426,5 +426,5 @@ int sweep_write_results(const sweep *s, st_error *e) {
     if (!st_atomic_open(&a, path, e)) return e ? e->code : ST_ERR_IO;
     write_md(s, a.f, lens, nl);
     if ((rc = st_atomic_commit(&a, e))) return rc;
-    return sweep_task_csv(s, e);
+    return st_sweep_task_csv(s, e);
 }

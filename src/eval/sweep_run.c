@@ -153,7 +153,7 @@ static cJSON *read_marker(const sweep *s, const sweep_point *pt, int *plan_diffe
     char path[ST_PATH_BUF];
     path_join(path, sizeof path, pt->dir, "sweep_done.json");
     *plan_differs = 0;
-    if (!sweep_exists(path)) return NULL;
+    if (!st_sweep_exists(path)) return NULL;
     char *text = st_read_file(path, NULL, SWEEP_TEXT_MAX, NULL);
     cJSON *m = text ? cJSON_Parse(text) : NULL;
     free(text);
@@ -213,9 +213,9 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
     /* a run with a checkpoint resumes; one that died before its first starts again from
      * step 0 the way `train --resume` does (the trainer's restart: the same init_from
      * checkpoint as its first start, RUN/init_from.json) */
-    if (sweep_exists(latest) || sweep_exists(cfgp)) {
+    if (st_sweep_exists(latest) || st_sweep_exists(cfgp)) {
         if ((rc = check_same_run(s, pt, e))) return rc;
-        if (sweep_exists(latest)) {
+        if (st_sweep_exists(latest)) {
             st_train_state st;
             if ((rc = st_checkpoint_resolve(pt->dir, ckpt, sizeof ckpt, e))) return rc;
             if ((rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &st, e))) return rc;
@@ -251,7 +251,7 @@ static int train_point(const sweep *s, sweep_point *pt, const st_sweep_opts *opt
 
 /* Points i and j train the same model: equal model, data and train sections (threads and
  * max_seconds are not part of a run's identity), so they differ in eval.* only. */
-int sweep_same_model(const sweep *s, int i, int j) {
+int st_sweep_same_model(const sweep *s, int i, int j) {
     st_run_config *a = malloc(sizeof *a), *b = malloc(sizeof *b);
     static const char *const sections[] = {"model", "data", "train"};
     int same = a && b;
@@ -273,7 +273,7 @@ int sweep_same_model(const sweep *s, int i, int j) {
 static const sweep_point *trained_twin(const sweep *s, int i) {
     for (int j = 0; j < i; j++) {
         const sweep_point *o = &s->points[j];
-        if ((o->state == PT_DONE || o->state == PT_SKIPPED) && sweep_same_model(s, i, j)) return o;
+        if ((o->state == PT_DONE || o->state == PT_SKIPPED) && st_sweep_same_model(s, i, j)) return o;
     }
     return NULL;
 }
@@ -323,9 +323,9 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
         cJSON *task = NULL;
         if (!strcmp(pt->cfg.data.source, "task"))   /* task runs: accuracy by size too */
-            rc = sweep_eval_task(s, pt, &plan, &task, e);
+            rc = st_sweep_eval_task(s, pt, &plan, &task, e);
         else if (pt->cfg.data.pk_rate > 0)   /* text runs trained with passkeys: retrieval */
-            rc = sweep_eval_passkey_text(s, pt, &plan, &task, e);
+            rc = st_sweep_eval_passkey_text(s, pt, &plan, &task, e);
         if (task) cJSON_AddItemToObject(m, "task", task);
     }
     if (!rc) {
@@ -353,7 +353,7 @@ static cJSON *load_record(const sweep *s, sweep_point *pt, int *plan_differs) {
 
 /* Point i: skipped when its marker matches, else trained (or resumed) and evaluated. The
  * outcome goes into the point (state, status, error, record); returns its status. */
-int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
+int st_sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
     sweep_point *pt = &s->points[i];
     int plan_differs = 0;
     if (load_record(s, pt, &plan_differs)) {
@@ -370,7 +370,7 @@ int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
      * point back until the twin is done, so it does not train a copy) */
     char own_cfg[ST_PATH_BUF];
     path_join(own_cfg, sizeof own_cfg, pt->dir, "config.json");
-    const sweep_point *twin = sweep_exists(own_cfg) ? NULL : trained_twin(s, i);
+    const sweep_point *twin = st_sweep_exists(own_cfg) ? NULL : trained_twin(s, i);
     snprintf(pt->train_dir, sizeof pt->train_dir, "%s", twin ? twin->train_dir : pt->dir);
     if (twin) st_log(ST_LOG_INFO, "sweep: %s: same model as %s (differs in eval.* only): evaluating that run",
                      pt->name, twin->name);
@@ -397,8 +397,8 @@ int sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
     return prc;
 }
 
-/* The marker of a point another process finished (sweep_schedule): its record. */
-int sweep_reload_point(sweep *s, int i) {
+/* The marker of a point another process finished (st_sweep_schedule): its record. */
+int st_sweep_reload_point(sweep *s, int i) {
     int plan_differs = 0;
     sweep_point *pt = &s->points[i];
     cJSON_Delete(pt->record);
@@ -409,14 +409,14 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
     sweep *s = calloc(1, sizeof *s);
     if (!s) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     st_dist *dist = opts ? opts->dist : NULL;
-    int rc = sweep_load(s, file, opts, e), lock_fd = -1;
-    if (!rc && !(opts && opts->dry_run)) rc = sweep_check_out(s, e);
+    int rc = st_sweep_load(s, file, opts, e), lock_fd = -1;
+    if (!rc && !(opts && opts->dry_run)) rc = st_sweep_check_out(s, e);
     if (!rc && !(opts && opts->dry_run)) rc = st_mkdirs(s->out, e);
     /* one sweep at a time in OUT (rank 0 holds the lock; forked --jobs children share it) */
     if (!rc && !(opts && opts->dry_run) && st_dist_rank(dist) == 0)
         rc = st_dir_lock(s->out, "a sweep is writing it", &lock_fd, e);
     rc = st_dist_agree(dist, rc, e);   /* every rank read the same file: fail together */
-    if (rc) { if (lock_fd >= 0) close(lock_fd); sweep_free(s); free(s); return rc; }
+    if (rc) { if (lock_fd >= 0) close(lock_fd); st_sweep_free(s); free(s); return rc; }
     st_log(ST_LOG_INFO, "sweep %s: %d runs in %s", file, s->n_points, s->out);
     if (opts && opts->dry_run) {
         for (int i = 0; i < s->n_points; i++) {
@@ -424,15 +424,15 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
             for (int j = 0; j < s->points[i].n_sets; j++) printf(" %s", s->points[i].sets[j]);
             printf("\n");
         }
-        sweep_free(s);
+        st_sweep_free(s);
         free(s);
         return ST_OK;
     }
     /* evaluation progress: the live line on a terminal (training has its own) */
     if (!(opts && opts->quiet)) s->plan.opts.progress_every = 30.0;
-    int sched_rc = sweep_schedule(s, opts, e);
+    int sched_rc = st_sweep_schedule(s, opts, e);
     if (st_dist_rank(dist) > 0) {   /* rank 0 writes the tables */
-        sweep_free(s);
+        st_sweep_free(s);
         free(s);
         return sched_rc;
     }
@@ -448,7 +448,7 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
     }
     if (sched_rc == ST_ERR_INTERRUPTED && !first_rc) { first_rc = sched_rc; st_fail(&first, sched_rc, "%s", e ? e->msg : ""); }
     st_error we = {0};
-    if ((rc = sweep_write_results(s, &we)) && !first_rc) { first_rc = rc; first = we; }
+    if ((rc = st_sweep_write_results(s, &we)) && !first_rc) { first_rc = rc; first = we; }
     int n_done = 0;
     for (int i = 0; i < s->n_points; i++) n_done += s->points[i].state == PT_DONE || s->points[i].state == PT_SKIPPED;
     st_log(ST_LOG_INFO, "sweep %s: %d of %d runs finished; results in %s/results.{csv,json,md}", file, n_done,
@@ -463,7 +463,7 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
         rc = ST_OK;
     }
     if (lock_fd >= 0) close(lock_fd);
-    sweep_free(s);
+    st_sweep_free(s);
     free(s);
     return rc;
 }

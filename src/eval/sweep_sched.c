@@ -11,7 +11,7 @@
  *   next pending point to the first free slot. With jobs > 1 and no --threads, each run
  *   gets max(1, cores / jobs) threads, so two single-threaded runs share two cores.
  * A half-finished sweep resumes either way: finished points are skipped by their marker,
- * interrupted trainings resume from their checkpoints (sweep_run_point).
+ * interrupted trainings resume from their checkpoints (st_sweep_run_point).
  *
  * Signals with jobs > 1: Ctrl-C reaches the whole process group, so each child saves its
  * run and exits 130; a SIGTERM sent to the parent alone is forwarded to the children.
@@ -45,7 +45,7 @@ typedef struct job {
 static void child_run(sweep *s, int i, const st_sweep_opts *opts, int fd) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
-    int rc = sweep_run_point(s, i, opts);
+    int rc = st_sweep_run_point(s, i, opts);
     const sweep_point *pt = &s->points[i];
     char msg[1200];
     int n = snprintf(msg, sizeof msg, "%d %d %s", pt->state, pt->status, pt->error);
@@ -81,7 +81,7 @@ static void job_done(sweep *s, job *j, int wstatus) {
         snprintf(pt->error, sizeof pt->error, "the run's process ended without a report (%s %d)",
                  WIFSIGNALED(wstatus) ? "signal" : "exit", WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus));
     }
-    if ((pt->state == PT_DONE || pt->state == PT_SKIPPED) && !sweep_reload_point(s, j->point)) {
+    if ((pt->state == PT_DONE || pt->state == PT_SKIPPED) && !st_sweep_reload_point(s, j->point)) {
         pt->state = PT_FAILED;
         pt->status = ST_ERR_IO;
         snprintf(pt->error, sizeof pt->error, "finished, but its sweep_done.json cannot be read back");
@@ -98,7 +98,7 @@ static int next_point(const sweep *s, const job *slot, int jobs, const char *han
         if (handed[i]) continue;
         int blocked = 0;
         for (int k = 0; k < jobs && !blocked; k++)
-            blocked = slot[k].pid && slot[k].point < i && sweep_same_model(s, i, slot[k].point);
+            blocked = slot[k].pid && slot[k].point < i && st_sweep_same_model(s, i, slot[k].point);
         if (!blocked) return i;
     }
     return -1;
@@ -154,7 +154,7 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
                 running--;
                 if (write_tables) {
                     st_error we = {0};
-                    if (sweep_write_results(s, &we)) st_log(ST_LOG_ERROR, "sweep: %s", we.msg);
+                    if (st_sweep_write_results(s, &we)) st_log(ST_LOG_ERROR, "sweep: %s", we.msg);
                 }
             }
     }
@@ -170,11 +170,11 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
 /* This rank's share, one point after the other in this process. */
 static int run_inline(sweep *s, const st_sweep_opts *opts, int rank, int ranks, int write_tables) {
     for (int i = rank; i < s->n_points; i += ranks) {
-        int prc = sweep_run_point(s, i, opts);
+        int prc = st_sweep_run_point(s, i, opts);
         /* tables after every point, so an interrupted sweep still leaves them */
         if (write_tables) {
             st_error we = {0};
-            if (sweep_write_results(s, &we)) st_log(ST_LOG_ERROR, "sweep: %s", we.msg);
+            if (st_sweep_write_results(s, &we)) st_log(ST_LOG_ERROR, "sweep: %s", we.msg);
         }
         if (prc == ST_ERR_INTERRUPTED) return prc;
     }
@@ -204,7 +204,7 @@ static int gather(sweep *s, st_dist *d, int rc, st_error *e) {
         else if (pt->state == PT_INCOMPLETE)   /* its step and cause are in that rank's output */
             snprintf(pt->error, sizeof pt->error, "stopped on rank %d before it finished (%s); run the sweep again to "
                      "resume", i % ranks, pt->status == ST_ERR_INTERRUPTED ? "interrupted" : "train.max_seconds reached");
-        else if ((pt->state == PT_DONE || pt->state == PT_SKIPPED) && !sweep_reload_point(s, i)) {
+        else if ((pt->state == PT_DONE || pt->state == PT_SKIPPED) && !st_sweep_reload_point(s, i)) {
             pt->state = PT_FAILED;
             pt->status = ST_ERR_IO;
             snprintf(pt->error, sizeof pt->error, "finished on rank %d, but rank 0 cannot read its sweep_done.json "
@@ -218,7 +218,7 @@ static int gather(sweep *s, st_dist *d, int rc, st_error *e) {
     return rc;
 }
 
-int sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e) {
+int st_sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e) {
     st_dist *d = opts ? opts->dist : NULL;
     const int rank = st_dist_rank(d), ranks = st_dist_size(d);
     if (s->jobs > 1 && s->threads <= 0) {

@@ -17,7 +17,7 @@
 
 static void print_scales(const sweep *s, const char *point, const cJSON *task);
 
-int sweep_has_task(const st_run_config *cfg) { return !strcmp(cfg->data.source, "task") || cfg->data.pk_rate > 0; }
+int st_sweep_has_task(const st_run_config *cfg) { return !strcmp(cfg->data.source, "task") || cfg->data.pk_rate > 0; }
 
 /* The point's inference transform on its model, in *xf (kept by the model: it must
  * outlive the evaluation), and the products' backend *mm in the run's train.precision
@@ -34,7 +34,7 @@ static int point_model(const sweep_point *pt, const st_eval_plan *plan, const st
     return rc ? rc : st_mm_create_for(mm, precision, 1, &m->params, e);
 }
 
-int sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e) {
+int st_sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e) {
     if (!s->task_scales_given || strcmp(pt->cfg.data.source, "task") != 0) return ST_OK;
     st_task_data td;
     int rc = st_task_data_init(&td, &pt->cfg.data, pt->cfg.file, e);
@@ -48,7 +48,7 @@ int sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e) 
     return rc;
 }
 
-int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e) {
+int st_sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e) {
     *out = NULL;
     st_model m;
     st_run_config cfg;
@@ -64,7 +64,7 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
     memcpy(scales, s->task_scales, sizeof scales);
     /* the default scales keep the sizes this point's task makes (MQAR: 16x, 32x may need
      * more keys than symbols), as `stretch eval --task` does; given ones were checked at
-     * load (sweep_check_task_scales) */
+     * load (st_sweep_check_task_scales) */
     int n = s->n_task_scales;
     if (s->task_scales_given) st_task_sizes_from_scales(&td, scales, n, sizes);
     else n = st_task_default_sizes(&td, scales, sizes, n, pt->name, 0);
@@ -100,7 +100,7 @@ int sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *p
  * the run's own split text (what `stretch eval RUN --task passkey` runs), so the sweep
  * puts retrieval beside the perplexity of the same lengths. Rows as a task's, with size =
  * the prompt's tokens and scale = size / train.seq_len. */
-int sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out,
+int st_sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out,
                             st_error *e) {
     *out = NULL;
     st_model m;
@@ -213,7 +213,7 @@ static void run_label(const sweep_point *pt, const cJSON *task, char *out, size_
 static int run_scales(const cJSON *task, double *sc, int cap);
 static void seed_means(const sweep *s, FILE *f);
 
-void sweep_task_md(const sweep *s, FILE *f) {
+void st_sweep_task_md(const sweep *s, FILE *f) {
     if (!has_task(s)) return;
     /* scales are the sweep's: scale = size / train max size; a rounded size can shift it */
     fprintf(f, "\n## Task accuracy\n\nExact-match accuracy (greedy decoding's verdict, %lld instances per cell; needle "
@@ -304,7 +304,7 @@ static void seed_means(const sweep *s, FILE *f) {
     }
 }
 
-int sweep_task_csv(const sweep *s, st_error *e) {
+int st_sweep_task_csv(const sweep *s, st_error *e) {
     if (!has_task(s)) return ST_OK;
     char path[ST_PATH_BUF];
     snprintf(path, sizeof path, "%s/task_results.csv", s->out);

@@ -13,12 +13,12 @@
  *                valid header (sizes, step, config hash, CRC) and zlib-compressed
  *   safetensors  st_model_load_safetensors into a small fixed model: raw file, or header
  *                JSON with the length prefix and an 8 KiB data region added
- *   cache        the token-cache readers (sd_cache_read_tokens / _tokenizer): raw file,
+ *   cache        the token-cache readers (st_sd_cache_read_tokens / _tokenizer): raw file,
  *                header and block-table CRCs repaired, or a payload compressed and framed
  *   tokenizer    st_tokenizer_load of tokenizer JSON; a loaded tokenizer round-trips through
  *                save/load (same hash); encode/decode of arbitrary bytes: ids in range,
  *                decode(encode(x)) == x for byte and BPE (also with a fixed trained BPE)
- *   sweep        sweep_load of a sweep file (dry run: nothing is written) beside a fixed
+ *   sweep        st_sweep_load of a sweep file (dry run: nothing is written) beside a fixed
  *                synthetic base config "base.json"; an accepted sweep has distinct point
  *                directories and every point's config passes validation again
  * Persistent state (the fixed model, the fixed BPE) lives in function-local statics: a
@@ -334,14 +334,14 @@ static inline int fz_cache(const uint8_t *data, size_t size) {
     if (rc) return 0;
     int32_t *tok = NULL;
     int64_t count = 0, bytes = 0;
-    if (sd_cache_read_tokens(path, &k, &tok, &count, &bytes)) {
+    if (st_sd_cache_read_tokens(path, &k, &tok, &count, &bytes)) {
         if (count < 0) fz_fail("cache: negative token count");
         for (int64_t i = 0; i < count; i++)
             if (tok[i] < 0 || tok[i] >= k.vocab_size) fz_fail("cache: token id out of range accepted");
         free(tok);
     }
     st_tokenizer *t = NULL;
-    if (sd_cache_read_tokenizer(path, &k, &t)) {
+    if (st_sd_cache_read_tokenizer(path, &k, &t)) {
         if (st_tokenizer_vocab_size(t) < 2) fz_fail("cache: tokenizer with < 2 symbols accepted");
         st_tokenizer_free(t);
     }
@@ -459,7 +459,7 @@ static inline int fz_sweep(const uint8_t *data, size_t size) {
     opts.out = out;
     sweep s;
     st_error e = {0};
-    int rc = sweep_load(&s, path, &opts, &e);
+    int rc = st_sweep_load(&s, path, &opts, &e);
     if (rc != ST_OK && (e.code != rc || !strstr(e.msg, path)))
         fz_fail("sweep: an error without the file's name or with another code");
     if (rc == ST_OK) {
@@ -474,7 +474,7 @@ static inline int fz_sweep(const uint8_t *data, size_t size) {
             if (st_run_config_validate(&c, &e2) != ST_OK) fz_fail("sweep: a point's config fails validation");
         }
     }
-    sweep_free(&s);
+    st_sweep_free(&s);
     unlink(path);
     return 0;
 }
