@@ -5,7 +5,9 @@
 #     or builds its own "PATH.tmp" name (item 5);
 #   * no fixed small path buffers: path-sized buffers use ST_PATH_BUF (item 6);
 #   * a test whose inputs are missing reports skipped (exit 77, ctest's SKIP_RETURN_CODE),
-#     and CI's check fails when a test was skipped although the inputs are present (item 11).
+#     and CI's check fails when a test was skipped although the inputs are present (item 11);
+#   * the library exports one prefix: every global symbol libstretch.a defines is st_*
+#     (functions shared between a module's files are not static, so they need it too).
 . "$(dirname "$0")/lib_cli.sh" hygiene
 
 hits=$(grep -rnE '\b(rename|fsync|fdatasync)\(' "$SRC/src" --include='*.c' | grep -v '^[^:]*src/core/fileio.c:' || true)
@@ -39,5 +41,16 @@ else
 fi
 STRETCH_DATA_DIR="$T/no-data" bash "$SRC/scripts/check_skips.sh" fake_ctest.log >/dev/null 2>&1 \
     && ok || bad "check_skips failed a skip whose data is missing"
+
+# one prefix for what the library exports (nm of libstretch.a, beside the binary)
+LIB=$(dirname "$BIN")/libstretch.a
+if ! command -v nm >/dev/null 2>&1; then
+    skip "exported symbols: nm not found (binutils)"
+elif [ -f "$LIB" ]; then
+    hits=$(nm -g --defined-only "$LIB" 2>/dev/null | awk 'NF == 3 && $2 ~ /^[TDBR]$/ {print $3}' | grep -v '^st_' | head -5)
+    [ -z "$hits" ] && ok || bad "libstretch.a exports symbols without the st_ prefix: $hits"
+else
+    bad "$LIB not found beside the binary"
+fi
 
 finish cli_hygiene
