@@ -22,7 +22,7 @@ static const struct {
     {"export",    cmd_export,    "export RUN_DIR|CHECKPOINT --out DIR [--force]: model.safetensors + config.json + tokenizer (--force replaces an earlier export's files)", 0, NULL},
     {"bench",     cmd_bench,     "bench [--preset S|M|G|tiny] [--precision fp32|bf16] ...: step time split, tokens/s, MFU, eval memory", 1, NULL},
     {"data",      cmd_data,      "data --source wikitext|text|synthetic [--path P] [--tokenizer auto|word|byte|bpe] | --config RUN.json [--show N] [--size S]: tokenize, cache, print statistics; a task run's rows (data --help)", 1, NULL},
-    {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report and a tiny model forward/backward check", 0, NULL},
+    {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report, a tiny model forward/backward check per method, bf16 and MPI support", 0, NULL},
 };
 
 int cli_report(const st_error *e) {
