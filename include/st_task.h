@@ -72,8 +72,10 @@ typedef struct st_task {
     int64_t min_size;       /* smallest meaningful size */
     uint32_t keys;          /* ST_TASK_KEY_* read */
     int has_depth;          /* a needle task: its filler is the Markov source, evaluation takes a depth grid */
-    /* smallest size the parameters allow (passkey: the needle and the query); NULL: min_size */
+    /* smallest size the parameters allow (passkey: the needle and the query); NULL: min_size.
+     * min_rule: that size in the keys' terms, for the messages ("data.task.digits + 2") */
     int64_t (*min_size_of)(const st_task_params *p);
+    const char *min_rule;
     /* largest size the parameters allow (MQAR: symbols, its keys are distinct); INT64_MAX when none */
     int64_t (*max_size)(const st_task_params *p);
     /* NULL, or the rule between keys the task needs (multikey: needles <= symbols): 0 when

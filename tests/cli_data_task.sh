@@ -135,6 +135,15 @@ expect_rc 2 "multikey: more needles than symbols" "$BIN" data --config copy.json
 expect_err "data.task.needles: 9 needles need as many distinct key symbols, data.task.symbols is 8"
 expect_rc 2 "multikey: too small" "$BIN" data --config copy.json --set data.task.name=multikey --set data.task.max_size=12
 expect_err "data.task.min_size: multikey takes sizes (tokens) in \[30, "
+expect_err "(data.task.needles x (data.task.digits + 2) + 2)"
+# a --set that moves the minimum or the longest row is named, and nothing is printed before
+# the error (probe 33)
+expect_rc 2 "--set needles past min_size" "$BIN" data --config copy.json --set data.task.name=multikey \
+    --set data.task.min_size=30 --set data.task.max_size=30 --set data.task.needles=5
+expect_err "--set data.task.needles=5: data.task.min_size: multikey takes sizes (tokens) in \[37, "
+expect_rc 2 "--set max_size past the row" "$BIN" data --config copy.json --set data.task.max_size=30
+expect_err "^stretch: error: --set data.task.max_size=30: data.task.max_size: a copy instance of size 30 has 62 tokens"
+[ ! -s out.txt ] && ok || bad "data printed rows before the config error: $(head -2 out.txt)"
 
 # --size: instances of one size, past the training range
 expect_rc 0 "copy size 30" "$BIN" data --config copy.json --size 30 --show 3

@@ -45,8 +45,10 @@ void cli_warn_missing_tokenizer(const char *cmd, const st_run_config *cfg, const
 void cli_blame_sets(const char *path, const char *const *sets, int n_sets, int check_alone, st_error *e);
 /* `stretch data --config` of a task run (cmd_data_task.c): the task, its vocabulary and
  * sizes, then `show` training rows as the trainer draws them (size 0), or `show` instances
- * of one size (seeds from train.seed). */
-int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size);
+ * of one size (seeds from train.seed). A config error the trainer would give (a row too
+ * short for the longest instance) is left in e, before anything is printed, for the caller
+ * to blame on a --set; other errors are reported here. */
+int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size, st_error *e);
 /* Print "stretch: error: <msg>" to stderr and return the code. */
 int cli_report(const st_error *e);
 /* ---- flag values (args.c): 1 when s is entirely a value in [lo, hi], else 0 ---- */

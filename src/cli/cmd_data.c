@@ -232,8 +232,15 @@ int cmd_data(int argc, char **argv) {
     }
     st_dataset ds;
     if (st_dataset_load(&run.data, run.file, &ds, &e)) return cli_report(&e);
-    if (ds.task) rc = cli_data_task_show(&run, &ds, a.show ? a.show : 4, a.size);
-    else rc = print_stats(&run.data, &ds, a.save);
+    if (ds.task) {
+        rc = cli_data_task_show(&run, &ds, a.show ? a.show : 4, a.size, &e);
+        if (rc && e.code) {   /* the trainer's own check: a --set may be the cause */
+            if (e.code == ST_ERR_CONFIG) cli_blame_sets(a.config, a.sets, a.n_sets, 1, &e);
+            rc = cli_report(&e);
+        }
+    } else {
+        rc = print_stats(&run.data, &ds, a.save);
+    }
     st_dataset_free(&ds);
     return rc;
 }

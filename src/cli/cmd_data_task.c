@@ -93,8 +93,12 @@ static int show_instances(const st_task_data *td, int64_t show, int64_t size, ui
     return ST_OK;
 }
 
-int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size) {
+int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size, st_error *e) {
     const st_task_data *td = ds->task;
+    if (!size) {   /* the trainer's checks (a row holds the longest instance) before anything is printed */
+        st_loader l;
+        if (st_train_loader_init(cfg, ds, &l, e)) return e->code;
+    }
     const st_task *t = td->task;
     const int symbols = td->p.symbols;
     char last[32];

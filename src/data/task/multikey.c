@@ -85,5 +85,5 @@ static int64_t mk_generate(const st_task_params *p, int64_t n, uint64_t seed, in
 const st_task st_task_multikey = {
     .name = "multikey", .cite = "Hsieh et al. 2024 (RULER), arXiv 2404.06654", .size_unit = "tokens",
     .min_size = 3, .keys = ST_TASK_KEY_SYMBOLS | ST_TASK_KEY_DIGITS | ST_TASK_KEY_NEEDLES, .has_depth = 1,
-    .min_size_of = mk_min, .max_size = NULL, .check = mk_check, .length = mk_length, .generate = mk_generate,
+    .min_size_of = mk_min, .min_rule = "data.task.needles x (data.task.digits + 2) + 2", .max_size = NULL, .check = mk_check, .length = mk_length, .generate = mk_generate,
 };

@@ -44,5 +44,5 @@ static int64_t pk_generate(const st_task_params *p, int64_t n, uint64_t seed, in
 const st_task st_task_passkey = {
     .name = "passkey", .cite = "Mohtashami & Jaggi 2023, arXiv 2305.16300", .size_unit = "tokens",
     .min_size = 3, .keys = ST_TASK_KEY_SYMBOLS | ST_TASK_KEY_DIGITS, .has_depth = 1,
-    .min_size_of = pk_min, .max_size = NULL, .length = pk_length, .generate = pk_generate,
+    .min_size_of = pk_min, .min_rule = "data.task.digits + 2", .max_size = NULL, .length = pk_length, .generate = pk_generate,
 };

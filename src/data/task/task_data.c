@@ -126,8 +126,9 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
     int64_t lo, hi;
     st_task_size_range(t, &p, &lo, &hi);
     if (c->task_min_size < lo || c->task_min_size > hi)
-        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.min_size: %s takes sizes (%s) in [%lld, %lld], got %lld", f,
-                       t->name, t->size_unit, (long long)lo, (long long)hi, (long long)c->task_min_size);
+        return st_fail(e, ST_ERR_CONFIG, "%s: data.task.min_size: %s takes sizes (%s) in [%lld, %lld]%s%s%s, got %lld", f,
+                       t->name, t->size_unit, (long long)lo, (long long)hi, t->min_rule ? " (" : "",
+                       t->min_rule ? t->min_rule : "", t->min_rule ? ")" : "", (long long)c->task_min_size);
     if (c->task_max_size < c->task_min_size || c->task_max_size > hi)
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.max_size: must be in [data.task.min_size = %lld, %lld] (%s: "
                        "%s), got %lld", f, (long long)c->task_min_size, (long long)hi, t->name, t->size_unit,
