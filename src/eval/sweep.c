@@ -452,6 +452,7 @@ int st_sweep_load(sweep *s, const char *file, const st_sweep_opts *opts, st_erro
     if (!rc) rc = check_sections(s, &sp, e);
     if (!rc) rc = expand_points(s, &sp, e);
     for (int i = 0; !rc && i < s->n_points; i++) rc = st_sweep_check_task_scales(s, &s->points[i], e);
+    if (!rc) rc = st_sweep_check_task_depths(s, e);
     if (!rc) rc = check_dirs(s, file, opts, e);
     cJSON_free(sp.base_text);
     if (rc) return rc;

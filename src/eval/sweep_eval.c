@@ -65,6 +65,7 @@ static int parse_task_eval(sweep *s, const cJSON *ev, st_error *e) {
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_depths")) &&
         (rc = get_numbers(v, s->file, "eval.task_depths", 0, 1, s->task_depths, 32, &s->n_task_depths, e)))
         return rc;
+    s->task_depths_given = v != NULL;
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "task_trials")) &&
         (rc = st_sweep_get_int(v, s->file, "eval.task_trials", 1, 1 << 20, &s->task_trials, e)))
         return rc;

@@ -41,6 +41,7 @@ typedef struct sweep {
     int64_t task_trials;        /* default 50 */
     double task_depths[32];
     int n_task_depths;          /* default 0, 0.25, 0.5, 0.75, 1 (needle tasks) */
+    int task_depths_given;      /* set by the file: some point must take a depth grid (checked at load) */
     int threads;
     int jobs;                   /* runs side by side per rank ("jobs", --jobs; 1: in turn) */
     int n_points;
@@ -86,6 +87,8 @@ int st_sweep_has_task(const st_run_config *cfg);
 int st_sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e);
 /* eval.task_scales given by the file: ST_OK when a task point's task makes every size
  * (checked at load, before any training), else the error naming the point. */
+/* eval.task_depths given although no point takes a depth grid: refused, naming the key */
+int st_sweep_check_task_depths(const sweep *s, st_error *e);
 int st_sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *e);
 /* the same for a text run trained with passkeys (data.passkey.rate > 0): retrieval at
  * eval.task_scales x train.seq_len tokens on the run's own text */

@@ -48,6 +48,24 @@ int st_sweep_check_task_scales(const sweep *s, const sweep_point *pt, st_error *
     return rc;
 }
 
+int st_sweep_check_task_depths(const sweep *s, st_error *e) {
+    if (!s->task_depths_given) return ST_OK;
+    for (int i = 0; i < s->n_points; i++) {   /* a needle task, or a text run's passkey */
+        const st_run_config *c = &s->points[i].cfg;
+        if (c->data.pk_rate > 0) return ST_OK;
+        const st_task *t = strcmp(c->data.source, "task") ? NULL : st_task_find(c->data.task_name);
+        if (t && t->has_depth) return ST_OK;
+    }
+    char needle[128] = "";
+    for (int i = 0; i < st_task_count(); i++)
+        if (st_task_at(i)->has_depth) {
+            const size_t l = strlen(needle);
+            snprintf(needle + l, sizeof needle - l, "%s%s", l ? ", " : "", st_task_at(i)->name);
+        }
+    return st_fail(e, ST_ERR_CONFIG, "%s: eval.task_depths: applies to needle tasks (%s) and text runs' passkey "
+                   "(data.passkey.rate); no point of this sweep has one", s->file, needle);
+}
+
 int st_sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan *plan, cJSON **out, st_error *e) {
     *out = NULL;
     st_model m;
