@@ -44,7 +44,15 @@ expect_err "alibi_interp"
 expect_rc 2 "sinks without window" "$BIN" eval rope --lengths 64 --sinks 4 --quiet
 expect_err "need a window"
 expect_rc 2 "scale below 1" "$BIN" eval rope --lengths 64 --transform ntk --scale 0.5 --quiet
-expect_err "--scale"
+expect_err "--scale '0.5': a scale is 0 (n / L per length) or >= 1 (as eval.transform_scale)"
+# the flags take their keys' values: --scale 0 and --clip 0 are the config's defaults (probe 33)
+expect_rc 0 "--scale 0 is n / L" "$BIN" eval rope --lengths 128 --transform ntk --scale 0 --json s0.json --quiet
+expect_rc 0 "--scale omitted" "$BIN" eval rope --lengths 128 --transform ntk --json s1.json --quiet
+"$PY" -c 'import json,sys; a,b=(json.load(open(f))["results"][0]["loss"] for f in sys.argv[1:]); assert a == b, (a, b)' \
+    s0.json s1.json && ok || bad "--scale 0 differs from no --scale"
+expect_rc 0 "--clip 0 is train.seq_len / 2" "$BIN" eval rope --lengths 128 --transform rerope --clip 0 --quiet
+expect_rc 2 "--clip -1" "$BIN" eval rope --lengths 128 --transform rerope --clip -1 --quiet
+expect_err "--clip '-1': expected an integer in \[0, 16777216\] (as eval.clip; 0: train.seq_len / 2)"
 expect_rc 2 "unknown transform" "$BIN" eval rope --transform bogus --quiet
 expect_rc 2 "eval.transform in a config" "$BIN" train cfg.json --out bad --quiet --set eval.transform=yarn
 expect_err "eval.transform yarn: applies to model.pos \"rope\""

@@ -12,17 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
-
 int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transform *xf, int *rc) {
-    int64_t x = 0;
     *rc = ST_OK;
     static const char *const flags[] = {CLI_TRANSFORM_FLAGS, NULL};
     int known = 0;
@@ -39,17 +29,15 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
             }
             *rc = cli_usage(cmd, "--transform '%s': expected one of %s", v, names);
         }
-    } else if (!strcmp(a, "--scale")) {   /* eval.transform_scale's 0 (from the lengths) is not a flag value */
-        char *end = NULL;
-        const double hi = (double)cli_key_max("eval.transform_scale");
-        xf->scale = strtod(v, &end);
-        if (!*v || *end || !(xf->scale >= 1.0 && xf->scale <= hi))
-            *rc = cli_usage(cmd, "--scale '%s': expected a number in [1, %.17g] (as eval.transform_scale)", v, hi);
-    } else if (!strcmp(a, "--clip")) {   /* eval.clip's 0 (off) is not a flag value */
-        const int64_t hi = cli_key_max("eval.clip");
-        if (!parse_int(v, 1, hi, &x))
-            *rc = cli_usage(cmd, "--clip '%s': expected an integer in [1, %lld] (as eval.clip)", v, (long long)hi);
-        xf->clip = x;
+    } else if (!strcmp(a, "--scale")) {   /* as the key: 0 = n / L per length, else >= 1 */
+        if (!(*rc = cli_key_arg(cmd, a, v, "eval.transform_scale", "0: n / L per length, else >= 1", &d))) {
+            if (d > 0 && d < 1)
+                *rc = cli_usage(cmd, "--scale '%s': a scale is 0 (n / L per length) or >= 1 (as "
+                                "eval.transform_scale)", v);
+            xf->scale = d;
+        }
+    } else if (!strcmp(a, "--clip")) {   /* as the key: 0 = train.seq_len / 2 */
+        if (!(*rc = cli_key_arg(cmd, a, v, "eval.clip", "0: train.seq_len / 2", &d))) xf->clip = (int64_t)d;
     } else if (!strcmp(a, "--positions")) {
         if (strcmp(v, "text") && strcmp(v, "cache"))
             *rc = cli_usage(cmd, "--positions '%s': expected text (the sinks at their positions in the text) or cache "

@@ -122,8 +122,9 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
         else return cli_usage("eval", "--mode '%s': expected nonoverlapping or sliding", v);
     } else if (!strcmp(opt, "--stride")) {
         if (!cli_int_arg(v, 1, cli_key_max("eval.stride"), &x))
-            return cli_usage("eval", "--stride '%s': expected an integer in [1, %lld] (as eval.stride; it implies "
-                             "--mode sliding)", v, (long long)cli_key_max("eval.stride"));
+            return cli_usage("eval", "--stride '%s': expected an integer in [1, %lld] (eval.stride's upper bound; the "
+                             "flag implies --mode sliding, and --mode sliding alone takes eval.stride's 0: L / 2)", v,
+                             (long long)cli_key_max("eval.stride"));
         plan->stride = x;
     } else if (!strcmp(opt, "--max-tokens")) {
         double d;

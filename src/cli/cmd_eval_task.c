@@ -43,9 +43,9 @@ static const char *const valued[] = {"--lengths", "--sizes", "--scales", "--dept
                                      "--json", "--threads", "--precision", CLI_TRANSFORM_FLAGS, NULL};
 
 static int not_for_tasks(const char *f) {
-    return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (it takes --sizes, --scales, "
-                     "--lengths, --depths, --trials, --show, --seed, --split, --json, --force, --threads, --precision, --quiet "
-                     "and the transform options)", f);
+    return cli_usage("eval", "--task: option '%s' does not apply to task evaluation (a task run takes --sizes, "
+                     "--scales, --depths, --trials, --show, --seed, --json, --force, --threads, --precision, --quiet and "
+                     "the transform options; a text run's passkey --lengths, --depths, --split and the same others)", f);
 }
 
 static int parse_value(const char *f, const char *v, task_args *a) {
@@ -64,7 +64,7 @@ static int parse_value(const char *f, const char *v, task_args *a) {
         return cli_distinct_i64("eval", f, a->sizes, a->n_sizes);
     } else if (!strcmp(f, "--scales")) {
         if (!parse_numbers(v, 1e-6, 1e6, a->scales, ST_EVAL_MAX_LENGTHS, &a->n_scales))
-            return cli_usage("eval", "--scales '%s': expected positive numbers 'A,B,...' (at most %d)", v,
+            return cli_usage("eval", "--scales '%s': expected numbers in [1e-6, 1e6] 'A,B,...' (at most %d)", v,
                              ST_EVAL_MAX_LENGTHS);
         return cli_distinct("eval", f, a->scales, a->n_scales);
     } else if (!strcmp(f, "--depths")) {
