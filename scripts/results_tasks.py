@@ -8,8 +8,8 @@ One row per group of runs (a sweep run's name without its seed; the transform va
 of a run are their own rows), one column per evaluation scale (multiples of the largest
 training size), cells the exact-match accuracy (seed mean; needle tasks: the mean over
 depths) and, after a slash, the answer-token accuracy. A row whose accuracy at 1x is
-below 0.95 is marked: it did not learn the task in distribution, so its extrapolation
-columns say little. The last column is the training time (one thread; seconds, seed mean).
+below 0.95 is marked, with its value: it did not learn the task in distribution, so its
+extrapolation columns say little. Inputs of several tasks name each row's task. The last column is the training time (one thread; seconds, seed mean).
 --depths prints, for needle tasks, each group's depth x scale grid instead; --spread each
 seed's exact-match row for the groups with two or more seeds. Several inputs are merged
 (a sweep and its seed sweep sharing an out dir).
@@ -29,10 +29,13 @@ def load(paths):
     outs = {}
     for r in runs:
         outs.setdefault(r.get("group", r["name"]), set()).add(r["where"])
+    # inputs of several tasks (a multikey sweep beside a counting one): each row names its task
+    many = len({r["task"].get("name") for r in runs}) > 1
     groups = OrderedDict()
     for r in runs:
         g = r.get("group", r["name"])
-        groups.setdefault(g if len(outs[g]) < 2 else "%s [out %s]" % (g, r["sweep"]), []).append(r)
+        g = g if len(outs[g]) < 2 else "%s [out %s]" % (g, r["sweep"])
+        groups.setdefault("%s: %s" % (r["task"].get("name", "?"), g) if many else g, []).append(r)
     if not groups:
         die("%s: no task runs" % ", ".join(paths))
     return groups
@@ -60,7 +63,8 @@ def table(groups):
     for g, runs in groups.items():
         acc = pooled(runs, lambda c: True)
         first = acc.get(scales[0])
-        mark = "" if first and first[0] >= 0.95 else " (below 0.95 at 1x)"
+        # the exact value beside the mark: 0.948 prints as 0.95 in the cell
+        mark = "" if first and first[0] >= 0.95 else " (below 0.95 at 1x%s)" % (": %.3f" % first[0] if first else "")
         cells = ["%.2f / %.2f" % acc[s] if s in acc else "n/a" for s in scales]
         secs = [r["train"]["seconds"] for r in runs if r.get("train") and r["train"].get("seconds")]
         # transform variants evaluate another run's checkpoint: no training of their own
@@ -84,6 +88,8 @@ def spread(groups):
 
 
 def depth_grids(groups):
+    if not any("depth" in c for runs in groups.values() for r in runs for c in r["task"]["results"]):
+        die("--depths: no run has a depth grid (needle tasks: passkey, multikey)")
     for g, runs in groups.items():
         depths = sorted({c["depth"] for r in runs for c in r["task"]["results"] if "depth" in c})
         if not depths:
