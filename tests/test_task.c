@@ -2,7 +2,8 @@
  * on it:
  *   - every generator: sizes from min_size up, n <= length(size), ids in the vocabulary,
  *     no padding, at least one answer token; determinism by seed and variety across
- *     seeds; the answer recomputed from the prompt by an independent checker per task;
+ *     seeds; the answer recomputed from the prompt by an independent checker per task
+ *     (tests/test_task_check.h);
  *     one known instance per task (pins each format: a change must be deliberate);
  *   - passkey and multikey: the (asked-for) needle exactly at round(depth F) for depth
  *     0, 0.5, 1; multikey's distractors under distinct keys, its filler one chain path;
@@ -19,6 +20,7 @@
 #include "test_model_util.h"
 #include "st_eval.h"
 #include "st_task.h"
+#include "test_task_check.h"
 #include "st_train.h"
 
 #include <math.h>
@@ -50,168 +52,6 @@ static st_task_params params(int variant) {
                         .ignore_prob = 0.8, .blank_prob = 0.75, .needles = 4 + 3 * variant, .filler = &chain,
                         .depth = -1.0};
     return p;
-}
-
-static int is_sym(int32_t t) { return t >= ST_TT_SYMBOL0 && t < ST_TT_SYMBOL0 + SYMBOLS; }
-static int is_dig(int32_t t) { return t >= ST_TT_DIGIT0 && t < ST_TT_DIGIT0 + 10; }
-
-/* the expected answer tokens of an instance, from its prompt alone; returns their count */
-static int64_t expected_answer(const st_task *t, const st_task_params *p, const int32_t *tok, int64_t n, int32_t *out) {
-    int64_t k = 0;
-    if (!strcmp(t->name, "copy") || !strcmp(t->name, "reverse") || !strcmp(t->name, "sort") ||
-        !strcmp(t->name, "selective_copy")) {
-        int64_t m = 0;
-        while (tok[m] != ST_TT_SEP) m++;
-        if (!strcmp(t->name, "sort")) {   /* insertion sort of a copy */
-            for (int64_t i = 0; i < m; i++) {
-                int64_t j = k++;
-                while (j > 0 && out[j - 1] > tok[i]) { out[j] = out[j - 1]; j--; }
-                out[j] = tok[i];
-            }
-        } else {
-            for (int64_t i = 0; i < m; i++) {
-                const int32_t x = !strcmp(t->name, "reverse") ? tok[m - 1 - i] : tok[i];
-                if (x != ST_TT_BLANK) out[k++] = x;
-            }
-        }
-        out[k++] = ST_TT_END;
-    } else if (!strcmp(t->name, "addition")) {
-        int64_t m = 0;
-        while (tok[m] != ST_TT_PLUS) m++;
-        /* decimal numbers most significant first, as strings; add from the right */
-        char a[512], b[512], s[514];
-        for (int64_t i = 0; i < m; i++) {
-            a[i] = (char)('0' + tok[p->reversed ? m - 1 - i : i] - ST_TT_DIGIT0);
-            b[i] = (char)('0' + tok[m + 1 + (p->reversed ? m - 1 - i : i)] - ST_TT_DIGIT0);
-        }
-        int c = 0;
-        int64_t w = m + 1;
-        s[w] = 0;
-        for (int64_t i = m - 1; i >= 0; i--) {
-            int v = (a[i] - '0') + (b[i] - '0') + c;
-            s[--w + 0] = (char)('0' + v % 10);
-            c = v / 10;
-        }
-        s[0] = (char)('0' + c);
-        const char *sum = c ? s : s + 1;
-        const int64_t len = (int64_t)strlen(sum);
-        for (int64_t i = 0; i < len; i++) out[k++] = ST_TT_DIGIT0 + (sum[p->reversed ? len - 1 - i : i] - '0');
-        out[k++] = ST_TT_END;
-    } else if (!strcmp(t->name, "passkey")) {
-        int64_t at = 0;
-        while (tok[at] != ST_TT_KEY) at++;
-        for (int j = 0; j < p->digits; j++) out[k++] = tok[at + 1 + j];
-    } else if (!strcmp(t->name, "mqar")) {
-        int64_t bar = 0;
-        while (tok[bar] != ST_TT_BAR) bar++;
-        for (int64_t q = bar + 1; q < n; q += 2)
-            for (int64_t i = 0; i < bar; i += 2)
-                if (tok[i] == tok[q]) out[k++] = tok[i + 1];
-    } else if (!strcmp(t->name, "multikey")) {
-        for (int64_t i = 0; i + 1 < n; i++)   /* the needle whose key the query names */
-            if (tok[i] == ST_TT_KEY && tok[i + 1] == tok[n - p->digits - 1])
-                for (int j = 0; j < p->digits; j++) out[k++] = tok[i + 2 + j];
-    } else if (!strcmp(t->name, "counting")) {
-        int64_t q = 0, c = 0;
-        while (tok[q] != ST_TT_QUERY) q++;
-        for (int64_t i = 0; i < q; i++) c += tok[i] == tok[q + 1];
-        char digits[24];
-        const int d = snprintf(digits, sizeof digits, "%lld", (long long)c);
-        for (int i = 0; i < d; i++) out[k++] = ST_TT_DIGIT0 + (digits[i] - '0');
-        out[k++] = ST_TT_END;
-    } else if (!strcmp(t->name, "parity")) {
-        int64_t ones = 0;
-        for (int64_t i = 0; tok[i] != ST_TT_SEP; i++) ones += tok[i] == ST_TT_DIGIT0 + 1;
-        out[k++] = ST_TT_DIGIT0 + (int32_t)(ones % 2);
-    } else if (!strcmp(t->name, "flipflop")) {
-        int32_t mem = -1;
-        for (int64_t i = 0; i < n; i += 2) {
-            if (tok[i] == ST_TT_WRITE) mem = tok[i + 1];
-            if (tok[i] == ST_TT_READ) out[k++] = mem;
-        }
-    }
-    return k;
-}
-
-/* the filler (the prompt's symbols outside the needles, read around them) is one path of
- * the chain: every token an allowed successor of the `order` before it (a filler sampled
- * in two parts fails) */
-static int filler_is_path(const st_task_params *p, const int32_t *tok, int64_t prompt) {
-    int32_t f[512];
-    int64_t nf = 0;
-    for (int64_t i = 0; i < prompt && nf < 512; i++) {
-        if (tok[i] == ST_TT_KEY && tok[i + 1] >= ST_TT_SYMBOL0) i++;   /* multikey: a needle's key */
-        else if (is_sym(tok[i])) f[nf++] = tok[i] - ST_TT_SYMBOL0;
-    }
-    int path = 1;
-    for (int64_t q = p->filler->order; q < nf; q++) {
-        const int64_t ctx = st_markov_context(p->filler, f + q - p->filler->order);
-        int allowed = 0;
-        for (int b = 0; b < p->filler->branch; b++) allowed |= p->filler->next[ctx * p->filler->branch + b] == f[q];
-        path &= allowed;
-    }
-    return path;
-}
-
-/* task-specific structure the answer check does not cover */
-static void check_structure(const st_task *t, const st_task_params *p, int64_t size, const int32_t *tok, int64_t n) {
-    if (!strcmp(t->name, "mqar")) {
-        for (int64_t i = 0; i < 2 * size; i += 2)
-            for (int64_t j = 0; j < i; j += 2) CHECK_MSG(tok[i] != tok[j], "mqar: keys %lld and %lld equal", (long long)i, (long long)j);
-        int64_t seen = 0, distinct = 0;   /* queries "each": every key once */
-        for (int64_t i = 0; i < 2 * size; i += 2) {
-            int64_t asked = 0;
-            for (int64_t q = 2 * size + 1; q < n; q += 2) asked += tok[q] == tok[i];
-            seen += asked;
-            distinct += asked > 0;
-        }
-        CHECK(seen == size && n == 4 * size + 1);   /* "random": size queries, each of a key */
-        if (!p->random_queries) CHECK_MSG(distinct == size, "mqar: %lld of %lld keys asked", (long long)distinct,
-                                          (long long)size);
-        for (int64_t i = 0; i < 2 * size; i += 2)   /* keys from the first half, values the second */
-            CHECK(tok[i] < ST_TT_SYMBOL0 + p->symbols / 2 && tok[i + 1] >= ST_TT_SYMBOL0 + p->symbols / 2);
-    } else if (!strcmp(t->name, "flipflop")) {
-        CHECK(tok[0] == ST_TT_WRITE && tok[n - 2] == ST_TT_READ && n == 2 * size);
-        for (int64_t i = 0; i < n; i += 2) CHECK(tok[i] == ST_TT_WRITE || tok[i] == ST_TT_READ || tok[i] == ST_TT_IGNORE);
-    } else if (!strcmp(t->name, "passkey")) {
-        int64_t fill = 0;
-        for (int64_t i = 0; i < size - 1; i++) fill += is_sym(tok[i]);
-        CHECK_MSG(fill == size - p->digits - 2, "passkey: %lld filler tokens, want %lld", (long long)fill,
-                  (long long)(size - p->digits - 2));
-        CHECK(tok[size - 1] == ST_TT_QUERY && n == size + p->digits);
-        CHECK_MSG(filler_is_path(p, tok, size - 1), "passkey size %lld: the filler is not one path of the chain",
-                  (long long)size);
-    } else if (!strcmp(t->name, "multikey")) {
-        /* m needles of k digits under distinct keys, the query's key among them */
-        const int64_t w = p->digits + 2;
-        int64_t needles = 0, fill = 0, asked = 0;
-        for (int64_t i = 0; i < size - 2; i++) {
-            if (tok[i] != ST_TT_KEY) { fill += is_sym(tok[i]); continue; }
-            CHECK(is_sym(tok[i + 1]));
-            for (int j = 0; j < p->digits; j++) CHECK(is_dig(tok[i + 2 + j]));
-            for (int64_t q = i + w; q < size - 2; q++) CHECK(!(tok[q] == ST_TT_KEY && tok[q + 1] == tok[i + 1]));
-            asked += tok[i + 1] == tok[size - 1];
-            needles++;
-            i += w - 1;
-        }
-        CHECK_MSG(needles == p->needles && asked == 1 && fill == size - p->needles * w - 2,
-                  "multikey size %lld: %lld needles, %lld asked, %lld filler", (long long)size, (long long)needles,
-                  (long long)asked, (long long)fill);
-        CHECK(tok[size - 2] == ST_TT_QUERY && is_sym(tok[size - 1]) && n == size + p->digits);
-        CHECK_MSG(filler_is_path(p, tok, size - 2), "multikey size %lld: the filler is not one path of the chain",
-                  (long long)size);
-    } else if (!strcmp(t->name, "counting")) {
-        for (int64_t i = 0; i < size; i++) CHECK(is_sym(tok[i]));
-        int64_t c = 0;   /* the asked symbol occurs */
-        for (int64_t i = 0; i < size; i++) c += tok[i] == tok[size + 1];
-        CHECK(tok[size] == ST_TT_QUERY && tok[size + 2] == ST_TT_SEP && c >= 1);
-    } else if (!strcmp(t->name, "parity")) {
-        for (int64_t i = 0; i < size; i++) CHECK(tok[i] == ST_TT_DIGIT0 || tok[i] == ST_TT_DIGIT0 + 1);
-        CHECK(tok[size] == ST_TT_SEP && n == size + 2);
-    } else if (!strcmp(t->name, "addition")) {
-        for (int64_t i = 0; i < size; i++) CHECK(is_dig(tok[i]) && is_dig(tok[size + 1 + i]));
-        if (size > 1) CHECK(tok[p->reversed ? size - 1 : 0] != ST_TT_DIGIT0);
-    }
 }
 
 static void test_generators(void) {

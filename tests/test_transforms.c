@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "test_bias_util.h"
 #include "test_tail_util.h"
+#include "test_transforms_cases.h"
 #include "st_transform.h"
 
 #include <stdlib.h>
@@ -66,19 +67,19 @@ static void test_kernel(void) {
     st_attn_bias dist = {.fill = dist_fill, .state = &ds}, gen = {.fill_block = gen_fill};
     const st_attn_bias *biases[3] = {NULL, &dist, &gen};
     const char *names[3] = {"no bias", "distance bias", "general bias"};
-    /* (sinks, window): window inside a block, sinks spanning a whole key block (300 >
+    /* kc: (sinks, window) pairs: window inside a block, sinks spanning a whole key block (300 >
      * 256), a window of 1, more sinks than window, and windows covering everything */
-    const int64_t cases[][2] = {{0, 100}, {4, 100}, {3, 1}, {300, 40}, {70, 130}, {5, 600}, {5, 1000}};
+    const int64_t kc[][2] = {{0, 100}, {4, 100}, {3, 1}, {300, 40}, {70, 130}, {5, 600}, {5, 1000}};
     int64_t shape[4] = {1, H, T, D};
     for (int b = 0; b < 3; b++)
-        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (size_t c = 0; c < sizeof kc / sizeof kc[0]; c++) {
             st_ctx_begin(&ctx, 0, 0);
             st_tensor *tq = st_wrap(&ctx, q, 4, shape), *tk = st_wrap(&ctx, k, 4, shape), *tv = st_wrap(&ctx, v, 4, shape);
-            st_tensor *o = st_attention_window(&ctx, tq, tk, tv, biases[b], 0.0f, cases[c][0], cases[c][1]);
-            masked_ref(q, k, v, ref, H, T, D, biases[b], cases[c][0], cases[c][1] >= T ? 0 : cases[c][1]);
+            st_tensor *o = st_attention_window(&ctx, tq, tk, tv, biases[b], 0.0f, kc[c][0], kc[c][1]);
+            masked_ref(q, k, v, ref, H, T, D, biases[b], kc[c][0], kc[c][1] >= T ? 0 : kc[c][1]);
             char what[128];
-            snprintf(what, sizeof what, "window kernel, %s, sinks %lld window %lld", names[b], (long long)cases[c][0],
-                     (long long)cases[c][1]);
+            snprintf(what, sizeof what, "window kernel, %s, sinks %lld window %lld", names[b], (long long)kc[c][0],
+                     (long long)kc[c][1]);
             CHECK_MSG(o && th_close(what, o->data, ref, n, 2e-5, 2e-5), "%s matches the masked double reference", what);
             /* the last rows' queries alone, from a row block's start: the same rows bit for bit */
             for (int64_t from = 64; from < T; from += 320) {
@@ -87,13 +88,13 @@ static void test_kernel(void) {
                 for (int64_t h = 0; qt && h < H; h++)
                     memcpy(qt + h * (T - from) * D, q + (h * T + from) * D, (size_t)((T - from) * D) * 4);
                 st_tensor *ot = qt ? st_attention_clipped(&ctx, st_wrap(&ctx, qt, 4, qs), tk, tv, NULL, NULL, 0, biases[b],
-                                                          0.0f, cases[c][0], cases[c][1], NULL, 0) : NULL;
+                                                          0.0f, kc[c][0], kc[c][1], NULL, 0) : NULL;
                 int same = ot && o;
                 for (int64_t h = 0; same && h < H; h++)
                     same = !memcmp(ot->data + h * (T - from) * D, o->data + (h * T + from) * D, (size_t)((T - from) * D) * 4);
                 CHECK_MSG(same, "%s: queries from row %lld alone give the same rows bit for bit", what, (long long)from);
             }
-            if (cases[c][1] >= T) {   /* w >= n: the full attention kernel, bit for bit */
+            if (kc[c][1] >= T) {   /* w >= n: the full attention kernel, bit for bit */
                 st_tensor *full = st_attention(&ctx, tq, tk, tv, biases[b], 1, 0.0f, 0.0f, 0);
                 CHECK_MSG(full && o && memcmp(full->data, o->data, (size_t)n * 4) == 0,
                           "%s: sinks + window with w >= n equals full attention exactly", names[b]);
@@ -134,79 +135,6 @@ static int full_logits(st_model *m, const int32_t *ids, int64_t T, float *out) {
     return 1;
 }
 
-/* tweak, note: the model's options besides the method (make_model) and their label */
-typedef struct xcase {
-    int pos, kind; double scale; int64_t sinks, window, clip; int cache;
-    void (*tweak)(st_model_config *c); const char *note;
-} xcase;
-
-/* xpos: a decay visible over 30 tokens (gamma 512 would be flat) */
-static void xpos_g8(st_model_config *c) { c->xpos_gamma = 8.0f; }
-/* fire: the threshold inside the sequence (rows on both sides of max(L, i)), a narrow MLP */
-static void fire_small(st_model_config *c) { c->fire_threshold = 10.0f; c->fire_hidden = 8; }
-/* cope: positions clamp at n_pos - 1 = 4 inside a window of 6 */
-static void cope5(st_model_config *c) { c->cope_npos = 5; }
-/* a LLaMA-style block: RMSNorm, SwiGLU, no biases, RMS qk-norm, grouped-query heads */
-static void llama_gqa(st_model_config *c) {
-    c->norm = ST_NORM_RMS; c->ffn = ST_FFN_SWIGLU; c->bias = 0; c->qk_norm = ST_QK_NORM_RMS; c->d_ff = 0;
-    c->n_kv_heads = 2;
-}
-static void llama_mqa(st_model_config *c) { llama_gqa(c); c->n_kv_heads = 1; }
-/* log-n scaling past L = 4 keys: with sinks + window a query sees at most K + W keys */
-static void logn4(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 4; }
-static void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
-/* trained scalings (model.scaling.*): yarn with a ramp of its own, alibi_interp */
-static void trained_yarn(st_model_config *c) {
-    c->scaling = ST_XF_YARN; c->scaling_scale = 3; c->scaling_len = 8; c->yarn_alpha = 0.25; c->yarn_beta = 2;
-}
-static void trained_alibi(st_model_config *c) { c->scaling = ST_XF_ALIBI_INTERP; c->scaling_scale = 2.5; c->scaling_len = 8; }
-
-static const xcase cases[] = {
-    {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_YARN, 6.5, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_PI, 2, 3, 9, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_REROPE, 0, 2, 9, 6, 0, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 2, 6, 0, 0, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL},
-    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0, 0, NULL, NULL},
-    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0, 0, NULL, NULL},
-    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0, 0, NULL, NULL},
-    {ST_POS_SINUSOIDAL, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL},
-    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0, 0, NULL, NULL},
-    /* the sinks at their cache positions (StreamingLLM): rows past sinks + window - 1 */
-    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_YARN, 0, 3, 9, 0, 1, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_PI, 2, 1, 5, 0, 1, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 3, 5, 0, 1, NULL, NULL},
-    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0, 1, NULL, NULL},
-    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0, 1, NULL, NULL},
-    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0, 1, NULL, NULL},
-    {ST_POS_SANDWICH, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL},
-    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0, 1, NULL, NULL},
-    /* sinks + window on the methods with q/k scales, general-form biases, absolute
-     * embeddings, contextual positions (text positions: their st_pos_no_cache_positions;
-     * cope: no sinks, st_pos_no_sinks) */
-    {ST_POS_XPOS, ST_XF_NONE, 0, 2, 6, 0, 0, xpos_g8, "gamma 8"},
-    {ST_POS_FIRE, ST_XF_NONE, 0, 2, 6, 0, 0, fire_small, "threshold 10"},
-    {ST_POS_LEARNED, ST_XF_NONE, 0, 3, 5, 0, 0, NULL, NULL},
-    {ST_POS_COPE, ST_XF_NONE, 0, 0, 6, 0, 0, cope5, "n_pos 5"},
-    /* the block options under a transform and a window */
-    {ST_POS_ROPE, ST_XF_YARN, 0, 2, 7, 0, 0, llama_gqa, "rmsnorm swiglu no-bias qk-norm 2 kv heads"},
-    {ST_POS_ROPE, ST_XF_YARN, 0, 3, 6, 0, 1, llama_mqa, "rmsnorm swiglu no-bias qk-norm 1 kv head"},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, logn4, "logn L=4"},
-    {ST_POS_ROPE, ST_XF_PI, 2, 0, 7, 0, 0, learned_logn, "learned_logn"},
-    /* sinks + window alone keep a trained scaling (st_model_set_transform) */
-    {ST_POS_ROPE, ST_XF_NONE, 0, 3, 7, 0, 0, trained_yarn, "trained yarn s=3"},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, trained_alibi, "trained alibi_interp s=2.5"},
-};
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
 enum { TL = 8, TN = 30 };   /* training length L, evaluated length n */
 
 static void set_xf(st_transform *xf, const xcase *c) {
