@@ -96,8 +96,9 @@ const char *st_task_name_at(int i);
 int st_task_count(void);
 const st_task *st_task_at(int i);
 const st_task *st_task_find(const char *name);   /* NULL when unknown */
-/* "copy", "reverse", ... joined by ", " (for messages) */
-void st_task_list(char *buf, size_t n);
+/* "copy", "reverse", ... joined by ", " (for messages): the tasks that read every key bit
+ * of `keys` (ST_TASK_KEY_*; 0: any) and, with needle, only those with a depth grid */
+void st_task_list(char *buf, size_t n, uint32_t keys, int needle);
 
 /* ---- a run's task data: the registry entry, its parameters and sizes ---- */
 struct st_task_data {

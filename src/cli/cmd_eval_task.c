@@ -108,7 +108,7 @@ static int parse_args(int argc, char **argv, task_args *a) {
             if (v && v[0] != '-' && (is_task_name(v) || a->src)) {
                 if (!is_task_name(v)) {
                     char names[256];
-                    st_task_list(names, sizeof names);
+                    st_task_list(names, sizeof names, 0, 0);
                     return cli_usage("eval", "--task '%s': unknown task (task runs: %s; text runs: passkey)", v, names);
                 }
                 a->task = v;
@@ -258,12 +258,8 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         return cli_report(&e);
     }
     if (a->depths_given && !td.task->has_depth) {
-        char needle[128] = "";
-        for (int i = 0; i < st_task_count(); i++)
-            if (st_task_at(i)->has_depth) {
-                const size_t l = strlen(needle);
-                snprintf(needle + l, sizeof needle - l, "%s%s", l ? ", " : "", st_task_at(i)->name);
-            }
+        char needle[128];
+        st_task_list(needle, sizeof needle, 0, 1);
         rc = cli_usage("eval", "--depths: applies to needle tasks (%s); %s has no depth", needle, td.task->name);
         st_task_data_free(&td);
         return rc;

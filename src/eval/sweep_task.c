@@ -56,12 +56,8 @@ int st_sweep_check_task_depths(const sweep *s, st_error *e) {
         const st_task *t = strcmp(c->data.source, "task") ? NULL : st_task_find(c->data.task_name);
         if (t && t->has_depth) return ST_OK;
     }
-    char needle[128] = "";
-    for (int i = 0; i < st_task_count(); i++)
-        if (st_task_at(i)->has_depth) {
-            const size_t l = strlen(needle);
-            snprintf(needle + l, sizeof needle - l, "%s%s", l ? ", " : "", st_task_at(i)->name);
-        }
+    char needle[128];
+    st_task_list(needle, sizeof needle, 0, 1);
     return st_fail(e, ST_ERR_CONFIG, "%s: eval.task_depths: applies to needle tasks (%s) and text runs' passkey "
                    "(data.passkey.rate); no point of this sweep has one", s->file, needle);
 }

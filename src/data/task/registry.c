@@ -36,11 +36,12 @@ int st_task_index(const char *name) {
 
 const char *st_task_name_at(int i) { return i >= 0 && i < N_TASKS ? tasks[i]->name : NULL; }
 
-void st_task_list(char *buf, size_t n) {
+void st_task_list(char *buf, size_t n, uint32_t keys, int needle) {
     size_t used = 0;
     if (n) buf[0] = 0;
     for (int i = 0; i < N_TASKS && used < n; i++) {
-        int k = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", tasks[i]->name);
+        if ((tasks[i]->keys & keys) != keys || (needle && !tasks[i]->has_depth)) continue;
+        int k = snprintf(buf + used, n - used, "%s%s", used ? ", " : "", tasks[i]->name);
         if (k < 0) break;
         used += (size_t)k;
     }

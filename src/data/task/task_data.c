@@ -51,13 +51,8 @@ static int foreign_key(const st_data_config *c, const st_data_config *d, const s
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!keys[i].set || (t->keys & keys[i].bit)) continue;
-        char users[256] = "";
-        for (int j = 0; j < st_task_count(); j++) {
-            const st_task *u = st_task_at(j);
-            if (!(u->keys & keys[i].bit)) continue;
-            size_t l = strlen(users);
-            snprintf(users + l, sizeof users - l, "%s%s", l ? ", " : "", u->name);
-        }
+        char users[256];
+        st_task_list(users, sizeof users, keys[i].bit, 0);
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to the task%s %s, not to data.task.name \"%s\"", f,
                        keys[i].key, strchr(users, ',') ? "s" : "", users, t->name);
     }
@@ -94,7 +89,7 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
     const st_task *t = st_task_find(c->task_name);
     if (!t) {
         char names[256];
-        st_task_list(names, sizeof names);
+        st_task_list(names, sizeof names, 0, 0);
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.name: unknown task \"%s\" (expected one of %s)", f, c->task_name,
                        names);
     }
