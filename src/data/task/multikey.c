@@ -8,7 +8,7 @@
  * m - 1 distractors at uniform points of the filler. Passkey can be solved by attending to
  * the one `K` in the prompt; here the model must match the queried key against every
  * needle's, and a near distractor is the wrong answer a position bias makes likely. */
-#include "st_task.h"
+#include "task_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -57,8 +57,7 @@ static int64_t mk_generate(const st_task_params *p, int64_t n, uint64_t seed, in
         order[i] = j;
     }
     const uint64_t digit_seed = st_rng_u64(&r);
-    if (F > 0) st_markov_sample(p->filler, st_rng_u64(&r), tok, F);
-    for (int64_t i = 0; i < F; i++) tok[i] += ST_TT_SYMBOL0;
+    task_filler(p, &r, tok, F);
     /* open the gaps from the back: filler [point, end) moves right past the needles after it */
     int64_t end = F, at = F + m * w;
     for (int o = m - 1; o >= 0; o--) {

@@ -6,7 +6,7 @@
  * The filler is predictable only locally (an order-k chain), so the key's digits are the
  * one thing in the prompt worth attending to from the end. Depth: the caller's, or drawn
  * uniformly from the seed (training). */
-#include "st_task.h"
+#include "task_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,8 +27,7 @@ static int64_t pk_generate(const st_task_params *p, int64_t n, uint64_t seed, in
     int64_t a = (int64_t)floor(depth * (double)F + 0.5);
     if (a > F) a = F;
     /* the filler as one chain sample in tok[0, F), its tail then moved past the needle */
-    if (F > 0) st_markov_sample(p->filler, st_rng_u64(&r), tok, F);
-    for (int64_t i = 0; i < F; i++) tok[i] += ST_TT_SYMBOL0;
+    task_filler(p, &r, tok, F);
     memmove(tok + a + 1 + k, tok + a, (size_t)(F - a) * sizeof *tok);
     tok[a] = ST_TT_KEY;
     for (int j = 0; j < k; j++) tok[a + 1 + j] = ST_TT_DIGIT0 + (int32_t)st_rng_below(&r, 10);
