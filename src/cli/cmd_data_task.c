@@ -37,12 +37,9 @@ static void print_tokens(const int32_t *tok, const uint8_t *scored, int64_t n) {
 }
 
 /* The first `show` rows the trainer draws, T + 1 tokens each (st_task_row_tokens with the
- * trainer's loader seeds), one line per instance, then the padding. */
-static int show_rows(const st_run_config *cfg, const st_dataset *ds, int64_t show) {
+ * seeds of the trainer's loader l), one line per instance, then the padding. */
+static int show_rows(const st_run_config *cfg, const st_dataset *ds, const st_loader *l, int64_t show) {
     const int64_t n = (int64_t)cfg->train.seq_len + 1;
-    st_loader l;
-    st_error e = {0};
-    if (st_train_loader_init(cfg, ds, &l, &e)) return cli_report(&e);
     int32_t *tok = malloc((size_t)n * sizeof *tok), *start = malloc((size_t)n * sizeof *start);
     uint8_t *sc = malloc((size_t)n);
     if (!tok || !start || !sc) {
@@ -54,7 +51,7 @@ static int show_rows(const st_run_config *cfg, const st_dataset *ds, int64_t sho
            "train.seq_len + 1 = %lld tokens each; [scored by the loss]\n", (long long)show,
            (unsigned long long)cfg->train.seed, per_step, per_step - 1, (long long)n);
     for (int64_t w = 0; w < show; w++) {
-        const int64_t used = st_task_row_tokens(ds->task, st_loader_row_seed(&l, (uint64_t)w), n, tok, sc, start);
+        const int64_t used = st_task_row_tokens(ds->task, st_loader_row_seed(l, (uint64_t)w), n, tok, sc, start);
         int64_t n_inst = 0, scored = 0;
         for (int64_t t = 0; t < n; t++) {
             scored += sc[t];
@@ -95,10 +92,8 @@ static int show_instances(const st_task_data *td, int64_t show, int64_t size, ui
 
 int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size, st_error *e) {
     const st_task_data *td = ds->task;
-    if (!size) {   /* the trainer's checks (a row holds the longest instance) before anything is printed */
-        st_loader l;
-        if (st_train_loader_init(cfg, ds, &l, e)) return e->code;
-    }
+    st_loader l;   /* rows: the trainer's loader, its checks (a row holds the longest instance) first */
+    if (!size && st_train_loader_init(cfg, ds, &l, e)) return e->code;
     const st_task *t = td->task;
     const int symbols = td->p.symbols;
     char last[32];
@@ -118,5 +113,5 @@ int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t s
     printf("training    train.seq_len %d, %s; loss on %s\n", cfg->train.seq_len,
            td->pack ? "several instances a row (data.task.pack)" : "one instance a row, then padding",
            td->loss_all ? "every token but padding (data.task.loss \"all\")" : "the answer tokens (data.task.loss \"answer\")");
-    return size ? show_instances(td, show, size, cfg->train.seed) : show_rows(cfg, ds, show);
+    return size ? show_instances(td, show, size, cfg->train.seed) : show_rows(cfg, ds, &l, show);
 }
