@@ -90,6 +90,8 @@ typedef struct st_transform {
 
 const char *st_transform_name(int kind);         /* "?" when out of range */
 int st_transform_from_name(const char *name);    /* -1 when unknown */
+/* "none, pi, ntk, ..." (the table's names joined by ", ", for messages) */
+void st_transform_list(char *buf, size_t n);
 /* The position method (model.pos name) a kind applies to; NULL for none. */
 const char *st_transform_method(int kind);
 /* 1 when the kind's scale follows the current length (dynamic_ntk), not a fixed s or n / L. */

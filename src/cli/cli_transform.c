@@ -22,11 +22,8 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
     double d = 0;
     if (!strcmp(a, "--transform")) {
         if ((xf->kind = st_transform_from_name(v)) < 0) {
-            char names[256] = "";   /* the transform table's names */
-            for (int k = 0; k < ST_XF_COUNT; k++) {
-                const size_t l = strlen(names);
-                snprintf(names + l, sizeof names - l, "%s%s", k ? ", " : "", st_transform_name(k));
-            }
+            char names[256];
+            st_transform_list(names, sizeof names);
             *rc = cli_usage(cmd, "--transform '%s': expected one of %s", v, names);
         }
     } else if (!strcmp(a, "--scale")) {   /* as the key: 0 = n / L per length, else >= 1 */

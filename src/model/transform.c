@@ -84,6 +84,16 @@ int st_transform_from_name(const char *name) {
     return -1;
 }
 
+void st_transform_list(char *buf, size_t n) {
+    size_t used = 0;
+    if (n) buf[0] = 0;
+    for (int k = 0; k < ST_XF_COUNT && used < n; k++) {
+        const int w = snprintf(buf + used, n - used, "%s%s", k ? ", " : "", table[k].name);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
 const char *st_transform_untrainable(int kind) {
     return kind >= 0 && kind < ST_XF_COUNT ? table[kind].untrainable : "unknown transform";
 }
