@@ -121,10 +121,11 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
         else if (!strcmp(v, "sliding")) plan->mode = ST_EVAL_SLIDING;
         else return cli_usage("eval", "--mode '%s': expected nonoverlapping or sliding", v);
     } else if (!strcmp(opt, "--stride")) {
-        if (!cli_int_arg(v, 1, cli_key_max("eval.stride"), &x))
+        const int64_t hi = cli_key_max("eval.stride");
+        if (!cli_int_arg(v, 1, hi, &x))
             return cli_usage("eval", "--stride '%s': expected an integer in [1, %lld] (eval.stride's upper bound; the "
                              "flag implies --mode sliding, and --mode sliding alone takes eval.stride's 0: L / 2)", v,
-                             (long long)cli_key_max("eval.stride"));
+                             (long long)hi);
         plan->stride = x;
     } else if (!strcmp(opt, "--max-tokens")) {
         double d;
