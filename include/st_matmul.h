@@ -120,6 +120,17 @@ void st_mm_set_long_k(st_mm *mm, int transposed);
  * (bf16: one primitive cache). Attention picks its schedule by this (per-pair tasks with
  * their own products, or block-major batched products). NULL: fp32. */
 int st_mm_parallel_safe(const st_mm *mm);
+/* 1 when the backend multiplies bf16-rounded operands (bf16, native or emulated): an op
+ * that produces an operand may hand over its own bf16 copy (st_mm_arg.h) and an op that
+ * rounds one keeps the copy in its arena. 0 for fp32, whose ops skip the copies. NULL: 0. */
+int st_mm_bf16_operands(const st_mm *mm);
+/* The row multiple a product split into row chunks (the LM head + loss) should use: 16
+ * for fp32; 64 for bf16, whose AMX kernels (oneDNN 2.6) ran a chunk of 976 rows (61 x 16)
+ * at a sixth of the speed of 960 or 1,024 rows (33280 x 256 logits), and 688 rows
+ * (43 x 16) 10-35% below 704 (11 x 64) in each of the three products (AMX Xeon,
+ * 2026-11-26, alternating pairs). Fixed per backend: the chunks, and so the sums over
+ * them, do not depend on the CPU. NULL: fp32's. */
+int st_mm_row_align(const st_mm *mm);
 /* The implementation the backend used for its most recent product, e.g. oneDNN's
  * "brg:avx512_core_bf16" or "gemm:jit"; "cblas_sgemm" / "cblas_sgemv" for fp32. */
 const char *st_mm_last_impl(const st_mm *mm);

@@ -269,6 +269,7 @@ static void test_fp32_gemv(void) {
     st_mm *mm = NULL;
     st_error e = {0};
     CHECK(st_mm_create(&mm, ST_PREC_FP32, 1, &e) == ST_OK);
+    CHECK(!st_mm_bf16_operands(mm) && st_mm_row_align(mm) == 16 && st_mm_parallel_safe(mm));
     const int64_t N = 33, K = 47;
     float a[47 * 2], b[47 * 33], c[33], c0[33];
     fill_normal(a, 94, 4, 1.0f, 0.0f);
@@ -525,6 +526,10 @@ int main(void) {
     if (!bf) return rc;
     CHECK(st_mm_precision(bf) == ST_PREC_BF16 && st_precision_from_name("bf16") == ST_PREC_BF16);
     CHECK(st_precision_from_name("fp16") == -1);
+    /* the operand format and chunk rows are backend-table facts: bf16 takes rounded
+     * operands and 64-row chunks, fp32 (and no backend) neither */
+    CHECK(st_mm_bf16_operands(bf) && st_mm_row_align(bf) == 64);
+    CHECK(!st_mm_bf16_operands(NULL) && st_mm_row_align(NULL) == 16);
     test_gemm(bf);
     test_batched(bf);
     test_linear(bf);

@@ -117,6 +117,7 @@ int main(void) {
     printf("%s\n", st_mm_describe(mm));
     CHECK(st_mm_precision(mm) == ST_PREC_BF16 && strcmp(st_precision_name(ST_PREC_BF16), "bf16") == 0);
     CHECK(!st_mm_native(mm) && !st_mm_attention(mm) && !st_mm_parallel_safe(mm));
+    CHECK(st_mm_bf16_operands(mm) && st_mm_row_align(mm) == 64);   /* as the native row: same chunks */
     CHECK(strstr(st_mm_describe(mm), "emulated: cblas_sgemm") && strstr(st_mm_describe(mm), "ISA avx2"));
     test_products(mm);
     st_mm_free(mm);

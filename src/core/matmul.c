@@ -48,7 +48,7 @@ int st_mm_create(st_mm **out, int precision, int quiet, st_error *e) {
 
 int st_mm_create_for(st_mm **out, int precision, int quiet, st_params *p, st_error *e) {
     int rc = st_mm_create(out, precision, quiet, e);
-    if (!rc && precision == ST_PREC_BF16) rc = st_params_enable_bf16(p, e);
+    if (!rc && (*out)->be->bf16_operands) rc = st_params_enable_bf16(p, e);
     return rc;
 }
 
@@ -63,19 +63,21 @@ const char *st_mm_describe(const st_mm *mm) { return mm ? mm->describe : "fp32 (
 int st_mm_native(const st_mm *mm) { return mm ? mm->native : 1; }
 int st_mm_attention(const st_mm *mm) { return mm ? mm->attn : 0; }
 void st_mm_set_attention(st_mm *mm, int kernels) {
-    if (mm && mm->precision != ST_PREC_FP32) mm->attn = kernels & (ST_MM_ATTN_GRAD | ST_MM_ATTN_STREAM);
+    if (mm && mm->be->bf16_operands) mm->attn = kernels & (ST_MM_ATTN_GRAD | ST_MM_ATTN_STREAM);
 }
 int st_mm_long_k(const st_mm *mm) { return mm ? mm->long_k : 0; }
 void st_mm_set_long_k(st_mm *mm, int transposed) {
-    if (mm && mm->precision != ST_PREC_FP32 && mm->native) mm->long_k = transposed != 0;
+    if (mm && mm->be->bf16_operands && mm->native) mm->long_k = transposed != 0;
 }
 int st_mm_parallel_safe(const st_mm *mm) { return mm ? mm->be->parallel_safe : 1; }
+int st_mm_bf16_operands(const st_mm *mm) { return mm ? mm->be->bf16_operands : 0; }
+int st_mm_row_align(const st_mm *mm) { return mm ? mm->be->row_align : st_mm_backend_fp32.row_align; }
 const char *st_mm_last_impl(const st_mm *mm) { return mm ? mm->last_impl : ""; }
 
 void st_mm_gemm_batched(st_mm *mm, st_mm_batch batch, int64_t M, int64_t N, int64_t K, float alpha,
                         st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
     ST_ASSERT(M >= 0 && N >= 0 && K >= 0 && ldc >= N && batch.count >= 0 && (a.f || a.h) && (b.f || b.h) && c);
-    ST_ASSERT((a.f && b.f) || (mm && mm->precision != ST_PREC_FP32));   /* fp32 multiplies f */
+    ST_ASSERT((a.f && b.f) || (mm && mm->be->bf16_operands));   /* fp32 multiplies f */
     if (M == 0 || N == 0 || batch.count == 0) return;
     const double t0 = mm && mm->prof ? st_time() : 0.0;
     (mm ? mm->be : &st_mm_backend_fp32)->gemm(mm, &batch, M, N, K, alpha, a, b, beta, c, ldc);

@@ -449,4 +449,5 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
 
 #endif
 
-const st_mm_backend st_mm_backend_bf16 = {"bf16", 0, bf16_open, bf16_close, bf16_gemm};
+const st_mm_backend st_mm_backend_bf16 = {.name = "bf16", .parallel_safe = 0, .bf16_operands = 1, .row_align = 64,
+                                      .open = bf16_open, .close = bf16_close, .gemm = bf16_gemm};

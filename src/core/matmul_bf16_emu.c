@@ -94,4 +94,5 @@ int st_mm_bf16_emu_open(st_mm *mm, const char *why, st_error *e) {
 }
 
 /* open: NULL, the bf16 row's hand-over (st_mm_bf16_emu_open) is the only way in */
-const st_mm_backend st_mm_backend_bf16_emu = {"bf16", 0, NULL, emu_close, emu_gemm};
+const st_mm_backend st_mm_backend_bf16_emu = {.name = "bf16", .parallel_safe = 0, .bf16_operands = 1, .row_align = 64,
+                                          .open = NULL, .close = emu_close, .gemm = emu_gemm};

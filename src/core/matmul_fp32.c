@@ -49,4 +49,5 @@ static void fp32_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
     }
 }
 
-const st_mm_backend st_mm_backend_fp32 = {"fp32", 1, fp32_open, fp32_close, fp32_gemm};
+const st_mm_backend st_mm_backend_fp32 = {.name = "fp32", .parallel_safe = 1, .bf16_operands = 0, .row_align = 16,
+                                      .open = fp32_open, .close = fp32_close, .gemm = fp32_gemm};

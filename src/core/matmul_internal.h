@@ -8,6 +8,8 @@
 typedef struct st_mm_backend {
     const char *name;                                   /* "fp32", "bf16" */
     int parallel_safe;                                  /* gemm callable inside omp parallel */
+    int bf16_operands;      /* multiplies bf16-rounded operands (st_mm_bf16_operands) */
+    int row_align;          /* rows of a chunked product in multiples of this (st_mm_row_align) */
     int (*open)(st_mm *mm, st_error *e);            /* state, describe, native; logs */
     void (*close)(st_mm *mm);
     void (*gemm)(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int64_t K, float alpha,

@@ -160,7 +160,7 @@ static int probe_init(sgemm_probe *p, int n, uint64_t seed, st_mm *mm, st_error 
     for (size_t i = 0; i < 2 * nn; i++) p->a[i] = (float)st_rng_uniform(&rng) - 0.5f;
     memset(p->out, 0, nn * sizeof(float));
     p->mm = mm;
-    if (st_mm_precision(mm) == ST_PREC_BF16) {
+    if (st_mm_bf16_operands(mm)) {
         p->ah = st_aligned_alloc(2 * nn * sizeof(uint16_t), e);
         if (!p->ah) { st_aligned_free(p->a); p->a = NULL; return ST_ERR_MEMORY; }
         p->bh = p->ah + nn;
@@ -396,7 +396,7 @@ int st_bench_run(const st_bench_config *c, st_bench_result *r, st_error *e) {
     }
     if ((rc = st_model_init(&m, &c->model, c->seed, e))) goto out;
     have_model = 1;
-    if (c->precision == ST_PREC_BF16 && (rc = st_params_enable_bf16(&m.params, e))) goto out;
+    if (st_mm_bf16_operands(mm) && (rc = st_params_enable_bf16(&m.params, e))) goto out;
     r->n_params = st_model_num_params(&m);
     r->flops_per_token = st_bench_flops_per_token(r->n_params, &m.cfg, c->T);
     if (c->steps > 0) rc = bench_train(&m, c, pp, mm, r, e);

@@ -32,11 +32,8 @@
 #define CE_BIG_HEAD ((int64_t)1 << 20)
 
 /* As many rows as the budget allows (at least CE_CHUNK), evened out over the chunks N
- * needs (multiples of `align`) so the last chunk is not a sliver. align: 16, or 64 for a
- * bf16 backend, whose AMX kernels (oneDNN 2.6) ran a chunk of 976 rows (61 x 16) at a
- * sixth of the speed of 960 or 1,024 rows (33280 x 256 logits), and 688 rows (43 x 16)
- * 10-35% below 704 (11 x 64) in each of the three products (AMX Xeon, 2026-11-26,
- * alternating pairs). fp32 keeps 16: its chunks, and so its dW sums, stay as they were. */
+ * needs (multiples of `align`, the backend's st_mm_row_align: 16 for fp32, 64 for bf16's
+ * AMX kernels) so the last chunk is not a sliver. */
 static int64_t lce_chunk_rows(int64_t N, int64_t V, int64_t C, int64_t align) {
     int64_t max_rows = CE_CHUNK;
     if (V * C >= CE_BIG_HEAD && CE_CHUNK_FLOATS / V > max_rows) max_rows = CE_CHUNK_FLOATS / V / align * align;
@@ -325,13 +322,13 @@ st_tensor *st_linear_cross_entropy(st_ctx *ctx, st_tensor *x, st_tensor *w,
     /* The chunk's logits and bf16 copies live only through this call: rewound after the
      * chunks, so they are not held through the backward (M model, bf16: 141 MiB). */
     const st_arena_mark mark = st_arena_mark_get(ctx->arena);
-    int64_t chunk = lce_chunk_rows(rows_n, V, C, st_mm_precision(ctx->mm) == ST_PREC_BF16 ? 64 : 16);
+    int64_t chunk = lce_chunk_rows(rows_n, V, C, st_mm_row_align(ctx->mm));
     float *buf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(float), 0);
     if (!buf) return NULL;
     /* x's bf16 copy from its producer (LN_f), when the rows were not gathered */
-    const uint16_t *xh_ready = st_mm_precision(ctx->mm) == ST_PREC_BF16 && !gather ? x->bf16 : NULL;
+    const uint16_t *xh_ready = st_mm_bf16_operands(ctx->mm) && !gather ? x->bf16 : NULL;
     uint16_t *hbuf = NULL, *xh = NULL;   /* bf16 rounding of dz and x, once per chunk */
-    if ((need_dx || need_dw) && st_mm_precision(ctx->mm) == ST_PREC_BF16) {
+    if ((need_dx || need_dw) && st_mm_bf16_operands(ctx->mm)) {
         hbuf = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * V) * sizeof(uint16_t), 0);
         if (!hbuf) return NULL;
         if (!xh_ready && !(xh = st_ctx_alloc(ctx, (size_t)((chunk ? chunk : 1) * C) * sizeof(uint16_t), 0)))

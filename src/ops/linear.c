@@ -23,7 +23,7 @@
  * backward when `for_backward`), else NULL; *fail set on arena overflow. */
 static uint16_t *bf16_buffer(st_ctx *ctx, int64_t count, int for_backward, int *fail) {
     *fail = 0;
-    if (st_mm_precision(ctx->mm) != ST_PREC_BF16 || count == 0) return NULL;
+    if (!st_mm_bf16_operands(ctx->mm) || count == 0) return NULL;
     uint16_t *h = st_ctx_alloc(ctx, (size_t)count * sizeof(uint16_t), for_backward);
     if (!h) *fail = 1;
     return h;
@@ -98,7 +98,7 @@ st_tensor *st_linear(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b) {
     const int grad = st_needs_grad(ctx, x, w, b, NULL);
     int fail = 0;
     /* the producer's copy, else one made here (saved only when dW's product will read x) */
-    uint16_t *xh = st_mm_precision(ctx->mm) == ST_PREC_BF16 && x->bf16 ? (uint16_t *)x->bf16
+    uint16_t *xh = st_mm_bf16_operands(ctx->mm) && x->bf16 ? (uint16_t *)x->bf16
                  : bf16_copy(ctx, x->data, N * IN, grad && w->requires_grad, &fail);
     if (fail) return NULL;
     linear_forward(ctx->mm, out->data, x->data, xh, w, b ? b->data : NULL, N, IN, OUT);

@@ -90,7 +90,7 @@ static inline int ops_grad_alias(st_tensor *t, float *buf) {
  * mode), or NULL with the fp32 backend; NULL and *fail = 1 on arena overflow. */
 static inline uint16_t *ops_bf16_out(st_ctx *ctx, st_tensor *out, int *fail) {
     *fail = 0;
-    if (st_mm_precision(ctx->mm) != ST_PREC_BF16 || st_numel(out) == 0) return NULL;
+    if (!st_mm_bf16_operands(ctx->mm) || st_numel(out) == 0) return NULL;
     uint16_t *h = st_ctx_alloc(ctx, (size_t)st_numel(out) * sizeof(uint16_t), ctx->grad);
     if (!h) { *fail = 1; return NULL; }
     out->bf16 = h;
