@@ -25,12 +25,12 @@ enum {
     ST_TT_END,          /* ".": ends an answer whose length the model must know */
     ST_TT_PLUS,         /* "+": addition */
     ST_TT_BAR,          /* "|": MQAR, between the key-value pairs and the queries */
-    ST_TT_QUERY,        /* "?": passkey, the question */
+    ST_TT_QUERY,        /* "?": the question (passkey, multikey, counting, vartrack) */
     ST_TT_BLANK,        /* "_": selective copy, a blank */
     ST_TT_WRITE,        /* "W": flip-flop instructions */
     ST_TT_IGNORE,       /* "I" */
     ST_TT_READ,         /* "R" */
-    ST_TT_KEY,          /* "K": passkey, the needle's marker */
+    ST_TT_KEY,          /* "K": a needle's marker (passkey, multikey), an assignment's (vartrack) */
     ST_TT_DIGIT0,       /* "0" .. "9": ids 11 .. 20 */
     ST_TT_SYMBOL0 = ST_TT_DIGIT0 + 10   /* symbol j: id 21 + j */
 };
@@ -50,8 +50,12 @@ enum {
     ST_TASK_KEY_BLANK = 1 << 4,     /* data.task.blank_prob: selective copy */
     ST_TASK_KEY_QUERIES = 1 << 5,   /* data.task.queries: MQAR */
     ST_TASK_KEY_NEEDLES = 1 << 6,   /* data.task.needles: multikey */
+    ST_TASK_KEY_HOPS = 1 << 7,      /* data.task.hops: vartrack */
+    ST_TASK_KEY_CHAINS = 1 << 8,    /* data.task.chains: vartrack */
 };
 #define ST_TASK_MAX_NEEDLES 64      /* data.task.needles' bound (multikey keeps them on its stack) */
+#define ST_TASK_MAX_HOPS 16         /* data.task.hops' and chains' bounds (vartrack keeps hops x chains */
+#define ST_TASK_MAX_CHAINS 16       /* variables on its stack) */
 
 typedef struct st_task_params {
     int symbols;            /* alphabet size: ids ST_TT_SYMBOL0 .. ST_TT_SYMBOL0 + symbols - 1 */
@@ -61,6 +65,8 @@ typedef struct st_task_params {
     double ignore_prob;     /* flip-flop: P(ignore) of an instruction between the first and last */
     double blank_prob;      /* selective copy: P(blank) of a prompt position */
     int needles;            /* multikey: needles in the filler (one asked for), in [2, ST_TASK_MAX_NEEDLES] */
+    int hops;               /* vartrack: variables per chain, in [1, ST_TASK_MAX_HOPS] */
+    int chains;             /* vartrack: chains (one asked for), in [1, ST_TASK_MAX_CHAINS] */
     const st_markov *filler;/* needle tasks: the filler source, a chain over the symbols (vocab = symbols) */
     double depth;           /* needle tasks: the (asked-for) needle's depth in [0, 1]; < 0: drawn from the seed */
 } st_task_params;
@@ -78,7 +84,8 @@ typedef struct st_task {
     const char *min_rule;
     /* largest size the parameters allow (MQAR: symbols, its keys are distinct); INT64_MAX when none */
     int64_t (*max_size)(const st_task_params *p);
-    /* NULL, or the rule between keys the task needs (multikey: needles <= symbols): 0 when
+    /* NULL, or the rule between keys the task needs (multikey: needles <= symbols; vartrack:
+     * hops x chains <= symbols, chains <= 10^digits): 0 when
      * the parameters make instances, else nonzero and msg says why, naming the keys */
     int (*check)(const st_task_params *p, char *msg, size_t n);
     /* tokens of an instance of that size; an upper bound when it varies (addition's carry) */
@@ -89,7 +96,7 @@ typedef struct st_task {
 } st_task;
 
 /* ---- the registry (src/data/task/registry.c) ---- */
-#define ST_TASK_COUNT 11    /* entries of the registry (checked there at compile time) */
+#define ST_TASK_COUNT 12    /* entries of the registry (checked there at compile time) */
 /* index of a name, -1 when unknown; the name at an index (config key tables) */
 int st_task_index(const char *name);
 const char *st_task_name_at(int i);

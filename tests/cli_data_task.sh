@@ -4,7 +4,8 @@
 # by an independent reading of the printed tokens: copy's answer is its prompt, addition's
 # the sum (reversed digits), MQAR's the queried keys' values, passkey's the needle's digits,
 # multikey's the digits of the needle under the queried key (its keys distinct), counting's
-# the count, parity's the sum mod 2;
+# the count, parity's the sum mod 2, vartrack's the chain of variables holding the asked
+# value (variables distinct, each copy's source assigned before it);
 # the brackets are exactly the scored tokens, rows hold train.seq_len + 1 tokens, packing
 # fills them, the rows follow train.seed; and the flag errors.
 . "$(dirname "$0")/lib_cli.sh" cli_data_task
@@ -72,6 +73,21 @@ def check(inst):
         assert toks[q + 2] == "=" and toks[-1] == ".", inst
         assert int("".join(toks[q + 3:-1])) == toks[:q].count(toks[q + 1]) >= 1, inst
         assert sc == [False] * (q + 3) + [True] * (len(toks) - q - 3), inst
+    elif task == "vartrack":   # `K x d d` values, `K y x` copies, `? d d =`, the chain, `.`
+        q = toks.index("?")
+        e = toks.index("=", q)
+        val = toks[q + 1:e]
+        assign = [(toks[i + 1], toks[i + 2:i + 2 + len(val)] if toks[i + 2].isdigit() else toks[i + 2])
+                  for i in range(q) if toks[i] == "K"]
+        dst = [a for a, _ in assign]
+        assert len(dst) == 3 * 2 and len(set(dst)) == len(dst), inst   # hops 3 x chains 2, distinct
+        for j, (a, src) in enumerate(assign):   # a copy's source was assigned before it
+            assert isinstance(src, list) or src in dst[:j], inst
+        chain = [a for a, src in assign if src == val]
+        assert len(chain) == 1, inst
+        while len(chain) < 3:
+            chain += [a for a, src in assign if src == chain[-1]]
+        assert toks[e + 1:] == chain + ["."] and sc == [False] * (e + 1) + [True] * 4, inst
     elif task == "parity":
         assert toks[-2] == "=" and set(toks[:-2]) <= {"0", "1"} and int(toks[-1]) == toks[:-2].count("1") % 2, inst
         assert sc == [False] * (len(toks) - 1) + [True], inst
@@ -130,6 +146,20 @@ expect_rc 0 "counting packed" "$BIN" data --config copy.json --show 5 --set data
 check_rows counting 41 1 && ok || bad "counting rows"
 expect_rc 0 "parity" "$BIN" data --config add.json --show 5 --set data.task.name=parity --set data.task.max_size=30
 check_rows parity 41 0 && ok || bad "parity rows"
+expect_rc 0 "vartrack" "$BIN" data --config copy.json --show 5 --set data.task.name=vartrack --set data.task.symbols=16 \
+    --set data.task.digits=2 --set data.task.hops=3 --set data.task.chains=2 --set data.task.min_size=26 \
+    --set data.task.max_size=36
+check_rows vartrack 41 0 && ok || bad "vartrack rows"
+expect_rc 2 "vartrack: more variables than symbols" "$BIN" data --config copy.json --set data.task.name=vartrack \
+    --set data.task.hops=3 --set data.task.chains=3 --set data.task.min_size=40 --set data.task.max_size=40
+expect_err "data.task.hops x data.task.chains: 3 x 3 = 9 variables need as many distinct symbols, data.task.symbols is 8"
+expect_rc 2 "vartrack: too small" "$BIN" data --config copy.json --set data.task.name=vartrack --set data.task.max_size=12
+expect_err "data.task.min_size: vartrack takes sizes (tokens) in \[39, "
+expect_err "(data.task.chains x (data.task.digits + 3 data.task.hops - 1) + data.task.digits + 2)"
+expect_rc 2 "hops on another task" "$BIN" data --config copy.json --set data.task.hops=2
+expect_err "data.task.hops: applies to the task vartrack, not to data.task.name \"copy\""
+expect_rc 2 "chains out of range" "$BIN" data --config copy.json --set data.task.name=vartrack --set data.task.chains=17
+expect_err "data.task.chains"
 expect_rc 2 "multikey: more needles than symbols" "$BIN" data --config copy.json --set data.task.name=multikey \
     --set data.task.needles=9 --set data.task.min_size=70 --set data.task.max_size=70 --set train.seq_len=80
 expect_err "data.task.needles: 9 needles need as many distinct key symbols, data.task.symbols is 8"

@@ -97,7 +97,7 @@ expect_err "swmq2.json: point a: eval.task_scales: size 32 is outside what mqar 
 # depths for a sweep whose points have no depth grid: refused as on the command line (probe 33)
 sed 's/"task_trials": 2/"task_trials": 2, "task_depths": [0, 1]/; s/"swmq"/"swmq3"/' swmq.json > swmq3.json
 expect_rc 2 "task_depths without a needle task" "$BIN" sweep swmq3.json --dry-run
-expect_err "swmq3.json: eval.task_depths: applies to needle tasks (passkey, multikey)"
+expect_err "swmq3.json: eval.task_depths: applies to needle tasks (passkey, multikey, vartrack)"
 # a checkpoint's task report carries its name: the run's own report stays (probe 29)
 cp run/eval_task_copy.json before_ckpt.json
 ck=$(cat run/checkpoints/latest)

@@ -5,8 +5,10 @@
  *     seeds; the answer recomputed from the prompt by an independent checker per task
  *     (tests/test_task_check.h);
  *     one known instance per task (pins each format: a change must be deliberate);
- *   - passkey and multikey: the (asked-for) needle exactly at round(depth F) for depth
- *     0, 0.5, 1; multikey's distractors under distinct keys, its filler one chain path;
+ *   - every needle task (passkey, multikey, vartrack): the asked-for needle exactly at
+ *     round(depth F) for depth 0, 0.3, 0.5, 1; multikey's distractors under distinct keys,
+ *     vartrack's chains (distinct variables, one chain holding the asked value, each copy
+ *     after its source's assignment), the filler one chain path;
  *   - the task tokenizer: names round-trip through encode / decode;
  *   - training rows: x / y alignment, -1 on prompt and padding under loss "answer", on
  *     padding only under "all", packing;
@@ -15,7 +17,7 @@
  *   - task evaluation through the KV cache: a cell's loss and verdict equal the full
  *     forward's per-token losses and argmax at the answer positions;
  *   - config rules: unknown task, sizes out of range, a key of another task, task keys on
- *     a text source. */
+ *     a text source, vartrack's variables and values against symbols and digits. */
 #include "harness.h"
 #include "test_model_util.h"
 #include "st_eval.h"
@@ -42,15 +44,18 @@
 #define KNOWN_MULTIKEY "K f 0 8 7 8 6 K n 4 9 1 5 1 k K c 3 7 8 2 6 c K g 4 2 5 7 7 ? c ^3 ^7 ^8 ^2 ^6"
 #define KNOWN_COUNTING "k o f n h l p h ? k = ^1 ^."
 #define KNOWN_PARITY "0 1 0 0 1 = ^0"
+#define KNOWN_VARTRACK "j f K g 9 4 2 6 5 j K h g K k h o j K m 1 5 5 5 6 K n m K l n ? 9 4 2 6 5 = ^g ^h ^k ^."
 
 static st_markov chain;
 
-/* variant 1: addition's reversed format, MQAR's random queries, multikey's 7 needles
+/* variant 1: addition's reversed format, MQAR's random queries, multikey's 7 needles,
+ * vartrack's 3 chains of 4 (variant 0: 2 of 3; variant 2: one chain of one variable)
  * (each task reads its own) */
 static st_task_params params(int variant) {
-    st_task_params p = {.symbols = SYMBOLS, .reversed = variant, .random_queries = variant, .digits = 5,
-                        .ignore_prob = 0.8, .blank_prob = 0.75, .needles = 4 + 3 * variant, .filler = &chain,
-                        .depth = -1.0};
+    st_task_params p = {.symbols = SYMBOLS, .reversed = variant == 1, .random_queries = variant == 1, .digits = 5,
+                        .ignore_prob = 0.8, .blank_prob = 0.75, .needles = variant == 1 ? 7 : 4,
+                        .hops = variant == 2 ? 1 : 3 + variant, .chains = variant == 2 ? 1 : 2 + variant,
+                        .filler = &chain, .depth = -1.0};
     return p;
 }
 
@@ -58,7 +63,8 @@ static void test_generators(void) {
     const int64_t sizes[] = {1, 2, 3, 5, 17, 64};
     for (int ti = 0; ti < st_task_count(); ti++) {
         const st_task *t = st_task_at(ti);
-        const int n_variants = !strcmp(t->name, "addition") || !strcmp(t->name, "mqar") || !strcmp(t->name, "multikey")
+        const int n_variants = !strcmp(t->name, "vartrack") ? 3
+                               : !strcmp(t->name, "addition") || !strcmp(t->name, "mqar") || !strcmp(t->name, "multikey")
                                    ? 2 : 1;
         for (int rev = 0; rev < n_variants; rev++) {
             st_task_params p = params(rev);
@@ -123,6 +129,7 @@ static void test_known(void) {
         {"multikey", 0, 32, KNOWN_MULTIKEY},
         {"counting", 0, 8, KNOWN_COUNTING},
         {"parity", 0, 5, KNOWN_PARITY},
+        {"vartrack", 0, 38, KNOWN_VARTRACK},
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
         const st_task *t = st_task_find(k[i].task);
@@ -141,15 +148,17 @@ static void test_known(void) {
     }
 }
 
-/* the needle asked for sits after round(depth F) filler tokens (multikey: the needle
- * under the queried key; its distractors may come before it, so count filler only) */
+/* every needle task (has_depth): the needle asked for sits after round(depth F) filler
+ * tokens (multikey: the needle under the queried key; vartrack: the asked chain's value
+ * assignment; distractors may come before it, so count filler only) */
 static void test_needle_depth(void) {
-    const char *names[] = {"passkey", "multikey"};
-    for (int ti = 0; ti < 2; ti++) {
-        const st_task *t = st_task_find(names[ti]);
+    int tasks = 0;
+    for (int ti = 0; ti < st_task_count(); ti++) {
+        const st_task *t = st_task_at(ti);
+        if (!t->has_depth) continue;
+        tasks++;
         st_task_params p = params(0);
-        const int multi = ti == 1;
-        const int64_t n = 61, w = p.digits + 2, F = n - (multi ? p.needles * w + 2 : p.digits + 2);
+        const int64_t n = 61, F = n - needle_overhead(t, &p);
         int32_t tok[96];
         uint8_t ans[96];
         const double depth[] = {0.0, 0.5, 1.0, 0.3};
@@ -157,21 +166,15 @@ static void test_needle_depth(void) {
             p.depth = depth[d];
             for (uint64_t seed = 3; seed < 6; seed++) {
                 t->generate(&p, n, seed, tok, ans);
-                int64_t before = -1, fill = 0;
-                for (int64_t i = 0; i < n - (multi ? 2 : 1); i++) {
-                    if (tok[i] == ST_TT_KEY) {
-                        if (!multi || tok[i + 1] == tok[n - 1]) before = fill;
-                        i += (multi ? w : p.digits + 1) - 1;
-                    } else {
-                        fill++;
-                    }
-                }
+                int64_t before, fill;
+                needle_depth(t, &p, tok, n, &before, &fill);
                 CHECK_MSG(fill == F && before == (int64_t)floor(depth[d] * (double)F + 0.5),
-                          "%s depth %g seed %llu: %lld filler tokens before the needle of %lld", names[ti], depth[d],
+                          "%s depth %g seed %llu: %lld filler tokens before the needle of %lld", t->name, depth[d],
                           (unsigned long long)seed, (long long)before, (long long)fill);
             }
         }
     }
+    CHECK_MSG(tasks == 3, "%d needle tasks (passkey, multikey, vartrack)", tasks);
 }
 
 static void test_registry_and_tokenizer(void) {
@@ -299,6 +302,34 @@ static void test_config_rules(void) {
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.max_size"));
     task_cfg(&c, "passkey", 4, 30);   /* a 5-digit needle and the query need 7 */
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.min_size"));
+    /* vartrack: 2 chains x (5 + 3 x 4 - 1) + 7 = 39 tokens without filler */
+    task_cfg(&c, "vartrack", 38, 60);
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.min_size") &&
+          strstr(e.msg, "[39, ") && strstr(e.msg, "data.task.hops"));
+    task_cfg(&c, "vartrack", 39, 60);
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_OK);
+    c.task_hops = 6;   /* 6 x 3 = 18 distinct variables from 16 symbols */
+    c.task_chains = 3;
+    c.task_min_size = c.task_max_size = 200;
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG &&
+          strstr(e.msg, "data.task.hops x data.task.chains: 6 x 3 = 18 variables") && strstr(e.msg, "symbols is 16"));
+    task_cfg(&c, "vartrack", 100, 100);   /* 11 distinct 1-digit values */
+    c.task_hops = 1;
+    c.task_chains = 11;
+    c.task_digits = 1;
+    c.task_symbols = 32;
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.chains: 11 chains") &&
+          strstr(e.msg, "data.task.digits 1 makes 10"));
+    c.task_chains = 10;
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_OK);
+    task_cfg(&c, "multikey", 40, 60);   /* hops and chains are vartrack's */
+    c.task_hops = 2;
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.hops") &&
+          strstr(e.msg, "vartrack"));
+    task_cfg(&c, "copy", 1, 8);
+    c.task_chains = 3;
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.chains") &&
+          strstr(e.msg, "vartrack"));
     task_cfg(&c, "copy", 1, 8);
     snprintf(c.task_format, sizeof c.task_format, "reversed");
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.format") &&
@@ -326,6 +357,10 @@ static void test_config_rules(void) {
     snprintf(c.path, sizeof c.path, "x.txt");
     c.task_max_size = 9;
     CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.max_size") &&
+          strstr(e.msg, "data.source"));
+    c.task_max_size = 16;
+    c.task_hops = 2;
+    CHECK(st_data_config_validate(&c, "t.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "data.task.hops") &&
           strstr(e.msg, "data.source"));
 }
 

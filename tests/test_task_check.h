@@ -2,8 +2,9 @@
  * checks every generator against: the answer recomputed from the prompt alone
  * (expected_answer, one branch per task written from docs/tasks.md, not from the
  * generators) and the structure the answer does not pin (check_structure: MQAR's distinct
- * keys, flip-flop's instruction layout, the needle tasks' filler as one chain path and
- * multikey's distinct keys, counting's and parity's prompts). Static: test_task.c only. */
+ * keys, flip-flop's instruction layout, the needle tasks' filler as one chain path,
+ * multikey's distinct keys, vartrack's chains, counting's and parity's prompts), and where
+ * a needle task's asked-for needle sits (needle_depth). Static: test_task.c only. */
 #ifndef ST_TEST_TASK_CHECK_H
 #define ST_TEST_TASK_CHECK_H
 
@@ -72,6 +73,23 @@ static int64_t expected_answer(const st_task *t, const st_task_params *p, const 
         for (int64_t i = 0; i + 1 < n; i++)   /* the needle whose key the query names */
             if (tok[i] == ST_TT_KEY && tok[i + 1] == tok[n - p->digits - 1])
                 for (int j = 0; j < p->digits; j++) out[k++] = tok[i + 2 + j];
+    } else if (!strcmp(t->name, "vartrack")) {
+        /* the variable assigned the asked value, then each variable assigned from the one
+         * before, while there is one (the chain's length is check_structure's) */
+        int64_t q = 0;
+        while (tok[q] != ST_TT_QUERY) q++;
+        const size_t value = (size_t)p->digits * sizeof *tok;
+        int32_t cur = -1;
+        for (int64_t i = 0; i + 1 + p->digits < q && cur < 0; i++)
+            if (tok[i] == ST_TT_KEY && is_dig(tok[i + 2]) && !memcmp(tok + i + 2, tok + q + 1, value)) cur = tok[i + 1];
+        while (cur >= 0 && k + 1 < n) {   /* k + 1: room for the `.` (a cycle stops there) */
+            out[k++] = cur;
+            int32_t next = -1;
+            for (int64_t i = 0; i + 2 < q && next < 0; i++)
+                if (tok[i] == ST_TT_KEY && is_sym_of(p, tok[i + 1]) && tok[i + 2] == cur) next = tok[i + 1];
+            cur = next;
+        }
+        out[k++] = ST_TT_END;
     } else if (!strcmp(t->name, "counting")) {
         int64_t q = 0, c = 0;
         while (tok[q] != ST_TT_QUERY) q++;
@@ -94,16 +112,51 @@ static int64_t expected_answer(const st_task *t, const st_task_params *p, const 
     return k;
 }
 
+/* Is token i of a needle task's prompt filler? Filler is symbols; a needle (an
+ * assignment) is `K`, then up to two symbols (multikey's key; vartrack's variable, and a
+ * copy's source), then digits (passkey, multikey, a value assignment). */
+static int is_filler(const st_task_params *p, const int32_t *tok, int64_t i) {
+    if (!is_sym_of(p, tok[i])) return 0;
+    return !(i >= 1 && tok[i - 1] == ST_TT_KEY) && !(i >= 2 && tok[i - 2] == ST_TT_KEY && is_sym_of(p, tok[i - 1]));
+}
+
+/* prompt tokens that are not filler, from docs/tasks.md: passkey's needle and `?`,
+ * multikey's needles and `? s`, vartrack's assignments and `? d1 .. dk =` */
+static int64_t needle_overhead(const st_task *t, const st_task_params *p) {
+    const int64_t k = p->digits;
+    if (!strcmp(t->name, "multikey")) return p->needles * (k + 2) + 2;
+    if (!strcmp(t->name, "vartrack")) return p->chains * ((k + 2) + 3 * (p->hops - 1)) + k + 2;
+    return k + 2;
+}
+
+/* Where the asked-for needle of a needle task sits: *before = the filler tokens ahead of
+ * it (passkey: the `K`; multikey: the needle under the queried key; vartrack: the value
+ * assignment holding the asked value), *fill = all filler tokens. */
+static void needle_depth(const st_task *t, const st_task_params *p, const int32_t *tok, int64_t prompt, int64_t *before,
+                         int64_t *fill) {
+    int64_t q = prompt - 1;
+    while (q > 0 && tok[q] != ST_TT_QUERY) q--;
+    *before = -1;
+    *fill = 0;
+    for (int64_t i = 0; i < q; i++) {
+        if (is_filler(p, tok, i)) { ++*fill; continue; }
+        if (tok[i] != ST_TT_KEY) continue;
+        int asked = 1;   /* passkey: its one needle */
+        if (!strcmp(t->name, "multikey")) asked = tok[i + 1] == tok[q + 1];
+        if (!strcmp(t->name, "vartrack"))
+            asked = is_dig(tok[i + 2]) && !memcmp(tok + i + 2, tok + q + 1, (size_t)p->digits * sizeof *tok);
+        if (asked) *before = *fill;
+    }
+}
+
 /* the filler (the prompt's symbols outside the needles, read around them) is one path of
  * the chain: every token an allowed successor of the `order` before it (a filler sampled
  * in two parts fails) */
 static int filler_is_path(const st_task_params *p, const int32_t *tok, int64_t prompt) {
     int32_t f[512];
     int64_t nf = 0;
-    for (int64_t i = 0; i < prompt && nf < 512; i++) {
-        if (tok[i] == ST_TT_KEY && tok[i + 1] >= ST_TT_SYMBOL0) i++;   /* multikey: a needle's key */
-        else if (is_sym_of(p, tok[i])) f[nf++] = tok[i] - ST_TT_SYMBOL0;
-    }
+    for (int64_t i = 0; i < prompt && nf < 512; i++)
+        if (is_filler(p, tok, i)) f[nf++] = tok[i] - ST_TT_SYMBOL0;
     int path = 1;
     for (int64_t q = p->filler->order; q < nf; q++) {
         const int64_t ctx = st_markov_context(p->filler, f + q - p->filler->order);
@@ -112,6 +165,64 @@ static int filler_is_path(const st_task_params *p, const int32_t *tok, int64_t p
         path &= allowed;
     }
     return path;
+}
+
+/* vartrack: `K x d1 .. dk` and `K y x` assignments in filler, `? d1 .. dk =`. The
+ * assigned variables are distinct, the values are distinct and exactly one chain holds
+ * the asked one, every copy's source was assigned earlier in the prompt, and following
+ * the copies from each value gives `chains` chains of `hops` variables that together are
+ * every assignment; the filler is one chain path. */
+static void check_vartrack(const st_task_params *p, int64_t size, const int32_t *tok, int64_t n) {
+    const int k = p->digits;
+    const int64_t q = size - k - 2;
+    CHECK(tok[q] == ST_TT_QUERY && tok[size - 1] == ST_TT_SEP && n == size + p->hops + 1 && tok[n - 1] == ST_TT_END);
+    for (int j = 0; j < k; j++) CHECK(is_dig(tok[q + 1 + j]));
+    enum { MAXA = ST_TASK_MAX_HOPS * ST_TASK_MAX_CHAINS };
+    int32_t dst[MAXA], src[MAXA];   /* assignment a: dst[a] = src[a], a variable, or -1 - start of its value */
+    int na = 0, bad = 0;
+    for (int64_t i = 0; i < q && na < MAXA; i++) {
+        if (tok[i] != ST_TT_KEY) continue;
+        bad |= !is_sym_of(p, tok[i + 1]);
+        dst[na] = tok[i + 1];
+        src[na] = is_dig(tok[i + 2]) ? -1 - (int32_t)(i + 2) : tok[i + 2];
+        if (src[na] >= 0) {   /* a copy: its source assigned before it */
+            int earlier = 0;
+            for (int b = 0; b < na; b++) earlier |= dst[b] == src[na];
+            CHECK_MSG(earlier, "vartrack size %lld: `K %d %d` copies a variable not yet assigned", (long long)size,
+                      (int)dst[na], (int)src[na]);
+        }
+        for (int b = 0; b < na; b++) bad |= dst[b] == dst[na];   /* distinct variables */
+        for (int j = 0; j < k && src[na] < 0; j++) bad |= !is_dig(tok[i + 2 + j]);
+        i += src[na] < 0 ? k + 1 : 2;
+        na++;
+    }
+    int values = 0, asked = 0, reached = 0, chain_ok = 1;
+    for (int a = 0; a < na; a++) {
+        if (src[a] >= 0) continue;
+        values++;
+        const int32_t *v = tok + (-1 - src[a]);
+        asked += !memcmp(v, tok + q + 1, (size_t)k * sizeof *tok);
+        for (int b = 0; b < a; b++)
+            if (src[b] < 0) bad |= !memcmp(v, tok + (-1 - src[b]), (size_t)k * sizeof *tok);   /* distinct values */
+        int len = 1;   /* follow the copies: each variable copied at most once */
+        for (int32_t cur = dst[a]; len <= na; len++) {
+            int copies = 0, next = -1;
+            for (int b = 0; b < na; b++)
+                if (src[b] == cur) { copies++; next = b; }
+            chain_ok &= copies <= 1;
+            if (next < 0) break;
+            cur = dst[next];
+        }
+        chain_ok &= len == p->hops;
+        reached += len;
+    }
+    CHECK_MSG(!bad && values == p->chains && asked == 1 && chain_ok && reached == na && na == p->hops * p->chains,
+              "vartrack size %lld: %d assignments, %d values (%d asked), chains %s, %d reached%s", (long long)size, na,
+              values, asked, chain_ok ? "ok" : "not of data.task.hops", reached, bad ? ", a repeat" : "");
+    int64_t fill = 0;
+    for (int64_t i = 0; i < q; i++) fill += is_filler(p, tok, i);
+    CHECK(fill == size - (int64_t)p->chains * (k + 2 + 3 * (p->hops - 1)) - k - 2);
+    CHECK_MSG(filler_is_path(p, tok, q), "vartrack size %lld: the filler is not one path of the chain", (long long)size);
 }
 
 /* task-specific structure the answer check does not cover */
@@ -161,6 +272,8 @@ static void check_structure(const st_task *t, const st_task_params *p, int64_t s
         CHECK(tok[size - 2] == ST_TT_QUERY && is_sym_of(p, tok[size - 1]) && n == size + p->digits);
         CHECK_MSG(filler_is_path(p, tok, size - 2), "multikey size %lld: the filler is not one path of the chain",
                   (long long)size);
+    } else if (!strcmp(t->name, "vartrack")) {
+        check_vartrack(p, size, tok, n);
     } else if (!strcmp(t->name, "counting")) {
         for (int64_t i = 0; i < size; i++) CHECK(is_sym_of(p, tok[i]));
         int64_t c = 0;   /* the asked symbol occurs */

@@ -177,6 +177,8 @@ const st_ckey st_config_keys[] = {
     DBL("data.task.ignore_prob", data.task_ignore_prob, 0, 1, "0.8"),
     DBL("data.task.blank_prob", data.task_blank_prob, 0, 1, "0.75"),
     INT("data.task.needles", data.task_needles, 2, ST_TASK_MAX_NEEDLES, "4"),
+    INT("data.task.hops", data.task_hops, 1, ST_TASK_MAX_HOPS, "4"),
+    INT("data.task.chains", data.task_chains, 1, ST_TASK_MAX_CHAINS, "2"),
     OBJ("data.synthetic"),
     U64("data.synthetic.seed", data.syn_seed, "1234"),
     INT("data.synthetic.vocab", data.syn_vocab, 2, 65536, "64"),

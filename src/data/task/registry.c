@@ -8,12 +8,12 @@
 #include <string.h>
 
 extern const st_task st_task_copy, st_task_reverse, st_task_sort, st_task_addition, st_task_passkey, st_task_mqar,
-    st_task_flipflop, st_task_selective_copy, st_task_multikey, st_task_counting, st_task_parity;
+    st_task_flipflop, st_task_selective_copy, st_task_multikey, st_task_counting, st_task_parity, st_task_vartrack;
 
 static const st_task *const tasks[] = {
     &st_task_copy, &st_task_reverse, &st_task_sort, &st_task_addition,
     &st_task_passkey, &st_task_mqar, &st_task_flipflop, &st_task_selective_copy,
-    &st_task_multikey, &st_task_counting, &st_task_parity,
+    &st_task_multikey, &st_task_counting, &st_task_parity, &st_task_vartrack,
 };
 #define N_TASKS ((int)(sizeof tasks / sizeof tasks[0]))
 _Static_assert(N_TASKS == ST_TASK_COUNT, "ST_TASK_COUNT (include/st_task.h) must count the registry");

@@ -33,6 +33,8 @@ static void params_of(const st_data_config *c, st_task_params *p) {
     p->ignore_prob = c->task_ignore_prob;
     p->blank_prob = c->task_blank_prob;
     p->needles = c->task_needles;
+    p->hops = c->task_hops;
+    p->chains = c->task_chains;
     p->depth = -1.0;
 }
 
@@ -48,6 +50,8 @@ static int foreign_key(const st_data_config *c, const st_data_config *d, const s
         {"blank_prob", ST_TASK_KEY_BLANK, c->task_blank_prob != d->task_blank_prob},
         {"queries", ST_TASK_KEY_QUERIES, strcmp(c->task_queries, d->task_queries) != 0},
         {"needles", ST_TASK_KEY_NEEDLES, c->task_needles != d->task_needles},
+        {"hops", ST_TASK_KEY_HOPS, c->task_hops != d->task_hops},
+        {"chains", ST_TASK_KEY_CHAINS, c->task_chains != d->task_chains},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!keys[i].set || (t->keys & keys[i].bit)) continue;
@@ -80,7 +84,9 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
                           : c->task_ignore_prob != d.task_ignore_prob ? "ignore_prob"
                           : c->task_blank_prob != d.task_blank_prob ? "blank_prob"
                           : strcmp(c->task_queries, d.task_queries) ? "queries"
-                          : c->task_needles != d.task_needles ? "needles" : NULL;
+                          : c->task_needles != d.task_needles ? "needles"
+                          : c->task_hops != d.task_hops ? "hops"
+                          : c->task_chains != d.task_chains ? "chains" : NULL;
         if (set)
             return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to data.source \"task\" (this run's source is "
                            "\"%s\")", f, set, c->source);

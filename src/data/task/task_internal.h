@@ -1,6 +1,6 @@
 /* task_internal.h - what the generators of this directory share: the `x1 .. xn =` prompt
  * of uniform symbols (copy, reverse, sort), the closing `.` of an answer and the needle
- * tasks' filler (passkey, multikey). */
+ * tasks' filler (passkey, multikey, vartrack). */
 #ifndef ST_TASK_INTERNAL_H
 #define ST_TASK_INTERNAL_H
 
