@@ -2,7 +2,7 @@
 # cli_combinations.sh - every position method x inference-time transform x attention mask
 # (none, a window, sinks + window) through `stretch eval` and `stretch generate` (KV cache
 # and --no-cache) on tiny runs. Each command must exit 0 or refuse with the documented
-# config exit (2, "stretch: error" or the flag named): never a signal, never another code.
+# config exit (2, "stretch CMD: error" or the flag named): never a signal, never another code.
 # When both generate paths run, they must print the same text (same seed, temperature 1):
 # the cache equals the full forward under every combination, log-n scaling included
 # (issue 24: a NULL bias hook called under --window for cope; logn's n counted differently

@@ -172,7 +172,7 @@ expect_rc 2 "--set needles past min_size" "$BIN" data --config copy.json --set d
     --set data.task.min_size=30 --set data.task.max_size=30 --set data.task.needles=5
 expect_err "--set data.task.needles=5: data.task.min_size: multikey takes sizes (tokens) in \[37, "
 expect_rc 2 "--set max_size past the row" "$BIN" data --config copy.json --set data.task.max_size=30
-expect_err "^stretch: error: --set data.task.max_size=30: data.task.max_size: a copy instance of size 30 has 62 tokens"
+expect_err "^stretch data: error: --set data.task.max_size=30: data.task.max_size: a copy instance of size 30 has 62 tokens"
 [ ! -s out.txt ] && ok || bad "data printed rows before the config error: $(head -2 out.txt)"
 
 # --size: instances of one size, past the training range
@@ -195,7 +195,7 @@ expect_err "--config reads the data settings from the file"
 expect_rc 2 "--show without --config" "$BIN" data --source synthetic --show 2
 expect_err "--show and --size need --config"
 expect_rc 2 "bad --set" "$BIN" data --config copy.json --set data.task.nmae=copy
-expect_err "^stretch: error: --set data.task.nmae: unknown key"
+expect_err "^stretch data: error: --set data.task.nmae: unknown key"
 expect_rc 2 "rows longer than train.seq_len" "$BIN" data --config copy.json --set data.task.max_size=30
 expect_err "data.task.max_size: a copy instance of size 30 has 62 tokens; train.seq_len + 1 is 41"
 expect_rc 3 "missing config" "$BIN" data --config nope.json

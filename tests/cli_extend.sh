@@ -106,7 +106,7 @@ expect_rc 2 "--set train.seq_len against --to" "$BIN" extend rope --to 64 --step
 expect_err "--set train.seq_len=256: the extended run's train.seq_len is --to N"
 cp -r rope rcor && ck=rcor/checkpoints/$(cat rcor/checkpoints/latest) && printf 'XXXX' | dd of="$ck" bs=1 seek=200 conv=notrunc 2>/dev/null
 expect_rc 5 "a corrupt base checkpoint" "$BIN" extend rcor --to 64 --steps 1 --out b9
-expect_err "^stretch: error: extend rcor: the base run's checkpoint: .*corrupt checkpoint"   # not RUN/config.json's init_from
+expect_err "^stretch extend: error: rcor: the base run's checkpoint: .*corrupt checkpoint"   # not RUN/config.json's init_from
 expect_rc 3 "no base run" "$BIN" extend nope --to 64 --steps 1 --out b9
 expect_err "nope: not a run directory"
 expect_rc 2 "scaling key in a config" "$BIN" train cfg.json --out b10 --set model.scaling.scale=0

@@ -177,6 +177,27 @@ expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" train tiny.js
 expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" export run --out a --out b
 expect 2 "--jobs given twice ('1' and '2'): give it once" -- "$BIN" sweep x.json --jobs 1 --jobs 2
 
+# one prefix for every error line, "stretch CMD: error: " (st_cmd_vline): a usage error
+# adds the usage line after it; a reported error, data's flag values and the dispatcher's
+# own say it the same way (usage errors said "stretch eval: ...", others "stretch: error:
+# ...", data's "stretch: error: data: ...")
+prefix() { # CMD: the first line of err.txt starts with "stretch CMD: error: " and says no other prefix
+    head -1 err.txt | grep -q "^stretch $1: error: " && ! grep -q "error: \(stretch\|$1\)\b" err.txt && ok ||
+        bad "error prefix of '$1': $(head -c 300 err.txt)"
+}
+expect 2 "--lengths 'abc'" -- "$BIN" eval run --lengths abc
+prefix eval
+sed -n 2p err.txt | grep -q "^usage: stretch eval " && ok || bad "usage line missing: $(cat err.txt)"
+expect 3 "nowhere: no such run directory" -- "$BIN" eval nowhere
+prefix eval
+expect 2 "--valid-frac: expected a number, got \"abc\"" -- "$BIN" data --source text --path tiny.json --valid-frac abc
+prefix data
+sed -n 2p err.txt | grep -q "^usage: stretch data " && ok || bad "usage line missing: $(cat err.txt)"
+expect 3 "nofile.json: cannot open" -- "$BIN" train nofile.json
+prefix train
+expect 2 "unknown command 'bogus'" -- "$BIN" bogus
+head -1 err.txt | grep -q "^stretch: error: unknown command 'bogus'" && ok || bad "dispatcher's prefix: $(head -1 err.txt)"
+
 # a list value given twice (probes 28, 29: two rows of one figure)
 expect 2 "--lengths: 64 given twice" -- "$BIN" eval run --lengths 64,32,64
 expect 2 "--scales: 0.5 given twice" -- "$BIN" eval run --task --scales 0.5,0.5

@@ -134,7 +134,7 @@ run_to 2 "resume below the reached step" "$BIN" train --resume rS --set train.st
 expect_err "resuming with train.steps 1, below the step the run reached (2"
 same rS/config.json "$c0" "resume with fewer steps"; same rS/checkpoints/latest "$l0" "resume with fewer steps"
 run_to 2 "resume with a --set of a model key" "$BIN" train --resume rS --set model.n_layers=3 --quiet
-expect_err "^stretch: error: --set model.n_layers=3: a resumed run keeps its checkpoint's model and data sections"
+expect_err "^stretch train: error: --set model.n_layers=3: a resumed run keeps its checkpoint's model and data sections"
 same rS/config.json "$c0" "resume with a model --set"
 run_to 0 "resume with nothing to do" "$BIN" train --resume rS
 grep -q "nothing to do" err.txt out.txt && ok || bad "no 'nothing to do' line"

@@ -76,9 +76,9 @@ grep -q "scaling dropped" err.txt && bad "a kept scaling warned" || ok
 expect_rc 2 "extend --set train.seq_len" "$BIN" extend b --to 32 --transform pi --steps 2 --out s1 --set train.seq_len=8
 expect_err "--set train.seq_len=8: the extended run's train.seq_len is --to N"
 expect_rc 2 "extend --set yarn_alpha with pi" "$BIN" extend b --to 32 --transform pi --steps 2 --out s1 --set model.scaling.yarn_alpha=2
-expect_err "^stretch: error: --transform, --set model.scaling.yarn_alpha=2: model.scaling.yarn_alpha: applies to"
+expect_err "^stretch extend: error: --transform, --set model.scaling.yarn_alpha=2: model.scaling.yarn_alpha: applies to"
 expect_rc 2 "extend --set yarn_alpha past beta" "$BIN" extend b --to 32 --transform yarn --steps 2 --out s1 --set model.scaling.yarn_alpha=40
-expect_err "^stretch: error: --set model.scaling.yarn_alpha=40: model.scaling.yarn_beta: the ramp needs"
+expect_err "^stretch extend: error: --set model.scaling.yarn_alpha=40: model.scaling.yarn_beta: the ramp needs"
 [ ! -e s1 ] && ok || bad "a refused extension created its directory"
 
 # ---- the budget line counts grad_accum ----
@@ -139,9 +139,9 @@ expect_rc 0 "a copy-task run" "$BIN" train task.json --out tk --quiet
 expect_rc 2 "eval --task --sizes past 2^20" timeout 60 "$BIN" eval tk --task --sizes 1048577
 expect_err "--sizes '1048577': expected integers in \[1, 2^20\]"
 expect_rc 2 "flipflop size 1" "$BIN" train task.json --set data.task.name=flipflop --set data.task.symbols=16 --set data.task.min_size=1 --out tk2 --quiet
-expect_err "^stretch: error: --set data.task.min_size=1: data.task.min_size: flipflop takes sizes (instructions) in \[2, 1048576\], got 1"
+expect_err "^stretch train: error: --set data.task.min_size=1: data.task.min_size: flipflop takes sizes (instructions) in \[2, 1048576\], got 1"
 expect_rc 2 "a format for the copy task" "$BIN" train task.json --set data.task.format=reversed --out tk2 --quiet
-expect_err "^stretch: error: --set data.task.format=reversed: data.task.format: applies to the task addition"
+expect_err "^stretch train: error: --set data.task.format=reversed: data.task.format: applies to the task addition"
 expect_rc 2 "stretch data --source task" "$BIN" data --source task
 expect_err "--source task: task instances are generated per batch"
 
@@ -170,7 +170,7 @@ expect_err "e2/init_from.json: the run started from .*step_00000010.ckpt with CR
 # a --set that changes nothing is not blamed: the file is
 printf '{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "n_kv_heads": 3}}' > badkv.json
 expect_rc 2 "file with a bad n_kv_heads, --set n_heads unchanged" "$BIN" train badkv.json --set model.n_heads=2 --out x
-expect_err "^stretch: error: badkv.json: model.n_kv_heads"
+expect_err "^stretch train: error: badkv.json: model.n_kv_heads"
 # sweep points name their own values
 cat > sbad.json <<JSON
 {"base": "base.json", "variants": [{"name": "w", "train.schedule.kind": "cosine", "train.schedule.warmup": 50}, {"name": "ok"}]}

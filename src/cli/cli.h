@@ -49,7 +49,8 @@ void cli_blame_sets(const char *path, const char *const *sets, int n_sets, int c
  * short for the longest instance) is left in e, before anything is printed, for the caller
  * to blame on a --set; other errors are reported here. */
 int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size, st_error *e);
-/* Print "stretch: error: <msg>" to stderr and return the code. */
+/* Print "stretch CMD: error: <msg>" to stderr (st_cmd_vline; an interruption without
+ * "error:") and return the code. */
 int cli_report(const st_error *e);
 /* ---- flag values (args.c): 1 when s is entirely a value in [lo, hi], else 0 ---- */
 int cli_int_arg(const char *s, int64_t lo, int64_t hi, int64_t *out);
@@ -113,7 +114,7 @@ void cli_transform_plan(const struct st_transform *given, st_eval_plan *plan);
 /* `stretch CMD ... --help` for a command whose usage is its line of the command table:
  * print it to stdout and return -1, which the command's parser hands back for exit 0. */
 int cli_help(const char *cmd);
-/* Usage error (exit 2). */
+/* Usage error (exit 2): "stretch CMD: error: <msg>", then the command's usage line. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

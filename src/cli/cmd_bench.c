@@ -182,12 +182,12 @@ int cmd_bench(int argc, char **argv) {
         if (coretype) setenv("OPENBLAS_CORETYPE", coretype, 1);
         if (ompwait) setenv("OMP_WAIT_POLICY", ompwait, 1);
         char **args = calloc((size_t)argc + 2, sizeof *args);
-        if (!args) { st_fail(&e, ST_ERR_MEMORY, "bench: out of memory"); return cli_report(&e); }
+        if (!args) { st_fail(&e, ST_ERR_MEMORY, "out of memory"); return cli_report(&e); }
         args[0] = "stretch";
         for (int i = 0; i < argc; i++) args[i + 1] = argv[i];   /* argv[0] is "bench" */
         fflush(NULL);
         execv("/proc/self/exe", args);
-        st_fail(&e, ST_ERR_GENERIC, "bench: cannot re-execute /proc/self/exe to apply OPENBLAS_CORETYPE/"
+        st_fail(&e, ST_ERR_GENERIC, "cannot re-execute /proc/self/exe to apply OPENBLAS_CORETYPE/"
                 "OMP_WAIT_POLICY (%s); set them in the environment instead", strerror(errno));
         free(args);
         return cli_report(&e);

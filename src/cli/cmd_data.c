@@ -29,9 +29,7 @@ static const char *const valued[] = {"--source", "--path", "--tokenizer", "--cac
                                      "--syn-tokens", "--save-tokenizer", "--config", "--set", "--show", "--size", NULL};
 
 static int bad(const char *flag, const char *val, const char *want) {
-    st_error e = {0};
-    st_fail(&e, ST_ERR_CONFIG, "data: %s: expected %s, got \"%s\"\nusage: stretch %s", flag, want, val, usage_text);
-    return cli_report(&e);
+    return cli_usage("data", "%s: expected %s, got \"%s\"", flag, want, val);
 }
 
 static int parse_int(const char *s, int *v) {

@@ -277,7 +277,7 @@ static int save_report(const eval_args *a, int is_dir, const st_eval_report *rep
 /* Evaluate, print the table and save the report (rank 0 alone). */
 static int evaluate(const eval_args *a, int is_dir, int rank, st_error *e) {
     st_eval_report *rep = calloc(1, sizeof *rep);
-    if (!rep) { st_fail(e, ST_ERR_MEMORY, "eval: out of memory"); return cli_report(e); }
+    if (!rep) { st_fail(e, ST_ERR_MEMORY, "out of memory"); return cli_report(e); }
     int rc = st_eval_checkpoint(a->src, &a->plan, rep, e);
     if (rep->n > 0 && rank == 0) st_eval_report_print(rep, stdout);
     fflush(stdout);

@@ -98,7 +98,7 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
                                          : NULL))
         rc = e.code ? e.code : st_fail(&e, ST_ERR_DATA, "%s: the run has no tokenizer.json", a->src);
     if (!rc && !(cells = calloc((size_t)a->n_lengths * (size_t)a->n_depths, sizeof *cells)))
-        rc = st_fail(&e, ST_ERR_MEMORY, "eval: out of memory");
+        rc = st_fail(&e, ST_ERR_MEMORY, "out of memory");
     if (!rc)
         rc = st_passkey_eval_text(m, a->mm, tok, &cfg->data, cfg->file, a->split, a->lengths, a->n_lengths, a->depths,
                                   a->n_depths, (int)a->trials, a->seed, cells, &digits, &e);

@@ -170,9 +170,10 @@ int eval_cells_status(const int *status, int n, size_t stride, const char *what)
     }
     if (failed && failed < n) fprintf(stderr, "stretch eval: %d of %d %s could not be evaluated (see the report)\n",
                                       failed, n, what);
-    if (failed == n && n > 0)
-        fprintf(stderr, "stretch eval: none of the %d %s could be evaluated (see the report)\n", n, what);
-    return failed == n && n > 0 ? first : ST_OK;
+    if (failed < n || n == 0) return ST_OK;
+    st_error e = {0};
+    st_fail(&e, first, "none of the %d %s could be evaluated (see the report)", n, what);
+    return cli_report(&e);
 }
 
 /* ---- registry tasks ---- */
@@ -281,12 +282,12 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
     if (st_task_check_sizes(&td, a->sizes, a->n_sizes, a->n_scales ? "--scales" : "--sizes", &e))
         rc = cli_usage("eval", "%s", e.msg);
     st_task_cell *cells = rc ? NULL : calloc((size_t)a->n_sizes * (size_t)n_depth, sizeof *cells);
-    if (!rc && !cells) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "eval: out of memory"});
+    if (!rc && !cells) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
     /* --show: the instances' lines, written as they run and printed after the table */
     char *shown = NULL;
     size_t shown_len = 0;
     FILE *show = !rc && a->show > 0 ? open_memstream(&shown, &shown_len) : NULL;
-    if (!rc && a->show > 0 && !show) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "eval: out of memory"});
+    if (!rc && a->show > 0 && !show) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
     if (!rc && st_task_eval(m, a->mm, &td, a->sizes, a->n_sizes, a->depths, n_depth, (int)a->trials, a->seed, cells,
                             (int)a->show, show, &e))
         rc = cli_report(&e);

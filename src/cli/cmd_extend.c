@@ -286,10 +286,10 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
     if (rc && rc != ST_ERR_CONFIG && !strncmp(e.msg, prefix, strlen(prefix))) {
         char why[sizeof e.msg];
         snprintf(why, sizeof why, "%s", e.msg + strlen(prefix));
-        st_fail(&e, rc, "extend %s: the base run's checkpoint: %s", a.run, why);
+        st_fail(&e, rc, "%s: the base run's checkpoint: %s", a.run, why);
     }
     if (rc == ST_ERR_INTERRUPTED) {
-        if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
+        if (st_dist_rank(dist) == 0) cli_report(&e);
         goto done;
     }
 out:

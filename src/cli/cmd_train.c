@@ -134,8 +134,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
     if (!opts.quiet) st_log(ST_LOG_INFO, "%s %s -> %s", resume ? "resuming" : "training", resume ? resume : config, dir);
     int rc = st_train(&cfg, dir, &opts, NULL, &e);
     if (rc == ST_ERR_INTERRUPTED) {
-        if (st_dist_rank(dist) == 0) fprintf(stderr, "stretch: %s\n", e.msg);
-        return rc;
+        return st_dist_rank(dist) == 0 ? cli_report(&e) : rc;
     }
     if (rc == ST_ERR_CONFIG) cli_blame_sets(cfg.file, sets, n_sets, 0, &e);   /* e.g. init_from vs a --set */
     /* a --set of a model or data key on resume: the user's value, not the checkpoint, is

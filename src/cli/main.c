@@ -25,17 +25,25 @@ static const struct {
     {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report, a tiny model forward/backward check per method, bf16 and MPI support", 0, NULL},
 };
 
+static void cmd_line(int error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cmd_line(int error, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    st_cmd_vline(error, fmt, ap);
+    va_end(ap);
+}
+
 int cli_report(const st_error *e) {
-    fprintf(stderr, "stretch: error: %s\n", e->msg[0] ? e->msg : st_status_name(e->code));
+    /* an interruption is the user's doing, not an error: its line says where the run
+     * stopped and how to continue it */
+    cmd_line(e->code != ST_ERR_INTERRUPTED, "%s", e->msg[0] ? e->msg : st_status_name(e->code));
     return e->code ? e->code : ST_ERR_GENERIC;
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "stretch %s: ", cmd);
-    st_vlog_line(prefix, fmt, ap);
+    st_cmd_vline(1, fmt, ap);
     va_end(ap);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(commands[i].name, cmd) == 0) fprintf(stderr, "usage: stretch %s\n", commands[i].help);
@@ -107,6 +115,7 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
     if (!strcmp(argv[1], "--version")) { printf("stretch %s\n", ST_VERSION); return 0; }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(commands[i].name, argv[1]) != 0) continue;
+        st_set_command(commands[i].name);   /* its errors read "stretch CMD: error: ..." */
         /* `stretch CMD --help` for the commands without a longer help of their own */
         if (argc == 3 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) && !commands[i].own_help) {
             cli_help(commands[i].name);
@@ -117,13 +126,13 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
             return commands[i].dist_fn(argc - 1, argv + 1, dist);
         }
         if (dist->size > 1) {
-            fprintf(stderr, "stretch %s: runs in one process; start it without mpirun (%d ranks). Under MPI: "
-                    "train, extend, eval and sweep\n", argv[1], dist->size);
+            cmd_line(1, "runs in one process; start it without mpirun (%d ranks). Under MPI: train, extend, "
+                     "eval and sweep", dist->size);
             return ST_ERR_CONFIG;
         }
         return commands[i].fn(argc - 1, argv + 1);
     }
-    fprintf(stderr, "stretch: unknown command '%s'\n\n", argv[1]);
+    cmd_line(1, "unknown command '%s'\n", argv[1]);
     usage(stderr);
     return ST_ERR_CONFIG;
 }

@@ -76,6 +76,27 @@ void st_vlog_line(const char *prefix, const char *fmt, va_list ap) {
     if (buf != small) free(buf);
 }
 
+static char command_name[64] = "stretch";
+
+void st_set_command(const char *cmd) {
+    if (cmd) snprintf(command_name, sizeof command_name, "stretch %s", cmd);
+    else snprintf(command_name, sizeof command_name, "stretch");
+}
+
+void st_cmd_vline(int error, const char *fmt, va_list ap) {
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "%s: %s", command_name, error ? "error: " : "");
+    st_vlog_line(prefix, fmt, ap);
+}
+
+static void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void cmd_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    st_cmd_vline(1, fmt, ap);
+    va_end(ap);
+}
+
 void st_assert_fail(const char *expr, const char *file, int line) {
     fprintf(stderr, "[stretch] internal error: assertion '%s' failed at %s:%d\n", expr, file, line);
     abort();
@@ -83,7 +104,7 @@ void st_assert_fail(const char *expr, const char *file, int line) {
 
 void st_oom_exit(const char *what, size_t bytes) {
     fflush(stdout);
-    fprintf(stderr, "stretch: error: out of memory: %zu bytes for %s\n", bytes, what);
+    cmd_error("out of memory: %zu bytes for %s", bytes, what);
     exit(ST_ERR_MEMORY);
 }
 
