@@ -175,6 +175,11 @@ expect 2 "--syn-vocab: applies to --source synthetic, not text" -- "$BIN" data -
 expect 2 "--precision given twice ('bf16' and 'fp32'): give it once" -- "$BIN" eval run --precision bf16 --precision fp32
 expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" train tiny.json --out a --out b
 expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" export run --out a --out b
+# ... under its alias too: -o is --out (the run went to b, a was dropped without a word)
+expect 2 "--out given twice ('a' and 'b'; -o is --out): give it once" -- "$BIN" train tiny.json --out a -o b --quiet
+expect 2 "--out given twice ('a' and 'b'; -o is --out): give it once" -- "$BIN" train tiny.json -o a --out b --quiet
+expect 2 "--out given twice ('a' and 'b'; -o is --out): give it once" -- "$BIN" extend run --to 32 --steps 1 -o a --out b
+[ ! -e a ] && [ ! -e b ] && ok || bad "a refused --out a -o b wrote $(ls -d a b 2>/dev/null)"
 expect 2 "--jobs given twice ('1' and '2'): give it once" -- "$BIN" sweep x.json --jobs 1 --jobs 2
 
 # one prefix for every error line, "stretch CMD: error: " (st_cmd_vline): a usage error

@@ -155,6 +155,9 @@ static int is_flag(const char *s, const char *const *valued) {
     return 0;
 }
 
+/* A flag's long name: the short aliases (train's and extend's -o) are the same flag. */
+static const char *long_name(const char *flag) { return !strcmp(flag, "-o") ? "--out" : flag; }
+
 int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **argv, int *i, const char **v) {
     *v = NULL;
     for (const char *const *f = valued; *f; f++) {
@@ -163,11 +166,13 @@ int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **
         if (is_flag(argv[*i + 1], valued))
             return cli_usage(cmd, "%s needs a value (the next argument is the flag %s)", argv[*i], argv[*i + 1]);
         /* a flag given twice would silently keep its last value (probe 27: --precision bf16
-         * --precision fp32); --set is the one meant to repeat */
+         * --precision fp32), under its alias too (--out a -o b); --set is the one meant to repeat */
+        const char *name = long_name(*f);
         for (int j = *i + 2; j < argc && strcmp(*f, "--set") != 0; j++)
-            if (!strcmp(argv[j], *f))
-                return cli_usage(cmd, "%s given twice ('%s' and '%s'): give it once", *f, argv[*i + 1],
-                                 j + 1 < argc ? argv[j + 1] : "");
+            if (!strcmp(long_name(argv[j]), name))
+                return cli_usage(cmd, "%s given twice ('%s' and '%s'%s%s): give it once", name, argv[*i + 1],
+                                 j + 1 < argc ? argv[j + 1] : "", strcmp(argv[*i], argv[j]) ? "; -o is " : "",
+                                 strcmp(argv[*i], argv[j]) ? name : "");
         *v = argv[++*i];
         return ST_OK;
     }
