@@ -129,7 +129,7 @@ cfg_case '{"model": {"d_model": 16.5}}'            'model.d_model: expected an i
 cfg_case '{"model": {"d_model": 1e400}}'           'model.d_model: expected an integer'
 cfg_case '{"model": {"pos": 3}}'                   'model.pos: expected one of'
 cfg_case '{"model": {"tie_embeddings": 1}}'        'model.tie_embeddings: expected true or false, got 1'
-cfg_case '{"model": []}'                           'model: expected an object, got an array'
+cfg_case '{"model": []}'                           'model: expected an object, got []'
 cfg_case '{"train": {"optimizer": {"lr": "fast"}}}' 'train.optimizer.lr: expected a number, got "fast"'
 cfg_case '{"eval": {"lengths": "64"}}'             'eval.lengths: expected an array of integers, got "64"'
 cfg_case '{"eval": {"lengths": [64, "x"]}}'        'eval.lengths[1]: expected an integer'

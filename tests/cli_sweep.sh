@@ -131,6 +131,14 @@ v "unknown top key"  "frobnicate: unknown key" '{"base": "base.json", "out": "o"
 v "bad set value"    "set.train.steps: " '{"base": "base.json", "out": "o", "set": {"train.steps": "many"}}'
 v "unknown eval key" "eval.lenghts: unknown key" '{"base": "base.json", "out": "o", "eval": {"lenghts": [8]}}'
 v "bad length"       "eval.lengths\[1\]: expected an integer, got \"x\"" '{"base": "base.json", "out": "o", "eval": {"lengths": [8, "x"]}}'
+# an array of the wrong size names it: [] or its entries (it said "got an array")
+v "no lengths"       "eval.lengths: expected an array of 1 to 32 lengths, got \[\]" '{"base": "base.json", "out": "o", "eval": {"lengths": []}}'
+v "33 lengths"       "eval.lengths: expected an array of 1 to 32 lengths, got \[1,2,3,.*\.\.\. (33 entries)" "{\"base\": \"base.json\", \"out\": \"o\", \"eval\": {\"lengths\": [$(seq -s, 1 33)]}}"
+v "no task scales"   "eval.task_scales: expected an array of 1 to 32 numbers, got \[\]" '{"base": "base.json", "out": "o", "eval": {"task_scales": []}}'
+v "object length"    "eval.lengths\[0\]: expected an integer, got {\"a\":1}" '{"base": "base.json", "out": "o", "eval": {"lengths": [{"a": 1}]}}'
+# a variant's list entry is named by its key path in the file, not as a --set
+v "variant length"   "variants\[0\].eval.lengths\[1\]: expected an integer, got \"x\"" '{"base": "base.json", "out": "o", "variants": [{"name": "a", "eval.lengths": [8, "x"]}]}'
+grep -q -- "--set" err.txt && bad "a sweep variant blamed on --set: $(cat err.txt)" || ok
 v "bad mode"         "eval.mode: expected \"nonoverlapping\" or \"sliding\", got \"overlap\"" '{"base": "base.json", "out": "o", "eval": {"mode": "overlap"}}'
 v "unknown grid key" "grid.model.posx\[0\]" '{"base": "base.json", "out": "o", "grid": {"model.posx": ["alibi"]}}'
 v "bad grid value"   "grid.model.pos\[1\]" '{"base": "base.json", "out": "o", "grid": {"model.pos": ["alibi", "nope"]}}'

@@ -52,12 +52,24 @@ char *st_json_print_exact(const struct cJSON *v, int formatted) {
     return text;
 }
 
+/* An array or object as its compact text, cut after 60 characters (with an array's count,
+ * which the cut hides): "expected an array of 1 to 32 lengths, got an array" did not say
+ * that the array was [] or had 33 entries. */
+static void describe_container(const cJSON *v, char *buf, size_t n) {
+    const int array = cJSON_IsArray(v);
+    char *text = st_json_print_exact(v, 0);
+    if (!text) snprintf(buf, n, "%s", array ? "an array" : "an object");
+    else if (strlen(text) <= 60) snprintf(buf, n, "%s", text);
+    else if (array) snprintf(buf, n, "%.60s... (%d entries)", text, cJSON_GetArraySize(v));
+    else snprintf(buf, n, "%.60s...", text);
+    cJSON_free(text);
+}
+
 void st_json_describe(const cJSON *v, char *buf, size_t n) {
     if (cJSON_IsNumber(v)) snprintf(buf, n, "%.17g", v->valuedouble);
     else if (cJSON_IsString(v)) snprintf(buf, n, "\"%.60s\"%s", v->valuestring, strlen(v->valuestring) > 60 ? "..." : "");
     else if (cJSON_IsBool(v)) snprintf(buf, n, "%s", cJSON_IsTrue(v) ? "true" : "false");
     else if (cJSON_IsNull(v)) snprintf(buf, n, "null");
-    else if (cJSON_IsArray(v)) snprintf(buf, n, "an array");
-    else if (cJSON_IsObject(v)) snprintf(buf, n, "an object");
+    else if (cJSON_IsArray(v) || cJSON_IsObject(v)) describe_container(v, buf, n);
     else snprintf(buf, n, "an invalid value");
 }

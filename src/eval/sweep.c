@@ -81,11 +81,14 @@ static int check_override(const sweep *s, const char *where, const char *key, co
         st_run_config_default(tmp);
         st_error le = {0};
         if (st_run_config_set(tmp, asg, &le)) {
-            /* the loader's "--set KEY: why" is "WHERE: why" here: the sweep file's key path names it */
+            /* the loader's "--set KEY: why" is "WHERE: why" here, and its "--set KEY[i]: why"
+             * "WHERE[i]: why": the sweep file's key path names it (no --set was given) */
             const size_t kl = strlen(key);
-            const int named = !strncmp(le.msg, "--set ", 6) && !strncmp(le.msg + 6, key, kl) &&
-                              !strncmp(le.msg + 6 + kl, ": ", 2);
-            rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: %s", s->file, where, named ? le.msg + 8 + kl : le.msg);
+            const int named = !strncmp(le.msg, "--set ", 6) && !strncmp(le.msg + 6, key, kl);
+            const char *rest = le.msg + 6 + kl;
+            if (named && !strncmp(rest, ": ", 2)) rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: %s", s->file, where, rest + 2);
+            else if (named && rest[0] == '[') rc = st_fail(e, ST_ERR_CONFIG, "%s: %s%s", s->file, where, rest);
+            else rc = st_fail(e, ST_ERR_CONFIG, "%s: %s: %s", s->file, where, le.msg);
         }
     }
     free(asg);
