@@ -85,13 +85,17 @@ typedef struct st_train_config {
     char init_from[ST_PATH_MAX + 1]; /* safetensors to initialise from ("" = none) */
 } st_train_config;
 
+/* Why eval.max_tokens (and eval --max-tokens, a sweep's eval.max_tokens) is never 1, the
+ * one value its range [0, 1e13] lets through that no evaluation can use. */
+#define ST_EVAL_ONE_TOKEN "1 token has no target to score (0: the whole split, else at least 2)"
+
 typedef struct st_eval_config {
     int n_lengths;
     int64_t lengths[ST_EVAL_MAX_LENGTHS]; /* evaluation lengths L */
     int split;              /* ST_SPLIT_VALID | ST_SPLIT_TEST */
     int mode;               /* ST_EVAL_* */
     int64_t stride;         /* sliding: scored tokens per window, 0 = L/2 */
-    int64_t max_tokens;     /* tokens of the split evaluated, 0 = all */
+    int64_t max_tokens;     /* tokens of the split evaluated, 0 = all; never 1 (ST_EVAL_ONE_TOKEN) */
     int buckets;            /* per-position loss buckets (0 = none) */
     /* inference-time transform (include/st_transform.h) */
     int transform;          /* st_xf_kind */

@@ -139,6 +139,7 @@ v "object length"    "eval.lengths\[0\]: expected an integer, got {\"a\":1}" '{"
 # a variant's list entry is named by its key path in the file, not as a --set
 v "variant length"   "variants\[0\].eval.lengths\[1\]: expected an integer, got \"x\"" '{"base": "base.json", "out": "o", "variants": [{"name": "a", "eval.lengths": [8, "x"]}]}'
 grep -q -- "--set" err.txt && bad "a sweep variant blamed on --set: $(cat err.txt)" || ok
+v "max_tokens 1"     "eval.max_tokens: 1 token has no target to score" '{"base": "base.json", "out": "o", "eval": {"max_tokens": 1}}'
 v "bad mode"         "eval.mode: expected \"nonoverlapping\" or \"sliding\", got \"overlap\"" '{"base": "base.json", "out": "o", "eval": {"mode": "overlap"}}'
 v "unknown grid key" "grid.model.posx\[0\]" '{"base": "base.json", "out": "o", "grid": {"model.posx": ["alibi"]}}'
 v "bad grid value"   "grid.model.pos\[1\]" '{"base": "base.json", "out": "o", "grid": {"model.pos": ["alibi", "nope"]}}'

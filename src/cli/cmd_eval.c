@@ -131,6 +131,7 @@ static int parse_option(eval_args *a, const char *opt, const char *v) {
         double d;
         if ((rc = cli_key_arg("eval", opt, v, "eval.max_tokens", "0 = all", &d))) return rc;
         x = (int64_t)d;
+        if (x == 1) return cli_usage("eval", "--max-tokens '%s': " ST_EVAL_ONE_TOKEN, v);
         plan->max_tokens = x;
     } else if (!strcmp(opt, "--batch-tokens")) {
         if (!cli_int_arg(v, 1, INT64_MAX, &x)) return cli_usage("eval", "--batch-tokens '%s': expected an integer >= 1", v);

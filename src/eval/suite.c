@@ -315,8 +315,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
     int64_t n = et.n;
     if (plan.max_tokens > 0 && plan.max_tokens < n) n = plan.max_tokens;
     if (plan.max_tokens == 1) {   /* one token has no target to score */
-        rc = st_fail(e, ST_ERR_CONFIG, "%s: --max-tokens / eval.max_tokens 1: at least 2 tokens are needed to score "
-                     "one (0: the whole split)", rep->checkpoint);
+        rc = st_fail(e, ST_ERR_CONFIG, "%s: max_tokens: " ST_EVAL_ONE_TOKEN, rep->checkpoint);
         goto out;
     }
     rep->split_tokens = n;

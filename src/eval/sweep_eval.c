@@ -118,6 +118,7 @@ int st_sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "max_tokens"))) {
         if ((rc = get_key_int(v, s->file, "eval.max_tokens", "eval.max_tokens", &x, e))) return rc;
+        if (x == 1) return st_fail(e, ST_ERR_CONFIG, "%s: eval.max_tokens: " ST_EVAL_ONE_TOKEN, s->file);
         p->max_tokens = x;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "batch_tokens"))) {

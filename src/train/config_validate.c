@@ -204,8 +204,7 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
                        (long long)t->steps);
     /* in either mode: a nonoverlapping config may be evaluated with --mode sliding */
     if (c->eval.max_tokens == 1)
-        return st_fail(e, ST_ERR_CONFIG, "%s: eval.max_tokens: 1 token has no target to score (0: the whole split, "
-                       "else at least 2)", file);
+        return st_fail(e, ST_ERR_CONFIG, "%s: eval.max_tokens: " ST_EVAL_ONE_TOKEN, file);
     if (c->eval.stride > 0) {
         for (int i = 0; i < c->eval.n_lengths; i++)
             if (c->eval.stride > c->eval.lengths[i])
