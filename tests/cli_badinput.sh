@@ -206,6 +206,12 @@ text_cfg text "$TMP/bin.txt";      expect 4 "$TMP/bin.txt" "NUL byte" -- "$BIN" 
 text_cfg text "$TMP/small.txt";    expect 4 "$TMP/small.txt: too small" -- "$BIN" train d.json --out dout --force --quiet
 text_cfg text "$TMP/small.txt" ', "tokenizer": "bpe", "bpe_vocab": 300'
 expect 4 "$TMP/small.txt: too small" -- "$BIN" train d.json --out dout --force --quiet
+# too small and binary: the NUL is what is wrong with it (it said "too small")
+printf 'a\0b' >nul3.txt
+text_cfg text "$TMP/nul3.txt";     expect 4 "$TMP/nul3.txt: line 1: NUL byte at offset 1" -- "$BIN" train d.json --out dout --force --quiet
+expect 4 "nul3.txt: line 1: NUL byte at offset 1" -- "$BIN" data --source text --path nul3.txt --cache-dir "$TMP/dcache"
+printf 'x' >one.txt
+expect 4 "one.txt: too small (1 byte) to split" -- "$BIN" data --source text --path one.txt --cache-dir "$TMP/dcache"
 text_cfg wikitext "$TMP/adir";     expect 3 "$TMP/adir: no train.txt" -- "$BIN" train d.json --out dout --force --quiet
 text_cfg wikitext "$TMP/small.txt"; expect 3 "$TMP/small.txt: not a directory" -- "$BIN" train d.json --out dout --force --quiet
 text_cfg wikitext "$TMP/fifo.txt"; expect 3 "$TMP/fifo.txt" -- "$BIN" train d.json --out dout --force --quiet

@@ -75,6 +75,13 @@ static int64_t next_line_start(const char *path, int64_t at, int64_t size) {
     return at;
 }
 
+/* st_sd_stream's reader with nothing to do: the stream's own NUL check is the point */
+static int skip_block(void *user, const char *buf, int64_t len, int64_t at, int final, int64_t *used, st_error *e) {
+    (void)user, (void)buf, (void)at, (void)final, (void)e;
+    *used = len;
+    return ST_OK;
+}
+
 static int resolve_text(const st_data_config *c, split_src s[3], st_error *e) {
     struct stat st;
     if (stat(c->path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -97,10 +104,13 @@ static int resolve_text(const st_data_config *c, split_src s[3], st_error *e) {
         s[i].id = id;
         s[i].begin = b[i];
         s[i].end = b[i + 1];
-        if (s[i].end <= s[i].begin)
-            return st_fail(e, ST_ERR_DATA, "%s: too small (%lld bytes) to split into train / valid / test with "
-                           "valid_frac %g and test_frac %g: the %s split is empty", c->path, (long long)size,
-                           (double)c->valid_frac, (double)c->test_frac, split_name[i]);
+        if (s[i].end > s[i].begin) continue;
+        /* a binary file is the more specific error (a 3-byte file with a NUL was "too
+         * small"): its first 64 KiB are read here, the rest would be when it is tokenized */
+        if (st_sd_stream(c->path, 0, size < (1 << 16) ? size : 1 << 16, skip_block, NULL, e)) return e->code;
+        return st_fail(e, ST_ERR_DATA, "%s: too small (%lld byte%s) to split into train / valid / test with "
+                       "valid_frac %g and test_frac %g: the %s split is empty", c->path, (long long)size,
+                       size == 1 ? "" : "s", (double)c->valid_frac, (double)c->test_frac, split_name[i]);
     }
     return ST_OK;
 }
