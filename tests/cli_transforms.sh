@@ -104,8 +104,20 @@ expect_err "--positions cache: moves the attention sinks into the cache; it need
 # --window 0 --sinks 0 switch the config's window off: the plain model's report (probe 26)
 expect_rc 0 "--window 0 --sinks 0 over the config's sinks" "$BIN" eval ropec --lengths 64 --window 0 --sinks 0 --quiet
 [ -f ropec/eval_valid_nonoverlapping.json ] && ok || { bad "--window 0 did not switch the window off"; ls ropec; }
-expect_rc 2 "--window 0 alone leaves the config's sinks without a window" "$BIN" eval ropec --lengths 64 --window 0 --quiet
-expect_err "eval.sinks 4: attention sinks need a window (--window"
+# --window 0 alone is "no window", the key's default: the config's sinks go with the window
+# (it was refused: "eval.sinks 4: attention sinks need a window"), the plain model's figure
+rm -f ropec/eval_valid_nonoverlapping.json
+expect_rc 0 "--window 0 alone switches the config's window and sinks off" "$BIN" eval ropec --lengths 64 --window 0 --json w0.json
+[ -f w0.json ] && ! grep -q '"transform"' w0.json && ok || bad "--window 0 kept a transform: $(grep -A3 '"transform"' w0.json)"
+expect_rc 0 "--window 0 in task mode (passkey)" "$BIN" eval ropec --task passkey --lengths 64 --depths 0.5 --trials 2 --window 0 --quiet
+[ -f ropec/eval_valid_passkey.json ] && ok || { bad "passkey --window 0 kept a transform"; ls ropec; }
+# --sinks with no window: asked for where the sinks were set (it said eval.window to --sinks)
+expect_rc 2 "--sinks 2 --window 0" "$BIN" eval ropec --lengths 64 --window 0 --sinks 2 --quiet
+expect_err "--sinks 2: attention sinks need a window (--window W"
+expect_rc 2 "--sinks 2 in task mode" "$BIN" eval rope --task passkey --lengths 64 --sinks 2 --quiet
+expect_err "--sinks 2: attention sinks need a window (--window W"
+expect_rc 2 "--sinks 2 in text mode" "$BIN" eval rope --lengths 64 --sinks 2 --quiet
+expect_err "--sinks 2: attention sinks need a window (--window W"
 expect_rc 2 "bad --positions" "$BIN" eval rope --sinks 2 --window 8 --positions slots --quiet
 expect_err "--positions 'slots': expected text"
 tiny_text_run sinusoidal

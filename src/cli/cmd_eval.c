@@ -41,7 +41,9 @@ static const char *usage_text =
     "  --transform: inference-time position transform (rope: pi, ntk, dynamic_ntk, yarn, rerope; alibi:\n"
     "  alibi_interp), --scale S (default max(1, L / train.seq_len) per length), --clip W (rerope, default\n"
     "  train.seq_len / 2), --sinks/--window: attention sinks + window, the sinks at their positions in the\n"
-    "  text or, with --positions cache, in a cache holding the sinks then the window (StreamingLLM)";
+    "  text or, with --positions cache, in a cache holding the sinks then the window (StreamingLLM);\n"
+    "  --window 0 (eval.window's default): no window, which switches off the run's eval.window and its\n"
+    "  eval.sinks; --sinks 0 keeps the window without sinks";
 
 /* "64,128,256" or "64..16384" (doubling). */
 /* Default report path: RUN_DIR/eval_<split>_<mode>.json for a run dir; for a checkpoint

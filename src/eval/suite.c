@@ -61,6 +61,10 @@ void st_eval_plan_resolve_transform(st_eval_plan *p, const st_eval_config *c) {
     /* a command that switches the sinks or the window off (0) drops the config's
      * positions too: they only say where the sinks sit */
     const int sinks_off = p->sinks == 0 || p->window == 0;
+    /* --window 0 is "no window", the key's default: it switches the config's StreamingLLM
+     * transform off, its sinks with it (sinks exist only beside a window; they were left
+     * behind, and refused for want of the window just switched off) */
+    if (p->window == 0 && p->sinks < 0) p->sinks = 0;
     if (p->transform < 0) p->transform = c->transform;
     if (p->transform_scale < 0) p->transform_scale = own_xf ? 0 : c->transform_scale;
     if (p->sinks < 0) p->sinks = c->sinks;

@@ -162,9 +162,14 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
                        kind);
     if (xf->sinks < 0 || xf->window < 0)
         return st_fail(e, ST_ERR_CONFIG, "%s, %s: sinks and window must be >= 0", sinks, window);
-    if (xf->sinks > 0 && xf->window == 0)
-        return st_fail(e, ST_ERR_CONFIG, "%s %lld: attention sinks need a window (%s; keys besides the sinks)", sinks,
-                       (long long)xf->sinks, window);
+    if (xf->sinks > 0 && xf->window == 0) {
+        /* a window nobody set is asked for where the sinks were set (--sinks on a command
+         * line needs --window there, the config's eval.sinks its eval.window): it said
+         * eval.window to a user who had typed --sinks */
+        const int on_cli = xf->cli ? (xf->cli & (ST_XF_CLI_WINDOW | ST_XF_CLI_SINKS)) != 0 : flag[0] == '-';
+        return st_fail(e, ST_ERR_CONFIG, "%s %lld: attention sinks need a window (%s W: the keys besides the sinks)",
+                       sinks, (long long)xf->sinks, on_cli ? "--window" : "eval.window");
+    }
     const char *why = st_pos_no_sinks(pos);
     if (xf->sinks > 0 && why)
         return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"%s\": %s", sinks,
