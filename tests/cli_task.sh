@@ -38,6 +38,19 @@ for x in rows:
 EOF2
 cp run/eval_task_copy.json first.json
 expect_rc 0 "eval again" "$BIN" eval run --task copy --scales 1,2 --trials 100 --threads 1 --quiet
+grep -q "may take hours" err.txt && bad "a long-size warning at 2x: $(cat err.txt)" || ok
+# scales that round below 1 or onto a size already listed: said, and each size evaluated
+# once (0.01 became size 1 silently, 1 and 1.1 two rows of one figure)
+expect_rc 0 "scales rounding together" "$BIN" eval run --task --scales 0.01,1,1.1 --trials 3 --threads 1 --json sc.json
+expect_err "warning: eval --scales 0.01: 0.01 x 4 (data.task.max_size) rounds to size 0; evaluated at size 1"
+expect_err "warning: eval --scales 1.1: size 4, as 1 gives: evaluated once"
+[ "$(grep -cE '^ +(1|4) +[01]\.[0-9]+ ' out.txt)" = 2 ] && ok || { bad "table rows of distinct sizes"; cat out.txt; }
+"$PY" -c 'import json, sys; r = json.load(open("sc.json"))["results"]; sys.exit([x["size"] for x in r] != [1, 4])' \
+    && ok || bad "report rows of --scales 0.01,1,1.1: $(grep '"size"' sc.json)"
+# a size whose instances are past 2^16 tokens: a warning with the token count before the
+# work starts (--sizes 1048576 ran for hours without one); stopped after it is said
+timeout 5 "$BIN" eval run --task --sizes 40000 --trials 1 --threads 1 --json long.json >out.txt 2>err.txt
+expect_err "warning: eval --task: size 40000 makes instances of 80002 tokens; 8e+04 tokens in all (1 trial x 1 depth per size)"
 cmp -s first.json run/eval_task_copy.json && ok || bad "the same seed gives another report"
 expect_rc 0 "eval with a window" "$BIN" eval run --task --sizes 3 --trials 5 --sinks 1 --window 6 --quiet
 # --show: every instance of the cells, as the evaluation ran them: the exact matches and

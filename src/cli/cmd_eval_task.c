@@ -245,6 +245,52 @@ int eval_task_write(cJSON *o, const char *path, st_error *e) {
     return rc;
 }
 
+/* --scales: each scale's size (round(scale x data.task.max_size), at least 1), each size
+ * once. A scale that rounds below 1 was evaluated at size 1, and two that round to one size
+ * twice (two rows of one figure), without a word: both are said, and the scale that adds
+ * no size is left out. Returns the count kept in scales / a->sizes. */
+static int scale_sizes(const st_task_data *td, task_args *a) {
+    st_task_sizes_from_scales(td, a->scales, a->n_scales, a->sizes);
+    int kept = 0;
+    for (int i = 0; i < a->n_scales; i++) {
+        if (floor(a->scales[i] * (double)td->max_size + 0.5) < 1)
+            st_log(ST_LOG_WARN, "eval --scales %g: %g x %lld (data.task.max_size) rounds to size 0; evaluated at "
+                   "size 1", a->scales[i], a->scales[i], (long long)td->max_size);
+        int j = 0;
+        while (j < kept && a->sizes[j] != a->sizes[i]) j++;
+        if (j < kept) {
+            st_log(ST_LOG_WARN, "eval --scales %g: size %lld, as %g gives: evaluated once", a->scales[i],
+                   (long long)a->sizes[i], a->scales[j]);
+            continue;
+        }
+        a->sizes[kept] = a->sizes[i];
+        a->scales[kept++] = a->scales[i];
+    }
+    return kept;
+}
+
+/* Instances this long take long: every answer token attends to the whole instance and its
+ * prefill is quadratic in the length. The default scales (32x at most) stay below it for
+ * rows of up to 2,048 tokens. */
+#define TASK_EVAL_LONG ((int64_t)1 << 16)
+
+/* A warning with the token count when the sizes make instances past TASK_EVAL_LONG
+ * (--sizes 1048576: 2M-token copy instances, 50 of them, accepted without a word). */
+static void warn_long(const st_task_data *td, const task_args *a, int n_depth) {
+    int64_t longest = 0, size = 0;
+    double total = 0;
+    for (int i = 0; i < a->n_sizes; i++) {
+        const int64_t len = td->task->length(&td->p, a->sizes[i]);
+        total += (double)len * (double)a->trials * n_depth;
+        if (len > longest) { longest = len; size = a->sizes[i]; }
+    }
+    if (longest > TASK_EVAL_LONG)
+        st_log(ST_LOG_WARN, "eval --task: size %lld makes instances of %lld tokens; %.3g tokens in all (%lld trial%s x "
+               "%d depth%s per size), each answer token attending to its whole instance: this may take hours "
+               "(fewer --trials or smaller sizes cut it)", (long long)size, (long long)longest, total,
+               (long long)a->trials, a->trials == 1 ? "" : "s", n_depth, n_depth == 1 ? "" : "s");
+}
+
 static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cfg) {
     if (a->n_lengths) return cli_usage("eval", "--lengths: applies to a text run's passkey; a task run takes --sizes or --scales");
     if (a->split_given) return cli_usage("eval", "--split: applies to a text run's passkey; a task run's instances are generated");
@@ -274,13 +320,14 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
             a->n_scales = st_task_default_sizes(&td, a->scales, a->sizes, (int)(sizeof dflt / sizeof *dflt),
                                                 "stretch eval", a->quiet);
         } else {
-            st_task_sizes_from_scales(&td, a->scales, a->n_scales, a->sizes);
+            a->n_scales = scale_sizes(&td, a);
         }
         a->n_sizes = a->n_scales;
     }
     /* every size must be one the task can make (MQAR: distinct keys <= symbols) */
     if (st_task_check_sizes(&td, a->sizes, a->n_sizes, a->n_scales ? "--scales" : "--sizes", &e))
         rc = cli_usage("eval", "%s", e.msg);
+    if (!rc) warn_long(&td, a, n_depth);
     st_task_cell *cells = rc ? NULL : calloc((size_t)a->n_sizes * (size_t)n_depth, sizeof *cells);
     if (!rc && !cells) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
     /* --show: the instances' lines, written as they run and printed after the table */
