@@ -16,6 +16,10 @@
 #              above 2^53 - 1 (2^53 + 1 reads as 2^53) is out of range
 #   resume     --set train.steps below the step the run reached: exit 2, config.json
 #              unchanged; the summary of a resume with nothing to do shows no loss
+#   ckptdir    no output goes into a run's checkpoints/ (an eval --json over its latest
+#              step_N.ckpt with --force broke --resume): export/train/extend/sweep --out,
+#              eval --json and data --save-tokenizer there are refused (exit 3), the run
+#              resumes; the run directory itself still takes reports
 # Every refusal leaves the files it names byte-identical (md5 before and after).
 . "$(dirname "$0")/lib_cli.sh" cli_overwrite
 TO=60
@@ -153,5 +157,23 @@ mkdir rX && cp tiny.json rX/config.json; cX=$(sum rX/config.json)
 run_to 2 "config inside its own --out" "$BIN" train rX/config.json --out rX --force --quiet
 expect_err "rX/config.json is the config.json of the run directory rX"
 same rX/config.json "$cX" "train --force with the config inside --out"
+
+# ---- ckptdir ----
+expect_rc 0 "a run for ckptdir" "$BIN" train tiny.json --out rK --quiet --set train.steps=4 --set train.checkpoint_every=2
+ck=rK/checkpoints/$(cat rK/checkpoints/latest); k0=$(sum "$ck")
+run_to 3 "eval --json over the latest checkpoint, --force" "$BIN" eval rK --lengths 16 --quiet --json "$ck" --force
+expect_err "^stretch eval: error: --json $ck: lies in .*/rK/checkpoints, a run's checkpoint directory"
+same "$ck" "$k0" "eval --json over a checkpoint"
+run_to 3 "export into checkpoints/" "$BIN" export rK --out rK/checkpoints/x;  expect_err "--out rK/checkpoints/x: lies in"
+run_to 3 "export as checkpoints/" "$BIN" export rK --out rK/checkpoints;      expect_err "--out rK/checkpoints: lies in"
+run_to 3 "train -o into checkpoints/" "$BIN" train tiny.json -o rK/checkpoints/sub --quiet; expect_err "-o rK/checkpoints/sub: lies in"
+run_to 3 "extend into checkpoints/" "$BIN" extend rK --to 32 --steps 1 --out rK/checkpoints/e --quiet; expect_err "lies in"
+run_to 3 "sweep into checkpoints/" "$BIN" sweep x.json --out rK/checkpoints/s --quiet; expect_err "--out rK/checkpoints/s: lies in"
+run_to 3 "data --save-tokenizer into checkpoints/" "$BIN" data --source synthetic --save-tokenizer rK/checkpoints/t.json
+expect_err "--save-tokenizer rK/checkpoints/t.json: lies in"
+(cd rK/checkpoints && "$BIN" eval .. --lengths 16 --quiet --json ./e.json >/dev/null 2>../../err.txt); [ $? = 3 ] && ok || bad "eval --json ./e.json from inside checkpoints/ was let through"
+[ "$(ls rK/checkpoints | grep -vc -E '^(step_[0-9]+\.ckpt|best\.ckpt|latest)$')" = 0 ] && ok || bad "something was written into rK/checkpoints: $(ls rK/checkpoints)"
+run_to 0 "resume after the refusals" "$BIN" train --resume rK --set train.steps=6 --quiet
+run_to 0 "a report in the run directory itself" "$BIN" eval rK --lengths 16 --quiet --json rK/mine.json
 
 finish cli_overwrite

@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,9 +116,52 @@ int cli_dir_arg(const char *cmd, const char *flag, const char *dir) {
     return ST_OK;
 }
 
+/* The deepest part of path that exists (path itself, or a parent), resolved: "" when
+ * none can be (then nothing is refused on its account). */
+static void existing_part(const char *path, char *real, size_t n) {
+    char p[ST_PATH_BUF];
+    struct stat st;
+    snprintf(p, sizeof p, "%s", path);
+    while (stat(p, &st) != 0) {
+        char *slash = strrchr(p, '/');
+        while (slash && slash > p && slash[1] == 0) { *slash = 0; slash = strrchr(p, '/'); }   /* "a/b/" */
+        if (!slash) snprintf(p, sizeof p, ".");
+        else if (slash == p) p[1] = 0;
+        else *slash = 0;
+    }
+    char buf[PATH_MAX];
+    snprintf(real, n, "%s", realpath(p, buf) ? buf : "");
+}
+
+int cli_outside_checkpoints(const char *flag, const char *path) {
+    char real[PATH_MAX], cfg[PATH_MAX + 16];
+    existing_part(path, real, sizeof real);
+    /* real and each of its parents: a directory "checkpoints" beside a config.json */
+    for (char *end = real + strlen(real); end > real; end = strrchr(real, '/')) {
+        *end = 0;
+        const char *base = strrchr(real, '/');
+        if (!base || strcmp(base + 1, "checkpoints") != 0) continue;
+        snprintf(cfg, sizeof cfg, "%.*s/config.json", (int)(base - real), real);
+        if (access(cfg, F_OK) != 0) continue;
+        st_error e = {0};
+        st_fail(&e, ST_ERR_IO, "%s %s: lies in %s, a run's checkpoint directory, which stretch train manages "
+                "(--resume reads it, train.keep_last and --force delete files in it): choose a path outside it",
+                flag, path, real);
+        return cli_report(&e);
+    }
+    return ST_OK;
+}
+
+int cli_out_dir_arg(const char *cmd, const char *flag, const char *dir) {
+    if (cli_dir_arg(cmd, flag, dir)) return ST_ERR_CONFIG;
+    return cli_outside_checkpoints(flag, dir);
+}
+
 int cli_output_file(const char *cmd, const char *flag, const char *path, int force) {
     struct stat st;
     st_error e = {0};
+    int rc = cli_outside_checkpoints(flag, path);
+    if (rc) return rc;
     if (lstat(path, &st) != 0) {   /* a new file: its directory must exist or be made, and take it */
         char dir[ST_PATH_BUF];
         snprintf(dir, sizeof dir, "%s", path);

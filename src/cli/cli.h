@@ -87,12 +87,20 @@ int cli_path_arg(const char *cmd, const char *flag, const char *v);
 /* A directory stretch writes into (--out, --resume): the same, and also refused when it
  * leaves no room for the file names stretch adds (st_dir_check), before any work. */
 int cli_dir_arg(const char *cmd, const char *flag, const char *dir);
+/* ST_OK, or exit 3 naming flag, when path (a file or directory stretch would write, or
+ * anything below it) lies in a run's checkpoints/ directory (one beside a config.json):
+ * stretch train manages it, and an eval report written over a step_N.ckpt broke --resume. */
+int cli_outside_checkpoints(const char *flag, const char *path);
+/* An output directory (--out of train, extend, export, sweep): cli_dir_arg, then
+ * cli_outside_checkpoints. */
+int cli_out_dir_arg(const char *cmd, const char *flag, const char *dir);
 /* An output file named by `flag` (--json, --save-tokenizer): refused (exit 3, naming the
  * flag) when `path` is a directory, or an existing file while `force` is not set, so a
  * report never replaces a run's config.json or a user's file by mistake. A missing parent
  * directory is created (as train --out does), and one that cannot be (a file in the way,
  * no permission) is refused. Checked before the work that produces the file, so an hour
- * of evaluation never ends in "cannot create". */
+ * of evaluation never ends in "cannot create". Refused in a run's checkpoints/ too
+ * (cli_outside_checkpoints). */
 int cli_output_file(const char *cmd, const char *flag, const char *path, int force);
 /* One of the transform options (--transform, --scale, --clip, --sinks, --window; src/cli/
  * cli_transform.c) with value v into xf: returns 1 when `a` is one (*rc = ST_OK, or the

@@ -42,7 +42,7 @@ int cmd_export(int argc, char **argv) {
             static const char *const valued[] = {"--out", NULL};
             int rc = cli_flag_value("export", valued, argc, argv, &i, &out);
             if (rc) return rc;
-            if (cli_dir_arg("export", "--out", out)) return ST_ERR_CONFIG;
+            if ((rc = cli_out_dir_arg("export", "--out", out))) return rc;
         }
         else if (!strcmp(argv[i], "--force")) force = 1;
         else if (argv[i][0] == '-') return cli_usage("export", "unknown option '%s'", argv[i]);

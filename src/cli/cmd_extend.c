@@ -88,7 +88,7 @@ static int parse(int argc, char **argv, extend_args *a) {
         else if (!strcmp(f, "--warmup")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->warmup)) return cli_usage("extend", "--warmup '%s': integer >= 0 expected", v); }
         else if (!strcmp(f, "--transform")) a->transform = v;
         else if (!strcmp(f, "--stop-after")) { if (!cli_int_arg(v, 1, INT64_MAX, &a->opts.stop_after)) return cli_usage("extend", "--stop-after needs a step number >= 1"); }
-        else if (!strcmp(f, "--out") || !strcmp(f, "-o")) { a->out = v; if (cli_dir_arg("extend", f, v)) return ST_ERR_CONFIG; }
+        else if (!strcmp(f, "--out") || !strcmp(f, "-o")) { a->out = v; if ((rc = cli_out_dir_arg("extend", f, v))) return rc; }
         else if (!strcmp(f, "--set")) {
             if (a->n_sets == MAX_SETS) return cli_usage("extend", "too many --set options (max %d)", MAX_SETS);
             a->sets[a->n_sets++] = v;

@@ -35,6 +35,7 @@ int cmd_sweep(int argc, char **argv, st_dist *dist) {
                 o.jobs = (int)n;
             } else if (!strcmp(a, "--out")) {
                 if (cli_path_arg("sweep", "--out", v)) return ST_ERR_CONFIG;
+                if ((rc = cli_outside_checkpoints("--out", v))) return rc;
                 o.out = v;
             } else {
                 if (!cli_int_arg(v, 0, 4096, &n))

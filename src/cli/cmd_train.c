@@ -66,11 +66,11 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
                 int64_t n;
                 if (!cli_int_arg(v, 1, INT64_MAX, &n)) return cli_usage("train", "--stop-after needs a step number >= 1");
                 opts.stop_after = n;
-            } else if (cli_dir_arg("train", a, v)) {
-                return ST_ERR_CONFIG;
             } else if (!strcmp(a, "--resume")) {
+                if (cli_dir_arg("train", a, v)) return ST_ERR_CONFIG;
                 resume = v;
             } else {
+                if ((rc = cli_out_dir_arg("train", a, v))) return rc;
                 out = v;
             }
         } else if (!strcmp(a, "--force")) {
