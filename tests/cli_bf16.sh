@@ -7,6 +7,8 @@
 #   - a bf16 run resumed from a checkpoint continues the uninterrupted bf16 trace bit for
 #     bit (the weights' bf16 shadow is rebuilt after the load, and oneDNN is deterministic
 #     for a fixed thread count);
+#   - a bf16 run resumed in fp32 (--set train.precision=fp32) says so in metrics.jsonl, a
+#     record at the checkpoint's step naming the change, and none for a plain resume;
 #   - `stretch eval --precision bf16` of the fp32-trained run: perplexity within 0.5% of
 #     the fp32 eval at every length, and the report says which precision ran;
 #   - `stretch bench --precision bf16` prints the bf16 GEMM rate, tokens/s, MFU, RSS;
@@ -79,6 +81,14 @@ t = [{(r["step"], k): v for l in open(p) for r in [json.loads(l)] for k, v in r.
 print("resumed:", t[1] == t[0])
 sys.exit(t[0] != t[1])
 EOF
+grep -q resumed_from rr/metrics.jsonl && bad "a resume without changes wrote a record: $(grep resumed_from rr/metrics.jsonl)" || ok
+# ... and in fp32: config.json says fp32 from then on, metrics.jsonl keeps the seam (the
+# resume warning alone said it, and scrolled away)
+expect_rc 0 "bf16 stop at 150, again" "$BIN" train cfg.json --set train.precision=bf16 --out rp --stop-after 150 --quiet
+expect_rc 0 "resume in fp32" "$BIN" train --resume rp --set train.precision=fp32 --quiet
+grep -qxF '{"step": 150, "resumed_from": "rp/checkpoints/step_00000150.ckpt", "changed": "train.precision: \"bf16\" vs \"fp32\""}' \
+    rp/metrics.jsonl && ok || bad "no resume record for the precision change: $(grep -n resumed rp/metrics.jsonl)"
+"$PY" -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' rp/metrics.jsonl && ok || bad "rp/metrics.jsonl: not JSON lines"
 
 # ---- bf16 eval of the fp32-trained run: within 0.5% ----
 expect_rc 0 "eval fp32 run in bf16" "$BIN" eval r32 --precision bf16 --json e32b.json

@@ -9,10 +9,12 @@
  *    "tokens_per_s": 41200, "elapsed": 12.5}
  *   {"step": 200, "val_loss": 3.05, "val_ppl": 21.1}
  * (plus "rf_rho": [[rho per head] per layer] when the model learns alibi_rf receptive fields)
+ * and, when a resume changed train keys, {"step": 200, "resumed_from": CKPT, "changed": ...}
  * Losses are written with 17 significant digits so traces compare bit for bit. */
 #define _GNU_SOURCE
 #include "train_internal.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -161,6 +163,27 @@ int st_progress_val(st_progress *pg, int64_t step, double val_loss, int best, co
     if (has_rho) snprintf(rf, sizeof rf, "; learned rho %.3g..%.3g", (double)lo, (double)hi);
     st_log(ST_LOG_INFO, "step %lld: validation loss %.4f, ppl %.3f%s%s", (long long)step, val_loss,
            exp(val_loss), best ? " (best)" : "", rf);
+    return rc;
+}
+
+int st_progress_resume(st_progress *pg, int64_t step, const char *ckpt, const char *changed, st_error *e) {
+    if (pg->metrics < 0) return ST_OK;
+    cJSON *a = cJSON_CreateString(ckpt), *b = cJSON_CreateString(changed);
+    char *sa = a ? cJSON_PrintUnformatted(a) : NULL, *sb = b ? cJSON_PrintUnformatted(b) : NULL;
+    const size_t n = (sa ? strlen(sa) : 0) + (sb ? strlen(sb) : 0) + 96;
+    char *line = sa && sb ? malloc(n) : NULL;
+    int rc = ST_OK;
+    if (!line) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", pg->metrics_path);
+    else {
+        const int k = snprintf(line, n, "{\"step\": %lld, \"resumed_from\": %s, \"changed\": %s}\n", (long long)step,
+                               sa, sb);
+        rc = append_record(pg, line, (size_t)k < n ? (size_t)k : n - 1, e);
+    }
+    free(line);
+    cJSON_free(sa);
+    cJSON_free(sb);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
     return rc;
 }
 

@@ -79,6 +79,10 @@ int st_progress_step(st_progress *pg, int64_t step, double loss, double lr, doub
 /* m: the model, for the learned receptive fields of alibi_rf ("rf_rho": [layer][head]);
  * the record is written as st_progress_step's is */
 int st_progress_val(st_progress *pg, int64_t step, double val_loss, int best, const st_model *m, st_error *e);
+/* A resume that changed train keys (a precision, a learning rate): the record
+ * {"step": N, "resumed_from": CKPT, "changed": "train.KEY: OLD vs NEW, ..."} at the
+ * checkpoint's step, so the trace says where it stops being one uninterrupted run's. */
+int st_progress_resume(st_progress *pg, int64_t step, const char *ckpt, const char *changed, st_error *e);
 /* A message that should not be overwritten by the bar. */
 void st_progress_note(st_progress *pg, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

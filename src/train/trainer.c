@@ -310,6 +310,8 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
         rc = st_progress_open(&t->pg, t->rank == 0 ? run_dir : NULL, t->st.step, t->cfg.train.steps, t->st.elapsed,
                               t->opts.quiet, e);
         if (!rc) t->have_pg = 1;
+        if (!rc && t->resume_changes[0])
+            rc = st_progress_resume(&t->pg, t->st.step, t->last_ckpt, t->resume_changes, e);
         rc = st_dist_agree(t->dist, rc, e);
     }
     if (!rc) {

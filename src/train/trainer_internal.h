@@ -40,6 +40,7 @@ typedef struct trainer {
     int lock_fd;            /* rank 0: the run directory's lock (st_dir_lock), or -1 */
     int restart;            /* --resume of a run that never wrote a checkpoint: from step 0 */
     char last_ckpt[ST_PATH_BUF];
+    char resume_changes[1200];  /* rank 0: the train keys a resume changed ("" when none) */
     char *origin;           /* init_from.json of a run started from a checkpoint (NULL: none) */
 } trainer;
 

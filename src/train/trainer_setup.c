@@ -133,9 +133,13 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
         const st_train_config *n = &t->cfg.train;
         k->max_seconds = n->max_seconds; k->log_every = n->log_every; k->eval_every = n->eval_every;
         k->eval_batches = n->eval_batches; k->checkpoint_every = n->checkpoint_every; k->keep_last = n->keep_last;
-        if (st_run_config_diff(&ck_cfg, &t->cfg, "train", diff, sizeof diff))
+        if (st_run_config_diff(&ck_cfg, &t->cfg, "train", diff, sizeof diff)) {
             st_log(ST_LOG_WARN, "resuming with a changed train section (%s, checkpoint vs now): the loss trace "
                    "will differ from an uninterrupted run", diff);
+            /* config.json is rewritten with the new values and the warning scrolls away:
+             * metrics.jsonl records the seam (st_progress_resume) */
+            snprintf(t->resume_changes, sizeof t->resume_changes, "%s", diff);
+        }
     } else {
         if (!cfg_in) return st_fail(e, ST_ERR_CONFIG, "st_train: no config");
         t->cfg = *cfg_in;
