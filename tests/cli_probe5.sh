@@ -200,6 +200,12 @@ expect_rc 0 "eval --task --sizes 1..4" "$BIN" eval tk --task --sizes 1..4 --tria
     ok || bad "--sizes 1..4 evaluated other sizes: $(head -c 300 tk_sizes.json)"
 expect_rc 0 "quickstart.sh --help" bash "$SRC/scripts/quickstart.sh" --help
 grep -q "usage: bash scripts/quickstart.sh" out.txt && ok || bad "quickstart --help: $(cat out.txt)"
+# its threads: train.threads 0 ignores OMP_NUM_THREADS, so the script no longer exports it
+# as if it set the count; one count goes to its training and its evaluation
+grep -q "OMP_NUM_THREADS does not set" out.txt && ! grep -q "^export OMP_NUM_THREADS" "$SRC/scripts/quickstart.sh" &&
+    grep -q 'train configs/quickstart.json .*--set train.threads="$THREADS"' "$SRC/scripts/quickstart.sh" &&
+    grep -q 'eval runs/quickstart .*--threads "$THREADS"' "$SRC/scripts/quickstart.sh" && ok ||
+    bad "quickstart.sh's threads: $(grep -n 'THREADS' "$SRC/scripts/quickstart.sh")"
 for s in results_block results_extension; do
     expect_rc 0 "$s.py --help" /usr/bin/python3 "$SRC/scripts/$s.py" --help
 done
