@@ -73,10 +73,11 @@ def check(inst):
         assert toks[q + 2] == "=" and toks[-1] == ".", inst
         assert int("".join(toks[q + 3:-1])) == toks[:q].count(toks[q + 1]) >= 1, inst
         assert sc == [False] * (q + 3) + [True] * (len(toks) - q - 3), inst
-    elif task == "vartrack":   # `K x d d` values, `K y x` copies, `? d d =`, the chain, `.`
+    elif task == "vartrack":   # `K x d d` values, `K y x` copies, `? d d`, the chain, `.`
         q = toks.index("?")
-        e = toks.index("=", q)
+        e = q + 3   # two digits
         val = toks[q + 1:e]
+        assert all(t.isdigit() for t in val) and not toks[e].isdigit(), inst
         assign = [(toks[i + 1], toks[i + 2:i + 2 + len(val)] if toks[i + 2].isdigit() else toks[i + 2])
                   for i in range(q) if toks[i] == "K"]
         dst = [a for a, _ in assign]
@@ -87,7 +88,7 @@ def check(inst):
         assert len(chain) == 1, inst
         while len(chain) < 3:
             chain += [a for a, src in assign if src == chain[-1]]
-        assert toks[e + 1:] == chain + ["."] and sc == [False] * (e + 1) + [True] * 4, inst
+        assert toks[e:] == chain + ["."] and sc == [False] * e + [True] * 4, inst
     elif task == "parity":
         assert toks[-2] == "=" and set(toks[:-2]) <= {"0", "1"} and int(toks[-1]) == toks[:-2].count("1") % 2, inst
         assert sc == [False] * (len(toks) - 1) + [True], inst
@@ -154,8 +155,8 @@ expect_rc 2 "vartrack: more variables than symbols" "$BIN" data --config copy.js
     --set data.task.hops=3 --set data.task.chains=3 --set data.task.min_size=40 --set data.task.max_size=40
 expect_err "data.task.hops x data.task.chains: 3 x 3 = 9 variables need as many distinct symbols, data.task.symbols is 8"
 expect_rc 2 "vartrack: too small" "$BIN" data --config copy.json --set data.task.name=vartrack --set data.task.max_size=12
-expect_err "data.task.min_size: vartrack takes sizes (tokens) in \[39, "
-expect_err "(data.task.chains x (data.task.digits + 3 data.task.hops - 1) + data.task.digits + 2)"
+expect_err "data.task.min_size: vartrack takes sizes (tokens) in \[38, "
+expect_err "(data.task.chains x (data.task.digits + 3 data.task.hops - 1) + data.task.digits + 1)"
 expect_rc 2 "hops on another task" "$BIN" data --config copy.json --set data.task.hops=2
 expect_err "data.task.hops: applies to the task vartrack, not to data.task.name \"copy\""
 expect_rc 2 "chains out of range" "$BIN" data --config copy.json --set data.task.name=vartrack --set data.task.chains=17

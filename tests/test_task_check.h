@@ -121,11 +121,11 @@ static int is_filler(const st_task_params *p, const int32_t *tok, int64_t i) {
 }
 
 /* prompt tokens that are not filler, from docs/tasks.md: passkey's needle and `?`,
- * multikey's needles and `? s`, vartrack's assignments and `? d1 .. dk =` */
+ * multikey's needles and `? s`, vartrack's assignments and `? d1 .. dk` */
 static int64_t needle_overhead(const st_task *t, const st_task_params *p) {
     const int64_t k = p->digits;
     if (!strcmp(t->name, "multikey")) return p->needles * (k + 2) + 2;
-    if (!strcmp(t->name, "vartrack")) return p->chains * ((k + 2) + 3 * (p->hops - 1)) + k + 2;
+    if (!strcmp(t->name, "vartrack")) return p->chains * ((k + 2) + 3 * (p->hops - 1)) + k + 1;
     return k + 2;
 }
 
@@ -167,15 +167,15 @@ static int filler_is_path(const st_task_params *p, const int32_t *tok, int64_t p
     return path;
 }
 
-/* vartrack: `K x d1 .. dk` and `K y x` assignments in filler, `? d1 .. dk =`. The
+/* vartrack: `K x d1 .. dk` and `K y x` assignments in filler, `? d1 .. dk`. The
  * assigned variables are distinct, the values are distinct and exactly one chain holds
  * the asked one, every copy's source was assigned earlier in the prompt, and following
  * the copies from each value gives `chains` chains of `hops` variables that together are
  * every assignment; the filler is one chain path. */
 static void check_vartrack(const st_task_params *p, int64_t size, const int32_t *tok, int64_t n) {
     const int k = p->digits;
-    const int64_t q = size - k - 2;
-    CHECK(tok[q] == ST_TT_QUERY && tok[size - 1] == ST_TT_SEP && n == size + p->hops + 1 && tok[n - 1] == ST_TT_END);
+    const int64_t q = size - k - 1;
+    CHECK(tok[q] == ST_TT_QUERY && n == size + p->hops + 1 && tok[n - 1] == ST_TT_END);
     for (int j = 0; j < k; j++) CHECK(is_dig(tok[q + 1 + j]));
     enum { MAXA = ST_TASK_MAX_HOPS * ST_TASK_MAX_CHAINS };
     int32_t dst[MAXA], src[MAXA];   /* assignment a: dst[a] = src[a], a variable, or -1 - start of its value */
@@ -221,7 +221,7 @@ static void check_vartrack(const st_task_params *p, int64_t size, const int32_t 
               values, asked, chain_ok ? "ok" : "not of data.task.hops", reached, bad ? ", a repeat" : "");
     int64_t fill = 0;
     for (int64_t i = 0; i < q; i++) fill += is_filler(p, tok, i);
-    CHECK(fill == size - (int64_t)p->chains * (k + 2 + 3 * (p->hops - 1)) - k - 2);
+    CHECK(fill == size - (int64_t)p->chains * (k + 2 + 3 * (p->hops - 1)) - k - 1);
     CHECK_MSG(filler_is_path(p, tok, q), "vartrack size %lld: the filler is not one path of the chain", (long long)size);
 }
 

@@ -8,9 +8,13 @@
  * (symbols, all C H distinct). Chain c's first assignment gives its value, `K x d1 .. dk`
  * (k = data.task.digits; the chains' values distinct), each later one copies the
  * variable before it, `K y x` (y = x). The assignments sit in F filler tokens (one sample
- * of the built-in Markov source, as passkey's), the question `? d1 .. dk =` names chain
- * 0's value, and the answer is chain 0's variables in chain order, then `.`:
- *   n = F + C (k + 2 + 3 (H - 1)) + k + 2 prompt tokens, n + H + 1 in all.
+ * of the built-in Markov source, as passkey's), the question `? d1 .. dk` names chain 0's
+ * value, and the answer is chain 0's variables in chain order, then `.`:
+ *   n = F + C (k + 2 + 3 (H - 1)) + k + 1 prompt tokens, n + H + 1 in all.
+ * The answer follows the value's last digit, as passkey's follows its `?`: with a `=`
+ * after the question the first lookup must first move the value onto the `=` (a
+ * previous-token head, then the match), and a pilot (RoPE, 8,000 steps) stalled at twice
+ * the answer loss of this format (docs/results-tasks.md).
  * Chain 0's value assignment sits after the first a = round(depth F) filler tokens (depth:
  * the caller's, or drawn from the seed), its copies at uniform points of [a, F] after it;
  * a distractor chain's H assignments at uniform points of [0, F], each chain in order, so
@@ -31,8 +35,8 @@ static int64_t value_w(const st_task_params *p) { return (int64_t)p->digits + 2;
 /* one chain's tokens: its value assignment, then H - 1 copies */
 static int64_t chain_w(const st_task_params *p) { return value_w(p) + (int64_t)(p->hops - 1) * COPY_W; }
 
-/* every chain and the question `? d1 .. dk =`, no filler */
-static int64_t vt_min(const st_task_params *p) { return (int64_t)p->chains * chain_w(p) + p->digits + 2; }
+/* every chain and the question `? d1 .. dk`, no filler */
+static int64_t vt_min(const st_task_params *p) { return (int64_t)p->chains * chain_w(p) + p->digits + 1; }
 
 static int64_t vt_length(const st_task_params *p, int64_t n) { return n + p->hops + 1; }
 
@@ -126,10 +130,9 @@ static int64_t vt_generate(const st_task_params *p, int64_t n, uint64_t seed, in
         if (h) tok[at + 2] = var[j - 1];
         else memcpy(tok + at + 2, value + (j / H) * k, (size_t)k * sizeof *tok);
     }
-    const int64_t q = n - k - 2;   /* the question: chain 0's value */
+    const int64_t q = n - k - 1;   /* the question: chain 0's value */
     tok[q] = ST_TT_QUERY;
     memcpy(tok + q + 1, value, (size_t)k * sizeof *tok);
-    tok[n - 1] = ST_TT_SEP;
     for (int64_t i = 0; i < n; i++) ans[i] = 0;
     for (int h = 0; h < H; h++) {
         tok[n + h] = var[h];
@@ -142,6 +145,6 @@ const st_task st_task_vartrack = {
     .name = "vartrack", .cite = "Hsieh et al. 2024 (RULER), arXiv 2404.06654", .size_unit = "tokens",
     .min_size = 3, .keys = ST_TASK_KEY_SYMBOLS | ST_TASK_KEY_DIGITS | ST_TASK_KEY_HOPS | ST_TASK_KEY_CHAINS,
     .has_depth = 1, .min_size_of = vt_min,
-    .min_rule = "data.task.chains x (data.task.digits + 3 data.task.hops - 1) + data.task.digits + 2",
+    .min_rule = "data.task.chains x (data.task.digits + 3 data.task.hops - 1) + data.task.digits + 1",
     .max_size = NULL, .check = vt_check, .length = vt_length, .generate = vt_generate,
 };
