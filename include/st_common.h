@@ -154,6 +154,12 @@ typedef struct st_atomic_file { FILE *f; char *tmp, *path; } st_atomic_file;
 FILE *st_atomic_open(st_atomic_file *a, const char *path, st_error *e);
 int st_atomic_commit(st_atomic_file *a, st_error *e);
 void st_atomic_abort(st_atomic_file *a);
+/* st_atomic_commit in two halves, for a set of files that must appear together (export):
+ * finish flushes, fsyncs and closes, the content staying under the temp name (a failure
+ * removes it); publish renames it over path. Finish every file before publishing any;
+ * st_atomic_abort still removes a finished temp file. */
+int st_atomic_finish(st_atomic_file *a, st_error *e);
+int st_atomic_publish(st_atomic_file *a, st_error *e);
 /* Make path a hard link of `existing`, atomically replacing what path was (ST_ERR_IO if
  * the file system cannot link). */
 int st_link_atomic(const char *existing, const char *path, st_error *e);

@@ -410,6 +410,9 @@ int st_sample_token(const float *logits, int V, const st_sampling *s, st_rng *r,
 
 /* safetensors (F32, PyTorch [out,in] layout; names in docs/model-format.md). */
 int st_model_save_safetensors(const st_model *m, const char *path, st_error *e);
+/* The same bytes into an open file (an st_atomic_file the caller commits: export writes
+ * its files together); path names the file in messages. */
+int st_model_write_safetensors(const st_model *m, FILE *f, const char *path, st_error *e);
 /* Load tensors by name into an initialised model; shapes must match exactly. */
 int st_model_load_safetensors(st_model *m, const char *path, st_error *e);
 

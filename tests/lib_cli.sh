@@ -14,6 +14,9 @@
 #   tiny_synthetic_cfg FILE      a 1-layer d 16 rope model on a 16-token synthetic corpus,
 #                                2 steps of 4 x 16 on one thread (the probe's run, ~0.1 s)
 #   tiny_task_cfg FILE           the same size of model on the copy task (sizes 2..4)
+#   big_vocab_cfg FILE           words.txt (3,000 distinct 12-letter words) and a 1-layer
+#                                d 2 word-level run of 1 step whose tokenizer.json (~45 KB)
+#                                outweighs its model.safetensors (~25 KB): export failures
 # Each test ends with: finish NAME (or echo "NAME: ..."; [ "$fails" -eq 0 ])
 set -u
 BIN=${STRETCH_BIN:?STRETCH_BIN is not set}
@@ -73,4 +76,21 @@ tiny_task_cfg() {
  "train": {"batch_size": 4, "seq_len": 32, "steps": 2, "eval_batches": 1, "threads": 1,
            "schedule": {"kind": "constant", "warmup": 0}}}
 EOF_TASK
+}
+big_vocab_cfg() {
+    "$PY" - <<'EOF_WORDS'
+import random
+random.seed(1)
+ws = ['w%011d' % i for i in range(3000)]
+with open('words.txt', 'w') as f:
+    f.write('\n'.join(' '.join(ws[i:i + 10]) for i in range(0, 3000, 10)) + '\n')
+    for _ in range(600):
+        f.write(' '.join(random.choice(ws) for _ in range(12)) + '\n')
+EOF_WORDS
+    cat > "$1" <<'EOF_WCFG'
+{"model": {"n_layers": 1, "d_model": 2, "n_heads": 1, "pos": "alibi"},
+ "data": {"source": "text", "path": "words.txt", "tokenizer": "word", "valid_frac": 0.1, "test_frac": 0.1},
+ "train": {"seed": 3, "batch_size": 2, "seq_len": 8, "steps": 1, "eval_every": 1, "eval_batches": 1, "threads": 1,
+           "log_every": 1, "schedule": {"warmup": 0}}}
+EOF_WCFG
 }

@@ -115,7 +115,7 @@ void st_atomic_abort(st_atomic_file *a) {
     a->tmp = a->path = NULL;
 }
 
-int st_atomic_commit(st_atomic_file *a, st_error *e) {
+int st_atomic_finish(st_atomic_file *a, st_error *e) {
     ST_ASSERT(a->f && a->tmp && a->path);
     int bad = ferror(a->f) || fflush(a->f) != 0 || fsync(fileno(a->f)) != 0;
     int err = errno;
@@ -126,6 +126,11 @@ int st_atomic_commit(st_atomic_file *a, st_error *e) {
         st_atomic_abort(a);
         return rc;
     }
+    return ST_OK;
+}
+
+int st_atomic_publish(st_atomic_file *a, st_error *e) {
+    ST_ASSERT(!a->f && a->tmp && a->path);
     if (rename(a->tmp, a->path) != 0) {
         int rc = st_fail(e, ST_ERR_IO, "%s: cannot replace: %s", a->path, strerror(errno));
         st_atomic_abort(a);
@@ -136,6 +141,11 @@ int st_atomic_commit(st_atomic_file *a, st_error *e) {
     free(a->path);
     a->tmp = a->path = NULL;
     return ST_OK;
+}
+
+int st_atomic_commit(st_atomic_file *a, st_error *e) {
+    int rc = st_atomic_finish(a, e);
+    return rc ? rc : st_atomic_publish(a, e);
 }
 
 int st_link_atomic(const char *existing, const char *path, st_error *e) {

@@ -19,7 +19,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
-int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) {
+int st_model_write_safetensors(const st_model *m, FILE *f, const char *path, st_error *e) {
     const st_params *p = &m->params;
     cJSON *hdr = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(hdr, "__metadata__");
@@ -41,10 +41,6 @@ int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) 
     cJSON_Delete(hdr);
     if (!json) return st_fail(e, ST_ERR_MEMORY, "%s: cannot build the safetensors header", path);
     size_t jl = strlen(json), padded = (jl + 7) & ~(size_t)7;
-
-    st_atomic_file out;
-    FILE *f = st_atomic_open(&out, path, e);
-    if (!f) { free(json); return e ? e->code : ST_ERR_IO; }
     unsigned char n8[8];
     for (int i = 0; i < 8; i++) n8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     int ok = fwrite(n8, 1, 8, f) == 8 && fwrite(json, 1, jl, f) == jl;
@@ -52,11 +48,14 @@ int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) 
     free(json);
     for (int i = 0; i < p->count && ok; i++)
         ok = fwrite(p->data + p->info[i].offset, sizeof(float), p->info[i].numel, f) == p->info[i].numel;
-    if (!ok) {
-        int rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-        st_atomic_abort(&out);
-        return rc;
-    }
+    return ok ? ST_OK : st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+}
+
+int st_model_save_safetensors(const st_model *m, const char *path, st_error *e) {
+    st_atomic_file out;
+    if (!st_atomic_open(&out, path, e)) return e ? e->code : ST_ERR_IO;
+    int rc = st_model_write_safetensors(m, out.f, path, e);
+    if (rc) { st_atomic_abort(&out); return rc; }
     return st_atomic_commit(&out, e);
 }
 
