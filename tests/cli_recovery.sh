@@ -5,6 +5,10 @@
 #            earlier export exactly as it was and an empty --out empty, no temp files, and
 #            the error says why; a directory in the way is refused before anything is
 #            written; a --force export of a run without a tokenizer leaves no foreign one
+#   sweep    a point's marker names the checkpoint it evaluated: a run trained again into
+#            the point's dir with other keys (train --force, train --resume with more
+#            steps) is refused naming the point and what changed, with the same config it
+#            is evaluated again (also for a marker of an older stretch, by its file time)
 # (a real full disk, tmpfs: cli_diskfull.sh)
 . "$(dirname "$0")/lib_cli.sh" cli_recovery
 
@@ -49,5 +53,57 @@ cp -r runb runb_notok && rm runb_notok/tokenizer.json
 expect_rc 0 "export the word run" "$BIN" export runw --out exp2
 expect_rc 0 "export --force a run without tokenizer.json" "$BIN" export runb_notok --out exp2 --force
 [ ! -e exp2/tokenizer.json ] && ok || bad "the earlier export's tokenizer.json stayed beside another model"
+
+# ---- sweep: a marker stands for the checkpoint it evaluated ----
+tiny_synthetic_cfg syn.json
+cat > sw.json <<'EOF'
+{"base": "syn.json", "variants": [{"name": "alibi", "model.pos": "alibi"}], "eval": {"lengths": [16, 32]}}
+EOF
+expect_rc 0 "sweep" "$BIN" sweep sw.json --out sw --quiet
+"$PY" - sw/alibi/sweep_done.json <<'EOF' && ok || bad "the marker does not name its checkpoint"
+import json, sys
+c = json.load(open(sys.argv[1]))["checkpoint"]
+assert c["file"] == "step_00000002.ckpt" and c["step"] == 2 and len(c["crc32"]) == 8, c
+EOF
+cp sw/alibi/config.json point.json
+expect_rc 0 "train --force into the point with another lr" "$BIN" train point.json --out sw/alibi --force --quiet \
+    --set train.optimizer.lr=0.01
+expect_rc 2 "sweep over a retrained point" "$BIN" sweep sw.json --out sw --quiet
+expect_err "point alibi: sw/alibi holds a run of a different config (train.optimizer.lr"
+expect_err "its checkpoint changed since the sweep evaluated it (step_00000002.ckpt CRC"
+"$PY" - sw/results.json <<'EOF' && ok || bad "results.json still reports the old model"
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert r["state"] == "failed" and not r.get("results"), r["state"]
+EOF
+# the point's own config trained again: evaluated again, not skipped
+expect_rc 0 "train --force into the point with its config" "$BIN" train point.json --out sw/alibi --force --quiet
+expect_rc 0 "sweep re-evaluates it" "$BIN" sweep sw.json --out sw --quiet
+expect_err "alibi: its checkpoint changed since the sweep evaluated it"
+"$PY" - sw <<'EOF' && ok || bad "the re-evaluated point's marker or state"
+import json, struct, sys, zlib
+d = sys.argv[1]
+m = json.load(open(d + "/alibi/sweep_done.json"))
+hdr = open(d + "/alibi/checkpoints/step_00000002.ckpt", "rb").read(64)
+assert m["checkpoint"]["crc32"] == "%08x" % struct.unpack("<I", hdr[56:60])[0], m["checkpoint"]
+assert json.load(open(d + "/results.json"))["runs"][0]["state"] == "done"
+EOF
+expect_rc 0 "sweep again" "$BIN" sweep sw.json --out sw --quiet
+expect_err "alibi: finished earlier, skipped"
+# a marker of an older stretch (no "checkpoint"): kept while its checkpoint is older
+"$PY" - sw/alibi/sweep_done.json <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1])); del m["checkpoint"]; json.dump(m, open(sys.argv[1], "w"))
+EOF
+expect_rc 0 "sweep, an older marker" "$BIN" sweep sw.json --out sw --quiet
+expect_err "alibi: finished earlier, skipped"
+touch -d '+1 minute' sw/alibi/checkpoints/step_00000002.ckpt
+expect_rc 0 "sweep, an older marker and a newer checkpoint" "$BIN" sweep sw.json --out sw --quiet
+expect_err "written after sweep_done.json"
+# trained further with --resume: refused, naming train.steps
+expect_rc 0 "train --resume with more steps" "$BIN" train --resume sw/alibi --set train.steps=4 --quiet
+expect_rc 2 "sweep over a point trained further" "$BIN" sweep sw.json --out sw --quiet
+expect_err "point alibi: sw/alibi holds a run of a different config (train.steps: 4 vs 2"
+expect_err "step_00000002.ckpt CRC [0-9a-f]* then, step_00000004.ckpt CRC"
 
 finish cli_recovery

@@ -24,6 +24,7 @@ typedef struct sweep_point {
     int state;                  /* sweep_point_state */
     int status;                 /* st_status of a failure */
     char error[ST_PATH_BUF + 1024];
+    char changed[2 * ST_PATH_BUF];     /* why its marker no longer stands for its run ("": it does) */
     cJSON *record;              /* {"train": {...}, "report": {...}} (done / skipped) */
 } sweep_point;
 
@@ -108,5 +109,11 @@ int st_sweep_check_out(const sweep *s, st_error *e);
 
 /* sweep_io.c */
 int st_sweep_exists(const char *path);
+/* The checkpoint a point's evaluation read (train_dir's latest) as its marker's
+ * "checkpoint" object, {"file", "step", "crc32"}; NULL when the run holds none. */
+cJSON *st_sweep_ckpt_id(const char *train_dir, int64_t step);
+/* 1 when marker m (the file marker_path) evaluated the checkpoint train_dir holds now;
+ * else 0 and what changed in why (n bytes). */
+int st_sweep_same_ckpt(const cJSON *m, const char *marker_path, const char *train_dir, char *why, size_t n);
 
 #endif

@@ -4,8 +4,10 @@
  * Per point, in OUT/<name>/ (a normal run dir, so `stretch eval` and `stretch train
  * --resume` work on it too):
  *   sweep_done.json      the marker, written last: {"config_hash", "eval_plan", "train":
- *                        {...}, "report": <the eval report>}. A point whose marker matches
- *                        the point's config hash and the sweep's eval plan is skipped.
+ *                        {...}, "checkpoint": {"file", "step", "crc32"}, "report": <the
+ *                        eval report>}. A point whose marker matches the point's config
+ *                        hash and the sweep's eval plan, and whose run still holds the
+ *                        checkpoint it names (sweep_io.c), is skipped.
  *   checkpoints/latest   training state: if present and short of train.steps, training
  *                        resumes from it (st_train with resume); if complete, only the
  *                        evaluation runs. config.json without a checkpoint (a run that
@@ -59,9 +61,12 @@ static int check_same_run(const sweep *s, const sweep_point *pt, st_error *e) {
     if (same < 0)
         return st_fail(e, ST_ERR_IO, "%s: point %s: %s holds an unreadable run (%s); delete it or choose another out",
                        s->file, pt->name, pt->dir, diff);
+    /* a run trained again with other keys after the sweep evaluated it: say so, its
+     * marker is why the user may think it is the sweep's */
     if (!same)
-        return st_fail(e, ST_ERR_CONFIG, "%s: point %s: %s holds a run of a different config (%s: run vs sweep); "
-                       "delete it or choose another out", s->file, pt->name, pt->dir, diff);
+        return st_fail(e, ST_ERR_CONFIG, "%s: point %s: %s holds a run of a different config (%s: run vs sweep)%s%s; "
+                       "delete it or choose another out", s->file, pt->name, pt->dir, diff,
+                       pt->changed[0] ? "; " : "", pt->changed);
     return ST_OK;
 }
 
@@ -320,6 +325,10 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
         point_plan_sig(s, pt, sig, sizeof sig);
         cJSON_AddStringToObject(m, "eval_plan", sig);
         cJSON_AddItemToObject(m, "train", train_summary(&st, &rep->cfg));
+        /* which checkpoint this evaluated: a re-run trusts the marker only while the run
+         * still holds it (sweep_io.c) */
+        cJSON *id = st_sweep_ckpt_id(pt->train_dir, st.step);
+        if (id) cJSON_AddItemToObject(m, "checkpoint", id);
         cJSON_AddItemToObject(m, "report", rj ? cJSON_Parse(rj) : cJSON_CreateNull());
         cJSON *task = NULL;
         if (!strcmp(pt->cfg.data.source, "task"))   /* task runs: accuracy by size too */
@@ -343,12 +352,22 @@ static int eval_point(const sweep *s, sweep_point *pt, st_error *e) {
 }
 
 /* Read point pt's marker into pt->record (NULL: not finished) and take the run it was
- * evaluated on ("trained_in": an earlier point's run, else its own). */
+ * evaluated on ("trained_in": an earlier point's run, else its own). A marker whose
+ * checkpoint that run no longer holds (trained again or further since) is no record:
+ * pt->changed says why. */
 static cJSON *load_record(const sweep *s, sweep_point *pt, int *plan_differs) {
-    pt->record = read_marker(s, pt, plan_differs);
-    const cJSON *ti = pt->record ? cJSON_GetObjectItemCaseSensitive(pt->record, "trained_in") : NULL;
+    cJSON *m = read_marker(s, pt, plan_differs);
+    const cJSON *ti = m ? cJSON_GetObjectItemCaseSensitive(m, "trained_in") : NULL;
     snprintf(pt->train_dir, sizeof pt->train_dir, "%s", cJSON_IsString(ti) ? ti->valuestring : pt->dir);
-    return pt->record;
+    char path[ST_PATH_BUF];
+    path_join(path, sizeof path, pt->dir, "sweep_done.json");
+    pt->changed[0] = 0;
+    if (m && !st_sweep_same_ckpt(m, path, pt->train_dir, pt->changed, sizeof pt->changed)) {
+        cJSON_Delete(m);
+        m = NULL;
+        snprintf(pt->train_dir, sizeof pt->train_dir, "%s", pt->dir);
+    }
+    return pt->record = m;
 }
 
 /* Point i: skipped when its marker matches, else trained (or resumed) and evaluated. The
@@ -361,8 +380,8 @@ int st_sweep_run_point(sweep *s, int i, const st_sweep_opts *opts) {
         st_log(ST_LOG_INFO, "sweep: [%d/%d] %s: finished earlier, skipped", i + 1, s->n_points, pt->name);
         return ST_OK;
     }
-    st_log(ST_LOG_INFO, "sweep: [%d/%d] %s%s", i + 1, s->n_points, pt->name,
-           plan_differs ? ": the eval plan changed, evaluating again" : "");
+    st_log(ST_LOG_INFO, "sweep: [%d/%d] %s%s%s", i + 1, s->n_points, pt->name,
+           plan_differs ? ": the eval plan changed, evaluating again" : pt->changed[0] ? ": " : "", pt->changed);
     st_error pe = {0};
     int incomplete = 0;
     /* a point that differs from a finished one in eval.* only evaluates that run (a twin
