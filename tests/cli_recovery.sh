@@ -9,6 +9,8 @@
 #            the point's dir with other keys (train --force, train --resume with more
 #            steps) is refused naming the point and what changed, with the same config it
 #            is evaluated again (also for a marker of an older stretch, by its file time)
+#   --jobs   workers die with a SIGKILLed parent (no orphans holding OUT's lock); a worker
+#            killed by SIGKILL is a failed point, exit 1, not an interruption (130)
 # (a real full disk, tmpfs: cli_diskfull.sh)
 . "$(dirname "$0")/lib_cli.sh" cli_recovery
 
@@ -105,5 +107,61 @@ expect_rc 0 "train --resume with more steps" "$BIN" train --resume sw/alibi --se
 expect_rc 2 "sweep over a point trained further" "$BIN" sweep sw.json --out sw --quiet
 expect_err "point alibi: sw/alibi holds a run of a different config (train.steps: 4 vs 2"
 expect_err "step_00000002.ckpt CRC [0-9a-f]* then, step_00000004.ckpt CRC"
+
+# ---- sweep --jobs: workers end with their parent; a SIGKILLed worker is exit 1 ----
+cat > long.json <<'EOF'
+{"base": "syn.json", "set": {"train.steps": 100000, "train.checkpoint_every": 20, "train.eval_every": 0},
+ "variants": [{"name": "a", "model.pos": "alibi"}, {"name": "b", "model.pos": "rope"}], "eval": {"lengths": [16]}}
+EOF
+# wait_files FILE...: until each exists (at most 20 s)
+wait_files() {
+    local f ready
+    for _ in $(seq 1 200); do
+        ready=1
+        for f in "$@"; do [ -e "$f" ] || ready=0; done
+        [ $ready = 1 ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+if command -v pgrep >/dev/null && command -v flock >/dev/null; then
+    "$BIN" sweep long.json --out sk --jobs 2 --quiet >/dev/null 2>sk.err & P=$!
+    wait_files sk/a/checkpoints/latest sk/b/checkpoints/latest || bad "--jobs 2: no checkpoints after 20 s"
+    kids=$(pgrep -P $P | tr '\n' ' ')
+    [ "$(echo $kids | wc -w)" = 2 ] && ok || bad "--jobs 2: workers '$kids', expected 2"
+    kill -KILL $P; wait $P 2>/dev/null
+    alive=$kids
+    for _ in $(seq 1 100); do
+        alive=""
+        for k in $kids; do kill -0 "$k" 2>/dev/null && alive="$alive $k"; done
+        [ -z "$alive" ] && break
+        sleep 0.1
+    done
+    [ -z "$alive" ] && ok || bad "workers$alive still run 10 s after their sweep was killed"
+    [ -n "$alive" ] && kill -KILL $alive 2>/dev/null   # an old binary's orphans
+    flock -n sk true && ok || bad "the sweep's out directory is still locked after its process died"
+    sed 's/"train.eval_every": 0/"train.eval_every": 0, "train.max_seconds": 0.2/' long.json > short.json
+    expect_rc 1 "the killed sweep again (stopped by train.max_seconds)" "$BIN" sweep short.json --out sk --jobs 2 --quiet
+    grep -q "in use by another" err.txt && bad "the killed sweep's out is still in use" || ok
+    expect_err "resuming training at step"
+
+    # one worker SIGKILLed (as by the out-of-memory killer): that point failed, exit 1
+    sed 's/"name": "b", "model.pos": "rope"/"name": "b", "model.pos": "rope", "train.steps": 4/' long.json > kill.json
+    "$BIN" sweep kill.json --out sj --jobs 2 --quiet >/dev/null 2>sj.err & P=$!
+    # once b is done, the one worker left trains a
+    wait_files sj/a/checkpoints/latest sj/b/sweep_done.json || bad "--jobs 2: points a and b not started after 20 s"
+    for _ in $(seq 1 100); do [ "$(pgrep -P $P | wc -l)" = 1 ] && break; sleep 0.1; done
+    kids=$(pgrep -P $P | tr '\n' ' ')
+    [ "$(echo $kids | wc -w)" = 1 ] && ok || bad "--jobs 2: workers '$kids', expected the one of point a"
+    kill -KILL $kids
+    for _ in $(seq 1 600); do kill -0 $P 2>/dev/null || break; sleep 0.1; done
+    kill -KILL $P 2>/dev/null   # still running after 60 s: a failure below
+    wait $P; rc=$?
+    [ "$rc" = 1 ] && ok || { bad "a sweep whose worker was SIGKILLed: exit $rc, expected 1"; tail -3 sj.err; }
+    grep -q "the run's process was killed by signal 9" sj.err && ok || { bad "no message for the killed worker"; tail -3 sj.err; }
+    grep -q "1 of 2 runs finished" sj.err && ok || { bad "the other point did not finish"; tail -3 sj.err; }
+else
+    skip "sweep --jobs recovery: needs pgrep and flock"
+fi
 
 finish cli_recovery

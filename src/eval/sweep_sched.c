@@ -15,7 +15,10 @@
  *
  * Signals with jobs > 1: Ctrl-C reaches the whole process group, so each child saves its
  * run and exits 130; a SIGTERM sent to the parent alone is forwarded to the children.
- * The parent stops handing out points and waits for the children either way. */
+ * The parent stops handing out points and waits for the children either way. A parent
+ * that dies without forwarding (SIGKILL, the OOM killer) leaves no orphans on Linux: each
+ * child asked for SIGTERM on its parent's death (PR_SET_PDEATHSIG), so it saves its run
+ * and ends instead of training on, holding OUT's lock, with no one to collect it. */
 #define _GNU_SOURCE
 #include "sweep_internal.h"
 #include "st_dist.h"
@@ -27,6 +30,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 /* The signal handler's only channel (as in trainer.c): the first SIGINT/SIGTERM. */
 static volatile sig_atomic_t g_sweep_signal;
@@ -41,10 +47,19 @@ typedef struct job {
     int fd;                 /* read end of the child's report pipe */
 } job;
 
-/* In the child: run the point and write "state status message" to fd. */
-static void child_run(sweep *s, int i, const st_sweep_opts *opts, int fd) {
+/* In the child: run the point and write "state status message" to fd. parent: the
+ * sweep's pid, read before fork. */
+static void child_run(sweep *s, int i, const st_sweep_opts *opts, int fd, pid_t parent) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+#ifdef __linux__
+    /* SIGTERM, not SIGKILL: a training child saves a checkpoint first, as on a forwarded
+     * SIGTERM. A parent that died before prctl took effect is seen by getppid. */
+    (void)prctl(PR_SET_PDEATHSIG, SIGTERM);   /* on failure the child runs as before */
+    if (getppid() != parent) _exit(130);
+#else
+    (void)parent;
+#endif
     int rc = st_sweep_run_point(s, i, opts);
     const sweep_point *pt = &s->points[i];
     char msg[1200];
@@ -76,10 +91,18 @@ static void job_done(sweep *s, job *j, int wstatus) {
         snprintf(pt->error, sizeof pt->error, "interrupted (%s); run the sweep again to resume",
                  WTERMSIG(wstatus) == SIGINT ? "SIGINT" : "SIGTERM");
     } else {
+        /* killed by another signal (SIGKILL: often the kernel's out-of-memory killer) or
+         * ended without a report: an error of the point (exit 1), not the user's
+         * interruption (130 promises a checkpoint saved on SIGINT/SIGTERM) */
         pt->state = PT_FAILED;
-        pt->status = WIFSIGNALED(wstatus) ? ST_ERR_INTERRUPTED : ST_ERR_GENERIC;
-        snprintf(pt->error, sizeof pt->error, "the run's process ended without a report (%s %d)",
-                 WIFSIGNALED(wstatus) ? "signal" : "exit", WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus));
+        pt->status = ST_ERR_GENERIC;
+        if (WIFSIGNALED(wstatus))
+            snprintf(pt->error, sizeof pt->error, "the run's process was killed by signal %d (%s)%s before it reported; "
+                     "run the sweep again to continue it from its last checkpoint", WTERMSIG(wstatus),
+                     strsignal(WTERMSIG(wstatus)), WTERMSIG(wstatus) == SIGKILL ? ", e.g. by the out-of-memory killer," : "");
+        else
+            snprintf(pt->error, sizeof pt->error, "the run's process ended without a report (exit %d)",
+                     WEXITSTATUS(wstatus));
     }
     if ((pt->state == PT_DONE || pt->state == PT_SKIPPED) && !st_sweep_reload_point(s, j->point)) {
         pt->state = PT_FAILED;
@@ -128,9 +151,10 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
             if (pipe(fds) != 0) { rc = ST_ERR_IO; break; }
             fflush(stdout);
             fflush(stderr);
+            const pid_t parent = getpid();
             pid_t pid = fork();
             if (pid < 0) { close(fds[0]); close(fds[1]); rc = ST_ERR_MEMORY; break; }
-            if (pid == 0) { close(fds[0]); child_run(s, i, opts, fds[1]); }
+            if (pid == 0) { close(fds[0]); child_run(s, i, opts, fds[1], parent); }
             close(fds[1]);
             job *j = slot;
             while (j->pid) j++;
