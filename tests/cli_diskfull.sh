@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# cli_diskfull.sh - a full disk (a small tmpfs) under export: an export whose tokenizer
-# copy runs out of space leaves the earlier export as it was (and an empty --out empty), no
-# temp files, and says "No space left on device". The tmpfs is mounted in a private mount
+# cli_diskfull.sh - a full disk (a small tmpfs) under export and sweep: an export whose
+# tokenizer copy runs out of space leaves the earlier export as it was (and an empty --out
+# empty), no temp files, and says "No space left on device"; a sweep whose tables cannot
+# be written does not name them as written. The tmpfs is mounted in a private mount
 # namespace (unshare -m as root, unshare -rm otherwise), so nothing outlives the test;
 # where mounting is not permitted the test reports skipped (exit 77).
 # (the same failures without a mount, by a file size limit: cli_recovery.sh)
@@ -27,6 +28,12 @@ pages() { echo $(( ($(wc -c < "$1") + 4095) / 4096 * 4 )); }
 freshkb=$(( $(pages sizesw/model.safetensors) + $(pages sizesw/config.json) + 8 ))
 kb=$(( $(pages sizes/model.safetensors) + $(pages sizes/config.json) + $(pages sizes/tokenizer.json) + freshkb ))
 
+# the sweep: finished on the real disk, its out then copied into a tmpfs too small for results.json
+tiny_synthetic_cfg syn.json
+echo '{"base": "syn.json", "variants": [{"name": "alibi", "model.pos": "alibi"}], "eval": {"lengths": [16, 32]}}' > sw.json
+expect_rc 0 "sweep" "$BIN" sweep sw.json --out sw --quiet
+swkb=$(( $(du -sk sw | cut -f1) + 8 ))
+
 cat > inside.sh <<'EOF'
 # runs in the private mount namespace; each case's exit code and output in files
 set -u
@@ -40,8 +47,13 @@ umount full
 mount -t tmpfs -o size=${FRESHKB}k tmpfs full || exit 99
 "$BIN" export runw --out full/fresh > fresh.out 2> fresh.err; echo $? > fresh.rc
 ls -A full/fresh > fresh.ls 2>&1
+umount full
+mount -t tmpfs -o size=${SWKB}k tmpfs full || exit 99
+cp -a sw full/sw
+cat /dev/zero > full/filler 2>/dev/null   # the rest of the space
+"$BIN" sweep sw.json --out full/sw --quiet > sweep.out 2> sweep.err; echo $? > sweep.rc
 EOF
-KB=$kb FRESHKB=$freshkb BIN=$BIN "${ns[@]}" bash inside.sh; rc=$?
+KB=$kb FRESHKB=$freshkb SWKB=$swkb BIN=$BIN "${ns[@]}" bash inside.sh; rc=$?
 [ "$rc" = 0 ] && ok || bad "the tmpfs steps failed (exit $rc)"
 
 [ "$(cat force.rc)" = 3 ] && ok || bad "export --force onto a full disk: exit $(cat force.rc), expected 3"
@@ -50,5 +62,9 @@ grep -q "full/exp/tokenizer.json: .*No space left on device" force.err && ok || 
 grep -q '\.tmp\.' force.ls && bad "temp files left: $(tr '\n' ' ' < force.ls)" || ok
 [ "$(cat fresh.rc)" = 3 ] && ok || bad "export into an empty dir on a full disk: exit $(cat fresh.rc), expected 3"
 [ ! -s fresh.ls ] && ok || bad "a failed export left files: $(tr '\n' ' ' < fresh.ls)"
+[ "$(cat sweep.rc)" = 3 ] && ok || { bad "sweep on a full disk: exit $(cat sweep.rc), expected 3"; tail -3 sweep.err; }
+grep -q "the result tables were not all written: .*No space left on device" sweep.err && ok \
+    || { bad "the sweep does not say its tables were not written"; tail -3 sweep.err; }
+grep -q "results in" sweep.err && bad "the sweep names tables it did not write" || ok
 
 finish cli_diskfull

@@ -11,6 +11,8 @@
 #            is evaluated again (also for a marker of an older stretch, by its file time)
 #   --jobs   workers die with a SIGKILLed parent (no orphans holding OUT's lock); a worker
 #            killed by SIGKILL is a failed point, exit 1, not an interruption (130)
+#   output   a sweep names its tables only when they were written; `stretch data` lists a
+#            cache file only when it was written
 # (a real full disk, tmpfs: cli_diskfull.sh)
 . "$(dirname "$0")/lib_cli.sh" cli_recovery
 
@@ -107,6 +109,19 @@ expect_rc 0 "train --resume with more steps" "$BIN" train --resume sw/alibi --se
 expect_rc 2 "sweep over a point trained further" "$BIN" sweep sw.json --out sw --quiet
 expect_err "point alibi: sw/alibi holds a run of a different config (train.steps: 4 vs 2"
 expect_err "step_00000002.ckpt CRC [0-9a-f]* then, step_00000004.ckpt CRC"
+
+# ---- output: name only what was written ----
+expect_rc 0 "sweep into a fresh out" "$BIN" sweep sw.json --out sw2 --quiet
+(ulimit -f 1; "$BIN" sweep sw.json --out sw2 --quiet >out.txt 2>err.txt); rc=$?
+[ "$rc" = 3 ] && ok || bad "sweep whose tables cannot be written: exit $rc, expected 3"
+expect_err "the result tables were not all written: sw2/results.json: write failed: File too large"
+grep -q "results in" err.txt && bad "the sweep names tables it did not write" || ok
+for i in $(seq 1 3000); do echo "the quick brown fox jumps over the lazy dog"; done > big.txt
+(ulimit -f 20; "$BIN" data --source text --path big.txt --tokenizer byte --cache-dir cache >out.txt 2>err.txt); rc=$?
+[ "$rc" = 0 ] && ok || bad "stretch data past the file size limit: exit $rc"
+expect_err "could not write the token cache"
+grep -Eq '^train .* -$' out.txt && ok || { bad "stretch data lists a train cache it did not write"; cat out.txt; }
+grep -Eq '^valid .*valid\.byte\.tokens$' out.txt && ok || bad "stretch data lost the valid cache it wrote"
 
 # ---- sweep --jobs: workers end with their parent; a SIGKILLed worker is exit 1 ----
 cat > long.json <<'EOF'

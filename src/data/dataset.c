@@ -334,7 +334,7 @@ static int build_word_vocab(corpus *co, st_error *e) {
 }
 
 /* 3. build what is missing (and cache the vocabulary built) */
-static int build_tokenizer(const st_data_config *c, corpus *co, const st_dataset *ds, st_error *e) {
+static int build_tokenizer(const st_data_config *c, corpus *co, st_dataset *ds, st_error *e) {
     int built = 0, rc;
     if (co->kind == ST_TOK_WORD && (!co->t || !co->hit[0])) {
         if ((rc = build_word_vocab(co, e))) return rc;
@@ -352,15 +352,17 @@ static int build_tokenizer(const st_data_config *c, corpus *co, const st_dataset
     if (built && ds->vocab_file[0]) {
         st_error we = {0};
         co->key[0].tok_hash = 0;
-        if (st_sd_cache_write_tokenizer(ds->vocab_file, &co->key[0], co->t, &we))
+        if (st_sd_cache_write_tokenizer(ds->vocab_file, &co->key[0], co->t, &we)) {
             st_log(ST_LOG_WARN, "could not write the vocabulary cache: %s", we.msg);
+            ds->vocab_file[0] = 0;   /* not cached: `stretch data` lists only what was written */
+        }
     }
     return ST_OK;
 }
 
 /* 4. every split not in hand: its cache (a rebuilt tokenizer is often the same one),
  * else tokenize it and write the cache */
-static int load_splits(corpus *co, const st_dataset *ds, st_error *e) {
+static int load_splits(corpus *co, st_dataset *ds, st_error *e) {
     const st_tokenizer *t = co->t;
     for (int i = 0; i < 3; i++) {
         const int train_built = i == 0 && co->have_train;
@@ -373,8 +375,10 @@ static int load_splits(corpus *co, const st_dataset *ds, st_error *e) {
         if (!co->hit[i] && co->cdir[0]) {
             st_error we = {0};
             if (st_sd_cache_write_tokens(ds->cache_file[i], &co->key[i], co->v[i].v, co->v[i].n,
-                                      co->src[i].end - co->src[i].begin, &we))
+                                      co->src[i].end - co->src[i].begin, &we)) {
                 st_log(ST_LOG_WARN, "could not write the token cache: %s", we.msg);
+                ds->cache_file[i][0] = 0;   /* not cached: `stretch data` lists only what was written */
+            }
         }
         if (co->v[i].n < 2)
             return st_fail(e, ST_ERR_DATA, "%s: the %s split has %lld token%s; at least 2 are needed", co->src[i].path,

@@ -467,11 +467,15 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
     }
     if (sched_rc == ST_ERR_INTERRUPTED && !first_rc) { first_rc = sched_rc; st_fail(&first, sched_rc, "%s", e ? e->msg : ""); }
     st_error we = {0};
-    if ((rc = st_sweep_write_results(s, &we)) && !first_rc) { first_rc = rc; first = we; }
+    const int wrc = st_sweep_write_results(s, &we);
+    if (wrc && !first_rc) { first_rc = wrc; first = we; }
     int n_done = 0;
     for (int i = 0; i < s->n_points; i++) n_done += s->points[i].state == PT_DONE || s->points[i].state == PT_SKIPPED;
-    st_log(ST_LOG_INFO, "sweep %s: %d of %d runs finished; results in %s/results.{csv,json,md}", file, n_done,
-           s->n_points, s->out);
+    /* name the tables only when they were written (a full disk fails them) */
+    if (wrc) st_log(ST_LOG_ERROR, "sweep %s: %d of %d runs finished; the result tables were not all written: %s", file,
+                    n_done, s->n_points, we.msg);
+    else st_log(ST_LOG_INFO, "sweep %s: %d of %d runs finished; results in %s/results.{csv,json,md}", file, n_done,
+                s->n_points, s->out);
     if (first_rc) {
         if (e) *e = first;
         rc = first_rc;
