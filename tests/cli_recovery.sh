@@ -9,6 +9,8 @@
 #            the point's dir with other keys (train --force, train --resume with more
 #            steps) is refused naming the point and what changed, with the same config it
 #            is evaluated again (also for a marker of an older stretch, by its file time)
+#   MPI      OMPI_COMM_WORLD_SIZE / PMI_SIZE set without their launcher: exit 2 (an MPI build
+#            would otherwise train as one process, each copy on its own)
 #   --jobs   workers die with a SIGKILLed parent (no orphans holding OUT's lock); a worker
 #            killed by SIGKILL is a failed point, exit 1, not an interruption (130)
 #   output   a sweep names its tables only when they were written; `stretch data` lists a
@@ -122,6 +124,15 @@ for i in $(seq 1 3000); do echo "the quick brown fox jumps over the lazy dog"; d
 expect_err "could not write the token cache"
 grep -Eq '^train .* -$' out.txt && ok || { bad "stretch data lists a train cache it did not write"; cat out.txt; }
 grep -Eq '^valid .*valid\.byte\.tokens$' out.txt && ok || bad "stretch data lost the valid cache it wrote"
+
+# ---- a launcher's process count that is not the MPI world: refused by either build ----
+for v in OMPI_COMM_WORLD_SIZE PMI_SIZE; do
+    expect_rc 2 "train with $v=2 and no launcher" env "$v=2" "$BIN" train syn.json --out "mpi_$v" --quiet
+    expect_err "MPI"
+    [ ! -e "mpi_$v" ] && ok || bad "$v=2 without a launcher: a run was started in mpi_$v"
+done
+expect_rc 0 "train inside a Slurm allocation (SLURM_NTASKS=2), one process" env SLURM_NTASKS=2 "$BIN" train syn.json \
+    --out mpi_slurm --quiet
 
 # ---- sweep --jobs: workers end with their parent; a SIGKILLed worker is exit 1 ----
 cat > long.json <<'EOF'

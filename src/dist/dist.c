@@ -42,13 +42,33 @@ static int launcher_size(const char **var) {
     return getenv("PMIX_RANK") ? 1 : 0;
 }
 
+#ifdef ST_HAVE_MPI
+/* A launcher's world size that MPI did not give this process: the variable set by hand,
+ * or a launcher of another MPI than the one linked (each process then initialises as a
+ * world of its own, a singleton). The processes would train as independent copies, so
+ * refuse. Only the variables that are the world size count: MPI_LOCALNRANKS is one
+ * node's share, and SLURM_NTASKS is set in a whole allocation, where one process is a
+ * legitimate job. */
+static int check_world(st_dist *d, const char *var, int launched, st_error *e) {
+    if (launched <= 0 || d->size == launched || (strcmp(var, "OMPI_COMM_WORLD_SIZE") && strcmp(var, "PMI_SIZE")))
+        return ST_OK;
+    st_dist_finalize(d);
+    st_dist_init_none(d);
+    return st_fail(e, ST_ERR_CONFIG, "%s=%d says this is one of %d MPI processes, but MPI made it a world of %d: "
+                   "the processes would train as independent copies. Start it with the launcher of the MPI this "
+                   "stretch is built with (mpirun -np %d ...), or unset %s", var, launched, launched, d->size,
+                   launched, var);
+}
+#endif
+
 int st_dist_init(st_dist *d, int *argc, char ***argv, st_error *e) {
     st_dist_init_none(d);
     const char *var = NULL;
     const int launched = launcher_size(&var);
     if (!launched) return ST_OK;
 #ifdef ST_HAVE_MPI
-    return st_dist_mpi_open(d, argc, argv, e);
+    int rc = st_dist_mpi_open(d, argc, argv, e);
+    return rc ? rc : check_world(d, var, launched, e);
 #else
     (void)argc; (void)argv;
     if (launched == 1) return ST_OK;   /* mpirun -np 1: one process is exactly that */
