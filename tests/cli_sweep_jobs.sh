@@ -51,9 +51,11 @@ interrupt() {
     done
     sleep 1
     kill -INT -- -$P
-    ( sleep 60; kill -KILL -- -$P 2>/dev/null ) & local WD=$!
+    # at most 60 s, polled: a background `sleep 60` watchdog would outlive `kill` of its
+    # subshell and hold ctest's output pipe open for the full minute
+    for _ in $(seq 1 600); do kill -0 $P 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- -$P 2>/dev/null
     wait $P; rc=$?
-    kill $WD 2>/dev/null
 }
 interrupt int.err s5/pos-alibi/metrics.jsonl s5/pos-rope/metrics.jsonl -- long_sweep.json --quiet --jobs 2
 [ "$rc" = 130 ] && ok || { bad "interrupted --jobs sweep: exit $rc, expected 130"; tail -3 int.err; }
