@@ -15,7 +15,7 @@ length generalization varies between seeds. Needle tasks: the mean over depths.
 --metric token_accuracy: the fraction of answer tokens right instead (partial credit:
 how far into an answer a model stays right).
 
---heatmap GROUP,...: the depth x size grid of a needle task (passkey, multikey) for each group (seed
+--heatmap GROUP,...: the depth x size grid of a needle task (docs/tasks.md) for each group (seed
 mean), side by side, accuracy as colour, the way needle-in-a-haystack results are shown.
 
 Run with /usr/bin/python3 (Debian's python3-matplotlib).
@@ -115,7 +115,7 @@ def depth_grid(runs, group):
             a, t = cells.get(k, (0, 0))
             cells[k] = (a + c["correct"], t + c["trials"])
     if not cells:
-        die("--heatmap %s: no run of that group has a depth grid (a needle task: passkey, multikey)" % group)
+        die("--heatmap %s: no run of that group has a depth grid (a needle task: docs/tasks.md lists them)" % group)
     depths = sorted({d for d, _ in cells})
     sizes = sorted({s for _, s in cells})
     return depths, sizes, [[cells[(d, s)][0] / cells[(d, s)][1] if (d, s) in cells else float("nan")

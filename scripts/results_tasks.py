@@ -89,7 +89,7 @@ def spread(groups):
 
 def depth_grids(groups):
     if not any("depth" in c for runs in groups.values() for r in runs for c in r["task"]["results"]):
-        die("--depths: no run has a depth grid (needle tasks: passkey, multikey)")
+        die("--depths: no run has a depth grid (a needle task: docs/tasks.md lists them)")
     for g, runs in groups.items():
         depths = sorted({c["depth"] for r in runs for c in r["task"]["results"] if "depth" in c})
         if not depths:
