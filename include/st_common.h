@@ -232,8 +232,9 @@ const char *st_blas_best_core(void);
 /* Log the BLAS core and thread counts; warn (saying what to change) when the core is
  * weaker than the CPU supports. */
 void st_blas_log(void);
-/* Set the thread count used by both OpenMP and OpenBLAS (n <= 0: number of cores). */
-void st_set_threads(int n);
+/* Set the thread count used by both OpenMP and OpenBLAS (n <= 0: number of cores).
+ * Returns the count in use (a cap of OpenBLAS or OMP_THREAD_LIMIT can lower it). */
+int st_set_threads(int n);
 
 #ifdef __cplusplus
 }

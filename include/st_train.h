@@ -148,8 +148,9 @@ char *st_run_config_to_json(const st_run_config *c, const char *section);
 int st_run_config_save(const st_run_config *c, const char *path, st_error *e);
 /* 64-bit hash of the canonical JSON. */
 uint64_t st_run_config_hash(const st_run_config *c);
-/* Compare one section key by key: 0 when equal, else 1 with "model.d_model: 128 vs 256"
- * in buf. */
+/* Compare one section key by key: 0 when equal, else 1 with every key that differs in buf,
+ * "train.seed: 1 vs 5, train.optimizer.lr: 0.003 vs 0.001" (", and N more" when buf is
+ * full). */
 int st_run_config_diff(const st_run_config *a, const st_run_config *b, const char *section,
                        char *buf, size_t n);
 /* Which assignment caused a config error. st_config_names_key: 1 when msg names the key
@@ -234,7 +235,7 @@ void st_optim_step_items(st_optim *o, st_params *p, float lr, int64_t t, float g
 int st_params_finite(const st_params *p);
 
 /* -------------------------------------------------------- checkpoint ---- */
-#define ST_CKPT_VERSION 2   /* 2: the state ends with data_hash; version 1 is still read */
+#define ST_CKPT_VERSION 3   /* 3: + threads and compute; 2: + data_hash; versions 1 and 2 are still read */
 typedef struct st_train_state {
     int64_t step;           /* updates done */
     int64_t opt_t;          /* updates applied (skipped non-finite steps excluded) */
@@ -252,6 +253,11 @@ typedef struct st_train_state {
     uint64_t data_hash;     /* the training data's tokens (st_dataset_hash) when it was
                              * written; 0 = unknown (version-1 files): a resume on other
                              * data warns */
+    /* What the bits of a step depend on beyond the config (version 3; files of older
+     * builds read as 0 and "", not recorded): a resume under another count or backend
+     * continues, with a warning that the trace is no longer an uninterrupted run's. */
+    int64_t threads;        /* OpenMP + OpenBLAS threads in use (st_set_threads), rank 0's */
+    char compute[256];      /* the products' backend, e.g. "fp32 (OpenBLAS Haswell)" */
 } st_train_state;
 
 /* Write atomically (temp file + fsync + rename + directory fsync). */

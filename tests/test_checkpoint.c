@@ -1,7 +1,8 @@
 /* test_checkpoint.c - checkpoint files on a hand-built parameter block: exact round trip
  * of parameters, moments, training state and config; header-only reads; layout
  * mismatch; corruption (truncation, a flipped payload byte, a flipped header byte, wrong
- * magic, wrong version, a tiny file) -> ST_ERR_CHECKPOINT naming the file; atomic writes
+ * magic, wrong version, a tiny file, a set bit in the reserved header bytes) ->
+ * ST_ERR_CHECKPOINT naming the file; every differing config key named; atomic writes
  * leave no temp files; the run directory (keep-last pruning, `latest`, refusing to
  * overwrite a run without force, metrics trimming). */
 #include "harness.h"
@@ -50,6 +51,8 @@ static void make_state(st_train_state *s) {
     s->skipped = 3;
     s->tok_hash = 0xfeedfacecafebeefull;
     s->data_hash = 0x0123456789abcdefull;
+    s->threads = 3;
+    snprintf(s->compute, sizeof s->compute, "fp32 (OpenBLAS Haswell)");
 }
 
 static void make_config(st_run_config *c) {
@@ -117,9 +120,18 @@ static void test_round_trip(const char *dir) {
     CHECK(s2.best_val == s.best_val && s2.best_step == s.best_step && s2.last_val == s.last_val);
     CHECK(s2.tokens == s.tokens && s2.elapsed == s.elapsed && s2.skipped == s.skipped && s2.tok_hash == s.tok_hash);
     CHECK(s2.data_hash == s.data_hash);
+    CHECK_MSG(s2.threads == 3 && !strcmp(s2.compute, s.compute), "%lld '%s'", (long long)s2.threads, s2.compute);
     char diff[256];
     CHECK_MSG(st_run_config_diff(&c, &c2, NULL, diff, sizeof diff) == 0, "%s", diff);
     CHECK(c2.train.optim.lr == 0.0003f && c2.model.vocab_size == 64);
+    /* every key that differs, not the first alone; a full buffer says how many it left out */
+    c2.train.seed = 5;
+    c2.train.optim.lr = 0.001f;
+    CHECK(st_run_config_diff(&c, &c2, "train", diff, sizeof diff) == 1);
+    CHECK_MSG(!strcmp(diff, "train.seed: 1 vs 5, train.optimizer.lr: 0.0003 vs 0.001"), "%s", diff);
+    CHECK(st_run_config_diff(&c, &c2, "train", diff, 48) == 1);
+    CHECK_MSG(!strcmp(diff, "train.seed: 1 vs 5, and 1 more"), "%s", diff);
+    c2 = c;
 
     /* parameters only: moments untouched */
     st_params_free(&q);
@@ -163,8 +175,11 @@ static void test_round_trip(const char *dir) {
     copy_prefix(path, bad, -1, 0, 0x20);
     expect_corrupt(bad, &p, "wrong magic", "not a stretch checkpoint");
     snprintf(bad, sizeof bad, "%s/version.ckpt", dir);
-    copy_prefix(path, bad, -1, 8, 0x02);
-    expect_corrupt(bad, &p, "wrong version", "version 0, this build reads versions 1 to 2");
+    copy_prefix(path, bad, -1, 8, 0x04);
+    expect_corrupt(bad, &p, "wrong version", "version 7, this build reads versions 1 to 3");
+    snprintf(bad, sizeof bad, "%s/reserved.ckpt", dir);   /* no CRC covers them: checked to be zero */
+    copy_prefix(path, bad, -1, 61, 0x01);
+    expect_corrupt(bad, &p, "reserved header byte set", "header bytes 60-63 (reserved) are 00000100");
     snprintf(bad, sizeof bad, "%s/config.json", dir);
     CHECK(st_run_config_save(&c, bad, &e) == ST_OK);
     expect_corrupt(bad, &p, "not a checkpoint", "not a stretch checkpoint");
@@ -316,7 +331,7 @@ static void test_version1(void) {
     st_error e = {0};
     CHECK(st_checkpoint_load(path, &c, NULL, 0, &s, &e) == ST_OK);
     if (e.code) fprintf(stderr, "%s\n", e.msg);
-    CHECK(s.step == 2 && s.data_hash == 0 && s.tok_hash != 0);
+    CHECK(s.step == 2 && s.data_hash == 0 && s.tok_hash != 0 && s.threads == 0 && !s.compute[0]);
 }
 
 int main(void) {

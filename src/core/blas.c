@@ -130,7 +130,7 @@ void st_blas_log(void) {
                "install libopenblas-openmp-dev and rebuild");
 }
 
-void st_set_threads(int n) {
+int st_set_threads(int n) {
     const int asked = n;
     if (n <= 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
@@ -144,4 +144,5 @@ void st_set_threads(int n) {
     if (asked > 0 && used != asked)
         st_log(ST_LOG_WARN, "threads: %d asked for (train.threads or --threads), %d used: this OpenBLAS/OpenMP runs "
                "at most %d (the machine has %d cores)", asked, used, used, omp_get_num_procs());
+    return used;
 }

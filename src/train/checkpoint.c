@@ -8,10 +8,15 @@
  *                    i64 best_step, f64 last_val, i64 tokens, f64 elapsed, i64 skipped,
  *                    u64 tok_hash, i64 world_size (ranks; 0 = written before MPI = 1),
  *                    u64 data_hash (version 2; the training data's tokens, st_dataset_hash;
- *                    version-1 files end the state before it and read as 0, unknown)
+ *                    version-1 files end the state before it and read as 0, unknown),
+ *                    i64 threads, u32 compute_len, compute (version 3: the thread count
+ *                    and the products' backend that wrote it; older files: 0 and "")
  *             u32 n_params, per param: u32 name_len, name, u32 ndim, i64 shape[4],
  *                    u64 offset, u64 numel
  *             u64 n floats, then the data, m and v blocks (n floats each, IEEE binary32)
+ * Header (64 bytes): magic, u32 version, u32 header size, u64 payload size raw and
+ * compressed, u64 step, u64 config hash, u64 floats, u32 CRC32 (of the payload, then of
+ * header bytes 0-55), 4 reserved bytes, zero (checked: nothing else covers them).
  * Files are written atomically (temp file in the same directory, fsync, rename, fsync of
  * the directory), so a crash leaves either the old or the new checkpoint, never half.
  * Not here: file helpers (fileio.c), the run directory (rundir.c). */
@@ -32,7 +37,7 @@
 #endif
 
 #define HEADER_BYTES 64
-#define STATE_BYTES 128      /* version 2; version 1: 120 (no data_hash) */
+#define STATE_BYTES 128      /* versions 2 and 3; version 1: 120 (no data_hash) */
 #define STATE_BYTES_V1 120
 static const char MAGIC[8] = {'S', 'T', 'C', 'K', 'P', 'T', 0, 0};
 
@@ -137,6 +142,11 @@ int st_checkpoint_save(const char *path, const st_run_config *cfg, const st_para
     zw_write(w, json, jlen);
     pack_state(b, s);
     zw_write(w, b, STATE_BYTES);
+    const uint32_t clen = (uint32_t)strnlen(s->compute, sizeof s->compute - 1);
+    put_u64(b, (uint64_t)s->threads);
+    put_u32(b + 8, clen);
+    zw_write(w, b, 12);
+    zw_write(w, s->compute, clen);
     put_u32(b, (uint32_t)p->count);
     zw_write(w, b, 4);
     for (int i = 0; i < p->count; i++) {
@@ -194,7 +204,7 @@ typedef struct zreader {
     st_train_state state;
     int n_params;
     st_param_info *table;
-    uint32_t version;       /* 1 or 2 (ST_CKPT_VERSION) */
+    uint32_t version;       /* 1 to ST_CKPT_VERSION */
 } zreader;
 
 static int corrupt(const zreader *r, st_error *e, const char *what) {
@@ -233,6 +243,22 @@ static void zr_close(zreader *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* The training state of r->version's layout: 120 bytes in version 1, 128 from version 2,
+ * then (version 3) the thread count and the backend that wrote it. */
+static int zr_state(zreader *r, st_error *e) {
+    unsigned char b[STATE_BYTES];
+    const size_t bytes = r->version == 1 ? STATE_BYTES_V1 : STATE_BYTES;
+    int rc = zr_read(r, b, bytes, e);
+    if (rc) return rc;
+    unpack_state(b, bytes, &r->state);
+    if (r->version < 3) return ST_OK;   /* not recorded: 0 and "" (zr_open cleared r) */
+    if ((rc = zr_read(r, b, 12, e))) return rc;
+    r->state.threads = (int64_t)get_u64(b);
+    const uint32_t clen = get_u32(b + 8);
+    if (clen >= sizeof r->state.compute) return corrupt(r, e, "compute description too long");
+    return zr_read(r, r->state.compute, clen, e);
+}
+
 /* Open, verify the header and CRC, and read config, state and the parameter table. */
 static int zr_open(zreader *r, const char *path, st_error *e) {
     memset(r, 0, sizeof *r);
@@ -264,12 +290,15 @@ static int zr_open(zreader *r, const char *path, st_error *e) {
     else if (memcmp(hdr, MAGIC, 8) != 0)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: not a stretch checkpoint (magic %02x%02x%02x%02x%02x%02x, expected \"STCKPT\")",
                      path, hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]);
-    else if (get_u32(hdr + 8) != ST_CKPT_VERSION && get_u32(hdr + 8) != 1)
+    else if (get_u32(hdr + 8) > ST_CKPT_VERSION || get_u32(hdr + 8) < 1)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint version %u, this build reads versions 1 to %d",
                      path, get_u32(hdr + 8), ST_CKPT_VERSION);
     else if (get_u32(hdr + 12) != HEADER_BYTES)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: corrupt checkpoint: header size %u, expected %d",
                      path, get_u32(hdr + 12), HEADER_BYTES);
+    else if (get_u32(hdr + 60) != 0)   /* every version wrote zeros there; the CRC does not cover them */
+        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: corrupt checkpoint: header bytes 60-63 (reserved) are %08x, "
+                     "expected zero", path, get_u32(hdr + 60));
     uint64_t comp = rc ? 0 : get_u64(hdr + 24);
     if (!rc && (uint64_t)st.st_size != HEADER_BYTES + comp)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: truncated or padded checkpoint: %lld bytes, header says %llu",
@@ -313,9 +342,7 @@ static int zr_open(zreader *r, const char *path, st_error *e) {
         goto fail;
     }
     r->version = get_u32(hdr + 8);
-    const size_t state_bytes = r->version == 1 ? STATE_BYTES_V1 : STATE_BYTES;
-    if ((rc = zr_read(r, b, state_bytes, e))) goto fail;
-    unpack_state(b, state_bytes, &r->state);
+    if ((rc = zr_state(r, e))) goto fail;
     if ((uint64_t)r->state.step != get_u64(hdr + 32)) { rc = corrupt(r, e, "step in header and payload differ"); goto fail; }
     if ((rc = zr_read(r, b, 4, e))) goto fail;
     uint32_t np = get_u32(b);

@@ -181,18 +181,24 @@ uint64_t st_run_config_hash(const st_run_config *c) {
 int st_run_config_diff(const st_run_config *a, const st_run_config *b, const char *section,
                        char *buf, size_t n) {
     size_t sl = section ? strlen(section) : 0;
-    char va[8192], vb[8192];
+    char va[8192], vb[8192], item[480];
+    int count = 0, left = 0;   /* keys that differ; of those, the ones buf had no room for */
+    size_t len = 0;
+    if (buf && n) buf[0] = 0;
     for (int i = 0; i < st_config_nkeys; i++) {
         const st_ckey *k = &st_config_keys[i];
         if (k->kind == CK_OBJ) continue;
         if (sl && (strncmp(k->path, section, sl) != 0 || k->path[sl] != '.')) continue;
         st_config_value_str(k, a, va, sizeof va);
         st_config_value_str(k, b, vb, sizeof vb);
-        if (strcmp(va, vb) != 0) {
-            if (buf && n) snprintf(buf, n, "%s: %.200s vs %.200s", k->path, va, vb);
-            return 1;
-        }
+        if (strcmp(va, vb) == 0) continue;
+        const int m = snprintf(item, sizeof item, "%s%s: %.200s vs %.200s", count ? ", " : "", k->path, va, vb);
+        count++;
+        /* every key, not the first alone: a resume that changed two keys says both; room
+         * is kept for the ", and N more" that ends a list cut short */
+        if (!buf || left || len + (size_t)m + 24 > n) left += buf != NULL;
+        else len += (size_t)snprintf(buf + len, n - len, "%s", item);
     }
-    if (buf && n) buf[0] = 0;
-    return 0;
+    if (left) snprintf(buf + len, n - len, ", and %d more", left);
+    return count > 0;
 }

@@ -40,7 +40,9 @@ typedef struct trainer {
     int lock_fd;            /* rank 0: the run directory's lock (st_dir_lock), or -1 */
     int restart;            /* --resume of a run that never wrote a checkpoint: from step 0 */
     char last_ckpt[ST_PATH_BUF];
-    char resume_changes[1200];  /* rank 0: the train keys a resume changed ("" when none) */
+    int threads;            /* OpenMP + OpenBLAS threads in use (st_set_threads) */
+    char resume_changes[2048];  /* rank 0: the train keys, thread count and backend a resume
+                                 * changed, "KEY: OLD vs NEW, ..." ("" when none) */
     char *origin;           /* init_from.json of a run started from a checkpoint (NULL: none) */
 } trainer;
 

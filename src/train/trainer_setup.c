@@ -133,13 +133,9 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
         const st_train_config *n = &t->cfg.train;
         k->max_seconds = n->max_seconds; k->log_every = n->log_every; k->eval_every = n->eval_every;
         k->eval_batches = n->eval_batches; k->checkpoint_every = n->checkpoint_every; k->keep_last = n->keep_last;
-        if (st_run_config_diff(&ck_cfg, &t->cfg, "train", diff, sizeof diff)) {
-            st_log(ST_LOG_WARN, "resuming with a changed train section (%s, checkpoint vs now): the loss trace "
-                   "will differ from an uninterrupted run", diff);
-            /* config.json is rewritten with the new values and the warning scrolls away:
-             * metrics.jsonl records the seam (st_progress_resume) */
-            snprintf(t->resume_changes, sizeof t->resume_changes, "%s", diff);
-        }
+        /* said, with the thread count's and backend's changes, once those are known
+         * (note_resume_changes) */
+        st_run_config_diff(&ck_cfg, &t->cfg, "train", t->resume_changes, sizeof t->resume_changes);
     } else {
         if (!cfg_in) return st_fail(e, ST_ERR_CONFIG, "st_train: no config");
         t->cfg = *cfg_in;
@@ -163,7 +159,7 @@ static int setup_model(trainer *t, st_error *e) {
     st_run_config *c = &t->cfg;
     st_train_config *tc = &c->train;
     int rc;
-    st_set_threads(tc->threads);
+    t->threads = st_set_threads(tc->threads);
     if (!t->opts.quiet) st_blas_log();
 
     c->data.quiet = t->opts.quiet;   /* --quiet, and every rank but the first */
@@ -284,6 +280,45 @@ static int setup_buffers(trainer *t, st_error *e) {
     return ST_OK;
 }
 
+/* The products' backend as a checkpoint records it: st_mm_describe, naming the OpenBLAS
+ * core even where the products run elsewhere (bf16 on oneDNN), since attention and the
+ * other sgemm calls still run on it. */
+static void compute_label(const trainer *t, char *buf, size_t n) {
+    const char *d = st_mm_describe(t->mm);
+    st_blas_info bi;
+    st_blas_query(&bi);
+    if (strstr(d, "OpenBLAS ")) snprintf(buf, n, "%s", d);
+    else snprintf(buf, n, "%s, OpenBLAS %s", d, bi.corename);
+}
+
+/* Every rank, once the backend exists: the state records this session's thread count and
+ * backend, which the step's bits depend on beyond the config. Rank 0, resuming: the
+ * changes since the checkpoint, the train keys' (setup_rundir) and these, are said in one
+ * warning and recorded in metrics.jsonl (st_progress_resume): config.json holds only the
+ * new values and the warning scrolls away. A probe resumed a train.threads 0 run under
+ * `taskset -c 0`, and under another OPENBLAS_CORETYPE: other grad norms, no word. Files
+ * of older builds recorded neither (0, ""): nothing to compare. */
+static void note_resume_changes(trainer *t) {
+    char now[sizeof t->st.compute];
+    compute_label(t, now, sizeof now);
+    char *c = t->resume_changes;
+    const size_t cap = sizeof t->resume_changes;
+    size_t len = strlen(c);
+    if (t->opts.resume && t->rank == 0 && t->st.threads && t->st.threads != t->threads && len < cap)
+        len += (size_t)snprintf(c + len, cap - len, "%sthreads in use: %lld vs %d", len ? ", " : "",
+                                (long long)t->st.threads, t->threads);
+    /* another precision is a train key said above; the backends then differ anyway */
+    const size_t word = strcspn(now, " ") + 1;
+    if (t->opts.resume && t->rank == 0 && t->st.compute[0] && strcmp(t->st.compute, now) != 0 &&
+        strncmp(t->st.compute, now, word) == 0 && len < cap)
+        len += (size_t)snprintf(c + len, cap - len, "%scompute: %s vs %s", len ? ", " : "", t->st.compute, now);
+    if (t->opts.resume && t->rank == 0 && c[0])
+        st_log(ST_LOG_WARN, "resuming with changes since the checkpoint (%s; checkpoint vs now): the loss trace "
+               "will not be bit-identical to an uninterrupted run's", c);
+    t->st.threads = t->threads;
+    snprintf(t->st.compute, sizeof t->st.compute, "%s", now);
+}
+
 /* Rank 0, resuming, once the checkpoint's tokenizer hash was found to be the dataset's:
  * eval and generate read RUN_DIR/tokenizer.json, so a missing, damaged or foreign one
  * is put back. */
@@ -349,6 +384,7 @@ int st_trainer_setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
                    (double)(t->zero.hi - t->zero.lo) * 8.0 / 1048576.0, (double)t->model.params.n * 8.0 / 1048576.0);
     }
     if (!rc) rc = setup_buffers(t, e);
+    if (!rc) note_resume_changes(t);
     return st_dist_agree(t->dist, rc, e);
 }
 

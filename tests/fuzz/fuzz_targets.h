@@ -157,7 +157,7 @@ static inline unsigned char *fz_ckpt_wrap(const uint8_t *pl, size_t n, size_t *o
             hash = fz_fnv1a(pl + 4, jl);
             at = 4 + (size_t)jl;
             if (at + 128 <= n) step = fz_get64(pl + at);
-            at += 128;   /* the state of a version-2 checkpoint (ST_CKPT_VERSION) */
+            at += 128;   /* the state of a version-2 checkpoint (the header says 2) */
             if (at + 4 <= n) {
                 uint32_t np = fz_get32(pl + at);
                 at += 4;
@@ -168,7 +168,7 @@ static inline unsigned char *fz_ckpt_wrap(const uint8_t *pl, size_t n, size_t *o
     }
     memset(f, 0, 64);
     memcpy(f, "STCKPT\0\0", 8);
-    fz_put32(f + 8, ST_CKPT_VERSION);
+    fz_put32(f + 8, 2);   /* the payloads (and the seed corpus) are of version 2, still read */
     fz_put32(f + 12, 64);
     fz_put64(f + 16, n);
     fz_put64(f + 24, zn);

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# cli_resume.sh - stopping, resuming and reading a run whose circumstances changed (probe
+# 36's findings on failure and recovery):
+#   compute    a resume under another thread count (train.threads 0 under taskset -c 0)
+#              or OpenBLAS core warns that the trace is no longer bit-identical, and
+#              metrics.jsonl records it; a plain resume says nothing and is bit-identical;
+#              a checkpoint of format version 2 (before the record) still resumes, exactly
+#   changed    config.json edited in two train keys: the warning and the record name both
+#   header     a flipped bit in the checkpoint header's reserved bytes 60-63 is exit 5
+. "$(dirname "$0")/lib_cli.sh" cli_resume
+export OPENBLAS_CORETYPE=Haswell
+cat > cfg.json <<EOF
+{"model": {"n_layers": 2, "d_model": 32, "n_heads": 2, "pos": "alibi", "dropout_resid": 0.1},
+ "data": {"source": "synthetic", "cache_dir": "$T/cache",
+          "synthetic": {"seed": 7, "vocab": 32, "order": 2, "branch": 4, "tokens": [40000, 4000, 4000]}},
+ "train": {"seed": 1, "batch_size": 8, "seq_len": 32, "steps": 60, "threads": 1, "log_every": 1,
+           "optimizer": {"name": "adamw", "lr": 0.003}, "schedule": {"kind": "cosine", "warmup": 5},
+           "eval_every": 20, "eval_batches": 2, "checkpoint_every": 20},
+ "eval": {"lengths": [32], "max_tokens": 2000}}
+EOF
+trace() { grep '"loss"' "$1/metrics.jsonl" | sed -E 's/.*"step": ([0-9]+), "loss": ([^,]+),.*/\1 \2/'; }
+same_trace() {   # same_trace WHAT A B: the loss traces of two runs, step for step
+    if [ -n "$(trace "$2")" ] && [ "$(trace "$2")" = "$(trace "$3")" ]; then ok; else bad "$1: traces differ"; fi
+}
+run_to() { local want=$1 what=$2; shift 2; expect_rc "$want" "$what" timeout -k 5 120 "$@"; }
+LONG=(--set train.steps=100000 --set train.checkpoint_every=0 --set train.eval_every=0)   # until stopped
+run_to 0 "reference" "$BIN" train cfg.json --out ref --quiet
+
+# ---- compute: thread count and OpenBLAS core ----
+run_to 0 "stop at 20" "$BIN" train cfg.json --out plain --quiet --stop-after 20
+run_to 0 "plain resume" "$BIN" train --resume plain
+grep -q "resuming with changes" err.txt && bad "a plain resume warned: $(grep resuming err.txt)" || ok
+grep -q resumed_from plain/metrics.jsonl && bad "a plain resume wrote a record" || ok
+same_trace "plain resume" ref plain
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    run_to 0 "all cores, stop at 20" "$BIN" train cfg.json --out thr --quiet --set train.threads=0 --stop-after 20
+    run_to 0 "resume on one core" taskset -c 0 "$BIN" train --resume thr --quiet
+    expect_err "threads in use: $(nproc) vs 1"
+    expect_err "will not be bit-identical to an uninterrupted run"
+    grep -q '"changed": "threads in use: [0-9]* vs 1"' thr/metrics.jsonl && ok || bad "no record of the thread count"
+else
+    skip "thread count: needs 2 cores and taskset"
+fi
+if [ "$(uname -m)" = x86_64 ]; then
+    run_to 0 "Haswell, stop at 20" "$BIN" train cfg.json --out core --quiet --stop-after 20
+    run_to 0 "resume under Prescott" env OPENBLAS_CORETYPE=Prescott "$BIN" train --resume core --quiet
+    expect_err "compute: fp32 (OpenBLAS [A-Za-z]*) vs fp32 (OpenBLAS Prescott)"
+else
+    skip "OpenBLAS core: x86-64 core names"
+fi
+# a checkpoint of version 2 (no record: as older builds wrote it) resumes, bit-identical
+run_to 0 "stop at 20 (to be version 2)" "$BIN" train cfg.json --out v2 --quiet --stop-after 20
+"$PY" - v2/checkpoints/step_00000020.ckpt <<'EOF' && ok || bad "could not rewrite the checkpoint as version 2"
+import struct, sys, zlib
+p = sys.argv[1]
+b = open(p, 'rb').read()
+hdr, raw = bytearray(b[:64]), zlib.decompress(b[64:])
+assert struct.unpack_from('<I', hdr, 8)[0] == 3
+jl = struct.unpack_from('<I', raw, 0)[0]
+at = 4 + jl + 128                          # the state of version 2 ends here
+cl = struct.unpack_from('<I', raw, at + 8)[0]
+raw = raw[:at] + raw[at + 12 + cl:]        # without threads and compute
+comp = zlib.compress(raw, 1)
+struct.pack_into('<IIQQ', hdr, 8, 2, 64, len(raw), len(comp))
+struct.pack_into('<I', hdr, 56, zlib.crc32(bytes(hdr[:56]), zlib.crc32(comp)))
+open(p, 'wb').write(bytes(hdr) + comp)
+EOF
+run_to 0 "resume from version 2" "$BIN" train --resume v2
+grep -q "resuming with changes" err.txt && bad "a version-2 resume warned: $(grep resuming err.txt)" || ok
+same_trace "resume from version 2" ref v2
+
+# ---- changed: every differing key, in the warning and the record ----
+run_to 0 "stop at 20" "$BIN" train cfg.json --out edit --quiet --stop-after 20
+sed -i -e 's/"lr": 0.003/"lr": 0.001/' -e 's/"seed": 1,/"seed": 5,/' edit/config.json
+run_to 0 "resume with an edited config.json" "$BIN" train --resume edit --quiet
+expect_err "train.seed: 1 vs 5, train.optimizer.lr: 0.003 vs 0.001"
+grep -q '"changed": "train.seed: 1 vs 5, train.optimizer.lr: 0.003 vs 0.001"' edit/metrics.jsonl && ok \
+    || bad "the record does not name both keys: $(grep resumed_from edit/metrics.jsonl)"
+
+# ---- header: the reserved bytes ----
+cp ref/checkpoints/step_00000060.ckpt hdr.ckpt
+printf '\001' | dd of=hdr.ckpt bs=1 seek=61 conv=notrunc 2>/dev/null
+run_to 5 "a flipped reserved header bit" "$BIN" eval hdr.ckpt --lengths 32
+expect_err "hdr.ckpt: corrupt checkpoint: header bytes 60-63 (reserved)"
+
+finish cli_resume
