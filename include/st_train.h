@@ -269,7 +269,9 @@ int st_checkpoint_save(const char *path, const st_run_config *cfg, const st_para
  * s is optional. */
 int st_checkpoint_load(const char *path, st_run_config *cfg, st_params *p, int with_moments,
                        st_train_state *s, st_error *e);
-/* path_or_run_dir: a .ckpt file, or a run dir (its checkpoints/latest). Writes the file. */
+/* path_or_run_dir: a .ckpt file, or a run dir (its checkpoints/latest, read again while it
+ * names a file that does not exist, up to 0.5 s: a training beside deletes old steps; a
+ * missing latest gives the newest step file with a warning). Writes the path to out. */
 int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e);
 /* The training loader of a run at its start (draws 0): the train split, the seed the
  * trainer derives from train.seed, a task's rows, and the check that a task's longest
@@ -295,6 +297,12 @@ int st_checkpoint_stored_crc(const char *path, uint32_t *crc);
  * cfg (optional) receives the run config. Free with st_model_free. */
 int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_config *cfg,
                              st_error *e);
+/* The same, also giving the file read (ckpt, n bytes) and its training state (s); each
+ * optional. The file is opened once, so a reader beside a training gets the model, config
+ * and state of one checkpoint even when keep_last deletes it meanwhile (a file deleted
+ * before the open is looked up again in the run's latest). */
+int st_checkpoint_read(const char *path_or_run_dir, char *ckpt, size_t n, st_model *m, st_run_config *cfg,
+                       st_train_state *s, st_error *e);
 
 /* ---------------------------------------------------------- training ---- */
 typedef struct st_train_opts {

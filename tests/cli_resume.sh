@@ -6,6 +6,10 @@
 #              metrics.jsonl records it; a plain resume says nothing and is bit-identical;
 #              a checkpoint of format version 2 (before the record) still resumes, exactly
 #   changed    config.json edited in two train keys: the warning and the record name both
+#   pointer    latest with a CRLF resumes; a control character in it is named; a latest
+#              naming a deleted file is read again (keep_last beside a reader: the trainer
+#              points it at the new file), and one that stays so is exit 3 naming it;
+#              readers beside a training with keep_last 1 never fail
 #   header     a flipped bit in the checkpoint header's reserved bytes 60-63 is exit 5
 . "$(dirname "$0")/lib_cli.sh" cli_resume
 export OPENBLAS_CORETYPE=Haswell
@@ -76,6 +80,36 @@ run_to 0 "resume with an edited config.json" "$BIN" train --resume edit --quiet
 expect_err "train.seed: 1 vs 5, train.optimizer.lr: 0.003 vs 0.001"
 grep -q '"changed": "train.seed: 1 vs 5, train.optimizer.lr: 0.003 vs 0.001"' edit/metrics.jsonl && ok \
     || bad "the record does not name both keys: $(grep resumed_from edit/metrics.jsonl)"
+
+# ---- pointer ----
+cp -r ref crlf
+printf 'step_00000040.ckpt\r\n' > crlf/checkpoints/latest
+run_to 0 "resume with a CRLF latest" "$BIN" train --resume crlf --quiet --set train.steps=61
+printf 'step_0000\00160.ckpt\n' > crlf/checkpoints/latest
+run_to 5 "a control character in latest" "$BIN" eval crlf --lengths 32
+expect_err "crlf/checkpoints/latest: malformed checkpoint pointer: byte 9 is the control character 0x01"
+echo step_00000099.ckpt > crlf/checkpoints/latest
+# pointed at the new file 0.1 s later, as a training does after the reader read it (an
+# eval reads latest within ~0.03 s of its start)
+(sleep 0.1; echo step_00000060.ckpt > crlf/checkpoints/l.new && mv crlf/checkpoints/l.new crlf/checkpoints/latest) &
+run_to 0 "latest names a deleted file, then the new one" "$BIN" eval crlf --lengths 32 --json e.json
+wait
+grep -qE '"step":[[:space:]]*60,' e.json && ok || bad "the evaluation is not of step 60"
+echo step_00000099.ckpt > crlf/checkpoints/latest
+run_to 3 "latest names a deleted file for good" "$BIN" eval crlf --lengths 32
+expect_err "crlf/checkpoints/latest names step_00000099.ckpt, which does not exist (read 10 times"
+# readers beside a training that keeps one checkpoint: the file latest names may go at any
+# moment (the old readers failed ~1 in 75 here)
+"$BIN" train cfg.json --out race --quiet "${LONG[@]}" --set train.checkpoint_every=1 --set train.keep_last=1 \
+    --set train.log_every=100 2>race.err & P=$!
+for _ in $(seq 200); do [ -s race/checkpoints/latest ] && break; sleep 0.05; done
+n=0; failed=0
+while [ $n -lt 100 ] && kill -0 $P 2>/dev/null; do
+    n=$((n + 1))
+    "$BIN" eval race --lengths 32 --json race_e.json --force >/dev/null 2>race_e.err || { failed=$((failed + 1)); head -1 race_e.err; }
+done
+kill -TERM $P; wait $P
+[ "$n" -ge 50 ] && [ "$failed" = 0 ] && ok || bad "readers beside a training: $failed of $n failed"
 
 # ---- header: the reserved bytes ----
 cp ref/checkpoints/step_00000060.ckpt hdr.ckpt

@@ -235,6 +235,14 @@ static void test_rundir(const char *base) {
     fputs("mine\n", f);
     fclose(f);
     CHECK(prepare(other, 0, &e) == ST_ERR_IO && strstr(e.msg, "not empty"));
+    /* latest as an editor may leave it (CRLF, spaces) names the same step */
+    char lp[700];
+    snprintf(lp, sizeof lp, "%s/latest", cdir);
+    f = fopen(lp, "w");
+    fputs(" step_00000050.ckpt \r\n", f);
+    fclose(f);
+    CHECK(st_run_latest_step(dir) == 50);
+    CHECK(st_checkpoint_resolve(dir, resolved, sizeof resolved, &e) == ST_OK && strstr(resolved, "/step_00000050.ckpt"));
     /* a directory left by a run that failed before its first checkpoint is reusable */
     char failed[600], fc[700];
     snprintf(failed, sizeof failed, "%s/failed", base);

@@ -11,9 +11,8 @@
 int cli_load_trained(const char *src, st_model *m, st_run_config *cfg, st_train_state *ts,
                      char *tok_path, size_t n, st_error *e) {
     char ckpt[ST_PATH_BUF];
-    int rc = st_checkpoint_resolve(src, ckpt, sizeof ckpt, e);
-    if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, ts, e);
-    if (!rc) rc = st_checkpoint_load_model(ckpt, m, cfg, e);
+    /* one read: beside a training, keep_last may delete the file right after */
+    int rc = st_checkpoint_read(src, ckpt, sizeof ckpt, m, cfg, ts, e);
     if (rc) return rc;
     cli_tokenizer_path(ckpt, tok_path, n);
     return ST_OK;

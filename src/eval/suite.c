@@ -274,16 +274,12 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
                            st_error *e) {
     memset(rep, 0, sizeof *rep);
     snprintf(rep->source, sizeof rep->source, "%s", path);
-    int rc = st_checkpoint_resolve(path, rep->checkpoint, sizeof rep->checkpoint, e);
-    if (rc) return rc;
     st_train_state state;
-    memset(&state, 0, sizeof state);
-    rc = st_checkpoint_load(rep->checkpoint, NULL, NULL, 0, &state, e);
+    st_model m;
+    /* one read: beside a training, keep_last may delete the file right after */
+    int rc = st_checkpoint_read(path, rep->checkpoint, sizeof rep->checkpoint, &m, &rep->cfg, &state, e);
     if (rc) return rc;
     rep->step = state.step;
-    st_model m;
-    rc = st_checkpoint_load_model(rep->checkpoint, &m, &rep->cfg, e);
-    if (rc) return rc;
     rep->n_params = st_model_num_params(&m);
 
     st_eval_plan plan = *plan_in;

@@ -462,65 +462,30 @@ int st_checkpoint_stored_crc(const char *path, uint32_t *crc) {
     return ok;
 }
 
-/* A directory without checkpoints/latest: a run whose pointer was deleted (its newest step
- * file, with a warning), a run's checkpoints/ directory or an export named instead of the
- * run (said so), or a run with no checkpoint yet. */
-static int resolve_without_latest(const char *dir, const char *latest, char *out, size_t n, st_error *e) {
-    const int64_t step = st_rundir_newest_step(dir);
-    if (step >= 0) {
-        char name[64];
-        snprintf(name, sizeof name, "step_%08lld.ckpt", (long long)step);
-        st_rundir_path(dir, name, out, n);
-        st_log(ST_LOG_WARN, "%s missing: taking the newest step checkpoint, %s", latest, out);
-        return ST_OK;
-    }
-    char probe[ST_PATH_BUF + 32];
-    const size_t len = strlen(dir);
-    snprintf(probe, sizeof probe, "%s/latest", dir);
-    if (len >= 11 && !strcmp(dir + len - 11, "checkpoints") && (len == 11 || dir[len - 12] == '/') &&
-        access(probe, F_OK) == 0)
-        return st_fail(e, ST_ERR_IO, "%s: a run's checkpoints directory: give the run directory (%.*s) or one of its "
-                       ".ckpt files", dir, len > 12 ? (int)(len - 12) : 1, len > 12 ? dir : ".");
-    snprintf(probe, sizeof probe, "%s/model.safetensors", dir);
-    if (access(probe, F_OK) == 0)
-        return st_fail(e, ST_ERR_IO, "%s: an export (model.safetensors), not a run: give the run directory or a "
-                       "checkpoint (an export is for other tools, and train.init_from reads its model.safetensors)", dir);
-    return st_fail(e, ST_ERR_IO, "%s: no checkpoint yet (%s missing)", dir, latest);
-}
-
-int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e) {
+/* Resolve src and open the file: one that a training beside deleted (keep_last) between
+ * our reading of latest and the open is looked up again, latest naming a newer one by
+ * then. path (n bytes) must outlive r. */
+static int open_source(zreader *r, const char *src, char *path, size_t n, st_error *e) {
     struct stat st;
-    if (stat(path_or_run_dir, &st) != 0)
-        return st_fail(e, ST_ERR_IO, "%s: no such checkpoint or run directory", path_or_run_dir);
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(out, n, "%s", path_or_run_dir);
-        return ST_OK;
+    const int run_dir = stat(src, &st) == 0 && S_ISDIR(st.st_mode);
+    for (int attempt = 0;; attempt++) {
+        int rc = st_checkpoint_resolve(src, path, n, e);
+        if (rc) return rc;
+        rc = zr_open(r, path, e);
+        if (!rc || !run_dir || attempt == 3 || access(path, F_OK) == 0) return rc;
     }
-    char latest[ST_PATH_BUF];
-    st_rundir_path(path_or_run_dir, "latest", latest, sizeof latest);
-    size_t len = 0;
-    st_error tmp = {0};
-    char *name = st_read_file(latest, &len, 4096, &tmp);
-    if (!name) {
-        if (access(latest, F_OK) == 0) return st_fail(e, tmp.code, "%s", tmp.msg);   /* there, unreadable */
-        return resolve_without_latest(path_or_run_dir, latest, out, n, e);
-    }
-    while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == ' ')) name[--len] = 0;
-    if (len == 0 || strchr(name, '/')) {
-        free(name);
-        return st_fail(e, ST_ERR_CHECKPOINT, "%s: malformed checkpoint pointer", latest);
-    }
-    st_rundir_path(path_or_run_dir, name, out, n);
-    free(name);
-    return ST_OK;
 }
 
 int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_config *cfg, st_error *e) {
+    return st_checkpoint_read(path_or_run_dir, NULL, 0, m, cfg, NULL, e);
+}
+
+int st_checkpoint_read(const char *path_or_run_dir, char *ckpt, size_t n, st_model *m, st_run_config *cfg,
+                       st_train_state *s, st_error *e) {
     char path[ST_PATH_BUF];
-    int rc = st_checkpoint_resolve(path_or_run_dir, path, sizeof path, e);
-    if (rc) return rc;
     zreader r;
-    if ((rc = zr_open(&r, path, e))) return rc;
+    int rc = open_source(&r, path_or_run_dir, path, sizeof path, e);
+    if (rc) return rc;
     memset(m, 0, sizeof *m);
     /* the embedded config must imply exactly the stored parameter block before anything
      * of its size is allocated (a crafted config could otherwise ask for most of RAM) */
@@ -538,6 +503,8 @@ int st_checkpoint_load_model(const char *path_or_run_dir, st_model *m, st_run_co
     if (!rc) rc = check_table(&r, &m->params, e);
     if (!rc) rc = read_blocks(&r, &m->params, 0, e);
     if (!rc && cfg) *cfg = r.cfg;
+    if (!rc && s) *s = r.state;
+    if (!rc && ckpt) snprintf(ckpt, n, "%s", path);
     if (rc) st_model_free(m);
     zr_close(&r);
     return rc;

@@ -3,12 +3,14 @@
  *
  *   RUN_DIR/config.json, tokenizer.json, metrics.jsonl, init_from.json (train.init_from)
  *   RUN_DIR/checkpoints/step_NNNNNNNN.ckpt, best.ckpt, latest
+ * and which checkpoint file a run directory names (st_checkpoint_resolve).
  * Not here: the checkpoint format (checkpoint.c). */
 #define _GNU_SOURCE
 #include "train_internal.h"
 
 #include <cjson/cJSON.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -191,18 +193,6 @@ int64_t st_rundir_newest_step(const char *dir) {
     return best;
 }
 
-int64_t st_run_latest_step(const char *dir) {
-    char path[ST_PATH_BUF + 256], line[80] = "";
-    snprintf(path, sizeof path, "%s/checkpoints/latest", dir);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    const int got = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    line[strcspn(line, "\n")] = 0;
-    int64_t step = -1;
-    return got && is_step_file(line, &step) ? step : -1;
-}
-
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -308,4 +298,87 @@ int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e) {
     int rc = st_write_file_atomic(path, text, out, e);
     free(text);
     return rc;
+}
+
+/* ------------------------------------------------- the checkpoint a source names ---- */
+
+/* A directory without checkpoints/latest: a run whose pointer was deleted (its newest step
+ * file, with a warning), a run's checkpoints/ directory or an export named instead of the
+ * run (said so), or a run with no checkpoint yet. */
+static int resolve_without_latest(const char *dir, const char *latest, char *out, size_t n, st_error *e) {
+    const int64_t step = st_rundir_newest_step(dir);
+    if (step >= 0) {
+        char name[64];
+        snprintf(name, sizeof name, "step_%08lld.ckpt", (long long)step);
+        st_rundir_path(dir, name, out, n);
+        st_log(ST_LOG_WARN, "%s missing: taking the newest step checkpoint, %s", latest, out);
+        return ST_OK;
+    }
+    char probe[ST_PATH_BUF + 32];
+    const size_t len = strlen(dir);
+    snprintf(probe, sizeof probe, "%s/latest", dir);
+    if (len >= 11 && !strcmp(dir + len - 11, "checkpoints") && (len == 11 || dir[len - 12] == '/') &&
+        access(probe, F_OK) == 0)
+        return st_fail(e, ST_ERR_IO, "%s: a run's checkpoints directory: give the run directory (%.*s) or one of its "
+                       ".ckpt files", dir, len > 12 ? (int)(len - 12) : 1, len > 12 ? dir : ".");
+    snprintf(probe, sizeof probe, "%s/model.safetensors", dir);
+    if (access(probe, F_OK) == 0)
+        return st_fail(e, ST_ERR_IO, "%s: an export (model.safetensors), not a run: give the run directory or a "
+                       "checkpoint (an export is for other tools, and train.init_from reads its model.safetensors)", dir);
+    return st_fail(e, ST_ERR_IO, "%s: no checkpoint yet (%s missing)", dir, latest);
+}
+
+/* The file name `latest` holds into name (cap bytes); *found 0 when latest does not
+ * exist. White space around the name is ignored (the newline, a CR an editor adds,
+ * spaces); a control character inside would be invisible in a message, so it is named. */
+static int read_latest(const char *latest, char *name, size_t cap, int *found, st_error *e) {
+    size_t len = 0;
+    st_error tmp = {0};
+    char *text = st_read_file(latest, &len, 4096, &tmp);
+    *found = text != NULL || access(latest, F_OK) == 0;
+    if (!text) return *found ? st_fail(e, tmp.code, "%s", tmp.msg) : ST_OK;   /* there, unreadable */
+    size_t a = 0;
+    while (len > 0 && isspace((unsigned char)text[len - 1])) len--;
+    while (a < len && isspace((unsigned char)text[a])) a++;
+    int rc = len == a || len - a >= cap || memchr(text + a, '/', len - a)
+                 ? st_fail(e, ST_ERR_CHECKPOINT, "%s: malformed checkpoint pointer", latest) : ST_OK;
+    for (size_t i = a; !rc && i < len; i++)
+        if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: malformed checkpoint pointer: byte %zu is the control character "
+                         "0x%02x", latest, i, (unsigned)(unsigned char)text[i]);
+    if (!rc) snprintf(name, cap, "%.*s", (int)(len - a), text + a);
+    free(text);
+    return rc;
+}
+
+int64_t st_run_latest_step(const char *dir) {
+    char latest[ST_PATH_BUF], name[256];
+    st_rundir_path(dir, "latest", latest, sizeof latest);
+    int found;
+    int64_t step = -1;
+    return !read_latest(latest, name, sizeof name, &found, NULL) && found && is_step_file(name, &step) ? step : -1;
+}
+
+int st_checkpoint_resolve(const char *path_or_run_dir, char *out, size_t n, st_error *e) {
+    struct stat st;
+    if (stat(path_or_run_dir, &st) != 0)
+        return st_fail(e, ST_ERR_IO, "%s: no such checkpoint or run directory", path_or_run_dir);
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(out, n, "%s", path_or_run_dir);
+        return ST_OK;
+    }
+    char latest[ST_PATH_BUF], name[256];
+    st_rundir_path(path_or_run_dir, "latest", latest, sizeof latest);
+    /* A training beside a reader writes a step, points latest at it, then keep_last
+     * deletes the oldest: a name read just before that can be gone a moment later, and
+     * latest names the new file by then (or soon, on a slow disk: 10 reads over 0.5 s). */
+    for (int attempt = 0; attempt < 10; attempt++) {
+        if (attempt) usleep(50000);
+        int found, rc = read_latest(latest, name, sizeof name, &found, e);
+        if (rc) return rc;
+        if (!found) return resolve_without_latest(path_or_run_dir, latest, out, n, e);
+        st_rundir_path(path_or_run_dir, name, out, n);
+        if (access(out, F_OK) == 0) return ST_OK;
+    }
+    return st_fail(e, ST_ERR_IO, "%s names %s, which does not exist (read 10 times over 0.5 s)", latest, name);
 }
