@@ -6,6 +6,9 @@
 #              metrics.jsonl records it; a plain resume says nothing and is bit-identical;
 #              a checkpoint of format version 2 (before the record) still resumes, exactly
 #   changed    config.json edited in two train keys: the warning and the record name both
+#   signals    SIGHUP saves and exits 130; `train 2>&1 | head -n 5` (the reader goes away)
+#              leaves a checkpoint at the step it stopped, exit 130, and the resumed run is
+#              bit-identical to an uninterrupted one
 #   pointer    latest with a CRLF resumes; a control character in it is named; a latest
 #              naming a deleted file is read again (keep_last beside a reader: the trainer
 #              points it at the new file), and one that stays so is exit 3 naming it;
@@ -80,6 +83,23 @@ run_to 0 "resume with an edited config.json" "$BIN" train --resume edit --quiet
 expect_err "train.seed: 1 vs 5, train.optimizer.lr: 0.003 vs 0.001"
 grep -q '"changed": "train.seed: 1 vs 5, train.optimizer.lr: 0.003 vs 0.001"' edit/metrics.jsonl && ok \
     || bad "the record does not name both keys: $(grep resumed_from edit/metrics.jsonl)"
+
+# ---- signals ----
+"$BIN" train cfg.json --out hup --quiet "${LONG[@]}" 2>hup.err & P=$!
+for _ in $(seq 200); do [ -s hup/metrics.jsonl ] && break; sleep 0.05; done
+kill -HUP $P; wait $P; rc=$?
+[ "$rc" = 130 ] && grep -q "interrupted by SIGHUP" hup.err && ok || bad "SIGHUP: exit $rc: $(cat hup.err)"
+[ -s hup/checkpoints/latest ] && ok || bad "SIGHUP: no checkpoint"
+timeout -k 5 120 "$BIN" train cfg.json --out pipe "${LONG[@]}" 2>&1 | head -n 5 >head.txt
+rc=${PIPESTATUS[0]}
+[ "$rc" = 130 ] && ok || bad "a reader that went away: exit $rc, expected 130 (141: killed by SIGPIPE)"
+K=$(sed -E 's/step_0*([0-9]+)\.ckpt/\1/' pipe/checkpoints/latest 2>/dev/null)
+last=$(trace pipe | tail -1 | cut -d' ' -f1)
+[ -n "$K" ] && [ "$K" = "$last" ] && ok || bad "pipe: checkpoint at '$K', last step logged '$last'"
+K=${K:-1}
+run_to 0 "resume after the pipe closed" "$BIN" train --resume pipe --quiet --stop-after $((K + 5))
+run_to 0 "uninterrupted" "$BIN" train cfg.json --out pipe_ref --quiet "${LONG[@]}" --stop-after $((K + 5))
+same_trace "resume after the pipe closed" pipe_ref pipe
 
 # ---- pointer ----
 cp -r ref crlf

@@ -12,12 +12,13 @@
 #    and the same for the LLaMA-style block (20 SGD steps);
 #  - determinism: two 2-rank runs write bit-identical loss traces;
 #  - resume: --stop-after 20 + --resume with 2 ranks == the uninterrupted run, bit for bit,
-#    also when rank 1 cannot see the run dir; resuming with 1 process is exit 5;
+#    also when rank 1 cannot see the run dir; resuming with 1 process is exit 5, and a
+#    1-process run under 2 ranks, each message giving the command that works;
 #  - ZeRO-1 (--zero): the same trace bit for bit, also across a resume;
 #  - eval: `mpirun -np 2 stretch eval` prints and writes the one-process figures exactly
 #    (nonoverlapping with buckets, sliding); --attn-stats within float rounding of one process;
-#  - stopping: SIGTERM to rank 1 stops both ranks (exit 130) with a loadable checkpoint and
-#    no process left; a config that differs on rank 1 (MPMD launch) fails both ranks with
+#  - stopping: SIGTERM to rank 1 stops both ranks (exit 130) with a loadable checkpoint,
+#    no process left, and the hint to continue under mpirun -np 2; a config that differs on rank 1 (MPMD launch) fails both ranks with
 #    exit 2, and so does a --stop-after or --zero given to one rank only; a config missing
 #    on rank 1 aborts the job (exit 3), no hang (timeouts);
 #  - extend under 2 ranks, and of a 2-rank run: --budget counts every rank's tokens;
@@ -106,7 +107,9 @@ cmp -s <(grep val_loss r2/metrics.jsonl) <(grep val_loss r2b/metrics.jsonl) && o
 # ---- resume with the same N: bit-exact; another N: exit 5 ----
 expect_rc 0 "2 ranks, stop after 20" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out rs --quiet --stop-after 20
 expect_rc 5 "resume with 1 process" "$BIN" train --resume rs --quiet
-expect_err "written by a run of 2 rank(s), this run has 1"
+expect_err "written by a run of 2 rank(s), this run has 1: resume with mpirun -np 2 stretch train --resume rs "
+expect_rc 5 "resume of a 1-process run with 2 ranks" timeout 120 "${MPI[@]}" "$BIN" train --resume q1sgd --quiet
+expect_err "written by a run of 1 rank(s), this run has 2: resume with stretch train --resume q1sgd "
 expect_rc 0 "2 ranks, resume" timeout 300 "${MPI[@]}" "$BIN" train --resume rs --quiet
 cmp -s <(losses r2) <(losses rs) && ok || bad "resumed 2-rank trace differs from the uninterrupted one"
 # a 2-rank run that died before its first checkpoint restarts from step 0 on both ranks
@@ -190,6 +193,7 @@ wait $MP; rc=$?
 kill $WD 2>/dev/null
 [ "$rc" = 130 ] && ok || { bad "SIGTERM on rank 1: mpirun exit $rc, expected 130"; tail -5 sig.err; }
 grep -q "interrupted by SIGTERM" sig.err && ok || bad "no interruption message"
+grep -q "continue with: mpirun -np 2 stretch train --resume rsig$" sig.err && ok || bad "the hint lacks mpirun -np 2: $(grep interrupted sig.err)"
 pgrep -f "out rsig" >/dev/null && bad "ranks left running" || ok
 expect_rc 0 "the interrupted run's checkpoint loads" "$BIN" eval rsig --lengths 16 --json rsig.json --quiet
 

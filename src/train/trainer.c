@@ -5,7 +5,8 @@
  *     zero grads; grad_accum x [next window batch -> loss -> backward(seed 1/grad_accum)]
  *     -> global grad norm (non-finite: error or skip) -> clip -> AdamW/SGD at lr(step)
  *     -> log / metrics -> validation (every eval_every) -> checkpoint (every
- *        checkpoint_every, at the end, on SIGINT/SIGTERM, time limit or stop_after)
+ *        checkpoint_every, at the end, on SIGINT/SIGTERM/SIGHUP/SIGPIPE, time limit or
+ *        stop_after)
  *
  * Determinism: every random choice is a function of saved state: batch windows of the
  * loader position (draws), dropout seeds of a checkpointed xoshiro stream, validation
@@ -26,16 +27,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The one mutable global: a signal handler can only talk through one. It holds the
- * number of the first SIGINT/SIGTERM; the loop finishes its step, saves and returns. */
-static volatile sig_atomic_t g_stop_signal;
+/* The mutable globals: a signal handler can only talk through them. g_stop_signal holds
+ * the number of the first SIGINT/SIGTERM/SIGHUP/SIGPIPE; the loop finishes its step,
+ * saves and returns. g_pipe_closed: a SIGPIPE came (the reader of our output went away). */
+static volatile sig_atomic_t g_stop_signal, g_pipe_closed;
 
 static void on_signal(int sig) {
-    if (g_stop_signal) {            /* second signal: give up on the clean stop */
+    /* SIGPIPE: every later write to the closed pipe raises it again, which must neither
+     * end the clean stop it asked for nor count as the user's second signal */
+    if (sig == SIGPIPE) g_pipe_closed = 1;
+    if (g_stop_signal && sig != SIGPIPE) {   /* second signal: give up on the clean stop */
         signal(sig, SIG_DFL);
         raise(sig);
     }
-    g_stop_signal = sig;
+    if (!g_stop_signal) g_stop_signal = sig;
+}
+
+static const char *signal_label(int sig) {
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP (hangup: a closed terminal or ssh session)"
+         : sig == SIGPIPE ? "SIGPIPE (the reader of the output went away)" : "SIGINT";
+}
+
+/* The signals that stop a training cleanly (the step finishes, a checkpoint is saved,
+ * exit 130). SIGHUP stays ignored when it was (nohup asked for that); SIGPIPE is caught
+ * from the start of st_train, since setup logs too (`train ... 2>&1 | head -n 5`). */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { N_STOP_SIGNALS = (int)(sizeof stop_signals / sizeof stop_signals[0]) };
+
+static void catch_signal(int sig, struct sigaction *old) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;   /* let interrupted reads/writes continue; the loop polls the flag */
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, NULL, old);
+    if (sig != SIGHUP || old->sa_handler != SIG_IGN) sigaction(sig, &sa, NULL);
 }
 
 
@@ -239,17 +265,18 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         if ((save_step || best) && t->zero.on) st_zero_release(&t->zero, t->dist, &t->model.params);
         if (!rc && prc) rc = st_fail(e, prc, "%s", pe.msg);
         if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
+        char cont[ST_PATH_BUF + 64];
         if (sig) {
             res->stopped = 3;
-            return st_fail(e, ST_ERR_INTERRUPTED, "interrupted by %s after step %lld; saved %s; continue with: "
-                           "stretch train --resume %s", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-                           (long long)step, t->last_ckpt, t->dir);
+            return st_fail(e, ST_ERR_INTERRUPTED, "interrupted by %s after step %lld; saved %s; continue with: %s",
+                           signal_label(sig), (long long)step, t->last_ckpt,
+                           st_trainer_resume_command(t->dir, t->ranks, cont, sizeof cont));
         }
         if (out_of_time) {
             res->stopped = 1;
             st_progress_note(&t->pg, ST_LOG_INFO, "train.max_seconds (%g s) reached after step %lld; saved %s; "
-                             "continue with: stretch train --resume %s", tc->max_seconds, (long long)step,
-                             t->last_ckpt, t->dir);
+                             "continue with: %s", tc->max_seconds, (long long)step, t->last_ckpt,
+                             st_trainer_resume_command(t->dir, t->ranks, cont, sizeof cont));
             break;
         }
         if (stop_after) { res->stopped = 2; break; }
@@ -298,6 +325,9 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
     const double comm0 = t->dist ? t->dist->comm_seconds : 0;
     const int64_t calls0 = t->dist ? t->dist->comm_calls : 0;
     int64_t step0 = 0;   /* the step this session starts from */
+    struct sigaction old_pipe, old_stop[N_STOP_SIGNALS];
+    g_stop_signal = g_pipe_closed = 0;
+    catch_signal(SIGPIPE, &old_pipe);
     int rc = st_trainer_setup(t, cfg, e);
     if (!rc) {
         res->n_params = st_model_num_params(&t->model);
@@ -315,27 +345,24 @@ int st_train(const st_run_config *cfg, const char *run_dir, const st_train_opts 
         rc = st_dist_agree(t->dist, rc, e);
     }
     if (!rc) {
-        struct sigaction sa, old_int, old_term;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESTART;   /* let interrupted reads/writes continue; the loop polls the flag */
-        sigemptyset(&sa.sa_mask);
-        g_stop_signal = 0;
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
+        /* a SIGINT/SIGTERM/SIGHUP during setup ended the process: nothing was trained yet */
+        for (int i = 0; i < N_STOP_SIGNALS; i++) catch_signal(stop_signals[i], &old_stop[i]);
         rc = t->cfg.train.steps == 0 && !t->opts.resume ? save_initial(t, e) : loop(t, res, e);
         /* a signal that came while the last checkpoint was written: the loop had already
          * looked, so say it now (a sweep must stop, not go on to its next point) */
         if (!rc && g_stop_signal) {
             res->stopped = 3;
             rc = st_fail(e, ST_ERR_INTERRUPTED, "interrupted by %s as the session ended at step %lld (%s is "
-                         "saved)", g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", (long long)t->st.step,
+                         "saved)", signal_label(g_stop_signal), (long long)t->st.step,
                          t->last_ckpt[0] ? t->last_ckpt : t->dir);
         }
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        g_stop_signal = 0;
+        for (int i = 0; i < N_STOP_SIGNALS; i++) sigaction(stop_signals[i], &old_stop[i], NULL);
     }
+    /* The reader is gone: SIGPIPE stays ignored, or the line reporting the exit would end
+     * the process by it (141) instead of the 130 that says a checkpoint was saved. */
+    if (g_pipe_closed) signal(SIGPIPE, SIG_IGN);
+    else sigaction(SIGPIPE, &old_pipe, NULL);
+    g_stop_signal = g_pipe_closed = 0;
     if (t->have_arena) {
         res->arena_high_water = t->arena.high_water;
         res->arena_grew = t->arena.capacity != res->arena_bytes || st_arena_chunks(&t->arena) > 1;

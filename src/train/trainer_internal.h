@@ -54,5 +54,8 @@ static inline void st_trainer_join(char *out, size_t n, const char *dir, const c
  * ends with the ranks agreeing on its status, so a failure on any rank stops all of them
  * there. */
 int st_trainer_setup(trainer *t, const st_run_config *cfg_in, st_error *e);
+/* The command that continues the run in dir, into buf (returned): under mpirun with the
+ * same count when it has ranks > 1 (another count is refused), without it for one. */
+const char *st_trainer_resume_command(const char *dir, int64_t ranks, char *buf, size_t n);
 
 #endif

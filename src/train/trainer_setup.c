@@ -63,11 +63,12 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
         t->st.data_hash = st_dataset_hash(&t->ds);
     }
     /* checks only rank 0 can make (it alone read the checkpoint), agreed by all */
-    if (!rc && t->opts.resume && t->rank == 0 && (t->st.world_size ? t->st.world_size : 1) != t->ranks)
-        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: written by a run of %lld rank(s), this run has %d: resume with "
-                     "mpirun -np %lld (batches and dropout streams are cut per rank, so another count would not "
-                     "continue the same run)", ckpt, (long long)(t->st.world_size ? t->st.world_size : 1), t->ranks,
-                     (long long)(t->st.world_size ? t->st.world_size : 1));
+    const int64_t ws = t->st.world_size ? t->st.world_size : 1;
+    char cont[ST_PATH_BUF + 64];
+    if (!rc && t->opts.resume && t->rank == 0 && ws != t->ranks)
+        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: written by a run of %lld rank(s), this run has %d: resume with %s "
+                     "(batches and dropout streams are cut per rank, so another count would not continue the same "
+                     "run)", ckpt, (long long)ws, t->ranks, st_trainer_resume_command(t->dir, ws, cont, sizeof cont));
     t->st.world_size = t->ranks;
     return rc;
 }
@@ -278,6 +279,12 @@ static int setup_buffers(trainer *t, st_error *e) {
         }
     }
     return ST_OK;
+}
+
+const char *st_trainer_resume_command(const char *dir, int64_t ranks, char *buf, size_t n) {
+    if (ranks > 1) snprintf(buf, n, "mpirun -np %lld stretch train --resume %s", (long long)ranks, dir);
+    else snprintf(buf, n, "stretch train --resume %s", dir);
+    return buf;
 }
 
 /* The products' backend as a checkpoint records it: st_mm_describe, naming the OpenBLAS
