@@ -13,6 +13,9 @@
 #              naming a deleted file is read again (keep_last beside a reader: the trainer
 #              points it at the new file), and one that stays so is exit 3 naming it;
 #              readers beside a training with keep_last 1 never fail
+#   flags      --resume with --force is refused (exit 2)
+#   leftovers  a fresh run into a directory holding only an empty checkpoints/ and a dead
+#              writer's config.json.tmp.PID.NONCE starts (and removes it)
 #   header     a flipped bit in the checkpoint header's reserved bytes 60-63 is exit 5
 . "$(dirname "$0")/lib_cli.sh" cli_resume
 export OPENBLAS_CORETYPE=Haswell
@@ -130,6 +133,16 @@ while [ $n -lt 100 ] && kill -0 $P 2>/dev/null; do
 done
 kill -TERM $P; wait $P
 [ "$n" -ge 50 ] && [ "$failed" = 0 ] && ok || bad "readers beside a training: $failed of $n failed"
+
+# ---- flags ----
+run_to 2 "--resume with --force" "$BIN" train --resume ref --force
+expect_err "drop --force"
+
+# ---- leftovers: a run killed while it wrote config.json ----
+DEAD=$(sh -c 'echo $$')
+mkdir -p left/checkpoints && echo '{"mod' > "left/config.json.tmp.$DEAD.abcdef"
+run_to 0 "a fresh run over a dead writer's temp file" "$BIN" train cfg.json --out left --quiet --stop-after 2
+[ ! -e "left/config.json.tmp.$DEAD.abcdef" ] && ok || bad "the dead writer's temp file is left"
 
 # ---- header: the reserved bytes ----
 cp ref/checkpoints/step_00000060.ckpt hdr.ckpt

@@ -91,6 +91,10 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
     if (resume && (config || out))
         return cli_usage("train", "--resume RUN_DIR takes the config from RUN_DIR/config.json; drop %s",
                          config ? "the CONFIG argument" : "--out");
+    /* --force replaces a run, --resume continues it: taken together one would be ignored */
+    if (resume && opts.force)
+        return cli_usage("train", "--resume RUN_DIR continues the run there and --force would replace it; drop "
+                         "--force (or, to start over, give the CONFIG with --out %s --force)", resume);
     if (!resume && !config) return cli_usage("train", "missing CONFIG.json");
 
     st_error e = {0};
@@ -108,7 +112,8 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
                 return rc ? cli_report(&e) : 0;
             }
             if (e.code == ST_ERR_IO && access(path, F_OK) != 0)
-                st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", resume);
+                st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from; a run stopped "
+                        "before it wrote config.json starts again with: stretch train CONFIG --out %s)", resume, resume);
             if (e.code == ST_ERR_CONFIG) cli_blame_sets(path, sets, n_sets, 1, &e);
             return cli_report(&e);
         }

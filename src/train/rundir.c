@@ -41,27 +41,6 @@ static int is_ckpt_artifact(const char *name) {
            strstr(name, ".tmp.") != NULL;
 }
 
-/* Number of entries in a directory other than . and .. and an empty checkpoints/ left
- * by a run that failed before its first checkpoint (-1 if it cannot be read). */
-static int count_entries(const char *dir, char *first, size_t n) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int count = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        if (!strcmp(de->d_name, "checkpoints")) {
-            char sub[ST_PATH_BUF];
-            snprintf(sub, sizeof sub, "%s/checkpoints", dir);
-            if (count_entries(sub, NULL, 0) == 0) continue;
-        }
-        if (count == 0 && first) snprintf(first, n, "%s", de->d_name);
-        count++;
-    }
-    closedir(d);
-    return count;
-}
-
 /* NAME.tmp.PID[.NONCE] (st_atomic_open; NAME.tmp.PID: the hard link of best.ckpt): the
  * writer's PID, or 0 when name is no temp file. */
 static long temp_pid(const char *name) {
@@ -81,6 +60,37 @@ static int is_run_temp(const char *name) {
     for (int i = 0; run_files[i]; i++)
         if (strlen(run_files[i]) == stem && !strncmp(name, run_files[i], stem)) return 1;
     return !strncmp(name, "eval_", 5) && stem > 10 && !strncmp(name + stem - 5, ".json", 5);
+}
+
+/* A temp file whose writer is dead (PID no longer running), of any file (checkpoints/) or
+ * of the run's own files only (RUN_DIR: a user's files are never touched). */
+static int dead_temp(const char *name, int run_files_only) {
+    const long pid = temp_pid(name);
+    if (!pid || pid == (long)getpid() || (run_files_only && !is_run_temp(name))) return 0;
+    /* a live PID (possibly reused by another process) or one we may not signal: alive */
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Number of entries in a directory other than . and .. and what a run that failed before
+ * its first checkpoint left: an empty checkpoints/, and temp files of dead writers (a run
+ * killed while it wrote config.json; -1 if the directory cannot be read). */
+static int count_entries(const char *dir, int top, char *first, size_t n) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int count = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || dead_temp(de->d_name, top)) continue;
+        if (!strcmp(de->d_name, "checkpoints")) {
+            char sub[ST_PATH_BUF];
+            snprintf(sub, sizeof sub, "%s/checkpoints", dir);
+            if (count_entries(sub, 0, NULL, 0) == 0) continue;
+        }
+        if (count == 0 && first) snprintf(first, n, "%s", de->d_name);
+        count++;
+    }
+    closedir(d);
+    return count;
 }
 
 static int remove_run(const char *dir, st_error *e) {
@@ -130,7 +140,7 @@ static int inspect(const char *dir, int force, const char *advice, int *entries,
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) return st_fail(e, ST_ERR_IO, "%s: exists and is not a directory", dir);
         char first[256] = "";
-        int n = count_entries(dir, first, sizeof first);
+        int n = count_entries(dir, 1, first, sizeof first);
         if (n < 0) return st_fail(e, ST_ERR_IO, "%s: cannot read directory: %s", dir, strerror(errno));
         if (n > 0 && !force) {
             char cfg[ST_PATH_BUF];
@@ -161,6 +171,7 @@ int st_rundir_prepare(const char *dir, int force, const char *advice, int *lock_
     if (rc || (rc = st_mkdirs(dir, e)) || (rc = st_dir_lock(dir, "a run is writing it", lock_fd, e))) return rc;
     if ((rc = inspect(dir, force, advice, &n, e))) return rc;
     if (n > 0 && (rc = remove_run(dir, e))) return rc;
+    if (n == 0) st_rundir_clean_temps(dir);   /* what count_entries passed over */
     char cdir[ST_PATH_BUF];
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     return st_mkdirs(cdir, e);
@@ -250,10 +261,7 @@ static int clean_dir(const char *dir, int run_files_only) {
     int removed = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        const long pid = temp_pid(de->d_name);
-        if (!pid || pid == (long)getpid() || (run_files_only && !is_run_temp(de->d_name))) continue;
-        /* a live PID (possibly reused by another process) or one we may not signal: keep */
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        if (!dead_temp(de->d_name, run_files_only)) continue;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         if (unlink(path) == 0) removed++;
     }
