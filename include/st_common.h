@@ -71,6 +71,8 @@ void st_vlog_line(const char *prefix, const char *fmt, va_list ap);
  * (st_oom_exit), so a script or a log reader finds every error the same way. */
 void st_set_command(const char *cmd);
 void st_cmd_vline(int error, const char *fmt, va_list ap);
+/* The command st_set_command set ("eval"), "" before one runs. */
+const char *st_command(void);
 
 /* Invariant check, always compiled in. Prints file:line and the expression, then aborts. */
 #define ST_ASSERT(x) \

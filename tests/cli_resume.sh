@@ -17,6 +17,7 @@
 #   leftovers  a fresh run into a directory holding only an empty checkpoints/ and a dead
 #              writer's config.json.tmp.PID.NONCE starts (and removes it)
 #   header     a flipped bit in the checkpoint header's reserved bytes 60-63 is exit 5
+#   wording    `data --tokenizer x` names the flag and its values; "1 thread," in eval
 . "$(dirname "$0")/lib_cli.sh" cli_resume
 export OPENBLAS_CORETYPE=Haswell
 cat > cfg.json <<EOF
@@ -149,5 +150,12 @@ cp ref/checkpoints/step_00000060.ckpt hdr.ckpt
 printf '\001' | dd of=hdr.ckpt bs=1 seek=61 conv=notrunc 2>/dev/null
 run_to 5 "a flipped reserved header bit" "$BIN" eval hdr.ckpt --lengths 32
 expect_err "hdr.ckpt: corrupt checkpoint: header bytes 60-63 (reserved)"
+
+# ---- wording ----
+run_to 2 "data --tokenizer x" "$BIN" data --source synthetic --tokenizer x
+expect_err '--tokenizer: expected auto, word, byte or bpe, got "x"'
+grep -q '"task"' err.txt && bad "data --tokenizer lists a value the flag does not take" || ok
+run_to 0 "eval on one thread" "$BIN" eval ref --lengths 32 --threads 1 --json e1.json
+expect_out "1 thread, fp32 matmuls"
 
 finish cli_resume

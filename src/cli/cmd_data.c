@@ -92,7 +92,12 @@ static int data_flag(data_args *a, const char *f, const char *v) {
     } else if (!strcmp(f, "--path")) {
         if (cli_path_arg("data", f, v) || copy_str(c->path, sizeof c->path, v)) return ST_ERR_CONFIG;
     } else if (!strcmp(f, "--tokenizer")) {
-        if (copy_str(c->tokenizer, sizeof c->tokenizer, v)) return bad(f, v, "auto, word, byte or bpe");
+        /* the flag's values; data.tokenizer also takes the ones a source sets itself
+         * (synthetic, task), which the config check would list */
+        static const char *const flag_values[] = {"auto", "word", "byte", "bpe", NULL};
+        int known = 0;
+        for (int i = 0; flag_values[i]; i++) known |= !strcmp(v, flag_values[i]);
+        if (!known || copy_str(c->tokenizer, sizeof c->tokenizer, v)) return bad(f, v, "auto, word, byte or bpe");
     } else if (!strcmp(f, "--cache-dir")) {
         if (cli_path_arg("data", f, v) || copy_str(c->cache_dir, sizeof c->cache_dir, v)) return ST_ERR_CONFIG;
     } else if (!strcmp(f, "--bpe-vocab")) {

@@ -36,7 +36,12 @@ static void cmd_line(int error, const char *fmt, ...) {
 int cli_report(const st_error *e) {
     /* an interruption is the user's doing, not an error: its line says where the run
      * stopped and how to continue it */
-    cmd_line(e->code != ST_ERR_INTERRUPTED, "%s", e->msg[0] ? e->msg : st_status_name(e->code));
+    const char *msg = e->msg[0] ? e->msg : st_status_name(e->code);
+    /* a library message that names the command ("eval: length must be >= 1") after the
+     * prefix that names it already */
+    const size_t k = strlen(st_command());
+    if (k && !strncmp(msg, st_command(), k) && !strncmp(msg + k, ": ", 2)) msg += k + 2;
+    cmd_line(e->code != ST_ERR_INTERRUPTED, "%s", msg);
     return e->code ? e->code : ST_ERR_GENERIC;
 }
 

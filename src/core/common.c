@@ -83,6 +83,8 @@ void st_set_command(const char *cmd) {
     else snprintf(command_name, sizeof command_name, "stretch");
 }
 
+const char *st_command(void) { return strncmp(command_name, "stretch ", 8) == 0 ? command_name + 8 : ""; }
+
 void st_cmd_vline(int error, const char *fmt, va_list ap) {
     char prefix[96];
     snprintf(prefix, sizeof prefix, "%s: %s", command_name, error ? "error: " : "");

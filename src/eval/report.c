@@ -90,8 +90,8 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     fprintf(f, "%lld %ss (%lld targets", (long long)rep->split_tokens, multibyte ? "token" : st_unit_name(rep->unit),
             (long long)(rep->split_tokens - 1));
     if (multibyte) fprintf(f, ", %.3f bytes per token", rep->bytes_per_token);
-    fprintf(f, "), %s, %d threads, %s matmuls", st_eval_mode_name(rep->mode), rep->threads,
-            st_precision_name(rep->precision));
+    fprintf(f, "), %s, %d thread%s, %s matmuls", st_eval_mode_name(rep->mode), rep->threads,
+            rep->threads == 1 ? "" : "s", st_precision_name(rep->precision));
     if (rep->entropy_rate > 0)
         fprintf(f, "; source entropy rate %.4f nats (ideal ppl %.3f)", rep->entropy_rate, exp(rep->entropy_rate));
     fputc('\n', f);
