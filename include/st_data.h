@@ -62,6 +62,7 @@ typedef struct st_data_config {
     int task_needles;       /* multikey: 4 needles, one asked for */
     int task_hops;          /* vartrack: 4 variables per chain */
     int task_chains;        /* vartrack: 2 chains, one asked for */
+    int task_max_count;     /* counting: 0 (uniform prompt), or the asked symbol 1..max_count times */
     /* JSON keys data.synthetic.copy.{len,min_dist,max_dist,decay,rate} (mode "copy") */
     int copy_len;           /* 8: tokens per copied segment */
     int copy_min_dist;      /* 9: copy distances d in [min_dist, max_dist], min_dist > len */

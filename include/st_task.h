@@ -52,6 +52,7 @@ enum {
     ST_TASK_KEY_NEEDLES = 1 << 6,   /* data.task.needles: multikey */
     ST_TASK_KEY_HOPS = 1 << 7,      /* data.task.hops: vartrack */
     ST_TASK_KEY_CHAINS = 1 << 8,    /* data.task.chains: vartrack */
+    ST_TASK_KEY_MAX_COUNT = 1 << 9, /* data.task.max_count: counting */
 };
 #define ST_TASK_MAX_NEEDLES 64      /* data.task.needles' bound (multikey keeps them on its stack) */
 #define ST_TASK_MAX_HOPS 16         /* data.task.hops' and chains' bounds (vartrack keeps hops x chains */
@@ -67,6 +68,7 @@ typedef struct st_task_params {
     int needles;            /* multikey: needles in the filler (one asked for), in [2, ST_TASK_MAX_NEEDLES] */
     int hops;               /* vartrack: variables per chain, in [1, ST_TASK_MAX_HOPS] */
     int chains;             /* vartrack: chains (one asked for), in [1, ST_TASK_MAX_CHAINS] */
+    int64_t max_count;      /* counting: 0, or the asked symbol occurs 1..max_count times */
     const st_markov *filler;/* needle tasks: the filler source, a chain over the symbols (vocab = symbols) */
     double depth;           /* needle tasks: the (asked-for) needle's depth in [0, 1]; < 0: drawn from the seed */
 } st_task_params;

@@ -20,7 +20,7 @@ EOF
 # checks each instance against its task (argv: task name, T + 1, packed 0/1)
 check_rows() {
     "$PY" - "$@" out.txt <<'PY'
-import re, sys
+import os, re, sys
 task, n, packed, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rows, cur = [], None
 for line in open(path):
@@ -72,6 +72,8 @@ def check(inst):
         q = toks.index("?")
         assert toks[q + 2] == "=" and toks[-1] == ".", inst
         assert int("".join(toks[q + 3:-1])) == toks[:q].count(toks[q + 1]) >= 1, inst
+        maxc = int(os.environ.get("MAX_COUNT", "0"))   # data.task.max_count: counts bounded
+        assert maxc == 0 or int("".join(toks[q + 3:-1])) <= maxc, inst
         assert sc == [False] * (q + 3) + [True] * (len(toks) - q - 3), inst
     elif task == "vartrack":   # `K x d d` values, `K y x` copies, `? d d`, the chain, `.`
         q = toks.index("?")
@@ -145,6 +147,11 @@ check_rows multikey 41 0 && ok || bad "multikey rows"
 expect_rc 0 "counting packed" "$BIN" data --config copy.json --show 5 --set data.task.name=counting \
     --set data.task.symbols=3 --set data.task.max_size=4 --set data.task.pack=true
 check_rows counting 41 1 && ok || bad "counting rows"
+expect_rc 0 "counting max_count" "$BIN" data --config copy.json --show 8 --set data.task.name=counting \
+    --set data.task.symbols=3 --set data.task.max_size=30 --set data.task.max_count=2
+MAX_COUNT=2 check_rows counting 41 0 && ok || bad "counting max_count rows"
+expect_rc 2 "max_count on another task" "$BIN" data --config copy.json --set data.task.max_count=2
+expect_err "data.task.max_count: applies to the task counting, not to data.task.name \"copy\""
 expect_rc 0 "parity" "$BIN" data --config add.json --show 5 --set data.task.name=parity --set data.task.max_size=30
 check_rows parity 41 0 && ok || bad "parity rows"
 expect_rc 0 "vartrack" "$BIN" data --config copy.json --show 5 --set data.task.name=vartrack --set data.task.symbols=16 \

@@ -43,18 +43,21 @@
 #define KNOWN_SEL "_ g _ _ k e o _ = ^g ^k ^e ^o ^."
 #define KNOWN_MULTIKEY "K f 0 8 7 8 6 K n 4 9 1 5 1 k K c 3 7 8 2 6 c K g 4 2 5 7 7 ? c ^3 ^7 ^8 ^2 ^6"
 #define KNOWN_COUNTING "k o f n h l p h ? k = ^1 ^."
+#define KNOWN_COUNTING_MAX3 "k i c g c o p e g j n l ? o = ^1 ^."
 #define KNOWN_PARITY "0 1 0 0 1 = ^0"
 #define KNOWN_VARTRACK "j f K g 9 4 2 6 5 K m 1 5 5 5 6 K n m j o K h g j K k h p K l n ? 9 4 2 6 5 ^g ^h ^k ^."
 
 static st_markov chain;
 
 /* variant 1: addition's reversed format, MQAR's random queries, multikey's 7 needles,
- * vartrack's 3 chains of 4 (variant 0: 2 of 3; variant 2: one chain of one variable)
+ * vartrack's 3 chains of 4 (variant 0: 2 of 3; variant 2: one chain of one variable),
+ * counting's max_count 3
  * (each task reads its own) */
 static st_task_params params(int variant) {
     st_task_params p = {.symbols = SYMBOLS, .reversed = variant == 1, .random_queries = variant == 1, .digits = 5,
                         .ignore_prob = 0.8, .blank_prob = 0.75, .needles = variant == 1 ? 7 : 4,
                         .hops = variant == 2 ? 1 : 3 + variant, .chains = variant == 2 ? 1 : 2 + variant,
+                        .max_count = variant == 1 ? 3 : 0,
                         .filler = &chain, .depth = -1.0};
     return p;
 }
@@ -64,7 +67,8 @@ static void test_generators(void) {
     for (int ti = 0; ti < st_task_count(); ti++) {
         const st_task *t = st_task_at(ti);
         const int n_variants = !strcmp(t->name, "vartrack") ? 3
-                               : !strcmp(t->name, "addition") || !strcmp(t->name, "mqar") || !strcmp(t->name, "multikey")
+                               : !strcmp(t->name, "addition") || !strcmp(t->name, "mqar") || !strcmp(t->name, "multikey") ||
+                                         !strcmp(t->name, "counting")
                                    ? 2 : 1;
         for (int rev = 0; rev < n_variants; rev++) {
             st_task_params p = params(rev);
@@ -128,6 +132,7 @@ static void test_known(void) {
         {"selective_copy", 0, 8, KNOWN_SEL},
         {"multikey", 0, 32, KNOWN_MULTIKEY},
         {"counting", 0, 8, KNOWN_COUNTING},
+        {"counting", 1, 12, KNOWN_COUNTING_MAX3},
         {"parity", 0, 5, KNOWN_PARITY},
         {"vartrack", 0, 38, KNOWN_VARTRACK},
     };
@@ -146,6 +151,51 @@ static void test_known(void) {
         }
         CHECK_MSG(!strcmp(got, k[i].text), "%s format %d: got \"%s\"\n  want \"%s\"", k[i].task, k[i].rev, got, k[i].text);
     }
+}
+
+/* counting with max_count 3: the count uniform on [1, 3] (on [1, n] when n < 3), the
+ * occurrences anywhere in the prompt, the other symbols uniform over the rest; each
+ * frequency within 5 standard errors over 3,000 instances of 256 symbols */
+static void test_counting_bounded(void) {
+    const st_task *t = st_task_find("counting");
+    st_task_params p = params(1);
+    enum { N = 256, RUNS = 3000 };
+    int32_t tok[N + 8];
+    uint8_t ans[N + 8];
+    int64_t counts[4] = {0}, first_half = 0, occ = 0, other[SYMBOLS] = {0}, others = 0, asked_other = 0;
+    for (uint64_t seed = 1; seed <= RUNS; seed++) {
+        t->generate(&p, N, seed, tok, ans);
+        const int32_t s = tok[N + 1];
+        int64_t c = 0;
+        for (int64_t i = 0; i < N; i++) {
+            if (tok[i] == s) { c++; first_half += i < N / 2; continue; }
+            other[tok[i] - ST_TT_SYMBOL0]++;
+            others++;
+        }
+        occ += c;
+        counts[c <= 3 ? c : 0]++;
+        asked_other += tok[N + 3] != ST_TT_DIGIT0 + c;   /* the answer digit is the count */
+    }
+    CHECK_MSG(counts[0] == 0 && asked_other == 0, "counting max_count 3: %lld counts out of [1, 3], %lld wrong answers",
+              (long long)counts[0], (long long)asked_other);
+    const double se3 = sqrt(RUNS * (1.0 / 3) * (2.0 / 3));
+    for (int c = 1; c <= 3; c++)
+        CHECK_MSG(fabs((double)counts[c] - RUNS / 3.0) < 5 * se3, "count %d: %lld of %d", c, (long long)counts[c], RUNS);
+    CHECK_MSG(fabs((double)first_half - occ / 2.0) < 5 * sqrt(occ / 4.0), "occurrences in the first half: %lld of %lld",
+              (long long)first_half, (long long)occ);
+    /* every symbol is the asked one in 1/16 of the instances and another in the rest:
+     * its share of the other positions is 1/16 overall */
+    for (int j = 0; j < SYMBOLS; j++)
+        CHECK_MSG(fabs((double)other[j] / (double)others - 1.0 / SYMBOLS) < 0.01, "symbol %d: %.4f of the others", j,
+                  (double)other[j] / (double)others);
+    int seen2 = 0;   /* n = 2 < max_count: counts 1 and 2 only */
+    for (uint64_t seed = 1; seed <= 64; seed++) {
+        t->generate(&p, 2, seed, tok, ans);
+        const int64_t c = (tok[0] == tok[3]) + (tok[1] == tok[3]);
+        CHECK(c >= 1 && c <= 2 && tok[5] == ST_TT_DIGIT0 + c);
+        seen2 |= c == 2;
+    }
+    CHECK_MSG(seen2, "counting max_count 3 at n = 2: never 2 occurrences in 64 instances");
 }
 
 /* every needle task (has_depth): the needle asked for sits after round(depth F) filler
@@ -472,6 +522,7 @@ int main(void) {
     test_registry_and_tokenizer();
     test_generators();
     test_known();
+    test_counting_bounded();
     test_needle_depth();
     test_dataset_and_tokenizer();
     test_rows();

@@ -279,6 +279,8 @@ static void check_structure(const st_task *t, const st_task_params *p, int64_t s
         int64_t c = 0;   /* the asked symbol occurs */
         for (int64_t i = 0; i < size; i++) c += tok[i] == tok[size + 1];
         CHECK(tok[size] == ST_TT_QUERY && tok[size + 2] == ST_TT_SEP && c >= 1);
+        CHECK_MSG(p->max_count == 0 || c <= p->max_count, "counting size %lld: %lld occurrences, max_count %lld",
+                  (long long)size, (long long)c, (long long)p->max_count);
     } else if (!strcmp(t->name, "parity")) {
         for (int64_t i = 0; i < size; i++) CHECK(tok[i] == ST_TT_DIGIT0 || tok[i] == ST_TT_DIGIT0 + 1);
         CHECK(tok[size] == ST_TT_SEP && n == size + 2);

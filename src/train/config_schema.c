@@ -179,6 +179,7 @@ const st_ckey st_config_keys[] = {
     INT("data.task.needles", data.task_needles, 2, ST_TASK_MAX_NEEDLES, "4"),
     INT("data.task.hops", data.task_hops, 1, ST_TASK_MAX_HOPS, "4"),
     INT("data.task.chains", data.task_chains, 1, ST_TASK_MAX_CHAINS, "2"),
+    INT("data.task.max_count", data.task_max_count, 0, ST_TASK_MAX_SIZE, "0"),
     OBJ("data.synthetic"),
     U64("data.synthetic.seed", data.syn_seed, "1234"),
     INT("data.synthetic.vocab", data.syn_vocab, 2, 65536, "64"),

@@ -35,15 +35,23 @@ static void params_of(const st_data_config *c, st_task_params *p) {
     p->needles = c->task_needles;
     p->hops = c->task_hops;
     p->chains = c->task_chains;
+    p->max_count = c->task_max_count;
     p->depth = -1.0;
 }
 
-/* A data.task key set away from its default, for a task (or source) that does not read
- * it: refused, so a sweep cannot silently run something other than it says. */
-static int foreign_key(const st_data_config *c, const st_data_config *d, const st_task *t, const char *f,
-                       st_error *e) {
-    struct { const char *key; uint32_t bit; int set; } keys[] = {
+/* The data.task keys and whether c sets each away from its default d. bit: the
+ * ST_TASK_KEY_* of a task-specific key, 0 for a key every task reads. */
+typedef struct { const char *key; uint32_t bit; int set; } task_key;
+#define N_TASK_KEYS 17
+static void task_keys_set(const st_data_config *c, const st_data_config *d, task_key k[N_TASK_KEYS]) {
+    const task_key all[N_TASK_KEYS] = {
+        {"name", 0, strcmp(c->task_name, d->task_name) != 0},
+        {"min_size", 0, c->task_min_size != d->task_min_size},
+        {"max_size", 0, c->task_max_size != d->task_max_size},
         {"symbols", ST_TASK_KEY_SYMBOLS, c->task_symbols != d->task_symbols},
+        {"loss", 0, strcmp(c->task_loss, d->task_loss) != 0},
+        {"pack", 0, c->task_pack != d->task_pack},
+        {"doc_mask", 0, c->task_doc_mask != d->task_doc_mask},
         {"format", ST_TASK_KEY_FORMAT, strcmp(c->task_format, d->task_format) != 0},
         {"digits", ST_TASK_KEY_DIGITS, c->task_digits != d->task_digits},
         {"ignore_prob", ST_TASK_KEY_IGNORE, c->task_ignore_prob != d->task_ignore_prob},
@@ -52,9 +60,17 @@ static int foreign_key(const st_data_config *c, const st_data_config *d, const s
         {"needles", ST_TASK_KEY_NEEDLES, c->task_needles != d->task_needles},
         {"hops", ST_TASK_KEY_HOPS, c->task_hops != d->task_hops},
         {"chains", ST_TASK_KEY_CHAINS, c->task_chains != d->task_chains},
+        {"max_count", ST_TASK_KEY_MAX_COUNT, c->task_max_count != d->task_max_count},
+        {NULL, 0, 0},
     };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        if (!keys[i].set || (t->keys & keys[i].bit)) continue;
+    memcpy(k, all, sizeof all);
+}
+
+/* A data.task key set away from its default, for a task (or source) that does not read
+ * it: refused, so a sweep cannot silently run something other than it says. */
+static int foreign_key(const task_key *keys, const st_task *t, const char *f, st_error *e) {
+    for (int i = 0; keys[i].key; i++) {
+        if (!keys[i].set || !keys[i].bit || (t->keys & keys[i].bit)) continue;
         char users[256];
         st_task_list(users, sizeof users, keys[i].bit, 0);
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to the task%s %s, not to data.task.name \"%s\"", f,
@@ -70,26 +86,14 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
     if (!memchr(c->task_name, 0, sizeof c->task_name) || !memchr(c->task_loss, 0, sizeof c->task_loss) ||
         !memchr(c->task_format, 0, sizeof c->task_format) || !memchr(c->task_queries, 0, sizeof c->task_queries))
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task: a string field is not terminated", f);
+    task_key keys[N_TASK_KEYS];
+    task_keys_set(c, &d, keys);
     if (strcmp(c->source, "task") != 0) {
         /* task keys on another source: the first one set names itself */
-        const char *set = strcmp(c->task_name, d.task_name) ? "name"
-                          : c->task_min_size != d.task_min_size ? "min_size"
-                          : c->task_max_size != d.task_max_size ? "max_size"
-                          : c->task_symbols != d.task_symbols ? "symbols"
-                          : strcmp(c->task_loss, d.task_loss) ? "loss"
-                          : c->task_pack != d.task_pack ? "pack"
-                          : c->task_doc_mask != d.task_doc_mask ? "doc_mask"
-                          : strcmp(c->task_format, d.task_format) ? "format"
-                          : c->task_digits != d.task_digits ? "digits"
-                          : c->task_ignore_prob != d.task_ignore_prob ? "ignore_prob"
-                          : c->task_blank_prob != d.task_blank_prob ? "blank_prob"
-                          : strcmp(c->task_queries, d.task_queries) ? "queries"
-                          : c->task_needles != d.task_needles ? "needles"
-                          : c->task_hops != d.task_hops ? "hops"
-                          : c->task_chains != d.task_chains ? "chains" : NULL;
-        if (set)
-            return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to data.source \"task\" (this run's source is "
-                           "\"%s\")", f, set, c->source);
+        for (int i = 0; keys[i].key; i++)
+            if (keys[i].set)
+                return st_fail(e, ST_ERR_CONFIG, "%s: data.task.%s: applies to data.source \"task\" (this run's source "
+                               "is \"%s\")", f, keys[i].key, c->source);
         return ST_OK;
     }
     const st_task *t = st_task_find(c->task_name);
@@ -118,7 +122,7 @@ int st_task_config_validate(const st_data_config *c, const char *file, st_error 
     if (c->task_symbols < 2 || c->task_symbols > ST_TASK_MAX_SYMBOLS || c->task_digits < 1 ||
         c->task_digits > ST_TASK_MAX_DIGITS)
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.symbols / digits: out of range (configs/README.md)", f);
-    int rc = foreign_key(c, &d, t, f, e);
+    int rc = foreign_key(keys, t, f, e);
     if (rc) return rc;
     st_task_params p;
     params_of(c, &p);
