@@ -71,6 +71,7 @@ void st_vlog_line(const char *prefix, const char *fmt, va_list ap);
  * (st_oom_exit), so a script or a log reader finds every error the same way. */
 void st_set_command(const char *cmd);
 void st_cmd_vline(int error, const char *fmt, va_list ap);
+void st_cmd_line(int error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The command st_set_command set ("eval"), "" before one runs. */
 const char *st_command(void);
 

@@ -269,11 +269,11 @@ static int save_report(const eval_args *a, int is_dir, const st_eval_report *rep
     if (a->json) snprintf(path, sizeof path, "%s", a->json);
     else default_json_path(a->src, is_dir, rep, a->plan.data_path, path, sizeof path);
     int rc = st_eval_report_save(rep, path, e);
-    if (!rc && !a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
+    if (!rc && !a->quiet) st_cmd_line(0, "wrote %s", path);
     int failed_rows = 0;
     for (int i = 0; i < rep->n; i++) failed_rows += rep->rows[i].status != ST_OK;
     if (!rc && failed_rows)
-        fprintf(stderr, "stretch eval: %d of %d lengths could not be evaluated (see the error rows)\n", failed_rows, rep->n);
+        st_cmd_line(0, "%d of %d lengths could not be evaluated (see the error rows)", failed_rows, rep->n);
     return rc;
 }
 

@@ -168,7 +168,7 @@ int eval_cells_status(const int *status, int n, size_t stride, const char *what)
         if (s == ST_OK) continue;
         if (!failed++) first = s;
     }
-    if (failed && failed < n) fprintf(stderr, "stretch eval: %d of %d %s could not be evaluated (see the report)\n",
+    if (failed && failed < n) st_cmd_line(0, "%d of %d %s could not be evaluated (see the report)",
                                       failed, n, what);
     if (failed < n || n == 0) return ST_OK;
     st_error e = {0};
@@ -353,7 +353,7 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         else eval_task_path(a, name, path, sizeof path);
         if (save_task_json(a, &td, cells, n_depth, cfg, st_model_num_params(m), path, &e)) rc = cli_report(&e);
         else {
-            if (!a->quiet) fprintf(stderr, "stretch eval: wrote %s\n", path);
+            if (!a->quiet) st_cmd_line(0, "wrote %s", path);
             rc = eval_cells_status(&cells[0].status, a->n_sizes * n_depth, sizeof cells[0], "cells");
         }
     }

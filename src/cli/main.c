@@ -25,14 +25,6 @@ static const struct {
     {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report, a tiny model forward/backward check per method, bf16 and MPI support", 0, NULL},
 };
 
-static void cmd_line(int error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void cmd_line(int error, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    st_cmd_vline(error, fmt, ap);
-    va_end(ap);
-}
-
 int cli_report(const st_error *e) {
     /* an interruption is the user's doing, not an error: its line says where the run
      * stopped and how to continue it */
@@ -41,7 +33,7 @@ int cli_report(const st_error *e) {
      * prefix that names it already */
     const size_t k = strlen(st_command());
     if (k && !strncmp(msg, st_command(), k) && !strncmp(msg + k, ": ", 2)) msg += k + 2;
-    cmd_line(e->code != ST_ERR_INTERRUPTED, "%s", msg);
+    st_cmd_line(e->code != ST_ERR_INTERRUPTED, "%s", msg);
     return e->code ? e->code : ST_ERR_GENERIC;
 }
 
@@ -131,13 +123,13 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
             return commands[i].dist_fn(argc - 1, argv + 1, dist);
         }
         if (dist->size > 1) {
-            cmd_line(1, "runs in one process; start it without mpirun (%d ranks). Under MPI: train, extend, "
+            st_cmd_line(1, "runs in one process; start it without mpirun (%d ranks). Under MPI: train, extend, "
                      "eval and sweep", dist->size);
             return ST_ERR_CONFIG;
         }
         return commands[i].fn(argc - 1, argv + 1);
     }
-    cmd_line(1, "unknown command '%s'\n", argv[1]);
+    st_cmd_line(1, "unknown command '%s'\n", argv[1]);
     usage(stderr);
     return ST_ERR_CONFIG;
 }

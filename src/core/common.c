@@ -91,11 +91,10 @@ void st_cmd_vline(int error, const char *fmt, va_list ap) {
     st_vlog_line(prefix, fmt, ap);
 }
 
-static void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void cmd_error(const char *fmt, ...) {
+void st_cmd_line(int error, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    st_cmd_vline(1, fmt, ap);
+    st_cmd_vline(error, fmt, ap);
     va_end(ap);
 }
 
@@ -106,7 +105,7 @@ void st_assert_fail(const char *expr, const char *file, int line) {
 
 void st_oom_exit(const char *what, size_t bytes) {
     fflush(stdout);
-    cmd_error("out of memory: %zu bytes for %s", bytes, what);
+    st_cmd_line(1, "out of memory: %zu bytes for %s", bytes, what);
     exit(ST_ERR_MEMORY);
 }
 
