@@ -146,6 +146,8 @@ int st_run_config_validate(st_run_config *c, st_error *e);
  * malloc'd; NULL on allocation failure. */
 char *st_run_config_to_json(const st_run_config *c, const char *section);
 int st_run_config_save(const st_run_config *c, const char *path, st_error *e);
+/* The same JSON into an open file (path names it in errors): export writes it as one of a set. */
+int st_run_config_write(const st_run_config *c, FILE *f, const char *path, st_error *e);
 /* 64-bit hash of the canonical JSON. */
 uint64_t st_run_config_hash(const st_run_config *c);
 /* Compare one section key by key: 0 when equal, else 1 with every key that differs in buf,

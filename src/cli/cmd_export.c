@@ -47,13 +47,7 @@ static int stage(int i, st_atomic_file *a, const char *path, const st_model *m, 
     int rc = ST_OK;
     if (i == EX_MODEL) rc = st_model_write_safetensors(m, a->f, path, e);
     else if (i == EX_TOKENIZER) rc = copy_into(a->f, tok_src, path, e);
-    else {
-        char *json = st_run_config_to_json(cfg, NULL);
-        if (!json) rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory formatting the config", path);
-        else if (fwrite(json, 1, strlen(json), a->f) != strlen(json))
-            rc = st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-        free(json);
-    }
+    else rc = st_run_config_write(cfg, a->f, path, e);
     return rc ? rc : st_atomic_finish(a, e);
 }
 

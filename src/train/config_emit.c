@@ -7,6 +7,7 @@
 #include "config_schema.h"
 #include "train_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,12 +158,21 @@ char *st_run_config_to_json(const st_run_config *c, const char *section) {
     return b.p;
 }
 
-int st_run_config_save(const st_run_config *c, const char *path, st_error *e) {
+int st_run_config_write(const st_run_config *c, FILE *f, const char *path, st_error *e) {
     char *json = st_run_config_to_json(c, NULL);
     if (!json) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory formatting the config", path);
-    int rc = st_write_file_atomic(path, json, strlen(json), e);
+    const size_t n = strlen(json);
+    int rc = fwrite(json, 1, n, f) == n ? ST_OK : st_fail(e, ST_ERR_IO, "%s: write failed: %s", path, strerror(errno));
     free(json);
     return rc;
+}
+
+int st_run_config_save(const st_run_config *c, const char *path, st_error *e) {
+    st_atomic_file a;
+    if (!st_atomic_open(&a, path, e)) return e->code;
+    int rc = st_run_config_write(c, a.f, path, e);
+    if (rc) { st_atomic_abort(&a); return rc; }
+    return st_atomic_commit(&a, e);
 }
 
 uint64_t st_run_config_hash(const st_run_config *c) {
