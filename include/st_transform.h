@@ -79,6 +79,10 @@ typedef struct st_transform {
     unsigned cli;           /* ST_XF_CLI_* of the fields a command line gave when the others came
                              * from a run's config (st_transform_check's messages name each
                              * field's flag or key); 0: its `flag` tells for every field */
+    int none_given;         /* 1: a command line said `--transform none`, which is the absence of
+                             * an inference-time transform: a trained scaling stays, and
+                             * st_model_set_transform says so (an identity transform, e.g.
+                             * pi with --scale 1, is what replaces it) */
     double yarn_alpha;      /* yarn: the ramp's bounds in rotations over L (0: ST_YARN_ALPHA, */
     double yarn_beta;       /*       ST_YARN_BETA) */
     /* set by the caller before a forward */

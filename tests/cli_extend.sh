@@ -69,6 +69,18 @@ cmp -s exp/model.safetensors exp2/model.safetensors && ok || bad "final weights 
 expect_rc 0 "eval ext" "$BIN" eval ext --lengths 64 --quiet
 expect_rc 0 "eval ext --transform pi" "$BIN" eval ext --lengths 64 --transform pi --quiet
 expect_err "replaces the model's trained scaling yarn s=2"
+# --transform none is no inference-time transform: the scaling stays, and the log says how
+# to evaluate without it (the same kind at scale 1, which is the identity)
+expect_rc 0 "eval ext, default" "$BIN" eval ext --lengths 64 --json def.json
+expect_rc 0 "eval ext --transform none" "$BIN" eval ext --lengths 64 --transform none --json none.json
+expect_err "keeps the model's trained scaling yarn s=2 (model.scaling.\*); an identity transform replaces it (--transform yarn --scale 1)"
+expect_rc 0 "eval ext --transform yarn --scale 1" "$BIN" eval ext --lengths 64 --transform yarn --scale 1 --json id.json
+"$PY" - <<'EOF2' && ok || bad "--transform none must equal the default (scaled); yarn s=1 must differ"
+import json
+loss = lambda p: json.load(open(p))["results"][0]["loss"]
+assert loss("def.json") == loss("none.json"), (loss("def.json"), loss("none.json"))
+assert loss("id.json") != loss("def.json"), loss("id.json")
+EOF2
 same_text "generate ext" ext --prompt "the quick" --tokens 40 --context 64 --seed 2
 
 # --budget: 10% of 20 x 4 x 32 tokens at 2 x 64 per step = 2 steps

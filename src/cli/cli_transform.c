@@ -26,6 +26,7 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
             st_transform_list(names, sizeof names);
             *rc = cli_usage(cmd, "--transform '%s': expected one of %s", v, names);
         }
+        xf->none_given = xf->kind == ST_XF_NONE;
     } else if (!strcmp(a, "--scale")) {   /* as the key: 0 = n / L per length, else >= 1 */
         if (!(*rc = cli_key_arg(cmd, a, v, "eval.transform_scale", "0: n / L per length, else >= 1", &d))) {
             if (d > 0 && d < 1)

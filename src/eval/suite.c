@@ -85,6 +85,7 @@ st_transform st_eval_merge_transform(const st_eval_plan *given, const st_run_con
     st_eval_plan_resolve_transform(&p, &cfg->eval);
     st_transform xf = st_eval_plan_transform(&p, cfg->train.seq_len);
     xf.cli = given_fields(given);
+    xf.none_given = given->transform == ST_XF_NONE;
     return xf;
 }
 
@@ -224,6 +225,7 @@ static int use_transform(const st_eval_plan *plan, const st_eval_plan *plan_in, 
     st_transform *xf = &rep->xf;
     *xf = st_eval_plan_transform(plan, rep->cfg.train.seq_len);
     xf->cli = given_fields(plan_in);   /* the messages name each field's flag or key */
+    xf->none_given = plan_in->transform == ST_XF_NONE;
     const int from_cli = xf->cli != 0;
     st_error xe = {0};
     int rc = st_transform_check(xf, m->cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);

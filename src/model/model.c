@@ -164,6 +164,13 @@ void st_model_scaling(const st_model_config *c, st_transform *xf) {
 
 void st_model_set_transform(st_model *m, st_transform *xf, const char *who) {
     const int trained = m->scaling.kind != ST_XF_NONE;
+    if (trained && xf && xf->none_given) {
+        char theirs[128];
+        st_transform_label(&m->scaling, theirs, sizeof theirs);
+        st_log(ST_LOG_INFO, "%s: --transform none keeps the model's trained scaling %s (model.scaling.*); an "
+               "identity transform replaces it (--transform %s --scale 1)", who, theirs,
+               st_transform_name(m->scaling.kind));
+    }
     if (!st_transform_active(xf)) {
         m->xf = trained ? &m->scaling : NULL;
         return;
