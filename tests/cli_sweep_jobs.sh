@@ -114,6 +114,10 @@ ok = [r["length"] for r in long["results"]] == [64] and sl["mode"] == "sliding" 
      all(r["stride"] == 8 for r in sl["results"]) and [r["length"] for r in sl["results"]] == [16, 32]
 sys.exit(0 if ok else 1)
 PY
+# results.md: the sliding row says so, the header says rows may differ (probe 39)
+grep -q '^| alibi-sliding | alibi \[sliding, stride 8\] |' s6/results.md && grep -q '^| alibi | alibi |' s6/results.md \
+    && grep -q "nonoverlapping windows unless a row's pos says otherwise" s6/results.md && ok \
+    || { bad "results.md does not mark the sliding row"; cat s6/results.md; }
 expect_rc 0 "eval-only twins again" "$BIN" sweep twins.json --quiet --jobs 2
 [ "$(grep -c 'finished earlier, skipped' err.txt)" = 4 ] && ok || bad "a second run of the twins sweep did not skip all 4 points"
 

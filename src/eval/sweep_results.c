@@ -300,6 +300,23 @@ static void group_key(const sweep_point *pt, char *out, size_t n) {
     snprintf(out, n, "%s", pt->group);
 }
 
+/* What of report's protocol (split, mode and stride) differs from ref's, the one the table's
+ * header states: " [sliding, stride 32]", "" when nothing does. A sweep may set eval.mode
+ * per variant, and a sliding row must not read as nonoverlapping. */
+static void protocol_note(const cJSON *report, const cJSON *ref, char *out, size_t n) {
+    out[0] = 0;
+    if (!report || !ref || report == ref) return;
+    const char *split = str(report, "split"), *mode = str(report, "mode");
+    const double stride = num(report, "stride");
+    const int other_split = strcmp(split, str(ref, "split")) != 0;
+    const int other_mode = strcmp(mode, str(ref, "mode")) != 0 || (isfinite(stride) && stride != num(ref, "stride"));
+    if (!other_split && !other_mode) return;
+    char st[64] = "";
+    if (other_mode && isfinite(stride) && strcmp(mode, "sliding") == 0) snprintf(st, sizeof st, ", stride %.0f", stride);
+    snprintf(out, n, " [%s%s%s%s%s]", other_split ? split : "", other_split ? " split" : "", other_split && other_mode ? ", " : "",
+             other_mode ? mode : "", st);
+}
+
 static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
     const cJSON *first = NULL;
     for (int i = 0; i < s->n_points && !first; i++) first = get(s->points[i].record, "report");
@@ -308,10 +325,17 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
     fprintf(f, "# Sweep `%s`\n\n", s->file);
     const cJSON *d = get(s->root, "description");
     if (cJSON_IsString(d)) fprintf(f, "%s\n\n", d->valuestring);
+    int mixed = 0;
+    char note[160];
+    for (int i = 0; i < s->n_points && !mixed; i++) {
+        protocol_note(get(s->points[i].record, "report"), first, note, sizeof note);
+        mixed = note[0] != 0;
+    }
     if (first)
-        fprintf(f, "Evaluation: %s split, %s windows%s; unit: %s. Cells: perplexity%s at each evaluation length "
+        fprintf(f, "Evaluation: %s split, %s windows%s%s; unit: %s. Cells: perplexity%s at each evaluation length "
                 "(n/a: could not be evaluated, see results.json).\n\n", str(first, "split"), str(first, "mode"),
-                cJSON_IsNumber(get(first, "stride")) ? " (stride in results.json)" : "", unit,
+                cJSON_IsNumber(get(first, "stride")) ? " (stride in results.json)" : "",
+                mixed ? " unless a row's pos says otherwise (`[sliding, stride S]`)" : "", unit,
                 bpb ? " / bits per byte" : "");
     fprintf(f, "| run | pos | L train | step | val loss |");
     for (int j = 0; j < nl; j++) fprintf(f, " %.0f |", lens[j]);
@@ -325,7 +349,9 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
         const sweep_point *pt = &s->points[i];
         const cJSON *rep = get(pt->record, "report"), *tr = get(pt->record, "train");
         eval_label(rep, buf, sizeof buf);
-        fprintf(f, "| %s | %s | %d |", pt->name, rep ? buf : st_pos_name(pt->cfg.model.pos), pt->cfg.train.seq_len);
+        protocol_note(rep, first, note, sizeof note);
+        fprintf(f, "| %s | %s%s | %d |", pt->name, rep ? buf : st_pos_name(pt->cfg.model.pos), note,
+                pt->cfg.train.seq_len);
         if (!pt->record) {
             if (stopped_step(pt) >= 0) fprintf(f, " %s at %lld | |", state_name(pt->state), (long long)stopped_step(pt));
             else fprintf(f, " %s | |", state_name(pt->state));
