@@ -35,7 +35,8 @@ expect_err "--jobs 'x': expected an integer in \[1, 1024\]"
 sed 's/"steps": 6/"steps": 400000/' base.json >long.json
 sed 's/"base.json"/"long.json"/; s/"out": "s1"/"out": "s5"/' sweep.json >long_sweep.json
 # interrupt ERRFILE WAIT_FOR... -- SWEEP ARGS: start the sweep in its own group, wait until
-# the files exist, send SIGINT to the group (as Ctrl-C does); rc = its exit status
+# the files exist, send SIGINT (or $SIG) to the group (as Ctrl-C, or a hangup, does); rc =
+# its exit status
 interrupt() {
     local err=$1; shift
     local waits=()
@@ -50,7 +51,7 @@ interrupt() {
         sleep 0.2
     done
     sleep 1
-    kill -INT -- -$P
+    kill -"${SIG:-INT}" -- -$P
     # at most 60 s, polled: a background `sleep 60` watchdog would outlive `kill` of its
     # subshell and hold ctest's output pipe open for the full minute
     for _ in $(seq 1 600); do kill -0 $P 2>/dev/null || break; sleep 0.1; done
@@ -80,6 +81,14 @@ assert runs["pos-sinusoidal"]["state"] == "pending" and "step" not in runs["pos-
 PY
 }
 check_interrupted s5/results.json && ok || bad "interrupted --jobs points: not incomplete with their step"
+# a hangup (a closed terminal or ssh session sends SIGHUP to the whole job): the same clean
+# stop; before, the parent died of it and its death signal (SIGTERM) ended the children's
+# clean stop at once, a second signal
+sed 's/"out": "s5"/"out": "s8"/' long_sweep.json >long_sweep8.json
+SIG=HUP interrupt hup.err s8/pos-alibi/metrics.jsonl s8/pos-rope/metrics.jsonl -- long_sweep8.json --quiet --jobs 2
+[ "$rc" = 130 ] && ok || { bad "hung-up --jobs sweep: exit $rc, expected 130"; tail -3 hup.err; }
+[ -s s8/pos-alibi/checkpoints/latest ] && [ -s s8/pos-rope/checkpoints/latest ] && ok || bad "no checkpoints after SIGHUP"
+check_interrupted s8/results.json && ok || bad "hung-up --jobs points: not incomplete with their step"
 # the same without --jobs (the point in this process)
 sed 's/"out": "s5"/"out": "s7"/' long_sweep.json >long_sweep7.json
 interrupt int7.err s7/pos-alibi/metrics.jsonl -- long_sweep7.json --quiet

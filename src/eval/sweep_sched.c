@@ -14,8 +14,12 @@
  * interrupted trainings resume from their checkpoints (st_sweep_run_point).
  *
  * Signals with jobs > 1: Ctrl-C reaches the whole process group, so each child saves its
- * run and exits 130; a SIGTERM sent to the parent alone is forwarded to the children.
- * The parent stops handing out points and waits for the children either way. A parent
+ * run and exits 130; so does a hangup (SIGHUP from a closed terminal or ssh session goes
+ * to every process of the job), unless nohup had it ignored; a SIGTERM sent to the parent
+ * alone is forwarded to the children. The parent stops handing out points and waits for
+ * the children either way: a parent that died of the hangup would send its children
+ * SIGTERM (below) on top of their SIGHUP, and a second signal ends a training at once,
+ * without its checkpoint. A parent
  * that dies without forwarding (SIGKILL, the OOM killer) leaves no orphans on Linux: each
  * child asked for SIGTERM on its parent's death (PR_SET_PDEATHSIG), so it saves its run
  * and ends instead of training on, holding OUT's lock, with no one to collect it. */
@@ -34,7 +38,7 @@
 #include <sys/prctl.h>
 #endif
 
-/* The signal handler's only channel (as in trainer.c): the first SIGINT/SIGTERM. */
+/* The signal handler's only channel (as in trainer.c): the first SIGINT/SIGTERM/SIGHUP. */
 static volatile sig_atomic_t g_sweep_signal;
 
 static void on_sweep_signal(int sig) {
@@ -49,9 +53,10 @@ typedef struct job {
 
 /* In the child: run the point and write "state status message" to fd. parent: the
  * sweep's pid, read before fork. */
-static void child_run(sweep *s, int i, const st_sweep_opts *opts, int fd, pid_t parent) {
+static void child_run(sweep *s, int i, const st_sweep_opts *opts, int fd, pid_t parent, int hup_ignored) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, hup_ignored ? SIG_IGN : SIG_DFL);   /* the training catches it again, unless nohup */
 #ifdef __linux__
     /* SIGTERM, not SIGKILL: a training child saves a checkpoint first, as on a forwarded
      * SIGTERM. A parent that died before prctl took effect is seen by getppid. */
@@ -83,13 +88,14 @@ static void job_done(sweep *s, job *j, int wstatus) {
         pt->state = state;
         pt->status = status;
         snprintf(pt->error, sizeof pt->error, "%s", msg + off);
-    } else if (WIFSIGNALED(wstatus) && (WTERMSIG(wstatus) == SIGINT || WTERMSIG(wstatus) == SIGTERM)) {
+    } else if (WIFSIGNALED(wstatus) &&
+               (WTERMSIG(wstatus) == SIGINT || WTERMSIG(wstatus) == SIGTERM || WTERMSIG(wstatus) == SIGHUP)) {
         /* stopped by the user outside training (evaluation): the next run of the sweep
          * resumes or evaluates it again */
         pt->state = PT_INCOMPLETE;
         pt->status = ST_ERR_INTERRUPTED;
         snprintf(pt->error, sizeof pt->error, "interrupted (%s); run the sweep again to resume",
-                 WTERMSIG(wstatus) == SIGINT ? "SIGINT" : "SIGTERM");
+                 WTERMSIG(wstatus) == SIGINT ? "SIGINT" : WTERMSIG(wstatus) == SIGHUP ? "SIGHUP" : "SIGTERM");
     } else {
         /* killed by another signal (SIGKILL: often the kernel's out-of-memory killer) or
          * ended without a report: an error of the point (exit 1), not the user's
@@ -131,13 +137,16 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
     const int jobs = s->jobs;
     job *slot = calloc((size_t)jobs, sizeof *slot);
     if (!slot) return ST_ERR_MEMORY;
-    struct sigaction sa, old_int, old_term;
+    struct sigaction sa, old_int, old_term, old_hup;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sweep_signal;
     sigemptyset(&sa.sa_mask);
     g_sweep_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, NULL, &old_hup);
+    const int hup_ignored = old_hup.sa_handler == SIG_IGN;   /* nohup: it stays ignored */
+    if (!hup_ignored) sigaction(SIGHUP, &sa, NULL);
     char *handed = calloc((size_t)s->n_points, 1);
     if (!handed) { free(slot); return ST_ERR_MEMORY; }
     int running = 0, forwarded = 0, rc = ST_OK;
@@ -154,7 +163,7 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
             const pid_t parent = getpid();
             pid_t pid = fork();
             if (pid < 0) { close(fds[0]); close(fds[1]); rc = ST_ERR_MEMORY; break; }
-            if (pid == 0) { close(fds[0]); child_run(s, i, opts, fds[1], parent); }
+            if (pid == 0) { close(fds[0]); child_run(s, i, opts, fds[1], parent, hup_ignored); }
             close(fds[1]);
             job *j = slot;
             while (j->pid) j++;
@@ -184,6 +193,7 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
     if (!rc && g_sweep_signal) rc = ST_ERR_INTERRUPTED;
     g_sweep_signal = 0;
     free(handed);
