@@ -173,6 +173,12 @@ for ra, rb in zip(a, b):
             for x, y in zip(la, lb):
                 assert abs(x - y) <= 1e-9 * (1 + abs(x)), (k, x, y)
 PYEOF
+# ranks that load different checkpoints (beside a training, `latest` read at two moments;
+# here an MPMD launch names two runs) are refused, not mixed into one figure
+expect_rc 5 "eval, ranks on different checkpoints" timeout 120 "$MPIRUN" --oversubscribe --bind-to none "${NET[@]}" \
+    -np 1 "$BIN" eval r2 --lengths 16 --json em.json --force --quiet : -np 1 "$BIN" eval rz --lengths 16 --json em.json --force --quiet
+expect_err "the ranks loaded different checkpoints"
+[ ! -e em.json ] && ok || bad "a report was written from two checkpoints"
 # rank 0 refuses an existing --json before evaluating: every rank stops with it (no abort, no hang)
 e2sum=$(md5sum <e2.json)
 expect_rc 3 "eval --json over a file, 2 ranks" timeout 120 "${MPI[@]}" "$BIN" eval r2 --lengths 16 --json e2.json --quiet

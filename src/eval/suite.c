@@ -218,6 +218,23 @@ st_transform st_eval_plan_transform(const st_eval_plan *p, int64_t train_len) {
                           .train_len = train_len};
 }
 
+/* Under mpirun every rank loads the checkpoint itself, and beside a training (keep_last) two
+ * ranks resolving a run's `latest` moments apart can read different steps: the windows
+ * they share out would mix two models. A collective check (all ranks reach it): the
+ * maximum of (x, -x) across ranks is (x, -x) only when every rank holds the same x. */
+static int same_checkpoint(st_dist *d, const st_eval_report *rep, st_error *e) {
+    if (st_dist_size(d) == 1) return ST_OK;
+    uint32_t h = 2166136261u;   /* FNV-1a of the checkpoint's path */
+    for (const unsigned char *c = (const unsigned char *)rep->checkpoint; *c; c++) h = (h ^ *c) * 16777619u;
+    const int32_t id[2] = {(int32_t)(h >> 1), (int32_t)(rep->step % 1000000007)};
+    int32_t v[4] = {id[0], -id[0], id[1], -id[1]};
+    if (st_dist_max_i32(d, v, 4)) return st_fail(e, ST_ERR_GENERIC, "rank %d: the transport failed", st_dist_rank(d));
+    if (v[0] == -v[1] && v[2] == -v[3]) return ST_OK;
+    return st_fail(e, ST_ERR_CHECKPOINT, "%s (step %lld on rank %d): the ranks loaded different checkpoints (a "
+                   "training beside wrote a newer one while they read `latest`); evaluate again, or name the "
+                   "checkpoint file", rep->checkpoint, (long long)rep->step, st_dist_rank(d));
+}
+
 /* The inference-time transform of plan (the command line's, or the run's eval section),
  * checked against the model's method and handed to it; errors name the flag or the key. */
 static int use_transform(const st_eval_plan *plan, const st_eval_plan *plan_in, st_eval_report *rep, st_model *m,
@@ -346,6 +363,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
 
     *ready = 1;
     rc = st_dist_agree(plan.opts.dist, ST_OK, e);   /* another rank could not load */
+    if (!rc) rc = same_checkpoint(plan.opts.dist, rep, e);
     if (!rc) rc = eval_lengths(&m, &plan, et.toks, n, &opts, rep, e);
 out:
     free(tbytes);
