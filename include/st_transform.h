@@ -81,8 +81,8 @@ typedef struct st_transform {
                              * field's flag or key); 0: its `flag` tells for every field */
     int none_given;         /* 1: a command line said `--transform none`, which is the absence of
                              * an inference-time transform: a trained scaling stays, and
-                             * st_model_set_transform says so (an identity transform, e.g.
-                             * pi with --scale 1, is what replaces it) */
+                             * st_model_set_transform says so (the identity, the scaling's
+                             * own kind at scale 1, is what replaces it) */
     double yarn_alpha;      /* yarn: the ramp's bounds in rotations over L (0: ST_YARN_ALPHA, */
     double yarn_beta;       /*       ST_YARN_BETA) */
     /* set by the caller before a forward */
