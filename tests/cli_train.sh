@@ -172,6 +172,24 @@ head -c 1000 "$CK" >"$CK.cut" && mv "$CK.cut" "$CK"
 expect 5 "$CK: truncated" "$BIN" train --resume "$S" --quiet
 expect 3 "not a run directory" "$BIN" train --resume "$TMP/nowhere" --quiet
 
+# ---- keep_last prunes every older step file, however many there are (review 40): the
+# pruning read at most 4096 names, so past that it kept an arbitrary sample and any file
+# it never read. 4100 older step files beside a real one; a resume saves step 4102 and
+# keep_last 2 must leave exactly steps 4101 and 4102 ----
+cat >"$TMP/kl.json" <<JSON
+{"model": {"n_layers": 1, "d_model": 8, "n_heads": 1, "pos": "alibi"},
+ "data": {"source": "synthetic", "cache_dir": "$TMP/cache", "synthetic": {"vocab": 16, "tokens": [20000, 2000, 2000]}},
+ "train": {"batch_size": 1, "seq_len": 4, "steps": 4102, "eval_every": 0, "eval_batches": 1, "threads": 1,
+           "checkpoint_every": 0, "keep_last": 2, "log_every": 5000, "schedule": {"warmup": 1}}}
+JSON
+run "$BIN" train "$TMP/kl.json" --out "$TMP/kl" --quiet --stop-after 4101
+check '[ "$RC" = 0 ] && [ -s "$TMP/kl/checkpoints/step_00004101.ckpt" ]' "keep_last run: exit $RC, no step 4101: $ERR"
+for i in $(seq 1 4100); do printf -v f 'step_%08d.ckpt' "$i"; : >"$TMP/kl/checkpoints/$f"; done
+run "$BIN" train --resume "$TMP/kl" --quiet
+check '[ "$RC" = 0 ]' "keep_last resume: exit $RC: $ERR"
+check '[ "$(cd "$TMP/kl/checkpoints" && ls step_*.ckpt | tr "\n" " ")" = "step_00004101.ckpt step_00004102.ckpt " ]' \
+    "keep_last 2 left $(ls "$TMP/kl/checkpoints" | grep -c step_) step files"
+
 rm -rf "$TMP"
 echo "cli_train: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

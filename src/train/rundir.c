@@ -209,26 +209,39 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Delete step checkpoints beyond the newest `keep`. */
+/* Delete step checkpoints beyond the newest `keep`. Every step file is read (a growing
+ * array: train.keep_last goes to 2^20, and a fixed array would leave anything past it
+ * unread, never pruned); out of memory, nothing is deleted this time. */
 static void prune(const char *dir, int keep) {
     char cdir[ST_PATH_BUF], path[ST_PATH_BUF + 32];   /* + step_NNNNNNNN.ckpt */
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     DIR *d = opendir(cdir);
     if (!d) return;
-    int64_t steps[4096];
-    int n = 0;
+    int64_t *steps = NULL;
+    size_t n = 0, cap = 0;
+    int oom = 0;
     struct dirent *de;
-    while ((de = readdir(d)) && n < 4096) {
+    while (!oom && (de = readdir(d))) {
         int64_t s;
-        if (is_step_file(de->d_name, &s)) steps[n++] = s;
+        if (!is_step_file(de->d_name, &s)) continue;
+        if (n == cap) {
+            int64_t *grown = realloc(steps, (cap ? 2 * cap : 64) * sizeof *steps);
+            if (!grown) { oom = 1; break; }
+            steps = grown;
+            cap = cap ? 2 * cap : 64;
+        }
+        steps[n++] = s;
     }
     closedir(d);
-    qsort(steps, (size_t)n, sizeof steps[0], cmp_i64);
-    for (int i = 0; i < n - keep; i++) {
-        snprintf(path, sizeof path, "%s/step_%08lld.ckpt", cdir, (long long)steps[i]);
-        if (unlink(path) != 0)
-            st_log(ST_LOG_WARN, "%s: cannot remove old checkpoint: %s", path, strerror(errno));
+    if (!oom && n > 0) {   /* (qsort's array must not be NULL, even empty) */
+        qsort(steps, n, sizeof *steps, cmp_i64);
+        for (size_t i = 0; i + (size_t)keep < n; i++) {
+            snprintf(path, sizeof path, "%s/step_%08lld.ckpt", cdir, (long long)steps[i]);
+            if (unlink(path) != 0)
+                st_log(ST_LOG_WARN, "%s: cannot remove old checkpoint: %s", path, strerror(errno));
+        }
     }
+    free(steps);
 }
 
 int st_rundir_save_step(const char *dir, const st_run_config *cfg, const st_params *p,
