@@ -122,6 +122,8 @@ typedef struct st_eval_plan {
     double transform_scale;
     int64_t sinks, window, clip;
     int positions;              /* ST_SINK_POS_*, -1 -> cfg */
+    int from_config;            /* 1: the transform fields are a config's keys (a sweep point),
+                                 * not a command line's flags: messages name the keys */
     st_eval_opts opts;          /* batch_tokens, bucket_scale, arena_limit, progress */
     /* Outside data (`stretch eval --data`): NULL = the run's own split. A text file is
      * tokenized whole; a WikiText directory gives the file of `split`. The run's

@@ -130,5 +130,48 @@ grep -q '^| alibi-sliding | alibi \[sliding, stride 8\] |' s6/results.md && grep
 expect_rc 0 "eval-only twins again" "$BIN" sweep twins.json --quiet --jobs 2
 [ "$(grep -c 'finished earlier, skipped' err.txt)" = 4 ] && ok || bad "a second run of the twins sweep did not skip all 4 points"
 
+# eval.stride without eval.mode (review 40): in the sweep's eval section it asks for
+# sliding windows, as `stretch eval --stride` does; a variant's eval.stride alone is the
+# stride a sliding evaluation of that run would take, and the point (nonoverlapping, the
+# run's mode) is evaluated as `stretch eval RUN` evaluates it; both used to train every
+# point and then fail its evaluation
+cat >stride.json <<JSON
+{"base": "base.json", "variants": [{"name": "a", "model.pos": "alibi"}], "eval": {"lengths": [16], "stride": 8},
+ "out": "st1"}
+JSON
+expect_rc 0 "a sweep's eval.stride without a mode" "$BIN" sweep stride.json --quiet
+$PY -c "import json,sys; r=json.load(open('st1/a/eval_valid_sliding.json')); sys.exit(r['results'][0]['stride'] != 8)" \
+    && ok || bad "eval.stride 8 without a mode: not sliding with stride 8"
+cat >vstride.json <<JSON
+{"base": "base.json", "variants": [{"name": "a", "model.pos": "alibi", "eval.stride": 8},
+                                   {"name": "b", "model.pos": "alibi", "eval.mode": "sliding"},
+                                   {"name": "pi", "model.pos": "rope", "model.scaling.transform": "pi", "model.scaling.scale": 2}],
+ "eval": {"lengths": [16]}, "out": "st2"}
+JSON
+expect_rc 0 "a variant's eval.stride alone" "$BIN" sweep vstride.json
+[ -s st2/a/eval_valid_nonoverlapping.json ] && ok || bad "a variant's eval.stride alone: no nonoverlapping report"
+# the default stride is L/2 per length, not "stride 0"; a point with a trained scaling and
+# no flags hears nothing of --transform
+grep -q '^| b | alibi \[sliding, stride L/2\] |' st2/results.md && ok || bad "default-stride row: $(grep '^| b ' st2/results.md)"
+grep -q -- "--transform none" err.txt && bad "a sweep point logged a --transform none note" || ok
+# a job process that cannot start (fork under a process limit, as user nobody): the sweep
+# ends with the error and the unstarted points pending; it used to exit 0 with a point
+# never run and the seed mean over the others
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    NB=$(mktemp -d /tmp/stretch_nproc.XXXXXX)
+    chmod 777 "$NB"
+    sed "s#\"cache_dir\": \"[^\"]*\"#\"cache_dir\": \"$NB/cache\"#" base.json >"$NB/base.json"
+    cat >"$NB/seeds.json" <<JSON
+{"base": "base.json", "grid": {"train.seed": [1, 2, 3]}, "eval": {"lengths": [16]}, "out": "o", "jobs": 2}
+JSON
+    chmod 666 "$NB"/*.json
+    (cd "$NB" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+        bash -c 'ulimit -u 2; exec "$0" sweep seeds.json --quiet --threads 1' "$BIN") >/dev/null 2>err.txt; rc=$?
+    [ "$rc" != 0 ] && ok || bad "a sweep whose job could not start exited 0"
+    expect_err "cannot start a job process: fork: "
+    grep -q '| pending |' "$NB/o/results.md" && ok || bad "the unstarted point is not pending in results.md"
+    rm -rf "$NB"
+fi
+
 echo "cli_sweep_jobs: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -241,8 +241,8 @@ static int use_transform(const st_eval_plan *plan, const st_eval_plan *plan_in, 
                          st_error *e) {
     st_transform *xf = &rep->xf;
     *xf = st_eval_plan_transform(plan, rep->cfg.train.seq_len);
-    xf->cli = given_fields(plan_in);   /* the messages name each field's flag or key */
-    xf->none_given = plan_in->transform == ST_XF_NONE;
+    xf->cli = plan_in->from_config ? 0u : given_fields(plan_in);   /* messages name each field's flag or key */
+    xf->none_given = !plan_in->from_config && plan_in->transform == ST_XF_NONE;
     const int from_cli = xf->cli != 0;
     st_error xe = {0};
     int rc = st_transform_check(xf, m->cfg.pos, from_cli ? "--transform" : "eval.transform", &xe);

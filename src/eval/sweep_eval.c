@@ -115,6 +115,8 @@ int st_sweep_parse_eval(sweep *s, const cJSON *ev, st_error *e) {
         if (x > 0 && p->mode == ST_EVAL_NONOVERLAPPING)
             return st_fail(e, ST_ERR_CONFIG, "%s: eval.stride: applies to \"mode\": \"sliding\" only", s->file);
         p->stride = x;
+        /* without a mode, a stride asks for sliding windows, as `stretch eval --stride S` */
+        if (x > 0 && p->mode < 0) p->mode = ST_EVAL_SLIDING;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(ev, "max_tokens"))) {
         if ((rc = get_key_int(v, s->file, "eval.max_tokens", "eval.max_tokens", &x, e))) return rc;

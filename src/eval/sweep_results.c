@@ -312,7 +312,8 @@ static void protocol_note(const cJSON *report, const cJSON *ref, char *out, size
     const int other_mode = strcmp(mode, str(ref, "mode")) != 0 || (isfinite(stride) && stride != num(ref, "stride"));
     if (!other_split && !other_mode) return;
     char st[64] = "";
-    if (other_mode && isfinite(stride) && strcmp(mode, "sliding") == 0) snprintf(st, sizeof st, ", stride %.0f", stride);
+    if (other_mode && isfinite(stride) && strcmp(mode, "sliding") == 0)   /* 0: the default, L/2 per length */
+        snprintf(st, sizeof st, stride > 0 ? ", stride %.0f" : ", stride L/2", stride);
     snprintf(out, n, " [%s%s%s%s%s]", other_split ? split : "", other_split ? " split" : "", other_split && other_mode ? ", " : "",
              other_mode ? mode : "", st);
 }

@@ -91,9 +91,13 @@ static void point_plan(const sweep *s, const sweep_point *pt, st_eval_plan *plan
         else if (!strcmp(k, "eval.max_tokens")) plan->max_tokens = c->max_tokens;
         else if (!strcmp(k, "eval.buckets")) plan->buckets = c->buckets;
     }
-    /* a stride left from the eval section means nothing to a point evaluated nonoverlapping */
-    if (plan->mode == ST_EVAL_NONOVERLAPPING && plan->stride > 0) plan->stride = 0;
+    /* a stride means nothing to a point evaluated nonoverlapping, whether its mode is the
+     * plan's or the run's own: a variant's eval.stride alone is, as in a run's config, the
+     * stride a sliding evaluation of it would take (configs/README.md) */
+    const int mode = plan->mode >= 0 ? plan->mode : c->mode;
+    if (mode == ST_EVAL_NONOVERLAPPING && plan->stride > 0) plan->stride = 0;
     st_eval_plan_resolve_transform(plan, c);
+    plan->from_config = 1;   /* the transform keys are the point's config's, not flags */
     /* attention statistics: the sweep's, else the point's or its run's eval.attn_stats (over
      * the scored rows, in either protocol) */
     if (!plan->opts.attn_stats) plan->opts.attn_stats = c->attn_stats;
@@ -466,6 +470,17 @@ int st_sweep_run(const char *file, const st_sweep_opts *opts, st_error *e) {
         }
     }
     if (sched_rc == ST_ERR_INTERRUPTED && !first_rc) { first_rc = sched_rc; st_fail(&first, sched_rc, "%s", e ? e->msg : ""); }
+    /* a point no process ran (a job that could not start, on this rank or another) is not
+     * a finished sweep: its seed means would silently cover fewer seeds */
+    int n_pending = 0;
+    for (int i = 0; i < s->n_points; i++) n_pending += s->points[i].state == PT_PENDING;
+    if (!first_rc && sched_rc && sched_rc != ST_ERR_INTERRUPTED) {
+        first_rc = sched_rc;
+        st_fail(&first, sched_rc, "%s", e ? e->msg : "sweep: a job process could not start");
+    }
+    if (!first_rc && n_pending && sched_rc != ST_ERR_INTERRUPTED)
+        first_rc = st_fail(&first, ST_ERR_GENERIC, "%s: %d runs were not started (see the errors above); run the "
+                           "sweep again to run them", file, n_pending);
     st_error we = {0};
     const int wrc = st_sweep_write_results(s, &we);
     if (wrc && !first_rc) { first_rc = wrc; first = we; }

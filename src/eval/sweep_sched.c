@@ -133,7 +133,7 @@ static int next_point(const sweep *s, const job *slot, int jobs, const char *han
     return -1;
 }
 
-static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, int write_tables) {
+static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, int write_tables, st_error *e) {
     const int jobs = s->jobs;
     job *slot = calloc((size_t)jobs, sizeof *slot);
     if (!slot) return ST_ERR_MEMORY;
@@ -151,18 +151,30 @@ static int run_forked(sweep *s, const st_sweep_opts *opts, int rank, int ranks, 
     if (!handed) { free(slot); return ST_ERR_MEMORY; }
     int running = 0, forwarded = 0, rc = ST_OK;
     while (1) {
-        /* hand out points while a slot is free and no signal came */
-        while (!g_sweep_signal && running < jobs) {
+        /* hand out points while a slot is free, no signal came and every job could start:
+         * after a failed pipe or fork (a process or file limit) the running jobs finish and
+         * the sweep ends with the error, its unstarted points pending for the next run */
+        while (!g_sweep_signal && !rc && running < jobs) {
             int i = next_point(s, slot, jobs, handed, rank, ranks);
             if (i < 0) break;
-            handed[i] = 1;
             int fds[2];
-            if (pipe(fds) != 0) { rc = ST_ERR_IO; break; }
+            if (pipe(fds) != 0) {
+                rc = st_fail(e, ST_ERR_IO, "sweep: %s: cannot start a job process: pipe: %s", s->points[i].name,
+                             strerror(errno));
+                break;
+            }
             fflush(stdout);
             fflush(stderr);
             const pid_t parent = getpid();
             pid_t pid = fork();
-            if (pid < 0) { close(fds[0]); close(fds[1]); rc = ST_ERR_MEMORY; break; }
+            if (pid < 0) {
+                rc = st_fail(e, ST_ERR_GENERIC, "sweep: %s: cannot start a job process: fork: %s", s->points[i].name,
+                             strerror(errno));
+                close(fds[0]);
+                close(fds[1]);
+                break;
+            }
+            handed[i] = 1;
             if (pid == 0) { close(fds[0]); child_run(s, i, opts, fds[1], parent, hup_ignored); }
             close(fds[1]);
             job *j = slot;
@@ -264,8 +276,9 @@ int st_sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e) {
                s->threads > 0 ? "" : ", threads from each run's train.threads");
     /* with one rank the tables follow every point; with several, rank 0 writes them at the end */
     const int write_tables = ranks == 1;
-    int rc = s->jobs > 1 ? run_forked(s, opts, rank, ranks, write_tables) : run_inline(s, opts, rank, ranks, write_tables);
-    if (rc == ST_ERR_MEMORY || rc == ST_ERR_IO) st_fail(e, rc, "sweep: cannot start a job process: %s", strerror(errno));
+    int rc = s->jobs > 1 ? run_forked(s, opts, rank, ranks, write_tables, e)
+                         : run_inline(s, opts, rank, ranks, write_tables);
+    if (rc && rc != ST_ERR_INTERRUPTED && e) st_log(ST_LOG_ERROR, "%s", e->msg);   /* this rank's; the points say the rest */
     if (ranks == 1) {
         if (rc == ST_ERR_INTERRUPTED) st_fail(e, rc, "sweep interrupted; run the same command again to resume");
         return rc;
