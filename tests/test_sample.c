@@ -156,6 +156,22 @@ static void test_same_draws(void) {
         for (int i = 0; i < 20; i++) same &= st_sample_token(l, V, &s, &a, w1) == old_sample(l, V, temp, k, &b, w2);
     }
     CHECK_MSG(same, "without top-p/min-p a seed draws what the previous sampler drew");
+    /* a large vocabulary with many equal logits and any k: the quickselect threshold is the
+     * selection sort's, tie for tie (review 41: the sort took k V steps per token) */
+    enum { VB = 1500 };
+    static float lb[VB], wb1[VB], wb2[VB];
+    int same_big = 1;
+    for (int trial = 0; trial < 40; trial++) {
+        const int levels = trial % 2 ? 7 : 1000;   /* few distinct values: long runs of ties */
+        for (int v = 0; v < VB; v++) lb[v] = (float)(st_rng_below(&g, (uint64_t)levels)) * 0.25f;
+        const int k = 1 + (int)st_rng_below(&g, VB - 1);
+        st_rng a, b;
+        st_rng_seed(&a, (uint64_t)trial);
+        st_rng_seed(&b, (uint64_t)trial);
+        st_sampling s = {.temperature = 1.0f, .top_k = k, .top_p = 1, .min_p = 0};
+        for (int i = 0; i < 5; i++) same_big &= st_sample_token(lb, VB, &s, &a, wb1) == old_sample(lb, VB, 1.0f, k, &b, wb2);
+    }
+    CHECK_MSG(same_big, "top-k over 1500 tied logits: the threshold of the selection sort");
 }
 
 int main(void) {
