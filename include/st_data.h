@@ -131,6 +131,9 @@ void st_tokenizer_free(st_tokenizer *t);
 int st_tokenizer_vocab_size(const st_tokenizer *t);
 uint64_t st_tokenizer_hash(const st_tokenizer *t);
 int st_tokenizer_kind(const st_tokenizer *t);
+/* The id of <eos> in a word-level vocabulary (ids follow first appearance, so it is 0
+ * only when the train split starts with a blank line, as WikiText does); -1 for others. */
+int32_t st_tokenizer_eos(const st_tokenizer *t);
 /* Encode UTF-8 text; returns the number of tokens (out may be NULL to count). At most
  * cap ids are written; the return value is the full count either way.
  *   word: whitespace-split words, "\n" -> <eos> (no <eos> after an unterminated last

@@ -105,4 +105,18 @@ expect_msg "--prompt-file nul.txt: contains a NUL byte at offset 2"
 expect_rc 2 "generate --prompt and --prompt-file" "$BIN" generate alibi --prompt x --prompt-file prompt.txt
 expect_msg "give --prompt or --prompt-file, not both"
 
+# no prompt, word level: the text is conditioned on <eos> (the start of a line), whose id
+# is 0 only when the train split starts with a blank line; here it starts with words, so
+# <eos> is a later id (review 41: it used to condition on the hidden word of id 0).
+# Greedy: the unprompted text is what follows a prompt of one newline.
+w=(fox dog cat)
+for i in $(seq 1 300); do echo "the quick ${w[i % 3]} jumps over the lazy ${w[(i + 1) % 3]}"; done > words.txt
+expect_rc 0 "train word" "$BIN" train cfg.json --out word --quiet --set data.tokenizer=word --set data.path=words.txt
+"$PY" -c "import json,sys; t=json.load(open('word/tokenizer.json'))['tokens']; sys.exit(t.index('<eos>') == 0)" \
+    && ok || bad "the word run's <eos> is id 0: the check below would not tell"
+expect_rc 0 "generate word, no prompt" "$BIN" generate word --tokens 12 --temperature 0
+cp out.txt bare.txt
+expect_rc 0 "generate word, a newline" "$BIN" generate word --prompt $'\n' --tokens 12 --temperature 0
+cmp -s bare.txt <(tail -c +2 out.txt) && ok || bad "no-prompt text '$(cat bare.txt)' is not the continuation of <eos> '$(cat out.txt)'"
+
 finish cli_generate

@@ -232,8 +232,15 @@ static int encode_prompt(const gen_opts *o, gen_run *r, st_error *e) {
                            o->prompt_file ? "--prompt-file" : "--prompt", prompt, r->tok ? r->tok_path : "the run",
                            r->tok ? "" : "; the run has no tokenizer.json");
     }
-    /* no prompt: start from token 0 (<eos> for word level), a context the text does not show */
-    if (n <= 0) { r->ids[0] = 0; n = 1; r->first_shown = 1; }
+    /* no prompt: start from <eos> (word level: the start of a line; its id is the vocabulary's,
+     * 0 only for a train split that begins with a blank line), else token 0, a context the
+     * text does not show */
+    if (n <= 0) {
+        const int32_t eos = r->tok ? st_tokenizer_eos(r->tok) : -1;
+        r->ids[0] = eos >= 0 ? eos : 0;
+        n = 1;
+        r->first_shown = 1;
+    }
     r->n = r->n_prompt = n;
     return ST_OK;
 }

@@ -79,6 +79,7 @@ void st_tokenizer_free(st_tokenizer *t) {
 int st_tokenizer_vocab_size(const st_tokenizer *t) { return t->vocab_size; }
 uint64_t st_tokenizer_hash(const st_tokenizer *t) { return t->hash; }
 int st_tokenizer_kind(const st_tokenizer *t) { return t->kind; }
+int32_t st_tokenizer_eos(const st_tokenizer *t) { return t->eos; }
 
 /* The hash covers everything that changes what an id means: kind, size and content. */
 void st_sd_tok_rehash(st_tokenizer *t) {
