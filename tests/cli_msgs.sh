@@ -170,6 +170,14 @@ expect 2 "--lengths needs a value (the next argument is the flag --quiet)" -- "$
 # data flags the source does not read are refused, not ignored (probe 28)
 expect 2 "--path: the synthetic source is generated" -- "$BIN" data --source synthetic --path foo
 expect 2 "--syn-vocab: applies to --source synthetic, not text" -- "$BIN" data --source text --path tiny.json --syn-vocab 5
+# ... and the rest of them (review 41): fractions split text files only, the seed is the
+# synthetic corpus's, synthetic data is never cached, --bpe-vocab needs the bpe tokenizer
+expect 2 "--valid-frac: applies to --source text, not wikitext" -- "$BIN" data --source wikitext --path wt --valid-frac 0.2
+expect 2 "--test-frac: applies to --source text, not synthetic" -- "$BIN" data --source synthetic --test-frac 0.2
+expect 2 "--seed: applies to --source synthetic, not text" -- "$BIN" data --source text --path tiny.json --seed 3
+expect 2 "--cache-dir: applies to --source text or wikitext, not synthetic" -- "$BIN" data --source synthetic --cache-dir D
+expect 2 "--bpe-vocab: applies to --tokenizer bpe, not auto" -- "$BIN" data --source text --path tiny.json --bpe-vocab 300
+expect 2 "--bpe-vocab: applies to --tokenizer bpe, not word" -- "$BIN" data --source text --path tiny.json --tokenizer word --bpe-vocab 300
 
 # a flag given twice is refused, not silently the last (probe 27, 28); --set repeats
 expect 2 "--precision given twice ('bf16' and 'fp32'): give it once" -- "$BIN" eval run --precision bf16 --precision fp32

@@ -19,6 +19,8 @@ static const char *usage_text =
     "       [--cache-dir D] [--valid-frac F] [--test-frac F] [--save-tokenizer FILE [--force]]\n"
     "       [--seed S] [--syn-vocab V] [--syn-order K] [--syn-branch B] [--syn-tokens TRAIN,VALID,TEST]\n"
     "       [--syn-mode markov|copy]  (copy: the data.synthetic.copy defaults; set others in a run config)\n"
+    "       (--path, --cache-dir: text and wikitext; --valid-frac, --test-frac: text; --seed, --syn-*:\n"
+    "       synthetic; --bpe-vocab: --tokenizer bpe; a flag the source does not read is refused)\n"
     "       stretch data --config RUN.json [--set section.key=value ...] [--show N] [--size S] [--save-tokenizer FILE]\n"
     "       (a run config's data section; a task run: its task, sizes and the first N training rows, or\n"
     "       N instances of size S)";
@@ -69,7 +71,8 @@ static void fmt_int(char *out, size_t cap, int64_t v) {   /* 2088628 -> 2,088,62
 typedef struct data_args {
     st_data_config c;
     int have_source, n_flags, force;
-    const char *syn_flag;   /* a --syn-* flag given (checked against the source, as --path is) */
+    const char *given[32];  /* the data flags given, checked against what the source reads */
+    int n_given;
     const char *save, *config;
     const char *sets[MAX_SETS];
     int n_sets;
@@ -80,7 +83,7 @@ typedef struct data_args {
 static int data_flag(data_args *a, const char *f, const char *v) {
     st_data_config *c = &a->c;
     a->n_flags++;
-    if (!strncmp(f, "--syn-", 6)) a->syn_flag = f;
+    if (a->n_given < (int)(sizeof a->given / sizeof a->given[0])) a->given[a->n_given++] = f;
     if (!strcmp(f, "--source")) {
         if (copy_str(c->source, sizeof c->source, v)) return bad(f, v, "synthetic, wikitext or text");
         /* a task's instances come from a run config's data.task keys, batch by batch:
@@ -126,6 +129,38 @@ static int data_flag(data_args *a, const char *f, const char *v) {
     return ST_OK;
 }
 
+/* The sources that read a data flag (text, wikitext, synthetic): any other ignores it,
+ * and a flag ignored in silence is a setting the user believes in (probe 28, review 41). */
+enum { SRC_TEXT = 1, SRC_WIKI = 2, SRC_SYN = 4 };
+static const struct { const char *flag; int sources; } flag_sources[] = {
+    {"--valid-frac", SRC_TEXT}, {"--test-frac", SRC_TEXT}, {"--cache-dir", SRC_TEXT | SRC_WIKI},
+    {"--seed", SRC_SYN}, {"--syn-vocab", SRC_SYN}, {"--syn-order", SRC_SYN}, {"--syn-branch", SRC_SYN},
+    {"--syn-mode", SRC_SYN}, {"--syn-tokens", SRC_SYN},
+};
+
+static int check_flag_sources(const data_args *a) {
+    const char *src = a->c.source;
+    const int mine = !strcmp(src, "text") ? SRC_TEXT : !strcmp(src, "wikitext") ? SRC_WIKI
+                   : !strcmp(src, "synthetic") ? SRC_SYN : 0;
+    if (!mine) return ST_OK;   /* an unknown source is the data layer's error */
+    if (mine == SRC_SYN && a->c.path[0])   /* only --path sets it */
+        return cli_usage("data", "--path: the synthetic source is generated, it reads no file (--source text or wikitext)");
+    for (int g = 0; g < a->n_given; g++)
+        for (size_t i = 0; i < sizeof flag_sources / sizeof flag_sources[0]; i++) {
+            if (strcmp(a->given[g], flag_sources[i].flag) || (flag_sources[i].sources & mine)) continue;
+            const int s = flag_sources[i].sources;
+            return cli_usage("data", "%s: applies to --source %s%s%s%s%s, not %s", a->given[g],
+                             s & SRC_TEXT ? "text" : "", (s & SRC_TEXT) && (s & ~SRC_TEXT) ? " or " : "",
+                             s & SRC_WIKI ? "wikitext" : "", (s & SRC_WIKI) && (s & SRC_SYN) ? " or " : "",
+                             s & SRC_SYN ? "synthetic" : "", src);
+        }
+    /* --bpe-vocab sizes a BPE vocabulary: auto is byte for text and word for WikiText */
+    for (int g = 0; g < a->n_given; g++)
+        if (!strcmp(a->given[g], "--bpe-vocab") && strcmp(a->c.tokenizer, "bpe") != 0)
+            return cli_usage("data", "--bpe-vocab: applies to --tokenizer bpe, not %s", a->c.tokenizer[0] ? a->c.tokenizer : "auto");
+    return ST_OK;
+}
+
 /* ST_OK, a usage error, or -1 after printing the usage for --help (exit 0). */
 static int parse_args(int argc, char **argv, data_args *a) {
     for (int i = 1; i < argc; i++) {
@@ -164,13 +199,7 @@ static int parse_args(int argc, char **argv, data_args *a) {
     if (!a->config && a->n_sets) return cli_usage("data", "--set needs --config (a run config to change)");
     if (!a->config && (a->show || a->size)) return cli_usage("data", "--show and --size need --config (a task run's config)");
     if (!a->config && !a->have_source) return cli_usage("data", "--source (or --config) is required");
-    /* a flag the source does not read would be ignored silently (probe 28) */
-    const int synthetic = !strcmp(a->c.source, "synthetic");
-    if (a->have_source && synthetic && a->c.path[0])   /* only --path sets it */
-        return cli_usage("data", "--path: the synthetic source is generated, it reads no file (--source text or wikitext)");
-    if (a->have_source && !synthetic && a->syn_flag)
-        return cli_usage("data", "%s: applies to --source synthetic, not %s", a->syn_flag, a->c.source);
-    return ST_OK;
+    return a->have_source ? check_flag_sources(a) : ST_OK;
 }
 
 /* The statistics of a loaded corpus, and its tokenizer saved to `save`. */
