@@ -190,6 +190,14 @@ check '[ "$RC" = 0 ]' "keep_last resume: exit $RC: $ERR"
 check '[ "$(cd "$TMP/kl/checkpoints" && ls step_*.ckpt | tr "\n" " ")" = "step_00004101.ckpt step_00004102.ckpt " ]' \
     "keep_last 2 left $(ls "$TMP/kl/checkpoints" | grep -c step_) step files"
 
+# optimizer and schedule keys the chosen ones do not read are named when the training
+# starts (review 42), not refused: a sweep over optimizer.name shares one base
+expect 0 "not read by this optimizer and schedule, so without effect: train.optimizer.beta1 0.8, train.schedule.min_lr_ratio 0.5" \
+    "$BIN" train "$TMP/kl.json" --out "$TMP/unread" --set train.steps=3 --set train.optimizer.name=sgd \
+    --set train.optimizer.beta1=0.8 --set train.schedule.kind=constant --set train.schedule.min_lr_ratio=0.5
+run "$BIN" train "$TMP/kl.json" --out "$TMP/read" --set train.steps=3 --set train.optimizer.beta1=0.8
+check '[ "$RC" = 0 ] && ! grep -q "not read by this optimizer" "$TMP/err"' "adamw's own beta1 was called unread: $ERR"
+
 rm -rf "$TMP"
 echo "cli_train: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

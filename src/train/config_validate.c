@@ -155,8 +155,13 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
         for (int i = 0; i < 4; i++) c->eval.lengths[i] = (int64_t)t->seq_len << i;
         c->eval.n_lengths = 4;
     }
-    if (c->model.attn_scale == ST_ATTN_SCALE_LOGN && c->model.attn_scale_len == 0)
-        c->model.attn_scale_len = t->seq_len;   /* logn: L = the training length */
+    if (c->model.attn_scale == ST_ATTN_SCALE_LOGN && c->model.attn_scale_len == 0) {
+        /* logn: L = the training length, which must be one log_L can take */
+        if (t->seq_len < 2)
+            return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: model.attn_scale \"logn\" scales by log_L n with L the "
+                           "training length, which must be >= 2 (got %d)", file, t->seq_len);
+        c->model.attn_scale_len = t->seq_len;
+    }
     /* cross-key rules */
     if (c->model.scaling != 0 && c->model.scaling_len > 0 && t->seq_len < c->model.scaling_len)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d is shorter than model.scaling.train_len %d: a scaled "
@@ -225,4 +230,31 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
         return rc;
     }
     return ST_OK;
+}
+
+/* The optimizer's and schedule's keys that the chosen ones do not read. */
+static const struct { const char *key; int optim, sched; } unread_rules[] = {
+    {"train.optimizer.beta1", ST_OPT_SGD, -1},
+    {"train.optimizer.beta2", ST_OPT_SGD, -1},
+    {"train.optimizer.eps", ST_OPT_SGD, -1},
+    {"train.optimizer.momentum", ST_OPT_ADAMW, -1},
+    {"train.schedule.min_lr_ratio", -1, ST_SCHED_CONSTANT},
+    {"train.schedule.min_lr_ratio", -1, ST_SCHED_INV_SQRT},
+};
+
+int st_run_config_unread(const st_run_config *c, char *buf, size_t n) {
+    int count = 0;
+    size_t len = 0;
+    if (n) buf[0] = 0;
+    for (size_t i = 0; i < sizeof unread_rules / sizeof unread_rules[0]; i++) {
+        if (unread_rules[i].optim >= 0 && unread_rules[i].optim != c->train.optim.name) continue;
+        if (unread_rules[i].sched >= 0 && unread_rules[i].sched != c->train.sched.kind) continue;
+        const st_ckey *k = st_config_find_key(unread_rules[i].key);
+        char val[64];
+        st_config_value_str(k, c, val, sizeof val);
+        if (!k->def || strtod(val, NULL) == strtod(k->def, NULL)) continue;   /* the default: nothing set */
+        count++;
+        if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s%s %s", len ? ", " : "", k->path, val);
+    }
+    return count;
 }
