@@ -179,6 +179,12 @@ expect 2 "--cache-dir: applies to --source text or wikitext, not synthetic" -- "
 expect 2 "--bpe-vocab: applies to --tokenizer bpe, not auto" -- "$BIN" data --source text --path tiny.json --bpe-vocab 300
 expect 2 "--bpe-vocab: applies to --tokenizer bpe, not word" -- "$BIN" data --source text --path tiny.json --tokenizer word --bpe-vocab 300
 
+# logn with a training length of 1: the key the user set, not the derived attn_scale_len
+# (review 42); eval.max_tokens ends at 1e12 like every count (configs/README.md)
+expect 2 'train.seq_len: model.attn_scale "logn" scales by log_L n with L the training length, which must be >= 2 (got 1)' \
+    -- "$BIN" train tiny.json --set model.attn_scale=logn --set train.seq_len=1
+expect 2 "eval.max_tokens: must be in [0, 1e12], got 2e12" -- "$BIN" train tiny.json --set eval.max_tokens=2000000000000
+
 # a flag given twice is refused, not silently the last (probe 27, 28); --set repeats
 expect 2 "--precision given twice ('bf16' and 'fp32'): give it once" -- "$BIN" eval run --precision bf16 --precision fp32
 expect 2 "--out given twice ('a' and 'b'): give it once" -- "$BIN" train tiny.json --out a --out b

@@ -62,7 +62,7 @@ static const bad_case bad_cases[] = {
     {"{\"train\": {\"steps\": -1}}", "cfg/x.json: train.steps: must be in [0, 1e12], got -1"},
     /* issue 14 item 9: the upper bound stays in the message, in a readable form */
     {"{\"train\": {\"steps\": 1.23e29}}", "cfg/x.json: train.steps: must be in [0, 1e12], got 1.23e29"},
-    {"{\"eval\": {\"max_tokens\": 2e13}}", "cfg/x.json: eval.max_tokens: must be in [0, 1e13], got 2e13"},
+    {"{\"eval\": {\"max_tokens\": 2e13}}", "cfg/x.json: eval.max_tokens: must be in [0, 1e12], got 2e13"},
     {"{\"train\": {\"grad_accum\": 0}}", "cfg/x.json: train.grad_accum"},
     {"{\"model\": {\"n_layers\": 0}}", "cfg/x.json: model.n_layers: must be in [1, 256], got 0"},
     {"{\"model\": {\"d_model\": -8}}", "cfg/x.json: model.d_model"},

@@ -233,7 +233,7 @@ const st_ckey st_config_keys[] = {
     ENUM("eval.split", eval.split, en_split, "valid"),
     ENUM("eval.mode", eval.mode, en_mode, "nonoverlapping"),
     I64("eval.stride", eval.stride, 0, 1 << 24, "0"),
-    I64("eval.max_tokens", eval.max_tokens, 0, 1e13, "0"),
+    I64("eval.max_tokens", eval.max_tokens, 0, BIG, "0"),
     INT("eval.buckets", eval.buckets, 0, 1 << 16, "16"),
     ENUM("eval.transform", eval.transform, en_transform, "none"),
     DBL("eval.transform_scale", eval.transform_scale, 0, 1e6, "0"),
