@@ -178,6 +178,7 @@ PYEOF
 expect_rc 5 "eval, ranks on different checkpoints" timeout 120 "$MPIRUN" --oversubscribe --bind-to none "${NET[@]}" \
     -np 1 "$BIN" eval r2 --lengths 16 --json em.json --force --quiet : -np 1 "$BIN" eval rz --lengths 16 --json em.json --force --quiet
 expect_err "the ranks loaded different checkpoints"
+grep -q "MPI_ABORT" err.txt && bad "the refusal of two checkpoints aborted the job" || ok
 [ ! -e em.json ] && ok || bad "a report was written from two checkpoints"
 # rank 0 refuses an existing --json before evaluating: every rank stops with it (no abort, no hang)
 e2sum=$(md5sum <e2.json)

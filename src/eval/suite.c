@@ -230,6 +230,7 @@ static int same_checkpoint(st_dist *d, const st_eval_report *rep, st_error *e) {
     int32_t v[4] = {id[0], -id[0], id[1], -id[1]};
     if (st_dist_max_i32(d, v, 4)) return st_fail(e, ST_ERR_GENERIC, "rank %d: the transport failed", st_dist_rank(d));
     if (v[0] == -v[1] && v[2] == -v[3]) return ST_OK;
+    d->agreed = 1;   /* every rank reaches this verdict: a clean exit, not MPI_Abort */
     return st_fail(e, ST_ERR_CHECKPOINT, "%s (step %lld on rank %d): the ranks loaded different checkpoints (a "
                    "training beside wrote a newer one while they read `latest`); evaluate again, or name the "
                    "checkpoint file", rep->checkpoint, (long long)rep->step, st_dist_rank(d));
