@@ -110,6 +110,15 @@ static inline uint64_t st_hash64(uint64_t seed, uint64_t index) {
     x ^= x >> 32;
     return x;
 }
+/* FNV-1a 64 of n bytes, continuing from h (ST_FNV_OFFSET to start): stable across platforms,
+ * so it may be stored (a checkpoint's config hash, vocabulary hashes, cache file names). */
+#define ST_FNV_OFFSET 0xcbf29ce484222325ull
+#define ST_FNV_PRIME 0x100000001b3ull
+static inline uint64_t st_fnv1a(uint64_t h, const void *p, size_t n) {
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) { h ^= s[i]; h *= ST_FNV_PRIME; }
+    return h;
+}
 static inline float st_hash_uniform(uint64_t seed, uint64_t index) {
     return (float)(st_hash64(seed, index) >> 40) * (1.0f / 16777216.0f); /* [0,1), 24 bits */
 }

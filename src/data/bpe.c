@@ -162,7 +162,7 @@ static int cache_grow(enc_state *st) {
 }
 
 static int encode_chunk_cached(enc_state *st, const unsigned char *s, int len) {
-    uint64_t h = sd_fnv(SD_FNV_OFFSET, s, (size_t)len);
+    uint64_t h = st_fnv1a(ST_FNV_OFFSET, s, (size_t)len);
     uint64_t slot = h & st->mask;
     for (; st->slots[slot].len; slot = (slot + 1) & st->mask) {
         chunk_entry *c = &st->slots[slot];

@@ -41,7 +41,7 @@ static int counter_grow(counter *c) {
 }
 
 static int counter_add(counter *c, const unsigned char *s, int len) {
-    uint64_t h = sd_fnv(SD_FNV_OFFSET, s, (size_t)len);
+    uint64_t h = st_fnv1a(ST_FNV_OFFSET, s, (size_t)len);
     uint64_t slot = h & c->mask;
     for (; c->slots[slot].len; slot = (slot + 1) & c->mask) {
         centry *x = &c->slots[slot];

@@ -20,18 +20,12 @@ static inline int sd_vec_push(sd_vec *a, int32_t x) {
 }
 void st_sd_vec_free(sd_vec *a);
 
-/* ---- hashing: FNV-1a 64 (stable across platforms; identifies vocabularies) ---- */
-#define SD_FNV_OFFSET 0xcbf29ce484222325ull
-#define SD_FNV_PRIME  0x100000001b3ull
-static inline uint64_t sd_fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) { h ^= s[i]; h *= SD_FNV_PRIME; }
-    return h;
-}
+/* hashing: FNV-1a 64 (st_fnv1a), stable across platforms, identifies vocabularies; a
+ * 64-bit value enters as its 8 little-endian bytes */
 static inline uint64_t sd_fnv_u64(uint64_t h, uint64_t x) {
     unsigned char b[8];
     for (int i = 0; i < 8; i++) b[i] = (unsigned char)(x >> (8 * i));
-    return sd_fnv(h, b, 8);
+    return st_fnv1a(h, b, 8);
 }
 
 /* ASCII whitespace as Python's bytes.split() sees it: space \t \n \v \f \r. */
@@ -61,7 +55,7 @@ struct st_tokenizer {
 st_tokenizer *st_sd_tok_new(int kind, st_error *e);
 /* Append token string s as the next id (word / bpe). Returns the id or -1 (memory). */
 int32_t st_sd_tok_append(st_tokenizer *t, const char *s, int64_t len, st_error *e);
-/* word: the id of s (hash h = sd_fnv(SD_FNV_OFFSET, s, len)) or -1. */
+/* word: the id of s (hash h = st_fnv1a(ST_FNV_OFFSET, s, len)) or -1. */
 int32_t st_sd_word_find(const st_tokenizer *t, const char *s, int64_t len, uint64_t h);
 /* word: the id of s, adding it when new. -1 on memory failure. */
 int32_t st_sd_word_intern(st_tokenizer *t, const char *s, int64_t len, uint64_t h, st_error *e);

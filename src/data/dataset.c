@@ -154,7 +154,7 @@ static void cache_stem(const char *src, char *out, size_t cap) {
     snprintf(tmp, sizeof tmp, "%s", p);
     size_t n = strlen(tmp);
     while (n > 1 && tmp[n - 1] == '/') tmp[--n] = 0;
-    snprintf(out, cap, "%.200s-%08" PRIx32, basename(tmp), (uint32_t)sd_fnv(SD_FNV_OFFSET, p, strlen(p)));
+    snprintf(out, cap, "%.200s-%08" PRIx32, basename(tmp), (uint32_t)st_fnv1a(ST_FNV_OFFSET, p, strlen(p)));
 }
 
 /* ---- synthetic ---- */

@@ -83,13 +83,13 @@ int32_t st_tokenizer_eos(const st_tokenizer *t) { return t->eos; }
 
 /* The hash covers everything that changes what an id means: kind, size and content. */
 void st_sd_tok_rehash(st_tokenizer *t) {
-    uint64_t h = sd_fnv(SD_FNV_OFFSET, "stretch-tokenizer-v1", 20);
+    uint64_t h = st_fnv1a(ST_FNV_OFFSET, "stretch-tokenizer-v1", 20);
     h = sd_fnv_u64(h, (uint64_t)t->kind);
     h = sd_fnv_u64(h, (uint64_t)t->vocab_size);
     if (t->kind == ST_TOK_WORD) {
         for (int i = 0; i < t->vocab_size; i++) {
             h = sd_fnv_u64(h, (uint64_t)(t->off[i + 1] - t->off[i]));
-            h = sd_fnv(h, t->pool + t->off[i], (size_t)(t->off[i + 1] - t->off[i]));
+            h = st_fnv1a(h, t->pool + t->off[i], (size_t)(t->off[i + 1] - t->off[i]));
         }
     } else if (t->kind == ST_TOK_BPE) {
         for (int r = 0; r < t->n_merges; r++)
@@ -125,7 +125,7 @@ int32_t st_sd_tok_append(st_tokenizer *t, const char *s, int64_t len, st_error *
     t->pool_len += len;
     int32_t id = t->vocab_size++;
     t->off[id + 1] = t->pool_len;
-    t->whash[id] = (uint32_t)sd_fnv(SD_FNV_OFFSET, s, (size_t)len);
+    t->whash[id] = (uint32_t)st_fnv1a(ST_FNV_OFFSET, s, (size_t)len);
     return id;
 }
 
@@ -149,7 +149,7 @@ static int table_resize(st_tokenizer *t, uint64_t cap, st_error *e) {
     uint64_t mask = cap - 1;
     for (int32_t id = 0; id < t->vocab_size; id++) {
         /* whash holds only 32 bits: the slot comes from the full hash, recomputed */
-        uint64_t h = sd_fnv(SD_FNV_OFFSET, t->pool + t->off[id], (size_t)(t->off[id + 1] - t->off[id]));
+        uint64_t h = st_fnv1a(ST_FNV_OFFSET, t->pool + t->off[id], (size_t)(t->off[id + 1] - t->off[id]));
         uint64_t slot = h & mask;
         while (tab[slot]) slot = (slot + 1) & mask;
         tab[slot] = (uint32_t)id + 1;
@@ -192,8 +192,8 @@ static int64_t encode_word(const st_tokenizer *t, const unsigned char *s, int64_
         }
         if (st_sd_is_space[s[i]]) { i++; continue; }
         int64_t j = i;
-        uint64_t h = SD_FNV_OFFSET;
-        while (i < len && !st_sd_is_space[s[i]]) { h ^= s[i]; h *= SD_FNV_PRIME; i++; }
+        uint64_t h = ST_FNV_OFFSET;
+        while (i < len && !st_sd_is_space[s[i]]) { h ^= s[i]; h *= ST_FNV_PRIME; i++; }
         int32_t id = st_sd_word_find(t, (const char *)s + j, i - j, h);
         if (id < 0) id = t->unk;
         if (id < 0) return -1;

@@ -150,7 +150,7 @@ static int load_words(st_tokenizer *t, const cJSON *arr, int64_t vocab, const ch
             len = (int64_t)(hl / 2);
         }
         if (len == 0) { free(tmp); return st_fail(e, ST_ERR_DATA, "%s: tokens[%lld]: empty token", name, (long long)i); }
-        uint64_t hh = sd_fnv(SD_FNV_OFFSET, s, (size_t)len);
+        uint64_t hh = st_fnv1a(ST_FNV_OFFSET, s, (size_t)len);
         if (st_sd_word_find(t, s, len, hh) >= 0) {
             free(tmp);
             return st_fail(e, ST_ERR_DATA, "%s: tokens[%lld]: duplicate token \"%.60s\"", name, (long long)i, cJSON_IsString(x) ? s : "(hex)");

@@ -73,7 +73,7 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
         if (c == '\n') {
             if (t->eos < 0) {
                 if (ws->build != 1) return st_fail(e, ST_ERR_DATA, "%s: the vocabulary has no <eos>", ws->path);
-                if (st_sd_word_intern(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
+                if (st_sd_word_intern(t, "<eos>", 5, st_fnv1a(ST_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
             }
             o[n++] = t->eos;
             ws->line++;
@@ -82,8 +82,8 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
         }
         if (st_sd_is_space[c]) { i++; continue; }
         int64_t j = i;
-        uint64_t h = SD_FNV_OFFSET;
-        while (i < cut && !st_sd_is_space[s[i]]) { h ^= s[i]; h *= SD_FNV_PRIME; i++; }
+        uint64_t h = ST_FNV_OFFSET;
+        while (i < cut && !st_sd_is_space[s[i]]) { h ^= s[i]; h *= ST_FNV_PRIME; i++; }
         int32_t id = st_sd_word_find(t, buf + j, i - j, h);
         if (id < 0 && ws->build == SD_WORD_UNK) {
             if (t->unk < 0) {
@@ -110,7 +110,7 @@ static int word_block(void *user, const char *buf, int64_t len, int64_t at, int 
     if (final && cut > 0 && s[cut - 1] != '\n') {   /* unterminated last line */
         if (t->eos < 0) {
             if (ws->build != 1) return st_fail(e, ST_ERR_DATA, "%s: the vocabulary has no <eos>", ws->path);
-            if (st_sd_word_intern(t, "<eos>", 5, sd_fnv(SD_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
+            if (st_sd_word_intern(t, "<eos>", 5, st_fnv1a(ST_FNV_OFFSET, "<eos>", 5), e) < 0) return e->code;
         }
         o[n++] = t->eos;
     }

@@ -224,9 +224,8 @@ st_transform st_eval_plan_transform(const st_eval_plan *p, int64_t train_len) {
  * maximum of (x, -x) across ranks is (x, -x) only when every rank holds the same x. */
 static int same_checkpoint(st_dist *d, const st_eval_report *rep, st_error *e) {
     if (st_dist_size(d) == 1) return ST_OK;
-    uint32_t h = 2166136261u;   /* FNV-1a of the checkpoint's path */
-    for (const unsigned char *c = (const unsigned char *)rep->checkpoint; *c; c++) h = (h ^ *c) * 16777619u;
-    const int32_t id[2] = {(int32_t)(h >> 1), (int32_t)(rep->step % 1000000007)};
+    const uint64_t h = st_fnv1a(ST_FNV_OFFSET, rep->checkpoint, strlen(rep->checkpoint));   /* its path */
+    const int32_t id[2] = {(int32_t)(h >> 33), (int32_t)(rep->step % 1000000007)};
     int32_t v[4] = {id[0], -id[0], id[1], -id[1]};
     if (st_dist_max_i32(d, v, 4)) return st_fail(e, ST_ERR_GENERIC, "rank %d: the transport failed", st_dist_rank(d));
     if (v[0] == -v[1] && v[2] == -v[3]) return ST_OK;

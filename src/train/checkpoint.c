@@ -71,12 +71,6 @@ static void unpack_state(const unsigned char *b, size_t bytes, st_train_state *s
     s->data_hash = v[15];
 }
 
-static uint64_t fnv1a(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 0x100000001b3ull; }
-    return h;
-}
-
 /* ------------------------------------------------------------- writing ---- */
 typedef struct zwriter {
     z_stream z;
@@ -175,7 +169,7 @@ int st_checkpoint_save(const char *path, const st_run_config *cfg, const st_para
     put_u64(hdr + 16, w->raw);
     put_u64(hdr + 24, w->comp);
     put_u64(hdr + 32, (uint64_t)s->step);
-    put_u64(hdr + 40, fnv1a(json, jlen));
+    put_u64(hdr + 40, st_fnv1a(ST_FNV_OFFSET, json, jlen));
     put_u64(hdr + 48, p->n);
     put_u32(hdr + 56, st_crc32(w->crc, hdr, 56));
     free(json);
@@ -334,7 +328,7 @@ static int zr_open(zreader *r, const char *path, st_error *e) {
     if (!json) { rc = st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path); goto fail; }
     if ((rc = zr_read(r, json, jlen, e))) goto fail;
     json[jlen] = 0;
-    if (fnv1a(json, jlen) != get_u64(hdr + 40)) { rc = corrupt(r, e, "config hash mismatch"); goto fail; }
+    if (st_fnv1a(ST_FNV_OFFSET, json, jlen) != get_u64(hdr + 40)) { rc = corrupt(r, e, "config hash mismatch"); goto fail; }
     char label[ST_PATH_BUF + 32];
     snprintf(label, sizeof label, "%s (embedded config)", path);
     if ((rc = st_run_config_parse(json, jlen, label, NULL, 0, &r->cfg, e))) {

@@ -178,12 +178,7 @@ int st_run_config_save(const st_run_config *c, const char *path, st_error *e) {
 uint64_t st_run_config_hash(const st_run_config *c) {
     char *json = st_run_config_to_json(c, NULL);
     if (!json) return 0;
-    /* FNV-1a 64 */
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ull;
-    }
+    const uint64_t h = st_fnv1a(ST_FNV_OFFSET, json, strlen(json));
     free(json);
     return h;
 }
