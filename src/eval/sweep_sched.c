@@ -278,11 +278,13 @@ int st_sweep_schedule(sweep *s, const st_sweep_opts *opts, st_error *e) {
     const int write_tables = ranks == 1;
     int rc = s->jobs > 1 ? run_forked(s, opts, rank, ranks, write_tables, e)
                          : run_inline(s, opts, rank, ranks, write_tables);
-    if (rc && rc != ST_ERR_INTERRUPTED && e) st_log(ST_LOG_ERROR, "%s", e->msg);   /* this rank's; the points say the rest */
-    if (ranks == 1) {
+    if (ranks == 1) {   /* a job that could not start: its message is in e, for the caller to print */
         if (rc == ST_ERR_INTERRUPTED) st_fail(e, rc, "sweep interrupted; run the same command again to resume");
         return rc;
     }
-    if (rc != ST_ERR_INTERRUPTED) rc = ST_OK;   /* point failures travel in the points */
+    /* point failures travel in the points (an unstarted one stays pending); this rank's own
+     * error would not reach rank 0, so it is printed here */
+    if (rc && rc != ST_ERR_INTERRUPTED && e) st_log(ST_LOG_ERROR, "%s", e->msg);
+    if (rc != ST_ERR_INTERRUPTED) rc = ST_OK;
     return gather(s, d, rc, e);
 }
