@@ -188,6 +188,15 @@ grep -q "MPI_ABORT" err.txt && bad "2-rank refusal aborted the job" || ok
 [ "$(md5sum <e2.json)" = "$e2sum" ] && ok || bad "e2.json changed"
 
 # ---- stopping: a signal on one rank, failures on one rank; never a hang ----
+# watchdog SECONDS CMD...: run CMD after SECONDS unless `kill $WD` comes first. The sleep
+# is killed with it and writes nowhere: a sleep left holding this script's stdout kept
+# ctest (which reads the test's output to its end) waiting 45 s after the test ended.
+watchdog() {
+    local s=$1; shift
+    ( trap 'kill $! 2>/dev/null; exit 0' TERM; sleep "$s" & wait $!; "$@" ) >/dev/null 2>&1 &
+    WD=$!
+}
+kill_run() { kill -KILL $MP; pkill -KILL -f "^[^ ]*stretch train tiny.json --out $1 "; }
 "${MPI[@]}" "$BIN" train tiny.json --out rsig --quiet --set train.steps=1000000 --set train.checkpoint_every=0 \
     >sig.out 2>sig.err &
 MP=$!
@@ -195,7 +204,7 @@ for _ in $(seq 1 100); do [ -s rsig/checkpoints/latest ] || [ -s rsig/metrics.js
 sleep 1
 R1=$(pgrep -f "stretch train tiny.json --out rsig" | sort -n | tail -1)
 [ -n "$R1" ] && kill -TERM "$R1"
-( sleep 60; kill -KILL $MP 2>/dev/null ) & WD=$!
+watchdog 60 kill -KILL $MP
 wait $MP; rc=$?
 kill $WD 2>/dev/null
 [ "$rc" = 130 ] && ok || { bad "SIGTERM on rank 1: mpirun exit $rc, expected 130"; tail -5 sig.err; }
@@ -221,7 +230,7 @@ for victim in 1 0; do
     [ ${#PIDS[@]} = 2 ] && ok || bad "SIGKILL rank $victim: ${#PIDS[@]} rank processes found"
     t0=$(date +%s)
     [ ${#PIDS[@]} = 2 ] && kill -KILL "${PIDS[$victim]}"
-    ( sleep 60; kill -KILL $MP 2>/dev/null; pkill -KILL -f "^[^ ]*stretch train tiny.json --out $rk " ) & WD=$!
+    watchdog 60 kill_run $rk
     wait $MP; rc=$?
     kill $WD 2>/dev/null
     t1=$(date +%s)
