@@ -2,14 +2,16 @@
 """Independent PyTorch re-implementation of the stretch model, for reference checks.
 
 Usage (called by tests/test_pytorch_ref.c):
-    /usr/bin/python3 scripts/torch_ref.py DIR
-DIR holds config.json (the "model" section), model.safetensors (weights), grads.safetensors
-(stretch's gradients), batch.json ({"ids": [[...]], "targets": [[...]], "loss": float}).
+    /usr/bin/python3 scripts/torch_ref.py DIR [DIR ...]
+Each DIR holds config.json (the "model" section), model.safetensors (weights),
+grads.safetensors (stretch's gradients), batch.json ({"ids": [[...]], "targets": [[...]],
+"loss": float}) and optionally label.txt (the case's name, printed).
 The model is rebuilt here from the documented math (docs/position-methods.md) in float64,
 the loss and all gradients are computed by torch.autograd, and compared with stretch's.
-Prints one line per tensor and exits 1 on any mismatch beyond the tolerances.
+Prints the loss and the worst gradient error per case (and each mismatching tensor),
+writes DIR/verdict ("ok" or "mismatch"), and exits 1 on any mismatch beyond the tolerances.
 """
-import json, math, struct, sys
+import json, math, os, struct, sys, traceback
 import torch
 import torch.nn.functional as F
 
@@ -275,9 +277,8 @@ def forward(cfg, p, ids, targets):
     return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(-1), ignore_index=-1)
 
 
-def main():
-    torch.set_default_dtype(torch.float64)
-    d = sys.argv[1]
+def check_case(d):
+    """Loss and every gradient of the case in directory d; True when they match."""
     cfg = json.load(open(f"{d}/config.json"))
     cfg = cfg.get("model", cfg)
     p = load_safetensors(f"{d}/model.safetensors")
@@ -297,7 +298,7 @@ def main():
     dl = abs(loss.item() - batch["loss"])
     line_ok = dl <= 1e-5 * max(1.0, abs(loss.item()))
     ok &= line_ok
-    print(f"loss torch {loss.item():.8f} stretch {batch['loss']:.8f} |diff| {dl:.2e} {'ok' if line_ok else 'MISMATCH'}")
+    print(f"  loss torch {loss.item():.8f} stretch {batch['loss']:.8f} |diff| {dl:.2e} {'ok' if line_ok else 'MISMATCH'}")
     worst = 0.0
     for name, t in p.items():
         gt = t.grad if t.grad is not None else torch.zeros_like(t)
@@ -310,8 +311,31 @@ def main():
         ok &= good
         if not good:
             print(f"  {name}: max |diff|/scale {err:.2e} MISMATCH")
-    print(f"gradients: {len(p)} tensors, worst max|diff|/max|grad| {worst:.2e} {'ok' if ok else 'MISMATCH'}")
-    sys.exit(0 if ok else 1)
+    print(f"  gradients: {len(p)} tensors, worst max|diff|/max|grad| {worst:.2e} {'ok' if ok else 'MISMATCH'}")
+    return ok
+
+
+def main():
+    """torch_ref.py DIR [DIR ...]: each case directory is checked in turn (one interpreter
+    for all: importing torch costs ~1.5 s), its verdict written to DIR/verdict ("ok" or
+    "mismatch") and the exit status is 1 if any case mismatched or failed to run."""
+    torch.set_default_dtype(torch.float64)
+    if len(sys.argv) < 2:
+        sys.exit("usage: torch_ref.py CASE_DIR [CASE_DIR ...]")
+    all_ok = True
+    for d in sys.argv[1:]:
+        label = open(f"{d}/label.txt").read().strip() if os.path.exists(f"{d}/label.txt") else d
+        print(f"[{label}]")
+        try:
+            ok = check_case(d)
+        except Exception:   # one broken case must not hide the verdicts of the others
+            traceback.print_exc(file=sys.stdout)
+            ok = False
+        sys.stdout.flush()
+        with open(f"{d}/verdict", "w") as f:
+            f.write("ok\n" if ok else "mismatch\n")
+        all_ok &= ok
+    sys.exit(0 if all_ok else 1)
 
 
 if __name__ == "__main__":
