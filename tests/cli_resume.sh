@@ -14,6 +14,7 @@
 #              points it at the new file), and one that stays so is exit 3 naming it;
 #              readers beside a training with keep_last 1 never fail
 #   flags      --resume with --force is refused (exit 2)
+#   best only  a run with best.ckpt and no step checkpoint resumes from it, bit-identically
 #   leftovers  a fresh run into a directory holding only an empty checkpoints/ and a dead
 #              writer's config.json.tmp.PID.NONCE starts (and removes it)
 #   header     a flipped bit in the checkpoint header's reserved bytes 60-63 is exit 5
@@ -138,6 +139,21 @@ kill -TERM $P; wait $P
 # ---- flags ----
 run_to 2 "--resume with --force" "$BIN" train --resume ref --force
 expect_err "drop --force"
+
+# ---- best only: killed after a validation wrote best.ckpt, before any step checkpoint ----
+# (probe 44: such a run could not be resumed, nor a sweep holding it). best.ckpt is a whole
+# training state: the resume continues from it, bit-identical to the uninterrupted run.
+# Validations at 20 and 40 are not checkpoint steps (50), so best.ckpt is a file of its own.
+run_to 0 "a run with best.ckpt of its own" "$BIN" train cfg.json --out bestonly --quiet --stop-after 45 \
+    --set train.checkpoint_every=50
+rm -f bestonly/checkpoints/latest bestonly/checkpoints/step_*.ckpt
+[ -f bestonly/checkpoints/best.ckpt ] && ok || bad "no best.ckpt of its own: $(ls bestonly/checkpoints)"
+run_to 0 "resume from best.ckpt alone" "$BIN" train --resume bestonly --quiet
+expect_err "latest missing and no step checkpoint: taking bestonly/checkpoints/best.ckpt"
+same_trace "resumed from best.ckpt alone" ref bestonly
+run_to 0 "export ref" "$BIN" export ref --out ref_x
+run_to 0 "export bestonly" "$BIN" export bestonly --out best_x
+cmp -s ref_x/model.safetensors best_x/model.safetensors && ok || bad "resumed from best.ckpt: other final weights"
 
 # ---- leftovers: a run killed while it wrote config.json ----
 DEAD=$(sh -c 'echo $$')

@@ -324,8 +324,10 @@ int st_rundir_trim_metrics(const char *dir, int64_t last_step, st_error *e) {
 /* ------------------------------------------------- the checkpoint a source names ---- */
 
 /* A directory without checkpoints/latest: a run whose pointer was deleted (its newest step
- * file, with a warning), a run's checkpoints/ directory or an export named instead of the
- * run (said so), or a run with no checkpoint yet. */
+ * file, with a warning), a run killed after a validation wrote best.ckpt but before its
+ * first step checkpoint (best.ckpt: a whole training state like a step file), a run's
+ * checkpoints/ directory or an export named instead of the run (said so), or a run with
+ * no checkpoint yet. */
 static int resolve_without_latest(const char *dir, const char *latest, char *out, size_t n, st_error *e) {
     const int64_t step = st_rundir_newest_step(dir);
     if (step >= 0) {
@@ -333,6 +335,12 @@ static int resolve_without_latest(const char *dir, const char *latest, char *out
         snprintf(name, sizeof name, "step_%08lld.ckpt", (long long)step);
         st_rundir_path(dir, name, out, n);
         st_log(ST_LOG_WARN, "%s missing: taking the newest step checkpoint, %s", latest, out);
+        return ST_OK;
+    }
+    st_rundir_path(dir, "best.ckpt", out, n);
+    if (access(out, F_OK) == 0) {
+        st_log(ST_LOG_WARN, "%s missing and no step checkpoint: taking %s (the state at the run's best validation)",
+               latest, out);
         return ST_OK;
     }
     char probe[ST_PATH_BUF + 32];
