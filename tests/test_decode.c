@@ -17,6 +17,7 @@
 #include "test_model_util.h"
 #include "model/model_internal.h"
 #include "st_matmul.h"
+#include "st_transform.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -419,8 +420,83 @@ static void test_errors(void) {
     st_model_free(&m);
 }
 
+/* A refused call changes nothing: a bad token id at the end of a call under dynamic_ntk
+ * (whose scale follows the call's length) left the transform's current length and the
+ * cache's scale set, and a later full forward then used that length (review 43). */
+static void test_refused_keeps_state(void) {
+    st_model_config c;
+    base_cfg(&c, ST_POS_ROPE);
+    c.d_model = 16; c.d_ff = 24; c.max_len = 64; c.init_std = 0.3f;
+    st_model m;
+    make_model_cfg(&m, &c, 3);
+    st_transform xf = {0};
+    xf.kind = ST_XF_DYNAMIC_NTK; xf.train_len = 4;
+    st_error e = {0};
+    ST_ASSERT(st_transform_check(&xf, c.pos, "--transform", &e) == ST_OK);
+    st_model_set_transform(&m, &xf, "test");
+    env ev;
+    st_ctx *ctx = env_open(&ev);
+    int32_t ids[32];
+    rand_ids(ids, 32, c.vocab_size, 5);
+    const int V = c.vocab_size;
+    float before[64], lo[64];
+    st_ctx_begin(ctx, 0, 0);
+    st_tensor *ref = st_model_logits(&m, ctx, ids, 1, 6, 0, &e);
+    ST_ASSERT(ref && V <= 64);
+    memcpy(before, ref->data + 5 * V, sizeof(float) * V);
+    st_kv_cache kv;
+    ST_ASSERT(st_kv_cache_init(&kv, &m, 32, ST_PREC_FP32, &e) == ST_OK);
+    const float scale0 = kv.xf_scale;
+    int32_t bad[20];
+    memcpy(bad, ids + 6, sizeof bad);
+    bad[19] = V + 5;
+    st_ctx_begin(ctx, 0, 0);
+    CHECK(st_model_decode(&m, &kv, ctx, bad, 20, lo, &e) == ST_ERR_DATA);
+    st_error_clear(&e);
+    CHECK_MSG(m.xf->cur_len == 0, "a refused decode leaves the transform's length at 0 (%lld)", (long long)m.xf->cur_len);
+    CHECK_MSG(kv.xf_scale == scale0 && kv.n_seen == 0, "a refused decode leaves the cache as it was (scale %g, was %g)",
+              kv.xf_scale, scale0);
+    st_ctx_begin(ctx, 0, 0);
+    st_tensor *again = st_model_logits(&m, ctx, ids, 1, 6, 0, &e);
+    ST_ASSERT(again);
+    CHECK_MSG(memcmp(again->data + 5 * V, before, sizeof(float) * V) == 0,
+              "the full forward after a refused decode is the one before it");
+    st_kv_cache_free(&kv);
+    env_close(&ev);
+    st_model_free(&m);
+}
+
+/* A sliding cache keeps the transform's window: that one is checked against the
+ * positions the method represents (xpos's scale overflows past max_len), not the
+ * caller's window it replaces (review 43). */
+static void test_window_limit(void) {
+    st_model_config c;
+    base_cfg(&c, ST_POS_XPOS);
+    c.d_model = 16; c.d_ff = 24; c.max_len = 64; c.init_std = 0.3f; c.xpos_gamma = 4.0f;
+    st_model m;
+    make_model_cfg(&m, &c, 11);
+    const int64_t lim = st_pos_max_len(&c);
+    ST_ASSERT(lim > 100 && lim < 1000);
+    st_error e = {0};
+    st_transform xf = {0};
+    xf.window = 1000;
+    ST_ASSERT(st_transform_check(&xf, c.pos, "--transform", &e) == ST_OK);
+    st_model_set_transform(&m, &xf, "test");
+    st_kv_cache kv;
+    CHECK_MSG(st_kv_cache_init(&kv, &m, 100, ST_PREC_FP32, &e) == ST_ERR_CONFIG && strstr(e.msg, "--window"),
+              "an xpos cache under --window 1000 (max %lld) is refused: %s", (long long)lim, e.msg);
+    CHECK(kv.k == NULL);
+    st_error_clear(&e);
+    xf.window = 100;
+    CHECK(st_kv_cache_init(&kv, &m, 100, ST_PREC_FP32, &e) == ST_OK && kv.window == 100);
+    st_kv_cache_free(&kv);
+    st_model_free(&m);
+}
+
 int main(void) {
     st_set_threads(2);
+    test_window_limit();
+    test_refused_keeps_state();
     test_kernel();
     test_kernel_bf16();
     test_within_window();

@@ -52,11 +52,6 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     /* bf16 keys and values, except for a method that rescales the cached keys in place
      * (xpos re-centres them every 2 gamma tokens): each rescale would round them again */
     c->precision = precision == ST_PREC_BF16 && !st_pos_method_of(cfg->pos)->cache_keys ? ST_PREC_BF16 : ST_PREC_FP32;
-    const int64_t max_len = st_pos_max_len(cfg);
-    if (max_len > 0 && window > max_len)
-        return st_fail(e, ST_ERR_CONFIG, "kv cache: a window of %lld tokens is longer than the %lld tokens %s "
-                       "positions represent; %s", (long long)window, (long long)max_len, st_pos_name(cfg->pos),
-                       st_pos_limit_why(cfg->pos));
     const int64_t L = cfg->n_layers, H = cfg->n_heads, D = cfg->d_model / cfg->n_heads, Hkv = st_model_kv_heads(cfg);
     c->n_layers = (int)L;
     c->n_heads = (int)H;
@@ -69,6 +64,15 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     if (xf && xf->window > 0) {
         c->sinks = xf->sinks;
         if (c->slides) window = xf->window;
+    }
+    /* checked on the window the cache keeps (the transform's, when it slides) */
+    const int64_t max_len = st_pos_max_len(cfg);
+    if (max_len > 0 && window > max_len) {
+        const char *whose = xf && xf->window > 0 && c->slides ? "an attention window (--window)" : "a window";
+        memset(c, 0, sizeof *c);
+        return st_fail(e, ST_ERR_CONFIG, "kv cache: %s of %lld tokens is longer than the %lld tokens %s "
+                       "positions represent; %s", whose, (long long)window, (long long)max_len, st_pos_name(cfg->pos),
+                       st_pos_limit_why(cfg->pos));
     }
     /* slack window/4: the shift copies at most 4 keys per token per (layer, head) on
      * average, for 25% more memory */
@@ -266,14 +270,16 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
         return st_fail(e, ST_ERR_CONFIG, "decode: transform %s: the scale changes at %lld tokens; the cached keys were "
                        "rotated with another (reset the cache and prefill)", st_transform_name(m->xf->kind),
                        (long long)(c->n_seen + n_new));
-    if (m->xf) {   /* the current length a dynamic transform sees: the whole call's */
-        m->xf->cur_len = xf_cur_len(c, n_new);
-        c->xf_scale = st_transform_scale(m->xf, 0);
-    }
+    /* every refusal before any state changes: a refused call leaves model and cache as
+     * they were (the transform's length and the cache's scale are set below) */
     for (int64_t i = 0; i < n_new; i++)
         if (ids[i] < 0 || ids[i] >= V)
             return st_fail(e, ST_ERR_DATA, "decode: token id %d at %lld is outside the vocabulary [0, %lld)",
                            (int)ids[i], (long long)i, (long long)V);
+    if (m->xf) {   /* the current length a dynamic transform sees: the whole call's */
+        m->xf->cur_len = xf_cur_len(c, n_new);
+        c->xf_scale = st_transform_scale(m->xf, 0);
+    }
     const st_arena_mark start = st_arena_mark_get(ctx->arena);
     int ok = !c->bias || c->bias_ready || fill_bias(m, c, ctx);
     st_tensor *x = NULL;
