@@ -39,6 +39,8 @@ typedef enum st_pos_kind {
 
 /* Widest FIRE MLP (model.fire.hidden). */
 #define ST_FIRE_MAX_HIDDEN 1024
+/* most attention heads a model may have (model.n_heads; per-head constants are arrays of it) */
+#define ST_MAX_HEADS 256
 /* Most parameter tensors a method declares at model level, and per layer. */
 #define ST_POS_MAX_PARAMS 8
 
@@ -188,7 +190,7 @@ typedef struct st_pos_bias {
     st_attn_bias iface;     /* pass &pb->iface to st_attention */
     int kind, n_heads, bidirectional;
     const st_model_config *cfg;
-    float slopes[256];      /* per-head constants the method precomputes (ALiBi slopes) */
+    float slopes[ST_MAX_HEADS];      /* per-head constants the method precomputes (ALiBi slopes) */
     const float *params;    /* = p[0]: layer's parameters (see docs) or NULL */
     float *grads;           /* = g[0]: same layout, accumulated; NULL: no gradient */
     const float *p[ST_POS_MAX_PARAMS];   /* the method's tensors: model-level ones first,

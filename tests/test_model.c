@@ -413,6 +413,16 @@ static void test_config_errors(void) {
     c.dropout_attn = 1.5f;
     /* ranges are the config schema's; the validator still refuses what no model allows */
     CHECK(st_model_config_validate(&c, "f.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "f.json: model:"));
+    /* the schema's limits that array sizes rest on, for library callers (review 43: a
+     * model of 512 heads passed validation and init, then failed an assertion) */
+    st_model_config_default(&c);
+    c.vocab_size = 100; c.d_model = 1024; c.n_heads = 512;
+    CHECK_MSG(st_model_config_validate(&c, "f.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "model.n_heads: 512: at most"),
+              "%s", e.msg);
+    st_model_config_default(&c);
+    c.vocab_size = 100; c.pos = ST_POS_FIRE; c.fire_hidden = ST_FIRE_MAX_HIDDEN + 1;
+    CHECK_MSG(st_model_config_validate(&c, "f.json", &e) == ST_ERR_CONFIG && strstr(e.msg, "model.fire.hidden"),
+              "%s", e.msg);
     CHECK(st_pos_from_name("alibi_rf") == ST_POS_ALIBI_RF && st_pos_from_name("bogus") == -1);
 }
 

@@ -64,6 +64,10 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
     if (c->vocab_size == 1) BAD("%s: model.vocab_size: 0 (the dataset's) or >= 2, got 1", f);
     if (c->d_model % c->n_heads != 0)
         BAD("%s: model.n_heads: must divide model.d_model (%d %% %d != 0)", f, c->d_model, c->n_heads);
+    /* the schema's ranges, for library callers: per-head and per-unit arrays have these sizes */
+    if (c->n_heads > ST_MAX_HEADS) BAD("%s: model.n_heads: %d: at most %d", f, c->n_heads, ST_MAX_HEADS);
+    if (c->pos == ST_POS_FIRE && (c->fire_hidden < 1 || c->fire_hidden > ST_FIRE_MAX_HIDDEN))
+        BAD("%s: model.fire.hidden: %d: must be in [1, %d]", f, c->fire_hidden, ST_FIRE_MAX_HIDDEN);
     if (c->n_kv_heads == 0 || c->n_kv_heads < -1)
         BAD("%s: model.n_kv_heads: %d: must be >= 1 (or left out: model.n_heads key/value heads)", f, c->n_kv_heads);
     if (c->n_kv_heads > c->n_heads || (c->n_kv_heads > 0 && c->n_heads % c->n_kv_heads != 0))

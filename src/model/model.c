@@ -282,7 +282,7 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
     pb->kind = c->pos;
     pb->n_heads = c->n_heads;
     pb->cfg = c;
-    ST_ASSERT(c->n_heads <= 256 && m->n_pos + m->n_pos_block <= ST_POS_MAX_PARAMS);
+    ST_ASSERT(c->n_heads <= ST_MAX_HEADS && m->n_pos + m->n_pos_block <= ST_POS_MAX_PARAMS);
     /* the method's tensors: model level first, then this layer's */
     for (int k = 0; k < m->n_pos + m->n_pos_block; k++) {
         st_tensor *t = k < m->n_pos ? st_pos_tensor(m, -1, k) : st_pos_tensor(m, l, k - m->n_pos);

@@ -96,7 +96,7 @@ const st_ckey st_config_keys[] = {
     INT("model.vocab_size", model.vocab_size, 0, 1 << 24, "0"),
     INT("model.n_layers", model.n_layers, 1, 256, "4"),
     INT("model.d_model", model.d_model, 1, 1 << 16, "256"),
-    INT("model.n_heads", model.n_heads, 1, 256, "8"),
+    INT("model.n_heads", model.n_heads, 1, ST_MAX_HEADS, "8"),
     INT("model.d_ff", model.d_ff, 0, 1 << 20, "0"),
     /* the decoder block (src/model/block.c) */
     ENUM("model.norm", model.norm, en_norm, "layernorm"),

@@ -91,7 +91,7 @@ void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirecti
     pb->cfg = cfg;
     pb->params = pb->p[0] = params;
     pb->grads = pb->g[0] = grads;
-    ST_ASSERT(cfg->n_heads <= 256);
+    ST_ASSERT(cfg->n_heads <= ST_MAX_HEADS);
     const st_pos_method *pm = st_pos_method_of(cfg->pos);
     ST_ASSERT(pm->bias_init);
     pm->bias_init(pb);
@@ -118,7 +118,7 @@ int st_pos_table_check(const st_pos_method *pm, int pos, const st_model_config *
         st_pos_bias pb;
         memset(&pb, 0, sizeof pb);
         pb.kind = pos;
-        pb.n_heads = cfg->n_heads <= 256 ? cfg->n_heads : 256;
+        pb.n_heads = cfg->n_heads <= ST_MAX_HEADS ? cfg->n_heads : ST_MAX_HEADS;
         pb.cfg = cfg;
         pm->bias_init(&pb);
         const st_attn_bias *b = &pb.iface;
