@@ -283,6 +283,37 @@ static void test_fully_masked(void) {
     st_params_free(&s.p);
 }
 
+/* NaN scores make their rows NaN, as in PyTorch: keys 0-3 NaN (the streamed kernel's
+ * whole first block of 4) reach every causal row. A row whose scores are all NaN was
+ * taken for a fully masked one (zeros), and so was a NaN first block of the streamed
+ * kernel: a broken model then gave a finite loss (review 43). */
+static void test_nan_scores(void) {
+    const int64_t B = 1, H = 2, T = 9, D = 4, n = B * H * T * D;
+    qkv s;
+    qkv_init(&s, B, H, T, D, 5, 1.0f);
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t t = 0; t < 4; t++)
+            for (int64_t c = 0; c < D; c++) s.k->data[(h * T + t) * D + c] = NAN;
+    alibi_bias al = {.slope = {0.5f, 0.25f}};
+    st_attn_bias ba = make_alibi(&al);
+    env E;
+    env_init(&E);
+    float *str = malloc((size_t)n * sizeof(float));
+    st_ctx_begin(&E.ctx, 1, 0);
+    st_tensor *o = st_attention(&E.ctx, s.q, s.k, s.v, &ba, 1, 0.0f, 0.0f, 0);
+    st_attention_streamed(s.q->data, s.k->data, s.v->data, str, B, H, T, D, &ba, 1, 0.0f, 4);
+    int nan_g = o != NULL, nan_s = 1;
+    for (int64_t i = 0; i < n; i++) {
+        if (o) nan_g &= isnan(o->data[i]);
+        nan_s &= isnan(str[i]);
+    }
+    CHECK_MSG(nan_g, "NaN keys: every grad-mode output row is NaN");
+    CHECK_MSG(nan_s, "NaN keys: every streamed output row is NaN");
+    free(str);
+    env_free(&E);
+    st_params_free(&s.p);
+}
+
 /* ------------------------------------------------------- inference memory ---- */
 static void test_inference_memory(void) {
     const int64_t B = 1, H = 2, T = 4096, D = 16, n = B * H * T * D;
@@ -407,6 +438,7 @@ int main(void) {
     test_dropout_forward();
     test_causality();
     test_fully_masked();
+    test_nan_scores();
     test_inference_memory();
     test_long_range();
     test_determinism();

@@ -143,15 +143,18 @@ static inline float st_attn_exp(float x) { return ops_expf(x); }
  * compiler turns the lanes into one vector register (a single running max or sum is a
  * serial dependency chain), and the result is the same on every run and thread count. */
 #define ST_ATTN_LANES 16
+/* The row max, NaN when any score is NaN (sticky: a NaN lane stays NaN), so that a NaN
+ * score makes its row NaN, as in PyTorch, instead of a row of NaNs passing for a fully
+ * masked one (-inf: an output of zeros, and a finite loss from a broken model). */
 static inline float st_attn_max(const float *x, int64_t n) {
     float m[ST_ATTN_LANES];
     for (int k = 0; k < ST_ATTN_LANES; k++) m[k] = -INFINITY;
     int64_t j = 0;
     for (; j + ST_ATTN_LANES <= n; j += ST_ATTN_LANES)
-        for (int k = 0; k < ST_ATTN_LANES; k++) m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
-    for (int k = 0; j < n; j++, k++) m[k] = x[j] > m[k] ? x[j] : m[k];
+        for (int k = 0; k < ST_ATTN_LANES; k++) m[k] = x[j + k] > m[k] || x[j + k] != x[j + k] ? x[j + k] : m[k];
+    for (int k = 0; j < n; j++, k++) m[k] = x[j] > m[k] || x[j] != x[j] ? x[j] : m[k];
     float r = m[0];
-    for (int k = 1; k < ST_ATTN_LANES; k++) r = m[k] > r ? m[k] : r;
+    for (int k = 1; k < ST_ATTN_LANES; k++) r = m[k] > r || m[k] != m[k] ? m[k] : r;
     return r;
 }
 /* x[j] = exp(x[j] - mx) for j < n; returns the sum of the new values. mx >= every x[j]. */

@@ -258,7 +258,7 @@ static void stream_rows(const st_attn_problem *pb, int64_t bh, int64_t i0, int64
         const float sum = st_attn_exp_sum(sv, cnt, mn);
         for (int64_t j = 0; j < a; j++) s[j] = 0.0f;
         for (int64_t j = a + cnt; j < nb; j++) s[j] = 0.0f;
-        for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = 0.0f;   /* exp(-inf) is ~1e-38 here */
+        for (int64_t j = sh; j < lo && sh > j0; j++) s[j - j0] = 0.0f;   /* exp(-inf) is 0 already: explicit */
         if (sb->st) stream_stats_rows(pb, sb->st + r * ST_ATTN_NSTATS, sv, cnt, p, p - span_lo, m[r], mn, l[r], alpha);
         l[r] = l[r] * alpha + sum;
         m[r] = mn;
