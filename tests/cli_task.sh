@@ -201,4 +201,26 @@ t = {r["name"]: r["task"] for r in runs}
 assert t["alibi"]["name"] == "copy" and t["pk"]["name"] == "passkey", t
 assert [x["depth"] for x in t["pk"]["results"]] == [0, 1, 0, 1], t["pk"]
 EOF2
+
+# two scales that round to one size (1 and 1.1 of a largest size of 4) are one evaluation,
+# shown under both columns; the later columns keep their own sizes (probe 44: each value
+# from the second column on sat one column early, and the last was n/a)
+sed 's/"task_scales": \[1, 2\]/"task_scales": [1, 1.1, 2]/; s/"out": "sw"/"out": "swr"/' sweep.json > swr.json
+expect_rc 0 "sweep, two scales of one size" "$BIN" sweep swr.json --quiet
+[ "$(grep -c '^alibi,' swr/task_results.csv)" = 2 ] && ok || { bad "task_results.csv: a size twice"; cat swr/task_results.csv; }
+"$PY" - swr/results.json swr/results.md <<'EOF2' && ok || bad "columns of two scales of one size"
+import json, sys
+t = {r["name"]: r["task"] for r in json.load(open(sys.argv[1]))["runs"]}["alibi"]
+assert t["column_sizes"] == [4, 4, 8], t["column_sizes"]
+acc = {r["size"]: r["correct"] / r["trials"] for r in t["results"]}
+row = [l for l in open(sys.argv[2]) if l.startswith("| alibi | alibi | copy |")][0]
+cells = [c.strip() for c in row.strip().strip("|").split("|")][4:]
+assert cells == ["%.2f" % acc[4], "%.2f" % acc[4], "%.2f" % acc[8]], (cells, acc)
+EOF2
+sed 's/"task_scales": \[1, 2\]/"task_scales": [1, 2, 1]/' sweep.json > swd.json
+expect_rc 2 "sweep, a repeated scale" "$BIN" sweep swd.json --quiet --dry-run
+expect_err "swd.json: eval.task_scales\[2\]: 1 repeats eval.task_scales\[0\]"
+sed 's/"task_depths": \[0, 1\]/"task_depths": [0.5, 0.5]/' sweep.json > swd2.json
+expect_rc 2 "sweep, a repeated depth" "$BIN" sweep swd2.json --quiet --dry-run
+expect_err "eval.task_depths\[1\]: 0.5 repeats"
 finish cli_task

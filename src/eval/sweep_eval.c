@@ -32,7 +32,8 @@ static int get_key_int(const cJSON *v, const char *file, const char *path, const
     return st_sweep_get_int(v, file, path, (int64_t)lo, (int64_t)hi, out, e);
 }
 
-/* eval.task_scales / task_depths: arrays of numbers in [lo, hi] */
+/* eval.task_scales / task_depths: arrays of distinct numbers in [lo, hi] (a repeated
+ * depth would count twice in a cell's mean; `eval --scales/--depths` refuse repeats too) */
 static int get_numbers(const cJSON *v, const char *file, const char *path, double lo, double hi, double *out, int cap,
                        int *n, st_error *e) {
     const int m = cJSON_GetArraySize(v);
@@ -47,6 +48,9 @@ static int get_numbers(const cJSON *v, const char *file, const char *path, doubl
             snprintf(want, sizeof want, "a number in [%g, %g]", lo, hi);
             return st_sweep_type_error(e, file, where, want, it);
         }
+        for (int k = 0; k < i; k++)
+            if (out[k] == it->valuedouble)
+                return st_fail(e, ST_ERR_CONFIG, "%s: %s[%d]: %g repeats %s[%d]", file, path, i, it->valuedouble, path, k);
         out[i] = it->valuedouble;
     }
     *n = m;

@@ -17,6 +17,26 @@
 
 static void print_scales(const sweep *s, const char *point, const cJSON *task);
 
+/* The sizes of the sweep's columns, col[j] for eval.task_scales[j] (-1: not evaluated),
+ * into uniq[0, *n_uniq) once each, in column order: two scales that round to one size
+ * (0.5 and 0.55 of a max size of 8) are one evaluation, shown under both columns. The
+ * record keeps col as "column_sizes", which the tables read. */
+static void unique_sizes(const int64_t *col, int n, int64_t *uniq, int *n_uniq) {
+    int u = 0;
+    for (int j = 0; j < n; j++) {
+        int k = 0;
+        while (k < u && uniq[k] != col[j]) k++;
+        if (col[j] >= 0 && k == u) uniq[u++] = col[j];
+    }
+    *n_uniq = u;
+}
+
+static cJSON *column_sizes_json(const int64_t *col, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int j = 0; j < n; j++) cJSON_AddItemToArray(a, col[j] >= 0 ? cJSON_CreateNumber((double)col[j]) : cJSON_CreateNull());
+    return a;
+}
+
 int st_sweep_has_task(const st_run_config *cfg) { return !strcmp(cfg->data.source, "task") || cfg->data.pk_rate > 0; }
 
 /* The point's inference transform on its model, in *xf (kept by the model: it must
@@ -73,7 +93,7 @@ int st_sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan
     st_transform xf;
     st_mm *mm = NULL;
     rc = point_model(pt, plan, &cfg, &m, &xf, &mm, e);
-    int64_t sizes[ST_EVAL_MAX_LENGTHS];
+    int64_t sizes[ST_EVAL_MAX_LENGTHS], col[ST_EVAL_MAX_LENGTHS];
     double scales[ST_EVAL_MAX_LENGTHS];
     memcpy(scales, s->task_scales, sizeof scales);
     /* the default scales keep the sizes this point's task makes (MQAR: 16x, 32x may need
@@ -82,6 +102,12 @@ int st_sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan
     int n = s->n_task_scales;
     if (s->task_scales_given) st_task_sizes_from_scales(&td, scales, n, sizes);
     else n = st_task_default_sizes(&td, scales, sizes, n, pt->name, 0);
+    for (int j = 0; j < s->n_task_scales; j++) {   /* column j: the kept scale equal to it */
+        int k = 0;
+        while (k < n && scales[k] != s->task_scales[j]) k++;
+        col[j] = k < n ? sizes[k] : -1;
+    }
+    unique_sizes(col, s->n_task_scales, sizes, &n);
     const int n_depth = td.task->has_depth ? s->n_task_depths : 1;
     if (!rc) rc = st_task_check_sizes(&td, sizes, n, "eval.task_scales", e);
     st_task_cell *cells = rc ? NULL : calloc((size_t)n * (size_t)n_depth, sizeof *cells);
@@ -99,6 +125,7 @@ int st_sweep_eval_task(const sweep *s, const sweep_point *pt, const st_eval_plan
         cJSON_AddStringToObject(o, "transform", label);
         cJSON_AddStringToObject(o, "precision", st_precision_name(st_mm_precision(mm)));
         cJSON_AddItemToObject(o, "results", st_task_results_json(&td, cells, n, n_depth));
+        cJSON_AddItemToObject(o, "column_sizes", column_sizes_json(col, s->n_task_scales));
         *out = o;
         print_scales(s, pt->name, o);
     }
@@ -128,12 +155,14 @@ int st_sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_e
     st_train_state ts;
     st_tokenizer *tok = NULL;
     st_passkey_cell *cells = NULL;
-    const int n = s->n_task_scales, n_depth = s->n_task_depths;
-    int64_t lengths[ST_EVAL_MAX_LENGTHS];
-    for (int i = 0; i < n; i++) {
+    const int n_depth = s->n_task_depths;
+    int64_t lengths[ST_EVAL_MAX_LENGTHS], col[ST_EVAL_MAX_LENGTHS];
+    for (int i = 0; i < s->n_task_scales; i++) {
         const double l = floor(s->task_scales[i] * cfg.train.seq_len + 0.5);
-        lengths[i] = l < 1 ? 1 : (int64_t)l;
+        col[i] = l < 1 ? 1 : (int64_t)l;
     }
+    int n;
+    unique_sizes(col, s->n_task_scales, lengths, &n);
     if (!rc) rc = st_checkpoint_resolve(pt->train_dir, ckpt, sizeof ckpt, e);
     if (!rc) rc = st_checkpoint_load(ckpt, NULL, NULL, 0, &ts, e);
     snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", pt->train_dir);
@@ -175,6 +204,7 @@ int st_sweep_eval_passkey_text(const sweep *s, const sweep_point *pt, const st_e
             cJSON_AddItemToArray(rows, r);
         }
         cJSON_AddItemToObject(o, "results", rows);
+        cJSON_AddItemToObject(o, "column_sizes", column_sizes_json(col, s->n_task_scales));
         *out = o;
         print_scales(s, pt->name, o);
     }
@@ -216,6 +246,30 @@ static double accuracy_at(const cJSON *task, double scale) {
     return tr > 0 ? co / tr : NAN;
 }
 
+static int run_scales(const cJSON *task, double *sc, int cap);
+
+/* Exact-match accuracy of a run's task in the sweep's column j (eval.task_scales[j]): at
+ * the size "column_sizes" gives it; a record written before it had that key: at the j-th
+ * scale the run was evaluated at. NAN when nothing ran. */
+static double column_accuracy(const cJSON *task, int j) {
+    const cJSON *cs = get(task, "column_sizes");
+    if (cJSON_IsArray(cs)) {
+        const cJSON *sz = cJSON_GetArrayItem(cs, j);
+        if (!cJSON_IsNumber(sz)) return NAN;
+        double tr = 0, co = 0;
+        const cJSON *rs = get(task, "results");
+        for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next)
+            if (num(r, "size") == sz->valuedouble && isfinite(num(r, "trials"))) {
+                tr += num(r, "trials");
+                co += num(r, "correct");
+            }
+        return tr > 0 ? co / tr : NAN;
+    }
+    double sc[ST_EVAL_MAX_LENGTHS];
+    const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
+    return j < ns ? accuracy_at(task, sc[j]) : NAN;
+}
+
 static void run_label(const sweep_point *pt, const cJSON *task, char *out, size_t n) {
     char pos[160];
     st_pos_label(&pt->cfg.model, pos, sizeof pos);
@@ -224,7 +278,6 @@ static void run_label(const sweep_point *pt, const cJSON *task, char *out, size_
     snprintf(out, n, "%s%s%s%s", pos, pt->cfg.train.random_positions > 0 ? " (rand pos)" : "", x[0] ? " + " : "", x);
 }
 
-static int run_scales(const cJSON *task, double *sc, int cap);
 static void seed_means(const sweep *s, FILE *f);
 
 void st_sweep_task_md(const sweep *s, FILE *f) {
@@ -245,10 +298,8 @@ void st_sweep_task_md(const sweep *s, FILE *f) {
         run_label(pt, task, label, sizeof label);
         fprintf(f, "| %s | %s | %s | %.0f..%.0f |", pt->name, label, task_name(task), num(task, "train_min_size"),
                 num(task, "train_max_size"));
-        double sc[ST_EVAL_MAX_LENGTHS];
-        const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
         for (int j = 0; j < s->n_task_scales; j++) {
-            const double acc = j < ns ? accuracy_at(task, sc[j]) : NAN;
+            const double acc = column_accuracy(task, j);
             if (isfinite(acc)) fprintf(f, " %.2f |", acc); else fprintf(f, " n/a |");
         }
         fputc('\n', f);
@@ -268,10 +319,8 @@ static int run_scales(const cJSON *task, double *sc, int cap) {
 /* One line per point: exact-match accuracy by scale, the mean over depths. */
 static void print_scales(const sweep *s, const char *point, const cJSON *task) {
     printf("%s: task %s accuracy by scale:", point, task_name(task));
-    double sc[ST_EVAL_MAX_LENGTHS];
-    const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
     for (int i = 0; i < s->n_task_scales; i++) {
-        const double acc = i < ns ? accuracy_at(task, sc[i]) : NAN;
+        const double acc = column_accuracy(task, i);
         if (isfinite(acc)) printf("  %gx %.3f", s->task_scales[i], acc);
         else printf("  %gx n/a", s->task_scales[i]);
     }
@@ -304,9 +353,7 @@ static void seed_means(const sweep *s, FILE *f) {
             for (int j = i; j < s->n_points; j++) {
                 const cJSON *task = get(s->points[j].record, "task");
                 if (strcmp(s->points[j].group, pt->group) || !task) continue;
-                double sc[ST_EVAL_MAX_LENGTHS];
-                const int ns = run_scales(task, sc, ST_EVAL_MAX_LENGTHS);
-                const double a = c < ns ? accuracy_at(task, sc[c]) : NAN;
+                const double a = column_accuracy(task, c);
                 if (!isfinite(a)) continue;
                 sum += a; n++;
                 lo = a < lo ? a : lo;
