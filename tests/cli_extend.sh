@@ -90,6 +90,28 @@ import json
 c = json.load(open('bud/config.json'))
 assert c['train']['steps'] == 2 and c['model']['scaling']['transform'] == 'none', c['train']" && ok || bad "--budget steps"
 
+# --budget counts the steps a base run stopped short of its train.steps did train (probe
+# 44: the planned 20 steps were counted): 10% of 10 x 4 x 32 tokens at 2 x 64 = 1 step
+expect_rc 0 "a base run stopped at step 10 of 20" "$BIN" train cfg.json --out half --quiet --stop-after 10
+expect_rc 0 "extend --budget of a stopped run" "$BIN" extend half --to 64 --budget 0.1 --out bud_half --quiet
+expect_err "half stopped at step 10 of its train.steps 20: --budget 0.1 counts the tokens of the steps it trained"
+"$PY" -c "
+import json
+assert json.load(open('bud_half/config.json'))['train']['steps'] == 1" && ok || bad "--budget of a stopped run: steps"
+expect_rc 2 "--budget above its range" "$BIN" extend rope --to 64 --budget 1e7 --out b13
+expect_err "--budget '1e7': a fraction in (0, 1e6]"
+# the default warmup follows a --set of the schedule's kind (inv_sqrt: at least 1)
+expect_rc 0 "extend --set inv_sqrt" "$BIN" extend rope --to 64 --steps 5 --out inv --quiet \
+    --set train.schedule.kind=inv_sqrt
+"$PY" -c "
+import json
+assert json.load(open('inv/config.json'))['train']['schedule']['warmup'] == 1" && ok || bad "inv_sqrt default warmup"
+# the scaling's keys are --transform/--scale's (a --set of one left pi at scale 1)
+expect_rc 2 "--set model.scaling.transform" "$BIN" extend rope --to 64 --steps 1 --out b14 \
+    --set model.scaling.transform=pi
+expect_err "--set model.scaling.transform=pi: the extended run's scaling is --transform NAME \[--scale S\]"
+[ ! -e b13 ] && [ ! -e b14 ] && ok || bad "a refused extension wrote its directory"
+
 # log-n scaling keeps the base run's length: queries sharpen past L as in the base model
 expect_rc 0 "train logn" "$BIN" train cfg.json --out logn --quiet --set model.attn_scale=logn
 expect_rc 0 "extend logn" "$BIN" extend logn --to 64 --steps 1 --out logn_ext --quiet

@@ -27,7 +27,8 @@ static void help(void) {
            "Fine-tune RUN_DIR's latest weights at train.seq_len N (context extension, docs/extension.md).\n"
            "  --to N          the new training length; longer than RUN_DIR's train.seq_len\n"
            "  --steps K       fine-tuning steps (0: the base weights under the new keys, a baseline), or\n"
-           "  --budget F      a fraction of RUN_DIR's training tokens (0.05 = 5%%): K = F x its tokens /\n"
+           "  --budget F      a fraction of RUN_DIR's training tokens (0.05 = 5%%; those of the steps its\n"
+           "                  latest checkpoint trained): K = F x its tokens /\n"
            "                  (B x grad_accum x N x ranks), at least 1\n"
            "  --transform T   none (plain fine-tuning, default), pi, ntk, yarn (model.pos rope) or alibi_interp\n"
            "                  (model.pos alibi): stored as model.scaling.*, applied in training and evaluation\n"
@@ -81,7 +82,7 @@ static int parse(int argc, char **argv, extend_args *a) {
         if (!v) return cli_usage("extend", "unknown option '%s'", f);
         if (!strcmp(f, "--to")) { if (!cli_int_arg(v, 1, 1 << 24, &a->to)) return cli_usage("extend", "--to '%s': integer in [1, 16777216] expected", v); }
         else if (!strcmp(f, "--steps")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->steps)) return cli_usage("extend", "--steps '%s': integer >= 0 expected", v); }
-        else if (!strcmp(f, "--budget")) { if (!cli_num_arg(v, 1e-9, 1e6, &a->budget)) return cli_usage("extend", "--budget '%s': a fraction > 0 of the base run's tokens expected", v); }
+        else if (!strcmp(f, "--budget")) { if (!cli_num_arg(v, 1e-9, 1e6, &a->budget)) return cli_usage("extend", "--budget '%s': a fraction in (0, 1e6] of the base run's tokens expected", v); }
         else if (!strcmp(f, "--scale")) { if (!cli_num_arg(v, 1.0, 1e6, &a->scale)) return cli_usage("extend", "--scale '%s': a number in [1, 1e6] expected", v); }
         else if (!strcmp(f, "--batch")) { if (!cli_int_arg(v, 1, 1 << 20, &a->batch)) return cli_usage("extend", "--batch '%s': integer >= 1 expected", v); }
         else if (!strcmp(f, "--lr")) { if ((rc = cli_key_arg("extend", f, v, "train.optimizer.lr", NULL, &a->lr))) return rc; }
@@ -98,6 +99,14 @@ static int parse(int argc, char **argv, extend_args *a) {
      * train another length than the one the plan (scale, steps, log) was made for */
     const char *len_set = user_set(a, "train.seq_len");
     if (len_set) return cli_usage("extend", "--set %s: the extended run's train.seq_len is --to N", len_set);
+    /* likewise the scaling: --transform and --scale set its three keys together (a --set
+     * of one would leave the others at the plan's values, e.g. pi at scale 1); YaRN's
+     * ramp keys have no flag and stay --set's */
+    static const char *const scaling_keys[] = {"model.scaling.transform", "model.scaling.scale", "model.scaling.train_len"};
+    for (int k = 0; k < 3; k++) {
+        const char *sc = user_set(a, scaling_keys[k]);
+        if (sc) return cli_usage("extend", "--set %s: the extended run's scaling is --transform NAME [--scale S]", sc);
+    }
     if (!a->run) return cli_usage("extend", "needs the base run directory");
     if (a->to == 0) return cli_usage("extend", "needs --to N (the new training length)");
     if ((a->steps >= 0) == (a->budget > 0)) return cli_usage("extend", "give one of --steps K or --budget F");
@@ -116,6 +125,7 @@ typedef struct overrides {
     const char *xf;       /* --transform; "none" by default */
     int scaled;           /* xf is not "none" */
     double base_tokens;   /* the base run's training tokens (--budget's unit) */
+    int64_t base_steps;   /* the steps its latest checkpoint trained */
     int64_t B;            /* the planned train.batch_size */
     int grad_accum;       /* the train.grad_accum the budget divided by */
 } overrides;
@@ -129,14 +139,28 @@ static void add(overrides *o, const char *by, const char *fmt, ...) {
     o->by[o->n++] = by;
 }
 
-/* Ranks of the run that wrote RUN's latest checkpoint (its tokens were steps x batch x
- * ranks); 1 when it cannot be read (train.init_from then says why). */
-static int64_t base_ranks(const char *run) {
+/* What RUN's latest checkpoint trained: its step (*steps) on its ranks (*ranks); its
+ * tokens were steps x batch x seq_len x grad_accum x ranks. A run stopped short of its
+ * train.steps counts the steps it did. Unreadable (train.init_from then says why):
+ * train.steps on 1 rank. */
+static void base_trained(const char *run, int64_t planned, int64_t *steps, int64_t *ranks) {
     char ckpt[ST_PATH_BUF];
     st_train_state st;
     st_error e = {0};
-    if (st_checkpoint_resolve(run, ckpt, sizeof ckpt, &e) || st_checkpoint_load(ckpt, NULL, NULL, 0, &st, &e)) return 1;
-    return st.world_size > 1 ? st.world_size : 1;
+    *steps = planned;
+    *ranks = 1;
+    if (st_checkpoint_resolve(run, ckpt, sizeof ckpt, &e) || st_checkpoint_load(ckpt, NULL, NULL, 0, &st, &e)) return;
+    *steps = st.step;
+    *ranks = st.world_size > 1 ? st.world_size : 1;
+}
+
+/* The extended run's schedule is inv_sqrt (RUN's kind, or the user's --set of it, read
+ * here: the config with a warmup of 0 would not load to tell), whose lr divides by warmup. */
+static int inv_sqrt(const extend_args *a, const st_train_config *bt) {
+    const char *ks = user_set(a, "train.schedule.kind");
+    if (!ks) return bt->sched.kind == ST_SCHED_INV_SQRT;
+    const char *v = ks + strcspn(ks, "=") + (ks[strcspn(ks, "=")] == '=');
+    return !strcmp(v, "inv_sqrt") || !strcmp(v, "\"inv_sqrt\"");
 }
 
 /* The flags' assignments on RUN's config `base` (its train section: bt); the new run
@@ -148,7 +172,10 @@ static void plan(const extend_args *a, const st_run_config *base, int64_t ranks,
     o->L = base->model.scaling && base->model.scaling_len > 0 ? base->model.scaling_len : bt->seq_len;
     const int64_t per_step = (int64_t)bt->batch_size * bt->seq_len / a->to;
     const int64_t B = a->batch > 0 ? a->batch : (per_step > 0 ? per_step : 1);
-    o->base_tokens = (double)bt->steps * bt->batch_size * bt->seq_len * bt->grad_accum * (double)base_ranks(a->run);
+    int64_t steps, base_ranks;
+    base_trained(a->run, bt->steps, &steps, &base_ranks);
+    o->base_steps = steps;
+    o->base_tokens = (double)steps * bt->batch_size * bt->seq_len * bt->grad_accum * (double)base_ranks;
     int64_t K = a->steps;   /* 0: the base weights with the scaling, as checkpoint step 0 */
     o->B = B;
     o->grad_accum = a->grad_accum > 0 ? a->grad_accum : bt->grad_accum;
@@ -167,7 +194,7 @@ static void plan(const extend_args *a, const st_run_config *base, int64_t ranks,
     add(o, by_steps, "train.steps=%lld", (long long)K);
     /* the default: a tenth of the steps, at least 1 for inv_sqrt (its lr divides by it) */
     int64_t warm = K / 10;
-    if (warm < 1 && bt->sched.kind == ST_SCHED_INV_SQRT) warm = 1;
+    if (warm < 1 && inv_sqrt(a, bt)) warm = 1;
     add(o, a->warmup >= 0 ? "--warmup" : "--warmup (default: steps / 10)", "train.schedule.warmup=%lld",
         (long long)(a->warmup >= 0 ? a->warmup : warm));
     if (a->lr > 0) add(o, "--lr", "train.optimizer.lr=%.17g", a->lr);
@@ -258,6 +285,9 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
         a.grad_accum = cfg->train.grad_accum;
         plan(&a, base, ranks, o);
     }
+    if (a.budget > 0 && o->base_steps < base->train.steps && st_dist_rank(dist) == 0)
+        st_log(ST_LOG_WARN, "%s stopped at step %lld of its train.steps %lld: --budget %g counts the tokens of the "
+               "steps it trained", a.run, (long long)o->base_steps, (long long)base->train.steps, a.budget);
     /* a base trained with a scaling: the extension replaces it with --transform's (none by
      * default), which changes the model's function even at step 0; say so */
     if (base->model.scaling != ST_XF_NONE && cfg->model.scaling != base->model.scaling && st_dist_rank(dist) == 0)
