@@ -31,8 +31,17 @@ expect_err "token ids are printed"
 tiny_task_cfg task.json
 expect_rc 0 "train a learned-position copy run" "$BIN" train task.json --out L --quiet --set model.pos=learned \
     --set model.max_len=32
+expect_rc 0 "eval --task, a good report" "$BIN" eval L --task --sizes 2 --trials 2 --quiet
+cp L/eval_task_copy.json good.json
 expect_rc 2 "eval --task, every size past max_len" "$BIN" eval L --task --sizes 100,200 --trials 2 --quiet
 expect_err "none of the 2 cells could be evaluated"
+# the default report is not replaced by one of errors (probe 44); a --json file is written
+expect_err "no cell evaluated: L/eval_task_copy.json not written (an earlier report stays)"
+expect_err "none of the 2 cells could be evaluated (--json FILE writes a report"
+cmp -s good.json L/eval_task_copy.json && ok || bad "an eval of no cell replaced the earlier report"
+expect_rc 2 "eval --task, every size past max_len, --json" "$BIN" eval L --task --sizes 100,200 --trials 2 --quiet \
+    --json none.json
+grep -q '"error"' none.json && ok || bad "--json of an eval of no cell: no error rows"
 expect_rc 0 "eval --task, one size past max_len" "$BIN" eval L --task --sizes 2,100 --trials 2 --quiet --json l2.json
 expect_err "1 of 2 cells could not be evaluated"
 

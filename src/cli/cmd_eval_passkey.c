@@ -107,10 +107,14 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
         char path[ST_PATH_BUF];
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
         else default_path(a, path, sizeof path);
-        rc = save_json(a, cells, cfg, st_model_num_params(m), digits, path, &e);
-        if (!rc && !a->quiet) st_cmd_line(0, "wrote %s", path);
+        const int none = eval_cells_none(&cells[0].status, a->n_lengths * a->n_depths, sizeof cells[0]);
+        if (none && !a->json)
+            st_cmd_line(0, "no cell evaluated: %s not written (an earlier report stays)", path);
+        else if (!(rc = save_json(a, cells, cfg, st_model_num_params(m), digits, path, &e)) && !a->quiet)
+            st_cmd_line(0, "wrote %s", path);
         if (!rc) {   /* reported by eval_cells_status itself */
-            const int crc = eval_cells_status(&cells[0].status, a->n_lengths * a->n_depths, sizeof cells[0], "cells");
+            const int crc = eval_cells_status(&cells[0].status, a->n_lengths * a->n_depths, sizeof cells[0], "cells",
+                                              !none || a->json);
             free(cells);
             st_tokenizer_free(tok);
             return crc;

@@ -159,9 +159,17 @@ static int check_report_path(const task_args *a, const char *task) {
                      a->src, strlen(path), ST_PATH_MAX);
 }
 
+/* No cell was evaluated (n > 0). The default report is then not written: it would replace
+ * an earlier evaluation's report with one of errors (probe 44); a --json file is. */
+int eval_cells_none(const int *status, int n, size_t stride) {
+    int failed = 0;
+    for (int i = 0; i < n; i++) failed += *(const int *)((const char *)status + (size_t)i * stride) != ST_OK;
+    return n > 0 && failed == n;
+}
+
 /* The exit rule of `stretch eval` (docs/evaluation.md), for cells: 0 when at least one
  * was evaluated (with a note counting the others), else the first one's status. */
-int eval_cells_status(const int *status, int n, size_t stride, const char *what) {
+int eval_cells_status(const int *status, int n, size_t stride, const char *what, int written) {
     int failed = 0, first = ST_OK;
     for (int i = 0; i < n; i++) {
         const int s = *(const int *)((const char *)status + (size_t)i * stride);
@@ -172,7 +180,8 @@ int eval_cells_status(const int *status, int n, size_t stride, const char *what)
                                       failed, n, what);
     if (failed < n || n == 0) return ST_OK;
     st_error e = {0};
-    st_fail(&e, first, "none of the %d %s could be evaluated (see the report)", n, what);
+    st_fail(&e, first, "none of the %d %s could be evaluated (%s)", n, what,
+            written ? "see the report" : "--json FILE writes a report with each one's reason");
     return cli_report(&e);
 }
 
@@ -351,11 +360,11 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         snprintf(name, sizeof name, "eval_task_%s", td.task->name);
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
         else eval_task_path(a, name, path, sizeof path);
-        if (save_task_json(a, &td, cells, n_depth, cfg, st_model_num_params(m), path, &e)) rc = cli_report(&e);
-        else {
-            if (!a->quiet) st_cmd_line(0, "wrote %s", path);
-            rc = eval_cells_status(&cells[0].status, a->n_sizes * n_depth, sizeof cells[0], "cells");
-        }
+        const int none = eval_cells_none(&cells[0].status, a->n_sizes * n_depth, sizeof cells[0]);
+        if (none && !a->json) st_cmd_line(0, "no cell evaluated: %s not written (an earlier report stays)", path);
+        else if (save_task_json(a, &td, cells, n_depth, cfg, st_model_num_params(m), path, &e)) rc = cli_report(&e);
+        else if (!a->quiet) st_cmd_line(0, "wrote %s", path);
+        if (!rc) rc = eval_cells_status(&cells[0].status, a->n_sizes * n_depth, sizeof cells[0], "cells", !none || a->json);
     }
     free(cells);
     st_task_data_free(&td);

@@ -38,8 +38,11 @@ int eval_task_write(cJSON *o, const char *path, st_error *e);
 int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const st_train_state *ts,
                       const char *tok_path);
 
-/* 0 when at least one of n cells (their int status every `stride` bytes) was evaluated,
- * with a note on stderr counting the rest; else the first cell's status (cmd_eval_task.c) */
-int eval_cells_status(const int *status, int n, size_t stride, const char *what);
+/* 1 when none of n > 0 cells (their int status every `stride` bytes) was evaluated: the
+ * default report is then not written, so an earlier one stays (cmd_eval_task.c) */
+int eval_cells_none(const int *status, int n, size_t stride);
+/* 0 when at least one of n cells was evaluated, with a note on stderr counting the rest;
+ * else the first cell's status (cmd_eval_task.c). written: whether a report was. */
+int eval_cells_status(const int *status, int n, size_t stride, const char *what, int written);
 
 #endif
