@@ -125,6 +125,11 @@ expect_rc 2 "decode -1" "$BIN" bench --preset tiny --decode -1
 expect_rc 2 "decode context 0" "$BIN" bench --preset tiny --decode 4 --decode-context 0
 echo x > afile   # a report under a file: refused before the benchmark runs
 expect_rc 3 "unwritable json" "$BIN" bench --preset tiny --steps 1 --no-eval --sgemm-reps 0 --json afile/dir/x.json
+# a directory the file system refuses files in although access() lets root pass (/proc):
+# refused before the benchmark too (probe 44: after the whole run), no table printed
+expect_rc 3 "json in /proc" "$BIN" bench --preset tiny --steps 1 --no-eval --sgemm-reps 0 --json /proc/x.json
+expect_err "--json /proc/x.json: cannot create"
+grep -q "tokens/s" out.txt && bad "the benchmark ran before the refusal" || ok
 
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -178,6 +178,14 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
             st_fail(&e, ST_ERR_IO, "%s %s: cannot create: %s is not a directory", flag, path, dir);
         } else if (access(dir, W_OK | X_OK) != 0) {
             st_fail(&e, ST_ERR_IO, "%s %s: cannot create: %s: %s", flag, path, dir, strerror(errno));
+        } else {
+            /* root passes access() where the file system still refuses (/proc, a
+             * read-only bind): the writer's temp file made and removed now, not after the
+             * command's work */
+            st_atomic_file af;
+            st_error pe = {0};
+            if (!st_atomic_open(&af, path, &pe)) st_fail(&e, ST_ERR_IO, "%s %s", flag, pe.msg);
+            else st_atomic_abort(&af);
         }
         return e.code ? cli_report(&e) : ST_OK;
     }
