@@ -46,11 +46,13 @@
 #include <omp.h>
 #include <string.h>
 
-/* In-place softmax of p[0..n): max-subtracted; a row with every entry -inf becomes 0. */
+/* In-place softmax of p[0..n): max-subtracted; a row with every entry -inf becomes 0, one
+ * with a NaN entry NaN. */
 static void softmax_row(float *p, int64_t n) {
     const float mx = st_attn_max(p, n);
     if (mx == -INFINITY) {
-        memset(p, 0, (size_t)n * sizeof(float));
+        const float fill = st_attn_has_nan(p, n) ? NAN : 0.0f;
+        for (int64_t j = 0; j < n; j++) p[j] = fill;
         return;
     }
     const float inv = 1.0f / st_attn_exp_sum(p, n, mx);   /* sum >= 1: the max term is exp(0) */

@@ -143,19 +143,27 @@ static inline float st_attn_exp(float x) { return ops_expf(x); }
  * compiler turns the lanes into one vector register (a single running max or sum is a
  * serial dependency chain), and the result is the same on every run and thread count. */
 #define ST_ATTN_LANES 16
-/* The row max, NaN when any score is NaN (sticky: a NaN lane stays NaN), so that a NaN
- * score makes its row NaN, as in PyTorch, instead of a row of NaNs passing for a fully
- * masked one (-inf: an output of zeros, and a finite loss from a broken model). */
+/* The row max; NaN scores are skipped (-inf when every score is NaN or -inf): a NaN
+ * next to a finite max still makes the row NaN through exp(NaN - max), and the rare
+ * max of -inf is told apart from a fully masked row by st_attn_has_nan. */
 static inline float st_attn_max(const float *x, int64_t n) {
     float m[ST_ATTN_LANES];
     for (int k = 0; k < ST_ATTN_LANES; k++) m[k] = -INFINITY;
     int64_t j = 0;
     for (; j + ST_ATTN_LANES <= n; j += ST_ATTN_LANES)
-        for (int k = 0; k < ST_ATTN_LANES; k++) m[k] = x[j + k] > m[k] || x[j + k] != x[j + k] ? x[j + k] : m[k];
-    for (int k = 0; j < n; j++, k++) m[k] = x[j] > m[k] || x[j] != x[j] ? x[j] : m[k];
+        for (int k = 0; k < ST_ATTN_LANES; k++) m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
+    for (int k = 0; j < n; j++, k++) m[k] = x[j] > m[k] ? x[j] : m[k];
     float r = m[0];
-    for (int k = 1; k < ST_ATTN_LANES; k++) r = m[k] > r || m[k] != m[k] ? m[k] : r;
+    for (int k = 1; k < ST_ATTN_LANES; k++) r = m[k] > r ? m[k] : r;
     return r;
+}
+/* Any NaN in x[0, n): a row whose max is -inf is fully masked only without one; with
+ * one it is NaN, as in PyTorch (zeros would give a broken model a finite loss). Called
+ * on the max = -inf path alone, so the hot path pays nothing. */
+static inline int st_attn_has_nan(const float *x, int64_t n) {
+    int any = 0;
+    for (int64_t j = 0; j < n; j++) any |= x[j] != x[j];
+    return any;
 }
 /* x[j] = exp(x[j] - mx) for j < n; returns the sum of the new values. mx >= every x[j]. */
 static inline float st_attn_exp_sum(float *x, int64_t n, float mx) {

@@ -251,6 +251,7 @@ static void stream_rows(const st_attn_problem *pb, int64_t bh, int64_t i0, int64
         const float bm = st_attn_max(sv, cnt);
         const float mn = m[r] > bm ? m[r] : bm;
         if (mn == -INFINITY) {   /* every key so far masked: contributes nothing */
+            if (st_attn_has_nan(sv, cnt)) m[r] = l[r] = NAN;   /* a NaN block: the row is NaN */
             memset(s, 0, (size_t)nb * sizeof(float));
             continue;
         }
@@ -277,8 +278,9 @@ static void stream_end(const st_attn_problem *pb, int64_t bh, int64_t i0, int64_
     const int64_t D = pb->D;
     float *O = pb->out + bh * pb->T * D + i0 * D;
     for (int64_t r = 0; r < i1 - i0; r++) {
-        /* l == 0 only for a row with every key at -inf: its output is 0, not 0/0 */
-        const float inv = sb->l[r] > 0.0f ? 1.0f / sb->l[r] : 0.0f;
+        /* l == 0 only for a row with every key at -inf: its output is 0, not 0/0; l is NaN
+         * for a row with a NaN score: its output is NaN */
+        const float inv = sb->l[r] > 0.0f ? 1.0f / sb->l[r] : sb->l[r] != sb->l[r] ? NAN : 0.0f;
         for (int64_t c = 0; c < D; c++) O[r * D + c] = sb->acc[r * D + c] * inv;
     }
     for (int64_t r = 0; pb->stats && r < i1 - i0; r++) {   /* the row's statistics (stream_stats_rows) */
