@@ -294,6 +294,25 @@ static void test_fp32_gemv(void) {
     st_mm_free(mm);
 }
 
+/* K = 0: no product, c = beta c, for one row (the sgemv path returned c unscaled) and
+ * more, every transpose, fp32 and the backend mm (review 45). */
+static void test_k_zero(st_mm *mm, const char *what) {
+    float a[1] = {0}, b[1] = {0};
+    for (int t = 0; t < 8; t++) {
+        const int ta = t & 1, tb = (t >> 1) & 1;
+        const float beta = (t >> 2) ? 0.5f : 0.0f;
+        for (int64_t M = 1; M <= 3; M += 2) {
+            float c[3 * 5];
+            for (int i = 0; i < 15; i++) c[i] = 2.0f;
+            if (beta == 0.0f) c[1] = NAN;   /* beta 0: c may hold anything */
+            st_mm_gemm(mm, M, 5, 0, 1.0f, st_mm_a(a, NULL, ta, 1), st_mm_a(b, NULL, tb, 1), beta, c, 5);
+            int ok = 1;
+            for (int i = 0; i < M * 5; i++) ok &= c[i] == 2.0f * beta;
+            CHECK_MSG(ok, "%s: K = 0, M %lld, ta %d tb %d beta %g: c = beta c", what, (long long)M, ta, tb, beta);
+        }
+    }
+}
+
 /* -------------------------------------------------------------- linear ---- */
 /* y = x W^T + b and its gradients under fp32 and bf16, same inputs and upstream dy. */
 typedef struct lin_run { float *y, *dx, *dw, *db; } lin_run;
@@ -520,6 +539,7 @@ static void test_shadow(void) {
 int main(void) {
     test_rounding();
     test_fp32_gemv();
+    test_k_zero(NULL, "fp32");
     test_shadow();
     int rc;
     st_mm *bf = test_bf16_backend("test_bf16", 0, &rc);
@@ -531,6 +551,7 @@ int main(void) {
     CHECK(st_mm_bf16_operands(bf) && st_mm_row_align(bf) == 64);
     CHECK(!st_mm_bf16_operands(NULL) && st_mm_row_align(NULL) == 16);
     test_gemm(bf);
+    test_k_zero(bf, "bf16");
     test_batched(bf);
     test_linear(bf);
     test_lce(bf);

@@ -79,6 +79,15 @@ void st_mm_gemm_batched(st_mm *mm, st_mm_batch batch, int64_t M, int64_t N, int6
     ST_ASSERT(M >= 0 && N >= 0 && K >= 0 && ldc >= N && batch.count >= 0 && (a.f || a.h) && (b.f || b.h) && c);
     ST_ASSERT((a.f && b.f) || (mm && mm->be->bf16_operands));   /* fp32 multiplies f */
     if (M == 0 || N == 0 || batch.count == 0) return;
+    if (K == 0) {   /* no product: c = beta c (beta 0: zeros, as BLAS), for every backend alike
+                     * (OpenBLAS's sgemv, the one-row path, returned with c unscaled) */
+        for (int64_t i = 0; i < batch.count; i++)
+            for (int64_t r = 0; r < M; r++) {
+                float *cr = c + i * batch.c + r * ldc;
+                for (int64_t j = 0; j < N; j++) cr[j] = beta == 0.0f ? 0.0f : beta * cr[j];
+            }
+        return;
+    }
     const double t0 = mm && mm->prof ? st_time() : 0.0;
     (mm ? mm->be : &st_mm_backend_fp32)->gemm(mm, &batch, M, N, K, alpha, a, b, beta, c, ldc);
     if (mm && mm->prof)

@@ -23,7 +23,9 @@
  * gemm:jit at ~30 GFLOPS against 100-200 for sgemm on the Xeon of sessions 1-5) or has no
  * bf16 matmul at all (2.6/2.7 on an AVX2 CPU); either way the products run as sgemm on
  * bf16-rounded operands instead (matmul_bf16_emu.c): the same results up to the order of
- * the fp32 additions, at nearly sgemm's speed, logged and warned as emulated.
+ * the fp32 additions and subnormals (the native kernels take subnormal inputs and results
+ * as 0, sgemm keeps them: |x| < 1.2e-38, outside a model's range), at nearly sgemm's
+ * speed, logged and warned as emulated.
  *
  * Threads: Debian's oneDNN uses OpenMP (libgomp), the same pool as our loops and
  * OpenBLAS; its matmul splits M/N blocks over threads and reduces K in a fixed order, so
@@ -355,10 +357,7 @@ static void bf16_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, in
                       st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
     bf16_state *s = mm->state;
     ST_ASSERT(!omp_in_parallel());   /* one cache and scratch: not from inside a parallel loop */
-    if (K == 0) {   /* no product: c = beta c, which fp32 does exactly */
-        st_mm_backend_fp32.gemm(mm, bt, M, N, K, alpha, a, b, beta, c, ldc);
-        return;
-    }
+    ST_ASSERT(K > 0);   /* K = 0 is st_mm_gemm_batched's */
     if (mm->long_k && bt->count == 1 && K >= MM_LONG_K * (M > N ? M : N)) {
         /* t (N,M) = op(b)^T op(a)^T: each operand read with the other transpose */
         float *t = st_mm_grow(&s->scratch[2], &s->cap[2], (size_t)(M * N) * sizeof(float));

@@ -52,10 +52,7 @@ static void emu_gemm(st_mm *mm, const st_mm_batch *bt, int64_t M, int64_t N, int
                      st_mm_arg a, st_mm_arg b, float beta, float *c, int64_t ldc) {
     emu_state *s = mm->state;
     ST_ASSERT(!omp_in_parallel());   /* one scratch: not from inside a parallel loop */
-    if (K == 0) {   /* no product: c = beta c, as the fp32 row does it */
-        st_mm_backend_fp32.gemm(mm, bt, M, N, K, alpha, a, b, beta, c, ldc);
-        return;
-    }
+    ST_ASSERT(K > 0);   /* K = 0 is st_mm_gemm_batched's */
     const int64_t ar = a.trans ? K : M, ac = a.trans ? M : K, br = b.trans ? N : K, bc = b.trans ? K : N;
     st_mm_arg ar32 = st_mm_a(operand_rounded(s, 0, a, ar, ac, bt->count, bt->a), NULL, a.trans, ac);
     st_mm_arg br32 = st_mm_a(operand_rounded(s, 1, b, br, bc, bt->count, bt->b), NULL, b.trans, bc);
