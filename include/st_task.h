@@ -21,7 +21,7 @@ extern "C" {
 /* ids of the shared vocabulary */
 enum {
     ST_TT_PAD = 0,      /* "<pad>": fills a training row after its instances (target ignored) */
-    ST_TT_SEP,          /* "=": ends a prompt (copy, reverse, sort, addition, selective copy) */
+    ST_TT_SEP,          /* "=": ends a prompt (copy, reverse, sort, addition, selective copy, counting, parity) */
     ST_TT_END,          /* ".": ends an answer whose length the model must know */
     ST_TT_PLUS,         /* "+": addition */
     ST_TT_BAR,          /* "|": MQAR, between the key-value pairs and the queries */

@@ -37,8 +37,9 @@ static int64_t mqar_generate(const st_task_params *p, int64_t n, uint64_t seed, 
      * query slots); "random": n independent uniform draws, so a key may come back and
      * another never. With "each" the last query's value is the one not yet asked, and a
      * model that only eliminates the values already answered reaches a loss of
-     * sum_n log n! / sum_n n without binding any key to its value (0.566 nats for sizes
-     * 1..4); with "random" elimination gains almost nothing. */
+     * sum_n log n! / sum_n n without binding any key to its value were the values
+     * distinct (they repeat: 0.546 nats for sizes 1..4 at 64 symbols, simulated in
+     * docs/results-tasks.md); with "random" elimination gains almost nothing. */
     const int64_t q0 = 2 * n + 1;
     if (p->random_queries) {
         for (int64_t i = 0; i < n; i++) tok[q0 + 2 * i] = (int32_t)st_rng_below(&r, (uint64_t)n);

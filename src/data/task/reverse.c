@@ -1,6 +1,6 @@
 /* reverse.c - reverse (Kazemnejad et al. 2023, arXiv 2305.19466): `x1 .. xn =` ->
- * `xn .. x1 .`. Answer token k is the prompt token at distance 2k + 1 back: the offset
- * grows along the answer, so a method must resolve every distance up to 2n + 1. */
+ * `xn .. x1 .`. Answer token k (at n + k, counting from 0) is the prompt token 2k back:
+ * the offset grows along the answer, so a method must resolve every distance up to 2n. */
 #include "task_internal.h"
 
 #define SEED_REVERSE 0x72657673ull

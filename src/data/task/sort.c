@@ -12,9 +12,10 @@ static int64_t sort_generate(const st_task_params *p, int64_t n, uint64_t seed, 
     st_rng r;
     st_rng_seed(&r, st_hash64(seed, SEED_SORT));
     int64_t w = task_symbol_prompt(p, &r, n, tok, ans);
-    for (int32_t s = ST_TT_SYMBOL0; s < ST_TT_SYMBOL0 + p->symbols; s++)   /* a counting sort, one pass per symbol */
-        for (int64_t i = 0; i < n; i++)
-            if (tok[i] == s) { tok[w] = s; ans[w++] = 1; }
+    int64_t count[ST_TASK_MAX_SYMBOLS] = {0};   /* a counting sort: one pass over the prompt */
+    for (int64_t i = 0; i < n; i++) count[tok[i] - ST_TT_SYMBOL0]++;
+    for (int32_t s = 0; s < p->symbols; s++)
+        for (int64_t k = 0; k < count[s]; k++) { tok[w] = ST_TT_SYMBOL0 + s; ans[w++] = 1; }
     return task_end(tok, ans, w);
 }
 
