@@ -125,6 +125,11 @@ cfg_bad "\\u0000 in a value" '"precision": "fp32\u0000x"' "\\u0000 inside a stri
 cfg_bad "\\u0000 in a key" '"steps\u0000zz": 2' "\\u0000 inside a string"
 cfg_bad "raw tab in a string" "$(printf '"precision": "fp\t32"')" "a control character inside a string"
 cfg_bad "seed 2^53 + 1" '"seed": 9007199254740993' "train.seed: must be in .0, 2^53 - 1."
+# bytes that are not UTF-8 pass inside a string (file names are bytes; a run's config.json
+# holds its data.path as it is): on to the key's own check
+cfg_bad "Latin-1 bytes in a string" "$(printf '"precision": "fp\37732"')" "train.precision"
+cfg_bad "nested past cJSON's limit" "\"x\": $(printf '[%.0s' $(seq 1001))$(printf ']%.0s' $(seq 1001)), \"steps\": 2" \
+    "nested deeper than 1000 levels"
 printf '{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2}, "data": {"synthetic": {"vocab": 16, "tokens": [4000, 1000, 1000]}}, "train": {"steps": 1, "batch_size": 2, "seq_len": 16, "eval_batches": 1, "seed": 2e-05}}' > ok.json
 run_to 2 "an exponent with leading zeros is a number (seed 2e-05 is no integer)" "$BIN" train ok.json --out rok --quiet
 expect_err "train.seed"

@@ -1,11 +1,15 @@
 /* json_strict.c - what cJSON lets through and RFC 8259 does not, checked on the text
  * before cJSON parses it: numbers with a leading zero ("01", "-01") or a '.' without a
- * digit after it ("4.", "1.e3"), raw control characters inside a string, and the escape
+ * digit after it ("4.", "1.e3"), raw control characters inside a string, the escape
  * \u0000, which cJSON decodes into a C string that silently ends there ("rope\u0000x"
- * would read as "rope"). Everything else (structure, other escapes, exponents) is cJSON's
- * to reject. */
+ * would read as "rope"). Nesting deeper than cJSON's limit is named here (cJSON says only
+ * "invalid JSON"). Everything else (structure, other escapes, exponents) is cJSON's to
+ * reject. One departure from RFC 8259 is deliberate: bytes inside a string need not be
+ * UTF-8. File names on Linux are bytes, a data.path of Latin-1 bytes goes into the run's
+ * config.json as it is (cJSON writes them unescaped), and a resume must read it back. */
 #include "st_common.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <strings.h>
 
@@ -35,6 +39,7 @@ static size_t number_end(const char *s, size_t len, size_t i, const char **why) 
 
 size_t st_json_strict_check(const char *s, size_t len, const char **why) {
     int in_string = 0;
+    size_t depth = 0;
     for (size_t i = 0; i < len; i++) {
         const unsigned char c = (unsigned char)s[i];
         if (in_string) {
@@ -49,6 +54,13 @@ size_t st_json_strict_check(const char *s, size_t len, const char **why) {
             }
         } else if (c == '"') {
             in_string = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > CJSON_NESTING_LIMIT) {
+                *why = "arrays and objects nested deeper than 1000 levels";
+                return i;
+            }
+        } else if (c == ']' || c == '}') {
+            depth -= depth > 0;
         } else if (c == '-' || isdigit(c)) {
             const size_t end = number_end(s, len, i, why);
             if (end == (size_t)-1) return i;
