@@ -5,7 +5,7 @@
 #   STRETCH_STRICT_SKIPS=1 : fail when ctest skips a test although the data and PyTorch
 #                        are present (scripts/check_skips.sh; .ci/run sets it)
 #   STRETCH_SANITIZE=0 : skip the second pass of the whole suite under ASan+UBSan
-#                        (build-asan/; on by default, ~3 minutes on 2 idle cores)
+#                        (build-asan/; on by default, ~14 minutes on 2 idle cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh --with-python   # PyTorch for the reference tests
