@@ -112,6 +112,14 @@ expect_rc 2 "--set model.scaling.transform" "$BIN" extend rope --to 64 --steps 1
 expect_err "--set model.scaling.transform=pi: the extended run's scaling is --transform NAME \[--scale S\]"
 [ ! -e b13 ] && [ ! -e b14 ] && ok || bad "a refused extension wrote its directory"
 
+# a base whose latest checkpoint is another run's (here the yarn extension's): its model
+# keys differ from config.json's, so the plan would be wrong; refused as --resume refuses
+# it (probe 44: extended as "L = 32" with the scaling silently dropped)
+cp -r rope foreign && cp "ext/checkpoints/$(cat ext/checkpoints/latest)" "foreign/checkpoints/$(cat foreign/checkpoints/latest)"
+expect_rc 5 "extend a base holding another run's checkpoint" "$BIN" extend foreign --to 128 --steps 1 --out b15
+expect_err "checkpoint does not match the run config (foreign/config.json): model.scaling"
+[ ! -e b15 ] && ok || bad "a refused extension wrote its directory"
+
 # log-n scaling keeps the base run's length: queries sharpen past L as in the base model
 expect_rc 0 "train logn" "$BIN" train cfg.json --out logn --quiet --set model.attn_scale=logn
 expect_rc 0 "extend logn" "$BIN" extend logn --to 64 --steps 1 --out logn_ext --quiet

@@ -154,6 +154,24 @@ static void base_trained(const char *run, int64_t planned, int64_t *steps, int64
     *ranks = st.world_size > 1 ? st.world_size : 1;
 }
 
+/* The weights come from RUN's latest checkpoint, the plan from RUN's config.json: a
+ * checkpoint whose model or data differ (a file copied in from another run, an extension's)
+ * would be extended under the wrong plan (its length, its scaling), so it is refused as
+ * `train --resume` refuses it. One that cannot be read is train.init_from's to report. */
+static int base_matches(const char *run, const char *path, const st_run_config *base, st_error *e) {
+    char ckpt[ST_PATH_BUF], diff[1200];
+    st_error le = {0};
+    st_run_config *ck = malloc(sizeof *ck);
+    if (!ck) return st_fail(e, ST_ERR_MEMORY, "out of memory");
+    int rc = ST_OK;
+    if (!st_checkpoint_resolve(run, ckpt, sizeof ckpt, &le) && !st_checkpoint_load(ckpt, ck, NULL, 0, NULL, &le) &&
+        (st_run_config_diff(ck, base, "model", diff, sizeof diff) || st_run_config_diff(ck, base, "data", diff, sizeof diff)))
+        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint does not match the run config (%s): %s (checkpoint vs config)",
+                     ckpt, path, diff);
+    free(ck);
+    return rc;
+}
+
 /* The extended run's schedule is inv_sqrt (RUN's kind, or the user's --set of it, read
  * here: the config with a warmup of 0 would not load to tell), whose lr divides by warmup. */
 static int inv_sqrt(const extend_args *a, const st_train_config *bt) {
@@ -265,6 +283,7 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
                        base->train.seq_len, path);
         goto out;
     }
+    if ((rc = base_matches(a.run, path, base, &e))) goto out;
     const int64_t ranks = st_dist_size(dist);
     plan(&a, base, ranks, o);
     if (a.out) snprintf(dir, sizeof dir, "%s", a.out);
