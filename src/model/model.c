@@ -86,7 +86,8 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
      * the two AdamW moments are 4 floats per parameter. */
     const st_pos_method *pm = st_pos_method_of(c->pos);
     const double per_block = (double)(QKV + C) * C + (double)(F1 + F) * C + (ln_b ? 4.0 : 2.0) * C +
-                             (lin_b ? (double)(QKV + C + F1) : 0.0) + (c->qk_norm ? 2.0 * D : 0.0);
+                             (lin_b ? (double)(QKV + 2 * C + F1) : 0.0) + (c->qk_norm ? 2.0 * D : 0.0) +
+                             (c->attn_scale == ST_ATTN_SCALE_LEARNED ? (double)c->n_heads : 0.0);
     double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * per_block + (ln_b ? 2.0 : 1.0) * C +
                     pos_param_count(c, pm);
     double need = nparam * (weights_only ? 4.0 : 16.0), have = (double)st_mem_total();
