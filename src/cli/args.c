@@ -184,7 +184,7 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
              * command's work */
             st_atomic_file af;
             st_error pe = {0};
-            if (!st_atomic_open(&af, path, &pe)) st_fail(&e, ST_ERR_IO, "%s %s", flag, pe.msg);
+            if (!st_atomic_open(&af, path, &pe)) st_fail(&e, pe.code ? pe.code : ST_ERR_IO, "%s %s", flag, pe.msg);
             else st_atomic_abort(&af);
         }
         return e.code ? cli_report(&e) : ST_OK;
