@@ -73,11 +73,12 @@ expect_err "data.passkey.digits"
 for d in bad1 bad2 bad3; do [ ! -e "$d" ] && ok || bad "$d written for a refused config"; done
 # a sweep of text runs with passkeys: retrieval beside perplexity, at task_scales x
 # train.seq_len, in the task table, task_results.csv and results.json (a run without
-# passkeys gets none)
+# passkeys gets none); scales 1 and 1.01 give one length (48), evaluated once and shown
+# under both columns
 cat > sweep.json <<'EOF2'
 {"base": "cfg.json", "set": {"train.steps": 6},
  "variants": [{"name": "pk-alibi", "model.pos": "alibi"}, {"name": "plain", "data.passkey.rate": 0}],
- "eval": {"lengths": [48, 96], "task_scales": [1, 2], "task_trials": 2, "task_depths": [0, 1]},
+ "eval": {"lengths": [48, 96], "task_scales": [1, 1.01, 2], "task_trials": 2, "task_depths": [0, 1]},
  "out": "sw"}
 EOF2
 expect_rc 0 "sweep with passkeys" "$BIN" sweep sweep.json --quiet
@@ -85,7 +86,7 @@ grep -qE '^\| pk-alibi \| alibi \| passkey \| 48\.\.48 \|' sw/results.md && ! gr
     && ok || { bad "results.md passkey row"; cat sw/results.md; }
 [ "$(grep -c '^pk-alibi,' sw/task_results.csv)" = 4 ] && ! grep -q '^plain,' sw/task_results.csv && ok \
     || { bad "task_results.csv rows"; cat sw/task_results.csv; }
-"$PY" - sw/results.json <<'EOF2' && ok || bad "results.json passkey object"
+"$PY" - sw/results.json sw/results.md <<'EOF2' && ok || bad "results.json passkey object"
 import json, sys
 runs = {r["name"]: r for r in json.load(open(sys.argv[1]))["runs"]}
 t = runs["pk-alibi"]["task"]
@@ -95,6 +96,11 @@ assert [(x["size"], x["scale"], x["depth"]) for x in rows] == [(48, 1, 0), (48, 
 for x in rows:
     assert x["trials"] == 2 and 0 <= x["correct"] <= 2 and x["accuracy"] == x["correct"] / 2 and x["answer_loss"] > 0, x
     assert x["accuracy"] <= x["token_accuracy"] <= 1, x
+assert t["column_sizes"] == [48, 48, 96], t["column_sizes"]
+acc = {n: sum(x["correct"] for x in rows if x["size"] == n) / 4 for n in (48, 96)}
+row = [l for l in open(sys.argv[2]) if l.startswith("| pk-alibi | alibi | passkey |")][0]
+cells = [c.strip() for c in row.strip().strip("|").split("|")][4:]
+assert cells == ["%.2f" % acc[48], "%.2f" % acc[48], "%.2f" % acc[96]], (cells, acc)
 EOF2
 
 finish cli_passkey
