@@ -47,6 +47,7 @@ typedef struct extend_args {
     int64_t to, steps, batch, warmup;
     double budget, scale, lr;
     int grad_accum;       /* 0: RUN's; set when a --set changes it (--budget counts it) */
+    int64_t base_steps, base_ranks;   /* what RUN's latest checkpoint trained (base_checkpoint) */
     const char *sets[MAX_SETS];
     int n_sets;
     st_train_opts opts;
@@ -125,7 +126,6 @@ typedef struct overrides {
     const char *xf;       /* --transform; "none" by default */
     int scaled;           /* xf is not "none" */
     double base_tokens;   /* the base run's training tokens (--budget's unit) */
-    int64_t base_steps;   /* the steps its latest checkpoint trained */
     int64_t B;            /* the planned train.batch_size */
     int grad_accum;       /* the train.grad_accum the budget divided by */
 } overrides;
@@ -139,35 +139,29 @@ static void add(overrides *o, const char *by, const char *fmt, ...) {
     o->by[o->n++] = by;
 }
 
-/* What RUN's latest checkpoint trained: its step (*steps) on its ranks (*ranks); its
- * tokens were steps x batch x seq_len x grad_accum x ranks. A run stopped short of its
- * train.steps counts the steps it did. Unreadable (train.init_from then says why):
- * train.steps on 1 rank. */
-static void base_trained(const char *run, int64_t planned, int64_t *steps, int64_t *ranks) {
-    char ckpt[ST_PATH_BUF];
-    st_train_state st;
-    st_error e = {0};
-    *steps = planned;
-    *ranks = 1;
-    if (st_checkpoint_resolve(run, ckpt, sizeof ckpt, &e) || st_checkpoint_load(ckpt, NULL, NULL, 0, &st, &e)) return;
-    *steps = st.step;
-    *ranks = st.world_size > 1 ? st.world_size : 1;
-}
-
-/* The weights come from RUN's latest checkpoint, the plan from RUN's config.json: a
- * checkpoint whose model or data differ (a file copied in from another run, an extension's)
- * would be extended under the wrong plan (its length, its scaling), so it is refused as
- * `train --resume` refuses it. One that cannot be read is train.init_from's to report. */
-static int base_matches(const char *run, const char *path, const st_run_config *base, st_error *e) {
+/* RUN's latest checkpoint, read once. What it trained: its step (a->base_steps) on its
+ * ranks (a->base_ranks); its tokens were steps x batch x seq_len x grad_accum x ranks, so a
+ * run stopped short of its train.steps counts the steps it did. Unreadable (train.init_from
+ * then says why): train.steps on 1 rank. Its config: the weights come from it, the plan
+ * from RUN's config.json, so a checkpoint whose model or data differ (a file copied in from
+ * another run, an extension's) would be extended under the wrong plan (its length, its
+ * scaling); it is refused as `train --resume` refuses it. */
+static int base_checkpoint(extend_args *a, const char *path, const st_run_config *base, st_error *e) {
     char ckpt[ST_PATH_BUF], diff[1200];
     st_error le = {0};
+    st_train_state st;
+    a->base_steps = base->train.steps;
+    a->base_ranks = 1;
     st_run_config *ck = malloc(sizeof *ck);
     if (!ck) return st_fail(e, ST_ERR_MEMORY, "out of memory");
     int rc = ST_OK;
-    if (!st_checkpoint_resolve(run, ckpt, sizeof ckpt, &le) && !st_checkpoint_load(ckpt, ck, NULL, 0, NULL, &le) &&
-        (st_run_config_diff(ck, base, "model", diff, sizeof diff) || st_run_config_diff(ck, base, "data", diff, sizeof diff)))
-        rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint does not match the run config (%s): %s (checkpoint vs config)",
-                     ckpt, path, diff);
+    if (!st_checkpoint_resolve(a->run, ckpt, sizeof ckpt, &le) && !st_checkpoint_load(ckpt, ck, NULL, 0, &st, &le)) {
+        a->base_steps = st.step;
+        a->base_ranks = st.world_size > 1 ? st.world_size : 1;
+        if (st_run_config_diff(ck, base, "model", diff, sizeof diff) || st_run_config_diff(ck, base, "data", diff, sizeof diff))
+            rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: checkpoint does not match the run config (%s): %s (checkpoint vs "
+                         "config)", ckpt, path, diff);
+    }
     free(ck);
     return rc;
 }
@@ -190,10 +184,7 @@ static void plan(const extend_args *a, const st_run_config *base, int64_t ranks,
     o->L = base->model.scaling && base->model.scaling_len > 0 ? base->model.scaling_len : bt->seq_len;
     const int64_t per_step = (int64_t)bt->batch_size * bt->seq_len / a->to;
     const int64_t B = a->batch > 0 ? a->batch : (per_step > 0 ? per_step : 1);
-    int64_t steps, base_ranks;
-    base_trained(a->run, bt->steps, &steps, &base_ranks);
-    o->base_steps = steps;
-    o->base_tokens = (double)steps * bt->batch_size * bt->seq_len * bt->grad_accum * (double)base_ranks;
+    o->base_tokens = (double)a->base_steps * bt->batch_size * bt->seq_len * bt->grad_accum * (double)a->base_ranks;
     int64_t K = a->steps;   /* 0: the base weights with the scaling, as checkpoint step 0 */
     o->B = B;
     o->grad_accum = a->grad_accum > 0 ? a->grad_accum : bt->grad_accum;
@@ -283,7 +274,7 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
                        base->train.seq_len, path);
         goto out;
     }
-    if ((rc = base_matches(a.run, path, base, &e))) goto out;
+    if ((rc = base_checkpoint(&a, path, base, &e))) goto out;
     const int64_t ranks = st_dist_size(dist);
     plan(&a, base, ranks, o);
     if (a.out) snprintf(dir, sizeof dir, "%s", a.out);
@@ -304,9 +295,9 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
         a.grad_accum = cfg->train.grad_accum;
         plan(&a, base, ranks, o);
     }
-    if (a.budget > 0 && o->base_steps < base->train.steps && st_dist_rank(dist) == 0)
+    if (a.budget > 0 && a.base_steps < base->train.steps && st_dist_rank(dist) == 0)
         st_log(ST_LOG_WARN, "%s stopped at step %lld of its train.steps %lld: --budget %g counts the tokens of the "
-               "steps it trained", a.run, (long long)o->base_steps, (long long)base->train.steps, a.budget);
+               "steps it trained", a.run, (long long)a.base_steps, (long long)base->train.steps, a.budget);
     /* a base trained with a scaling: the extension replaces it with --transform's (none by
      * default), which changes the model's function even at step 0; say so */
     if (base->model.scaling != ST_XF_NONE && cfg->model.scaling != base->model.scaling && st_dist_rank(dist) == 0)
