@@ -315,19 +315,19 @@ def check_case(d):
     return ok
 
 
-def main():
-    """torch_ref.py DIR [DIR ...]: each case directory is checked in turn (one interpreter
-    for all: importing torch costs ~1.5 s), its verdict written to DIR/verdict ("ok" or
-    "mismatch") and the exit status is 1 if any case mismatched or failed to run."""
+def run_cases(check, usage):
+    """Each case directory of the command line is checked in turn by check(dir) -> bool (one
+    interpreter for all: importing torch costs ~1.5 s), its verdict written to DIR/verdict
+    ("ok" or "mismatch"); exits 1 if any case mismatched or failed to run."""
     torch.set_default_dtype(torch.float64)
     if len(sys.argv) < 2:
-        sys.exit("usage: torch_ref.py CASE_DIR [CASE_DIR ...]")
+        sys.exit(f"usage: {usage} CASE_DIR [CASE_DIR ...]")
     all_ok = True
     for d in sys.argv[1:]:
         label = open(f"{d}/label.txt").read().strip() if os.path.exists(f"{d}/label.txt") else d
         print(f"[{label}]")
         try:
-            ok = check_case(d)
+            ok = check(d)
         except Exception:   # one broken case must not hide the verdicts of the others
             traceback.print_exc(file=sys.stdout)
             ok = False
@@ -336,6 +336,10 @@ def main():
             f.write("ok\n" if ok else "mismatch\n")
         all_ok &= ok
     sys.exit(0 if all_ok else 1)
+
+
+def main():
+    run_cases(check_case, "torch_ref.py")
 
 
 if __name__ == "__main__":

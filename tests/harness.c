@@ -105,6 +105,16 @@ const char *test_tmpdir(char *buf, size_t n) {
     return mkdtemp(buf);
 }
 
+int test_verdict_ok(const char *dir) {
+    char path[1024], verdict[16] = "";
+    snprintf(path, sizeof path, "%.1000s/verdict", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    if (!fgets(verdict, sizeof verdict, f)) verdict[0] = 0;
+    fclose(f);
+    return strcmp(verdict, "ok\n") == 0;
+}
+
 /* ---- gradcheck ---- */
 typedef struct { const float *r; int64_t n; } dot_saved;
 
