@@ -222,7 +222,8 @@ def ffn(cfg, h, p, pre):
     return lin(cfg, h, p, pre + "ffn.fc2")
 
 
-def forward(cfg, p, ids, targets):
+def logits(cfg, p, ids):
+    """(B, T, V) next-token logits of ids (B, T)"""
     B, T = ids.shape
     V, C = p["tok_emb.weight"].shape
     H, L = cfg["n_heads"], cfg["n_layers"]
@@ -273,8 +274,13 @@ def forward(cfg, p, ids, targets):
         x = x + ffn(cfg, norm(cfg, x, p, pre + "ln2", eps), p, pre)
     x = norm(cfg, x, p, "ln_f", eps)
     head = p["tok_emb.weight"] if cfg["tie_embeddings"] else p["lm_head.weight"]
-    logits = x @ head.T
-    return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(-1), ignore_index=-1)
+    return x @ head.T
+
+
+def forward(cfg, p, ids, targets):
+    """the mean cross-entropy over the targets that are not -1"""
+    z = logits(cfg, p, ids)
+    return F.cross_entropy(z.reshape(-1, z.shape[-1]), targets.reshape(-1), ignore_index=-1)
 
 
 def check_case(d):
