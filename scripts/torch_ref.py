@@ -231,6 +231,8 @@ def logits(cfg, p, ids):
     eps = cfg["ln_eps"]
     x = embed(cfg, p, ids)
     mask = torch.ones(T, T).tril().bool()
+    if "_window" in cfg:   # sliding-window attention: query i sees keys i - W < j <= i
+        mask = mask & (torch.arange(T)[:, None] - torch.arange(T)[None, :] < cfg["_window"])
     if "_doc" in cfg:   # data.task.doc_mask: row i of batch row b sees keys j >= doc[b][i] only
         doc = cfg["_doc"]
         mask = mask[None, None] & (torch.arange(T)[None, None, None, :] >= doc[:, None, :, None])

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# cli_torch_generate.sh - `stretch generate --temperature 0` against PyTorch: greedy
+# decoding replayed by scripts/torch_gen_ref.py with the float64 model of
+# scripts/torch_ref.py, from the text's definition in README.md ("generate"), well past
+# --context (24 tokens of context for runs trained at 32, 80 tokens after the prompt):
+#   KV cache of ALiBi, RoPE, T5: every layer attends to its last 24 keys (sliding window);
+#   KV cache of learned positions, and --no-cache: a fresh forward over the last 24 tokens.
+# Each greedy byte must be the float64 argmax (up to a near tie, reported); the two
+# definitions give different texts on the ALiBi run, so the check tells them apart.
+# Skipped when /usr/bin/python3 has no torch.
+. "$(dirname "$0")/lib_cli.sh" torch_generate
+
+if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
+    skip "cli_torch_generate: /usr/bin/python3 with torch not found (apt-get install python3-torch)"
+    finish cli_torch_generate
+fi
+replay() { # WHAT MODE EXPORT OUTPUT
+    if /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" "$3" "the quick" 80 24 "$2" "$4" > ref.txt 2>&1; then
+        grep -q "greedy tokens equal" ref.txt && ok || bad "$1: no tokens compared"
+    else
+        bad "$1: stretch generate and the PyTorch replay differ"
+    fi
+    sed "s/^/$1: /" ref.txt
+}
+for pos in alibi rope t5 learned; do
+    tiny_text_run "$pos"
+    "$PY" - <<'PYEOF'
+import json
+c = json.load(open("cfg.json"))
+c["train"].update(steps=200, optimizer={"lr": 0.01})
+c["model"]["init_std"] = 0.02
+json.dump(c, open("cfg.json", "w"))
+PYEOF
+    expect_rc 0 "$pos: train" "$BIN" train cfg.json --out "run_$pos" --quiet
+    expect_rc 0 "$pos: export" "$BIN" export "run_$pos" --out "exp_$pos"
+    gen=(generate "run_$pos" --prompt "the quick" --tokens 80 --temperature 0 --context 24)
+    "$BIN" "${gen[@]}" > "cache_$pos.txt" 2>/dev/null && ok || bad "$pos: generate"
+    "$BIN" "${gen[@]}" --no-cache > "nocache_$pos.txt" 2>/dev/null && ok || bad "$pos: generate --no-cache"
+    mode=window; [ "$pos" = learned ] && mode=rerun
+    replay "$pos, KV cache" "$mode" "exp_$pos" "cache_$pos.txt"
+    replay "$pos, --no-cache" rerun "exp_$pos" "nocache_$pos.txt"
+done
+cmp -s cache_alibi.txt nocache_alibi.txt && bad "alibi: the cache and --no-cache texts are equal: the replay cannot tell the two definitions apart" || ok
+finish cli_torch_generate
