@@ -225,7 +225,7 @@ def ffn(cfg, h, p, pre):
 def logits(cfg, p, ids):
     """(B, T, V) next-token logits of ids (B, T)"""
     B, T = ids.shape
-    V, C = p["tok_emb.weight"].shape
+    C = p["tok_emb.weight"].shape[1]
     H, L = cfg["n_heads"], cfg["n_layers"]
     D = C // H
     eps = cfg["ln_eps"]

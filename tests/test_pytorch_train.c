@@ -8,10 +8,11 @@
  *
  * The runs start from a safetensors file (train.init_from) whose norm gains and biases are
  * moved off 1 and 0, so decaying them or not shows. The batches are the trainer's own
- * (st_train_loader_init, the loader the trainer draws from). Dropout is off and positions
- * are natural: their draws come from stretch's own random stream (test_pytorch_ref checks
- * a step with randomized positions). Skips with a clear line if /usr/bin/python3 has no
- * torch. */
+ * (st_train_loader_init, the loader the trainer draws from). Two runs carry the trained
+ * position scalings of context extension (yarn, alibi_interp), as `stretch extend` sets
+ * them. Dropout is off and positions are natural: their draws come from stretch's own
+ * random stream (test_pytorch_ref checks a step with randomized positions). Skips with a
+ * clear line if /usr/bin/python3 has no torch. */
 #include "harness.h"
 #include "st_train.h"
 
@@ -55,6 +56,19 @@ static const struct run_case cases[] = {
      "\"batch_size\": 4, \"grad_accum\": 1, \"clip_norm\": 2.0,"
      " \"optimizer\": {\"name\": \"adamw\", \"lr\": 0.004, \"weight_decay\": 0.1, \"no_decay\": [\"bias\"]},"
      " \"schedule\": {\"kind\": \"constant\", \"warmup\": 5}"},
+    /* context extension by fine-tuning (docs/extension.md): the trained scalings that
+     * `stretch extend` sets, from a base length of 8 to the run's 16 */
+    {"extension: rope + yarn x2 (base 8), AdamW, cosine",
+     "\"pos\": \"rope\", \"rope_base\": 100, \"scaling\": {\"transform\": \"yarn\", \"scale\": 2, \"train_len\": 8,"
+     " \"yarn_alpha\": 0.25, \"yarn_beta\": 2}",
+     "\"batch_size\": 4, \"grad_accum\": 1, \"clip_norm\": 1.0,"
+     " \"optimizer\": {\"name\": \"adamw\", \"lr\": 0.003, \"weight_decay\": 0.1},"
+     " \"schedule\": {\"kind\": \"cosine\", \"warmup\": 2}"},
+    {"extension: alibi + slope interpolation x2 (base 8), AdamW, constant",
+     "\"pos\": \"alibi\", \"scaling\": {\"transform\": \"alibi_interp\", \"scale\": 2, \"train_len\": 8}",
+     "\"batch_size\": 4, \"grad_accum\": 2, \"clip_norm\": 0.5,"
+     " \"optimizer\": {\"name\": \"adamw\", \"lr\": 0.003, \"weight_decay\": 0.1},"
+     " \"schedule\": {\"kind\": \"constant\", \"warmup\": 0}"},
     {"learned absolute positions, AdamW, cosine without warmup, embeddings decayed",
      "\"pos\": \"learned\", \"max_len\": 16",
      "\"batch_size\": 4, \"grad_accum\": 2, \"clip_norm\": 1.0,"
@@ -64,13 +78,13 @@ static const struct run_case cases[] = {
 enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 12, SEQ = 16 };
 
 static int parse_case(const struct run_case *rc, const char *dir, const char *init, st_run_config *c) {
-    char json[4096];
+    char json[8192];   /* dir < 512, init < 600 bytes (run_case) */
     snprintf(json, sizeof json,
              "{\"model\": {\"n_layers\": 2, \"d_model\": 32, \"n_heads\": 4, \"d_ff\": 48, %s},"
-             " \"data\": {\"source\": \"synthetic\", \"cache_dir\": \"%s/cache\","
+             " \"data\": {\"source\": \"synthetic\", \"cache_dir\": \"%.511s/cache\","
              "  \"synthetic\": {\"vocab\": 24, \"tokens\": [20000, 2000, 2000]}},"
              " \"train\": {\"seed\": 7, \"seq_len\": %d, \"steps\": %d, \"log_every\": 1, \"eval_every\": 0,"
-             "  \"eval_batches\": 0, \"checkpoint_every\": 0, \"threads\": 1, \"init_from\": \"%s\", %s}}",
+             "  \"eval_batches\": 0, \"checkpoint_every\": 0, \"threads\": 1, \"init_from\": \"%.599s\", %s}}",
              rc->model, dir, SEQ, STEPS, init, rc->train);
     st_error e = {0};
     int r = st_run_config_parse(json, strlen(json), "test_pytorch_train.json", NULL, 0, c, &e);
