@@ -36,8 +36,9 @@ const char *test_data_path(const char *rel, char *buf, size_t n);
 /* A fresh empty temporary directory (mkdtemp under $TMPDIR or /tmp). */
 const char *test_tmpdir(char *buf, size_t n);
 /* 1 when DIR/verdict reads "ok" (the verdict a scripts/torch_*ref.py check writes per case
- * directory; a missing file, e.g. python died, is 0). */
-int test_verdict_ok(const char *dir);
+ * directory; a missing file, e.g. python died, is 0). verdict (optional, n bytes): its
+ * first line without the newline, "" when there is none. */
+int test_verdict_ok(const char *dir, char *verdict, size_t n);
 
 /* ---- finite-difference gradient check ----
  * build(ctx, user) runs a forward that reads the leaves and returns any output tensor.

@@ -244,7 +244,7 @@ int main(void) {
     static const char *const files[] = {"config.json", "model.safetensors", "grads.safetensors", "batch.json",
                                         "label.txt", "verdict"};
     for (size_t vi = 0; vi < NV; vi++) {
-        int good = test_verdict_ok(dirs[vi]);
+        int good = test_verdict_ok(dirs[vi], NULL, 0);
         CHECK_MSG(good, "[%s] stretch matches PyTorch (loss and all gradients); case in %s", labels[vi], dirs[vi]);
         if (!good) continue;   /* a failing case's files stay for a look */
         char path[600];

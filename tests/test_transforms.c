@@ -273,17 +273,10 @@ static void test_torch(const int32_t *ids) {
     const int rc = system(cmd);
     free(cmd);
     for (int i = 0; i < NCASES; i++) {
-        char what[160], dir[512], path[600], verdict[16] = "";
+        char what[160], verdict[16];
         label(&cases[i], what, sizeof what);
-        memcpy(dir, dirs[i], sizeof dir);
-        snprintf(path, sizeof path, "%s/verdict", dir);
-        FILE *f = dir[0] ? fopen(path, "r") : NULL;
-        if (f) {
-            if (!fgets(verdict, sizeof verdict, f)) verdict[0] = 0;
-            verdict[strcspn(verdict, "\n")] = 0;
-            fclose(f);
-        }
-        CHECK_MSG(strncmp(verdict, "ok", 2) == 0, "%s: stretch's logits and attention statistics match the float64 "
+        const int good = test_verdict_ok(dirs[i], verdict, sizeof verdict);
+        CHECK_MSG(good, "%s: stretch's logits and attention statistics match the float64 "
                   "PyTorch reference (%s)", what, verdict[0] ? verdict : "no verdict");
     }
     CHECK_MSG(rc == 0, "the PyTorch reference passes every case (exit status %d)", rc);
