@@ -3,10 +3,10 @@
 
 Usage (called by tests/test_pytorch_train.c):
     /usr/bin/python3 scripts/torch_train_ref.py DIR [DIR ...]
-Each DIR holds a finished stretch run's config.json and metrics.jsonl (log_every 1), the
-initial weights it started from (init.safetensors, its train.init_from), the weights it
-ended with (final.safetensors), the batches of every update (batches.json: {"steps":
-[[{"ids", "targets"} per micro-batch] per update]}) and label.txt.
+Each DIR holds a finished stretch run (DIR/run: its config.json and metrics.jsonl, log_every
+1), the initial weights it started from (init.safetensors, its train.init_from), the
+weights it ended with (final.safetensors), the batches of every update (batches.json:
+{"steps": [[{"ids", "targets"} per micro-batch] per update]}) and label.txt.
 
 The model is scripts/torch_ref.py's float64 transcription of the documented math. The
 training is written from configs/README.md with PyTorch's own pieces:
@@ -74,14 +74,14 @@ def decays(name, shape, no_decay):
 
 
 def replay(d):
-    cfg = json.load(open(f"{d}/config.json"))
+    cfg = json.load(open(f"{d}/run/config.json"))
     model, t = cfg["model"], cfg["train"]
     opt_cfg = t["optimizer"]
     p = torch_ref.load_safetensors(f"{d}/init.safetensors")
     init = {k: v.clone() for k, v in p.items()}
     final = torch_ref.load_safetensors(f"{d}/final.safetensors")
     steps = json.load(open(f"{d}/batches.json"))["steps"]
-    logged = [json.loads(l) for l in open(f"{d}/metrics.jsonl") if '"loss"' in l]
+    logged = [json.loads(l) for l in open(f"{d}/run/metrics.jsonl") if '"loss"' in l]
     assert len(steps) == t["steps"] == len(logged), (len(steps), t["steps"], len(logged))
     for v in p.values():
         v.requires_grad_(True)
