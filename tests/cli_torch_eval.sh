@@ -11,10 +11,7 @@
 # bpb and each bucket's nll to 1e-6 relative. Skipped when /usr/bin/python3 has no torch.
 . "$(dirname "$0")/lib_cli.sh" torch_eval
 
-if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
-    skip "cli_torch_eval: /usr/bin/python3 with torch not found (apt-get install python3-torch)"
-    finish cli_torch_eval
-fi
+need_torch cli_torch_eval
 for pos in alibi rope; do
     tiny_text_run "$pos"
     expect_rc 0 "$pos: train" "$BIN" train cfg.json --out "run_$pos" --quiet

@@ -10,10 +10,7 @@
 # Skipped when /usr/bin/python3 has no torch.
 . "$(dirname "$0")/lib_cli.sh" torch_generate
 
-if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
-    skip "cli_torch_generate: /usr/bin/python3 with torch not found (apt-get install python3-torch)"
-    finish cli_torch_generate
-fi
+need_torch cli_torch_generate
 replay() { # WHAT MODE EXPORT OUTPUT
     if /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" "$3" "the quick" 80 24 "$2" "$4" > ref.txt 2>&1; then
         grep -q "greedy tokens equal" ref.txt && ok || bad "$1: no tokens compared"

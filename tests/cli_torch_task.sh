@@ -10,10 +10,7 @@
 # copy) the largest training size. Skipped when /usr/bin/python3 has no torch.
 . "$(dirname "$0")/lib_cli.sh" torch_task
 
-if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
-    skip "cli_torch_task: /usr/bin/python3 with torch not found (apt-get install python3-torch)"
-    finish cli_torch_task
-fi
+need_torch cli_torch_task
 # task pos min max steps scales
 while read -r task pos lo hi steps scales; do
     cat > "$task.json" <<EOF

@@ -8,6 +8,8 @@
 #   skip MSG                     a part skipped for missing inputs (printed, counted)
 #   finish NAME                  the closing line; exit 1 on failures, else 77 (ctest's
 #                                SKIP_RETURN_CODE: reported skipped) when a part was skipped
+#   need_torch NAME              the test is skipped (finish NAME) unless /usr/bin/python3
+#                                imports torch (the PyTorch reference scripts)
 #   same_text WHAT ARGS...       generate with the KV cache and with --no-cache: same text
 #   tiny_text_run POS            corpus.txt (300 short lines) and cfg.json: a 2-layer byte
 #                                model of method POS, 20 steps of 4 x 32 (a run in ~0.2 s)
@@ -34,6 +36,11 @@ finish() {
     [ "$fails" -eq 0 ] || exit 1
     [ "$skips" -eq 0 ] || exit 77
     exit 0
+}
+need_torch() {
+    /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 && return 0
+    skip "$1: /usr/bin/python3 with torch not found (apt-get install python3-torch)"
+    finish "$1"
 }
 expect_rc() { # expected-code description command...
     local want=$1 what=$2; shift 2
