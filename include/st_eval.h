@@ -247,7 +247,8 @@ typedef struct st_passkey_cell {
     int status;             /* ST_OK, or why the length could not be run (e.g. max_len) */
 } st_passkey_cell;
 /* cells: n_len * n_depth, row-major by length. Fails (ST_ERR_DATA) when the text is
- * shorter than the longest instance's filler. mm: the products' backend (NULL: fp32; a
+ * shorter than the longest instance's filler, ST_ERR_CONFIG for trials < 1 (so a cell with
+ * status ST_OK ran its trials: the status alone says which cells were evaluated). mm: the products' backend (NULL: fp32; a
  * bf16 one also keeps the KV cache in bf16, the model's bf16 shadow enabled by the caller). */
 /* The instance of (length n, depth index and value, trial) that st_passkey_eval runs:
  * out[0, n + digits), the filler at an offset and the key both functions of (seed, n,

@@ -116,6 +116,11 @@ static void test_eval_matches_forward(const st_passkey *pk) {
     st_error e = {0};
     CHECK(st_passkey_eval(&m, NULL, pk, text, 300, &n, 1, &depth, 1, 1, 9, &cell, &e) == ST_OK);
     CHECK(cell.trials == 1 && cell.status == ST_OK);
+    /* no trials is refused, so a cell's ST_OK status alone means it was evaluated */
+    st_error ze = {0};
+    st_passkey_cell none;
+    CHECK(st_passkey_eval(&m, NULL, pk, text, 300, &n, 1, &depth, 1, 0, 9, &none, &ze) == ST_ERR_CONFIG);
+    CHECK_MSG(strstr(ze.msg, "0 trials per cell") != NULL, "%s", ze.msg);
     int32_t inst[64], tg[64];
     float tok[64];
     st_passkey_eval_instance(pk, text, 300, n, 0, depth, 0, 9, inst);

@@ -107,8 +107,7 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
         char path[ST_PATH_BUF];
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
         else default_path(a, path, sizeof path);
-        int none = 1;   /* a cell is evaluated when it ran trials (its row says error otherwise) */
-        for (int i = 0; i < a->n_lengths * a->n_depths; i++) none &= cells[i].status || cells[i].trials == 0;
+        const int none = eval_cells_none(&cells[0].status, a->n_lengths * a->n_depths, sizeof cells[0]);
         if (none && !a->json)
             st_cmd_line(0, "no cell evaluated: %s not written (an earlier report stays)", path);
         else if (!(rc = save_json(a, cells, cfg, st_model_num_params(m), digits, path, &e)) && !a->quiet)

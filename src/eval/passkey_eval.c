@@ -62,6 +62,7 @@ int st_passkey_eval(st_model *m, st_mm *mm, const st_passkey *pk, const int32_t 
                     int n_len, const double *depths, int n_depth, int trials, uint64_t seed, st_passkey_cell *cells,
                     st_error *e) {
     memset(cells, 0, (size_t)n_len * (size_t)n_depth * sizeof *cells);
+    if (trials < 1) return st_fail(e, ST_ERR_CONFIG, "passkey: %d trials per cell; at least 1", trials);
     int64_t longest = 0;
     for (int i = 0; i < n_len; i++) longest = lengths[i] > longest ? lengths[i] : longest;
     const int64_t need = longest + pk->digits - st_passkey_overhead(pk);
