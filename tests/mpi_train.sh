@@ -52,9 +52,13 @@ if [ "${STRETCH_MPI:-0}" != 1 ]; then
 fi
 MPIRUN=${STRETCH_MPIEXEC:-mpirun}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+# The BTL is what the point-to-point layer ob1 sends through, so ob1 is named: under
+# another layer (cm and its MTLs, which Debian's openmpi-mca-params.conf leaves open) the
+# --mca btl choice would not apply. Naming it also spares each launch the probing of the
+# others (0.6 -> 0.4 s per mpirun here, 36 launches in this test).
 case "$BTL" in
-    vader) NET=(--mca btl self,vader) ;;
-    tcp)   NET=(--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo) ;;
+    vader) NET=(--mca pml ob1 --mca btl self,vader) ;;
+    tcp)   NET=(--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo) ;;
     *) echo "mpi_train: unknown BTL $BTL"; exit 2 ;;
 esac
 MPI=("$MPIRUN" -np 2 --oversubscribe --bind-to none "${NET[@]}" -x OMP_NUM_THREADS -x OMP_WAIT_POLICY)
