@@ -484,7 +484,9 @@ st_tensor *st_model_loss(st_model *m, st_ctx *ctx, const int32_t *ids, const int
 static size_t measure_step(st_model *m, int64_t B, int64_t T, int grad, size_t limit, st_error *e) {
     st_arena a;
     st_ctx ctx;
-    if (st_arena_init(&a, (size_t)64 << 20, limit, e)) return 0;
+    /* it grows by chunks to the step's size (the high water counts the allocations, not
+     * the chunks); a small start keeps a tiny model's measurement cheap under ASan */
+    if (st_arena_init(&a, (size_t)1 << 20, limit, e)) return 0;
     if (st_ctx_init(&ctx, &a, 1 << 16, e)) { st_arena_free(&a); return 0; }
     size_t n = (size_t)(B * T);
     int32_t *ids = st_calloc(n, sizeof(int32_t), e);
