@@ -65,15 +65,6 @@ void st_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * stderr reaches one terminal, and a line written in pieces interleaves with another
  * rank's. */
 void st_vlog_line(const char *prefix, const char *fmt, va_list ap);
-/* The command's own lines on stderr: "stretch CMD: error: MSG" (error != 0) or "stretch
- * CMD: MSG", "stretch: ..." before a command runs (st_set_command(NULL)). One prefix for
- * the CLI's usage errors, its reported errors and an out-of-memory exit deep in a kernel
- * (st_oom_exit), so a script or a log reader finds every error the same way. */
-void st_set_command(const char *cmd);
-void st_cmd_vline(int error, const char *fmt, va_list ap);
-void st_cmd_line(int error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The command st_set_command set ("eval"), "" before one runs. */
-const char *st_command(void);
 
 /* Invariant check, always compiled in. Prints file:line and the expression, then aborts. */
 #define ST_ASSERT(x) \
@@ -81,7 +72,7 @@ const char *st_command(void);
 void st_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
 
 /* Out of memory where no error can be returned (a matmul backend's operand scratch, whose
- * gemm calls are void): prints "stretch CMD: error: out of memory: BYTES bytes for WHAT" and
+ * gemm calls are void): prints "stretch: error: out of memory: BYTES bytes for WHAT" and
  * exits with ST_ERR_MEMORY (6, the documented code) instead of an assertion's abort. */
 void st_oom_exit(const char *what, size_t bytes) __attribute__((noreturn));
 

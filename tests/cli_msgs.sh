@@ -196,7 +196,7 @@ expect 2 "--out given twice ('a' and 'b'; -o is --out): give it once" -- "$BIN" 
 [ ! -e a ] && [ ! -e b ] && ok || bad "a refused --out a -o b wrote $(ls -d a b 2>/dev/null)"
 expect 2 "--jobs given twice ('1' and '2'): give it once" -- "$BIN" sweep x.json --jobs 1 --jobs 2
 
-# one prefix for every error line, "stretch CMD: error: " (st_cmd_vline): a usage error
+# one prefix for every error line, "stretch CMD: error: " (cli_line): a usage error
 # adds the usage line after it; a reported error, data's flag values and the dispatcher's
 # own say it the same way (usage errors said "stretch eval: ...", others "stretch: error:
 # ...", data's "stretch: error: data: ...")

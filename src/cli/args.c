@@ -133,7 +133,7 @@ static void existing_part(const char *path, char *real, size_t n) {
     snprintf(real, n, "%s", realpath(p, buf) ? buf : "");
 }
 
-int cli_outside_checkpoints(const char *flag, const char *path) {
+int cli_outside_checkpoints(const char *cmd, const char *flag, const char *path) {
     char real[PATH_MAX], cfg[PATH_MAX + 16];
     existing_part(path, real, sizeof real);
     /* real and each of its parents: a directory "checkpoints" beside a config.json */
@@ -147,20 +147,20 @@ int cli_outside_checkpoints(const char *flag, const char *path) {
         st_fail(&e, ST_ERR_IO, "%s %s: lies in %s, a run's checkpoint directory, which stretch train manages "
                 "(--resume reads it, train.keep_last and --force delete files in it): choose a path outside it",
                 flag, path, real);
-        return cli_report(&e);
+        return cli_report(cmd, &e);
     }
     return ST_OK;
 }
 
 int cli_out_dir_arg(const char *cmd, const char *flag, const char *dir) {
     if (cli_dir_arg(cmd, flag, dir)) return ST_ERR_CONFIG;
-    return cli_outside_checkpoints(flag, dir);
+    return cli_outside_checkpoints(cmd, flag, dir);
 }
 
 int cli_output_file(const char *cmd, const char *flag, const char *path, int force) {
     struct stat st;
     st_error e = {0};
-    int rc = cli_outside_checkpoints(flag, path);
+    int rc = cli_outside_checkpoints(cmd, flag, path);
     if (rc) return rc;
     if (lstat(path, &st) != 0) {   /* a new file: its directory must exist or be made, and take it */
         char dir[ST_PATH_BUF];
@@ -187,12 +187,12 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
             if (!st_atomic_open(&af, path, &pe)) st_fail(&e, pe.code ? pe.code : ST_ERR_IO, "%s %s", flag, pe.msg);
             else st_atomic_abort(&af);
         }
-        return e.code ? cli_report(&e) : ST_OK;
+        return e.code ? cli_report(cmd, &e) : ST_OK;
     }
     if (S_ISDIR(st.st_mode)) st_fail(&e, ST_ERR_IO, "%s %s: is a directory", flag, path);
     else if (!force)
         st_fail(&e, ST_ERR_IO, "%s %s: the file exists; stretch %s replaces it only with --force", flag, path, cmd);
-    return e.code ? cli_report(&e) : ST_OK;
+    return e.code ? cli_report(cmd, &e) : ST_OK;
 }
 
 /* 1 when s is one of the flags: the command's own that take a value, or a flag without

@@ -49,9 +49,13 @@ void cli_blame_sets(const char *path, const char *const *sets, int n_sets, int c
  * short for the longest instance) is left in e, before anything is printed, for the caller
  * to blame on a --set; other errors are reported here. */
 int cli_data_task_show(const st_run_config *cfg, const st_dataset *ds, int64_t show, int64_t size, st_error *e);
-/* Print "stretch CMD: error: <msg>" to stderr (st_cmd_vline; an interruption without
- * "error:") and return the code. */
-int cli_report(const st_error *e);
+/* The command's own lines on stderr: "stretch CMD: error: MSG" (error != 0) or "stretch
+ * CMD: MSG"; "stretch: ..." when cmd is NULL (before a command runs). One prefix for the
+ * usage errors, the reported errors and the notes of every command, so a script or a log
+ * reader finds each error the same way. */
+void cli_line(const char *cmd, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* cli_line of e's message (an interruption without "error:"); returns the code. */
+int cli_report(const char *cmd, const st_error *e);
 /* ---- flag values (args.c): 1 when s is entirely a value in [lo, hi], else 0 ---- */
 int cli_int_arg(const char *s, int64_t lo, int64_t hi, int64_t *out);
 int cli_u64_arg(const char *s, uint64_t *out);                 /* digits only */
@@ -90,7 +94,7 @@ int cli_dir_arg(const char *cmd, const char *flag, const char *dir);
 /* ST_OK, or exit 3 naming flag, when path (a file or directory stretch would write, or
  * anything below it) lies in a run's checkpoints/ directory (one beside a config.json):
  * stretch train manages it, and an eval report written over a step_N.ckpt broke --resume. */
-int cli_outside_checkpoints(const char *flag, const char *path);
+int cli_outside_checkpoints(const char *cmd, const char *flag, const char *path);
 /* An output directory (--out of train, extend, export, sweep): cli_dir_arg, then
  * cli_outside_checkpoints. */
 int cli_out_dir_arg(const char *cmd, const char *flag, const char *dir);

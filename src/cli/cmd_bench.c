@@ -91,7 +91,7 @@ int cmd_bench(int argc, char **argv) {
     /* the preset first, so the other flags override it whatever their order */
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--preset") == 0) preset = argv[i + 1];
-    if (st_bench_preset(preset, &c, &e)) return cli_report(&e);
+    if (st_bench_preset(preset, &c, &e)) return cli_report("bench", &e);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf("usage: stretch %s\n", USAGE); return 0; }
@@ -182,7 +182,7 @@ int cmd_bench(int argc, char **argv) {
         if (coretype) setenv("OPENBLAS_CORETYPE", coretype, 1);
         if (ompwait) setenv("OMP_WAIT_POLICY", ompwait, 1);
         char **args = calloc((size_t)argc + 2, sizeof *args);
-        if (!args) { st_fail(&e, ST_ERR_MEMORY, "out of memory"); return cli_report(&e); }
+        if (!args) { st_fail(&e, ST_ERR_MEMORY, "out of memory"); return cli_report("bench", &e); }
         args[0] = "stretch";
         for (int i = 0; i < argc; i++) args[i + 1] = argv[i];   /* argv[0] is "bench" */
         fflush(NULL);
@@ -190,14 +190,14 @@ int cmd_bench(int argc, char **argv) {
         st_fail(&e, ST_ERR_GENERIC, "cannot re-execute /proc/self/exe to apply OPENBLAS_CORETYPE/"
                 "OMP_WAIT_POLICY (%s); set them in the environment instead", strerror(errno));
         free(args);
-        return cli_report(&e);
+        return cli_report("bench", &e);
     }
 
     st_bench_result r;
     rc = st_bench_run(&c, &r, &e);
     st_blas_log();
-    if (rc) return cli_report(&e);
+    if (rc) return cli_report("bench", &e);
     st_bench_print(&c, &r, stdout);
-    if (json && st_bench_write_json(&c, &r, json, &e)) return cli_report(&e);
+    if (json && st_bench_write_json(&c, &r, json, &e)) return cli_report("bench", &e);
     return 0;
 }

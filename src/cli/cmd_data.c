@@ -226,7 +226,7 @@ static int print_stats(const st_data_config *c, const st_dataset *ds, const char
     printf("loaded in %.3f s (%d/3 splits from cache)\n", ds->load_seconds, ds->cache_hits);
     if (save) {
         st_error e = {0};
-        if (st_tokenizer_save(ds->tok, save, &e)) return cli_report(&e);
+        if (st_tokenizer_save(ds->tok, save, &e)) return cli_report("data", &e);
         printf("tokenizer saved to %s\n", save);
     }
     return ST_OK;
@@ -245,7 +245,7 @@ int cmd_data(int argc, char **argv) {
     if (a.config) {
         if (st_run_config_load(a.config, a.sets, a.n_sets, &run, &e)) {
             if (e.code == ST_ERR_CONFIG) cli_blame_sets(a.config, a.sets, a.n_sets, 1, &e);
-            return cli_report(&e);
+            return cli_report("data", &e);
         }
         const int task = !strcmp(run.data.source, "task");
         if (!task && (a.show || a.size))
@@ -260,15 +260,15 @@ int cmd_data(int argc, char **argv) {
         st_run_config_default(&run);
         run.data = a.c;
         snprintf(run.file, sizeof run.file, "command line");
-        if (st_run_config_validate(&run, &e)) return cli_report(&e);
+        if (st_run_config_validate(&run, &e)) return cli_report("data", &e);
     }
     st_dataset ds;
-    if (st_dataset_load(&run.data, run.file, &ds, &e)) return cli_report(&e);
+    if (st_dataset_load(&run.data, run.file, &ds, &e)) return cli_report("data", &e);
     if (ds.task) {
         rc = cli_data_task_show(&run, &ds, a.show ? a.show : 4, a.size, &e);
         if (rc && e.code) {   /* the trainer's own check: a --set may be the cause */
             if (e.code == ST_ERR_CONFIG) cli_blame_sets(a.config, a.sets, a.n_sets, 1, &e);
-            rc = cli_report(&e);
+            rc = cli_report("data", &e);
         }
     } else {
         rc = print_stats(&run.data, &ds, a.save);

@@ -44,7 +44,7 @@ static int show_rows(const st_run_config *cfg, const st_dataset *ds, const st_lo
     uint8_t *sc = malloc((size_t)n);
     if (!tok || !start || !sc) {
         free(tok); free(start); free(sc);
-        return cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
+        return cli_report("data", &(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
     }
     const long long per_step = (long long)cfg->train.batch_size * cfg->train.grad_accum;
     printf("rows        the first %lld the trainer draws (train.seed %llu; step 1 takes %lld, rows 0..%lld), "
@@ -77,7 +77,7 @@ static int show_instances(const st_task_data *td, int64_t show, int64_t size, ui
     uint8_t *ans = malloc((size_t)cap);
     if (!tok || !ans) {
         free(tok); free(ans);
-        return cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
+        return cli_report("data", &(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
     }
     printf("instances   size %lld (%s), seed %llu; [answer]\n", (long long)size, td->task->size_unit,
            (unsigned long long)seed);

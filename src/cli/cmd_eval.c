@@ -220,13 +220,13 @@ static int use_data(eval_args *a, st_error *e) {
     struct stat ds;
     if (stat(a->plan.data_path, &ds) != 0) {
         st_fail(e, ST_ERR_IO, "--data %s: cannot open: %s", a->plan.data_path, strerror(errno));
-        return cli_report(e);
+        return cli_report("eval", e);
     }
     if (a->split_given && !S_ISDIR(ds.st_mode))
         return cli_usage("eval", "--split chooses a file of a WikiText directory; --data %s is a file (it is "
                          "evaluated whole)", a->plan.data_path);
     char ckpt[ST_PATH_BUF];
-    if (st_checkpoint_resolve(a->src, ckpt, sizeof ckpt, e)) return cli_report(e);
+    if (st_checkpoint_resolve(a->src, ckpt, sizeof ckpt, e)) return cli_report("eval", e);
     cli_tokenizer_path(ckpt, a->tok_path, sizeof a->tok_path);
     a->plan.tokenizer_path = a->tok_path;
     return ST_OK;
@@ -269,25 +269,25 @@ static int save_report(const eval_args *a, int is_dir, const st_eval_report *rep
     if (a->json) snprintf(path, sizeof path, "%s", a->json);
     else default_json_path(a->src, is_dir, rep, a->plan.data_path, path, sizeof path);
     int rc = st_eval_report_save(rep, path, e);
-    if (!rc && !a->quiet) st_cmd_line(0, "wrote %s", path);
+    if (!rc && !a->quiet) cli_line("eval", 0, "wrote %s", path);
     int failed_rows = 0;
     for (int i = 0; i < rep->n; i++) failed_rows += rep->rows[i].status != ST_OK;
     if (!rc && failed_rows)
-        st_cmd_line(0, "%d of %d lengths could not be evaluated (see the error rows)", failed_rows, rep->n);
+        cli_line("eval", 0, "%d of %d lengths could not be evaluated (see the error rows)", failed_rows, rep->n);
     return rc;
 }
 
 /* Evaluate, print the table and save the report (rank 0 alone). */
 static int evaluate(const eval_args *a, int is_dir, int rank, st_error *e) {
     st_eval_report *rep = calloc(1, sizeof *rep);
-    if (!rep) { st_fail(e, ST_ERR_MEMORY, "out of memory"); return cli_report(e); }
+    if (!rep) { st_fail(e, ST_ERR_MEMORY, "out of memory"); return cli_report("eval", e); }
     int rc = st_eval_checkpoint(a->src, &a->plan, rep, e);
     if (rep->n > 0 && rank == 0) st_eval_report_print(rep, stdout);
     fflush(stdout);
     if (!rc && rank == 0) rc = save_report(a, is_dir, rep, e);
     st_eval_report_free(rep);
     free(rep);
-    return rc ? cli_report(e) : 0;
+    return rc ? cli_report("eval", e) : 0;
 }
 
 int cmd_eval(int argc, char **argv, st_dist *dist) {
@@ -309,7 +309,7 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
     }
     if (stat(a.src, &st) != 0) {
         st_fail(&e, ST_ERR_IO, "%s: no such run directory or checkpoint", a.src);
-        return cli_report(&e);
+        return cli_report("eval", &e);
     }
     if ((rc = check_report_path(&a, S_ISDIR(st.st_mode)))) return rc;
     if (a.plan.data_path && (rc = use_data(&a, &e))) return rc;

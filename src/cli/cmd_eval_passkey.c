@@ -109,9 +109,9 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
         else default_path(a, path, sizeof path);
         const int none = eval_cells_none(&cells[0].status, a->n_lengths * a->n_depths, sizeof cells[0]);
         if (none && !a->json)
-            st_cmd_line(0, "no cell evaluated: %s not written (an earlier report stays)", path);
+            cli_line("eval", 0, "no cell evaluated: %s not written (an earlier report stays)", path);
         else if (!(rc = save_json(a, cells, cfg, st_model_num_params(m), digits, path, &e)) && !a->quiet)
-            st_cmd_line(0, "wrote %s", path);
+            cli_line("eval", 0, "wrote %s", path);
         if (!rc) {   /* reported by eval_cells_status itself */
             const int crc = eval_cells_status(&cells[0].status, a->n_lengths * a->n_depths, sizeof cells[0], "cells",
                                               !none || a->json);
@@ -122,5 +122,5 @@ int eval_passkey_text(task_args *a, st_model *m, const st_run_config *cfg, const
     }
     free(cells);
     if (tok) st_tokenizer_free(tok);
-    return rc ? cli_report(&e) : 0;
+    return rc ? cli_report("eval", &e) : 0;
 }

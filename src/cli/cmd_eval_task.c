@@ -176,13 +176,13 @@ int eval_cells_status(const int *status, int n, size_t stride, const char *what,
         if (s == ST_OK) continue;
         if (!failed++) first = s;
     }
-    if (failed && failed < n) st_cmd_line(0, "%d of %d %s could not be evaluated (see the report)",
+    if (failed && failed < n) cli_line("eval", 0, "%d of %d %s could not be evaluated (see the report)",
                                       failed, n, what);
     if (failed < n || n == 0) return ST_OK;
     st_error e = {0};
     st_fail(&e, first, "none of the %d %s could be evaluated (%s)", n, what,
             written ? "see the report" : "--json FILE writes a report with each one's reason");
-    return cli_report(&e);
+    return cli_report("eval", &e);
 }
 
 /* ---- registry tasks ---- */
@@ -306,12 +306,12 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
     st_error e = {0};
     st_task_data td;
     int rc = st_task_data_init(&td, &cfg->data, cfg->file, &e);
-    if (rc) return cli_report(&e);
+    if (rc) return cli_report("eval", &e);
     if (a->task && strcmp(a->task, td.task->name) != 0) {
         st_fail(&e, ST_ERR_DATA, "--task %s: %s was trained on the %s task (data.task.name)", a->task, a->src,
                 td.task->name);
         st_task_data_free(&td);
-        return cli_report(&e);
+        return cli_report("eval", &e);
     }
     if (a->depths_given && !td.task->has_depth) {
         char needle[128];
@@ -338,15 +338,15 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         rc = cli_usage("eval", "%s", e.msg);
     if (!rc) warn_long(&td, a, n_depth);
     st_task_cell *cells = rc ? NULL : calloc((size_t)a->n_sizes * (size_t)n_depth, sizeof *cells);
-    if (!rc && !cells) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
+    if (!rc && !cells) rc = cli_report("eval", &(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
     /* --show: the instances' lines, written as they run and printed after the table */
     char *shown = NULL;
     size_t shown_len = 0;
     FILE *show = !rc && a->show > 0 ? open_memstream(&shown, &shown_len) : NULL;
-    if (!rc && a->show > 0 && !show) rc = cli_report(&(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
+    if (!rc && a->show > 0 && !show) rc = cli_report("eval", &(st_error){.code = ST_ERR_MEMORY, .msg = "out of memory"});
     if (!rc && st_task_eval(m, a->mm, &td, a->sizes, a->n_sizes, a->depths, n_depth, (int)a->trials, a->seed, cells,
                             (int)a->show, show, &e))
-        rc = cli_report(&e);
+        rc = cli_report("eval", &e);
     if (show) fclose(show);
     if (!rc) print_table(a, &td, cells, n_depth);
     if (!rc && shown_len) {
@@ -361,9 +361,9 @@ static int eval_registry_task(task_args *a, st_model *m, const st_run_config *cf
         if (a->json) snprintf(path, sizeof path, "%s", a->json);
         else eval_task_path(a, name, path, sizeof path);
         const int none = eval_cells_none(&cells[0].status, a->n_sizes * n_depth, sizeof cells[0]);
-        if (none && !a->json) st_cmd_line(0, "no cell evaluated: %s not written (an earlier report stays)", path);
-        else if (save_task_json(a, &td, cells, n_depth, cfg, st_model_num_params(m), path, &e)) rc = cli_report(&e);
-        else if (!a->quiet) st_cmd_line(0, "wrote %s", path);
+        if (none && !a->json) cli_line("eval", 0, "no cell evaluated: %s not written (an earlier report stays)", path);
+        else if (save_task_json(a, &td, cells, n_depth, cfg, st_model_num_params(m), path, &e)) rc = cli_report("eval", &e);
+        else if (!a->quiet) cli_line("eval", 0, "wrote %s", path);
         if (!rc) rc = eval_cells_status(&cells[0].status, a->n_sizes * n_depth, sizeof cells[0], "cells", !none || a->json);
     }
     free(cells);
@@ -387,7 +387,7 @@ int cmd_eval_task(int argc, char **argv) {
     st_run_config cfg;
     st_train_state ts;
     char tok_path[ST_PATH_BUF];
-    if (cli_load_trained(a.src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report(&e);
+    if (cli_load_trained(a.src, &m, &cfg, &ts, tok_path, sizeof tok_path, &e)) return cli_report("eval", &e);
     /* the transform options over the run's eval section (eval.transform, eval.sinks, ...),
      * as the perplexity evaluation takes them */
     st_eval_plan given;
@@ -405,7 +405,7 @@ int cmd_eval_task(int argc, char **argv) {
                      "run trained on them (data.source \"task\")", a.src, a.task ? a.task : "(the run's own)");
     if (rc) {
         st_model_free(&m);
-        return cli_report(&e);
+        return cli_report("eval", &e);
     }
     if (!task_run && a.show > 0) {
         st_model_free(&m);
@@ -420,7 +420,7 @@ int cmd_eval_task(int argc, char **argv) {
         return rc;
     }
     rc = st_mm_create_for(&a.mm, a.precision, a.quiet, &m.params, &e);
-    if (rc) rc = cli_report(&e);
+    if (rc) rc = cli_report("eval", &e);
     else rc = task_run ? eval_registry_task(&a, &m, &cfg) : eval_passkey_text(&a, &m, &cfg, &ts, tok_path);
     st_mm_free(a.mm);
     st_model_free(&m);

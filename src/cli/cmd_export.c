@@ -119,7 +119,7 @@ int cmd_export(int argc, char **argv) {
     st_run_config cfg;
     st_train_state ts;
     char path[EX_N][ST_PATH_BUF], tok_src[ST_PATH_BUF];
-    if (cli_load_trained(src, &m, &cfg, &ts, tok_src, sizeof tok_src, &e)) return cli_report(&e);
+    if (cli_load_trained(src, &m, &cfg, &ts, tok_src, sizeof tok_src, &e)) return cli_report("export", &e);
     int rc = ST_OK;
     /* refuse to bundle a tokenizer.json that is not the checkpoint's (e.g. copied from
      * another run): check it before writing anything */
@@ -136,5 +136,5 @@ int cmd_export(int argc, char **argv) {
     if (!rc) rc = write_export(path, &m, &cfg, tok_src, &e);
     if (!rc) printf("exported %zu parameters (%s positions) to %s\n", st_model_num_params(&m), st_pos_name(m.cfg.pos), out);
     st_model_free(&m);
-    return rc ? cli_report(&e) : ST_OK;
+    return rc ? cli_report("export", &e) : ST_OK;
 }

@@ -329,11 +329,11 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
         st_fail(&e, rc, "%s: the base run's checkpoint: %s", a.run, why);
     }
     if (rc == ST_ERR_INTERRUPTED) {
-        if (st_dist_rank(dist) == 0) cli_report(&e);
+        if (st_dist_rank(dist) == 0) cli_report("extend", &e);
         goto done;
     }
 out:
-    if (rc && e.code) rc = cli_report(&e);
+    if (rc && e.code) rc = cli_report("extend", &e);
 done:
     free(base);
     free(cfg);

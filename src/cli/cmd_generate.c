@@ -402,11 +402,11 @@ int cmd_generate(int argc, char **argv) {
     gen_run r = {0};
     if (o.prompt_file && read_prompt_file(&o, &e)) {
         free(o.prompt_text);
-        return cli_report(&e);
+        return cli_report("generate", &e);
     }
     if (load_run(&o, &r, &e)) {
         free(o.prompt_text);
-        return cli_report(&e);
+        return cli_report("generate", &e);
     }
     gen_engine g;
     gen_stream out = {0};
@@ -420,5 +420,5 @@ int cmd_generate(int argc, char **argv) {
     engine_free(&g);
     free_run(&r);
     free(o.prompt_text);
-    return rc ? cli_report(&e) : ST_OK;
+    return rc ? cli_report("generate", &e) : ST_OK;
 }

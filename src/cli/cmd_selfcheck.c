@@ -50,7 +50,7 @@ int cmd_selfcheck(int argc, char **argv) {
     st_error e = {0};
     st_arena ar;
     st_ctx ctx;
-    if (st_arena_init(&ar, 1 << 22, (size_t)1 << 32, &e) || st_ctx_init(&ctx, &ar, 8192, &e)) return cli_report(&e);
+    if (st_arena_init(&ar, 1 << 22, (size_t)1 << 32, &e) || st_ctx_init(&ctx, &ar, 8192, &e)) return cli_report("selfcheck", &e);
     int failures = 0;
     const int64_t B = 2, T = 32;
     int32_t ids[64], tg[64];
@@ -63,7 +63,7 @@ int cmd_selfcheck(int argc, char **argv) {
         c.vocab_size = 50; c.n_layers = 2; c.d_model = 32; c.n_heads = 4; c.pos = pos; c.max_len = 64;
         st_pos_exercise(&c);   /* every parameter the method can have is learned */
         st_model m;
-        if (st_model_init(&m, &c, 1, &e)) { st_ctx_free(&ctx); st_arena_free(&ar); return cli_report(&e); }
+        if (st_model_init(&m, &c, 1, &e)) { st_ctx_free(&ctx); st_arena_free(&ar); return cli_report("selfcheck", &e); }
         st_ctx_begin(&ctx, 1, 0);
         st_tensor *loss = st_model_loss(&m, &ctx, ids, tg, B, T, 0, NULL, &e);
         int ok = loss && st_backward(&ctx, loss, 1.0f, &e) == ST_OK;

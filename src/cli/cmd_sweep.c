@@ -35,7 +35,7 @@ int cmd_sweep(int argc, char **argv, st_dist *dist) {
                 o.jobs = (int)n;
             } else if (!strcmp(a, "--out")) {
                 if (cli_path_arg("sweep", "--out", v)) return ST_ERR_CONFIG;
-                if ((rc = cli_outside_checkpoints("--out", v))) return rc;
+                if ((rc = cli_outside_checkpoints("sweep", "--out", v))) return rc;
                 o.out = v;
             } else {
                 if (!cli_int_arg(v, 0, 4096, &n))
@@ -53,5 +53,5 @@ int cmd_sweep(int argc, char **argv, st_dist *dist) {
     if (!file) return cli_usage("sweep", "missing SWEEP.json");
     st_error e = {0};
     int rc = st_sweep_run(file, &o, &e);
-    return rc ? cli_report(&e) : 0;
+    return rc ? cli_report("sweep", &e) : 0;
 }

@@ -109,13 +109,13 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             /* a rank on another machine need not see the run dir: rank 0 sends the config */
             if (e.code == ST_ERR_IO && st_dist_rank(dist) > 0) {
                 int rc = st_train(NULL, dir, &opts, NULL, &e);
-                return rc ? cli_report(&e) : 0;
+                return rc ? cli_report("train", &e) : 0;
             }
             if (e.code == ST_ERR_IO && access(path, F_OK) != 0)
                 st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from; a run stopped "
                         "before it wrote config.json starts again with: stretch train CONFIG --out %s)", resume, resume);
             if (e.code == ST_ERR_CONFIG) cli_blame_sets(path, sets, n_sets, 1, &e);
-            return cli_report(&e);
+            return cli_report("train", &e);
         }
     } else {
         if (out) snprintf(dir, sizeof dir, "%s", out);
@@ -125,7 +125,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         }
         if (st_run_config_load(config, sets, n_sets, &cfg, &e)) {
             if (e.code == ST_ERR_CONFIG) cli_blame_sets(config, sets, n_sets, 1, &e);
-            return cli_report(&e);
+            return cli_report("train", &e);
         }
         /* the run writes OUT/config.json (the resolved config): a user's config that is
          * that very file would be replaced, and the directory reads as a run already */
@@ -139,7 +139,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
     if (!opts.quiet) st_log(ST_LOG_INFO, "%s %s -> %s", resume ? "resuming" : "training", resume ? resume : config, dir);
     int rc = st_train(&cfg, dir, &opts, NULL, &e);
     if (rc == ST_ERR_INTERRUPTED) {
-        return st_dist_rank(dist) == 0 ? cli_report(&e) : rc;
+        return st_dist_rank(dist) == 0 ? cli_report("train", &e) : rc;
     }
     if (rc == ST_ERR_CONFIG) cli_blame_sets(cfg.file, sets, n_sets, 0, &e);   /* e.g. init_from vs a --set */
     /* a --set of a model or data key on resume: the user's value, not the checkpoint, is
@@ -151,6 +151,6 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             rc = st_fail(&e, ST_ERR_CONFIG, "--set %s: a resumed run keeps its checkpoint's model and data sections "
                          "(train a new run with --out to change them): %s", sets[i], why);
         }
-    if (rc) return cli_report(&e);
+    if (rc) return cli_report("train", &e);
     return 0;
 }

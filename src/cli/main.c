@@ -25,22 +25,35 @@ static const struct {
     {"selfcheck", cmd_selfcheck, "selfcheck: BLAS/threads report, a tiny model forward/backward check per method, bf16 and MPI support", 0, NULL},
 };
 
-int cli_report(const st_error *e) {
+static void cli_vline(const char *cmd, int error, const char *fmt, va_list ap) {
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "stretch%s%.40s: %s", cmd ? " " : "", cmd ? cmd : "", error ? "error: " : "");
+    st_vlog_line(prefix, fmt, ap);
+}
+
+void cli_line(const char *cmd, int error, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vline(cmd, error, fmt, ap);
+    va_end(ap);
+}
+
+int cli_report(const char *cmd, const st_error *e) {
     /* an interruption is the user's doing, not an error: its line says where the run
      * stopped and how to continue it */
     const char *msg = e->msg[0] ? e->msg : st_status_name(e->code);
     /* a library message that names the command ("eval: length must be >= 1") after the
      * prefix that names it already */
-    const size_t k = strlen(st_command());
-    if (k && !strncmp(msg, st_command(), k) && !strncmp(msg + k, ": ", 2)) msg += k + 2;
-    st_cmd_line(e->code != ST_ERR_INTERRUPTED, "%s", msg);
+    const size_t k = cmd ? strlen(cmd) : 0;
+    if (k && !strncmp(msg, cmd, k) && !strncmp(msg + k, ": ", 2)) msg += k + 2;
+    cli_line(cmd, e->code != ST_ERR_INTERRUPTED, "%s", msg);
     return e->code ? e->code : ST_ERR_GENERIC;
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    st_cmd_vline(1, fmt, ap);
+    cli_vline(cmd, 1, fmt, ap);
     va_end(ap);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(commands[i].name, cmd) == 0) fprintf(stderr, "usage: stretch %s\n", commands[i].help);
@@ -112,7 +125,6 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
     if (!strcmp(argv[1], "--version")) { printf("stretch %s\n", ST_VERSION); return 0; }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(commands[i].name, argv[1]) != 0) continue;
-        st_set_command(commands[i].name);   /* its errors read "stretch CMD: error: ..." */
         /* `stretch CMD --help` for the commands without a longer help of their own */
         if (argc == 3 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) && !commands[i].own_help) {
             cli_help(commands[i].name);
@@ -123,13 +135,13 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
             return commands[i].dist_fn(argc - 1, argv + 1, dist);
         }
         if (dist->size > 1) {
-            st_cmd_line(1, "runs in one process; start it without mpirun (%d ranks). Under MPI: train, extend, "
+            cli_line(commands[i].name, 1, "runs in one process; start it without mpirun (%d ranks). Under MPI: train, extend, "
                      "eval and sweep", dist->size);
             return ST_ERR_CONFIG;
         }
         return commands[i].fn(argc - 1, argv + 1);
     }
-    st_cmd_line(1, "unknown command '%s'\n", argv[1]);
+    cli_line(NULL, 1, "unknown command '%s'\n", argv[1]);
     usage(stderr);
     return ST_ERR_CONFIG;
 }
@@ -143,6 +155,6 @@ int main(int argc, char **argv) {
     /* the transport is chosen once, here: "mpi" under an MPI launcher, else "none" */
     st_dist dist;
     st_error e = {0};
-    if (st_dist_init(&dist, &argc, &argv, &e)) return cli_report(&e);
+    if (st_dist_init(&dist, &argc, &argv, &e)) return cli_report(NULL, &e);
     return st_dist_exit(&dist, dispatch(argc, argv, &dist));
 }

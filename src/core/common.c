@@ -76,36 +76,23 @@ void st_vlog_line(const char *prefix, const char *fmt, va_list ap) {
     if (buf != small) free(buf);
 }
 
-static char command_name[64] = "stretch";
-
-void st_set_command(const char *cmd) {
-    if (cmd) snprintf(command_name, sizeof command_name, "stretch %s", cmd);
-    else snprintf(command_name, sizeof command_name, "stretch");
-}
-
-const char *st_command(void) { return strncmp(command_name, "stretch ", 8) == 0 ? command_name + 8 : ""; }
-
-void st_cmd_vline(int error, const char *fmt, va_list ap) {
-    char prefix[96];
-    snprintf(prefix, sizeof prefix, "%s: %s", command_name, error ? "error: " : "");
-    st_vlog_line(prefix, fmt, ap);
-}
-
-void st_cmd_line(int error, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    st_cmd_vline(error, fmt, ap);
-    va_end(ap);
-}
-
 void st_assert_fail(const char *expr, const char *file, int line) {
     fprintf(stderr, "[stretch] internal error: assertion '%s' failed at %s:%d\n", expr, file, line);
     abort();
 }
 
+/* "stretch: error: ...": the library does not know which command runs (the CLI's own
+ * lines name it), and the prefix is the one a log reader looks for either way */
+static void oom_line(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    st_vlog_line("stretch: error: ", fmt, ap);
+    va_end(ap);
+}
+
 void st_oom_exit(const char *what, size_t bytes) {
     fflush(stdout);
-    st_cmd_line(1, "out of memory: %zu bytes for %s", bytes, what);
+    oom_line("out of memory: %zu bytes for %s", bytes, what);
     exit(ST_ERR_MEMORY);
 }
 
