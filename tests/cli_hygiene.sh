@@ -7,7 +7,9 @@
 #   * a test whose inputs are missing reports skipped (exit 77, ctest's SKIP_RETURN_CODE),
 #     and CI's check fails when a test was skipped although the inputs are present (item 11);
 #   * the library exports one prefix: every global symbol libstretch.a defines is st_*
-#     (functions shared between a module's files are not static, so they need it too).
+#     (functions shared between a module's files are not static, so they need it too);
+#   * no globals beyond constants: the library's and the CLI's only writable objects are
+#     the signal handlers' volatile sig_atomic_t flags.
 . "$(dirname "$0")/lib_cli.sh" hygiene
 
 hits=$(grep -rnE '\b(rename|fsync|fdatasync)\(' "$SRC/src" --include='*.c' | grep -v '^[^:]*src/core/fileio.c:' || true)
@@ -52,6 +54,28 @@ elif [ -f "$LIB" ]; then
     [ -z "$hits" ] && ok || bad "libstretch.a exports symbols without the st_ prefix: $hits"
 else
     bad "$LIB not found beside the binary"
+fi
+
+# no globals beyond constants: the only writable objects (.data, .bss) of the library and
+# of the CLI's own objects are the flags a signal handler sets, which must live in static
+# storage; each is declared `volatile sig_atomic_t`. (The command name that prefixes error
+# lines is passed by the CLI, cli_line / cli_report, rather than kept in a variable.)
+# A sanitized build moves constant tables into .data (ASan's instrumented globals): there
+# the plain build's pass of this test decides.
+CLI_OBJS=$(dirname "$BIN")/CMakeFiles/stretch.dir/src/cli
+if ! command -v objdump >/dev/null 2>&1; then
+    skip "writable globals: objdump not found (binutils)"
+elif [ ! -f "$LIB" ] || [ ! -d "$CLI_OBJS" ]; then
+    bad "$LIB or $CLI_OBJS not found beside the binary"
+elif nm -u "$LIB" 2>/dev/null | grep -q '__asan_'; then
+    echo "writable globals: a sanitized build (the plain build's pass checks them)"
+else
+    names=$(objdump -t "$LIB" "$CLI_OBJS"/*.o 2>/dev/null |
+            awk 'NF >= 6 && $(NF-2) ~ /^\.(data|bss)(\.|$)/ && $(NF-2) !~ /^\.data\.rel\.ro/ && $(NF-3) == "O" {print $NF}' | sort -u)
+    [ -n "$(objdump -t "$LIB" 2>/dev/null | head -c 1)" ] && ok || bad "objdump read nothing from $LIB"
+    for v in $names; do
+        grep -rqE "volatile sig_atomic_t +([A-Za-z_0-9]+, *)*$v\b" "$SRC/src" && ok || bad "writable global '$v' (not a volatile sig_atomic_t signal flag): make it a constant or pass it"
+    done
 fi
 
 finish cli_hygiene
