@@ -201,12 +201,23 @@ watchdog() {
     WD=$!
 }
 kill_run() { kill -KILL $MP; pkill -KILL -f "^[^ ]*stretch train tiny.json --out $1 "; }
+# rank_pid RUN R: the pid of rank R of the 2-rank training into RUN, told by the rank
+# OpenMPI puts in each process's environment (pid order is no guide: pids wrap at
+# pid_max, 32768 here, and a wrap between the forks put mpirun's pid above the ranks');
+# the pattern is anchored at the binary so mpirun's own command line does not match
+rank_pid() {
+    local p
+    for p in $(pgrep -f "^[^ ]*stretch train tiny.json --out $1 "); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return; }
+    done
+}
 "${MPI[@]}" "$BIN" train tiny.json --out rsig --quiet --set train.steps=1000000 --set train.checkpoint_every=0 \
     >sig.out 2>sig.err &
 MP=$!
 for _ in $(seq 1 100); do [ -s rsig/checkpoints/latest ] || [ -s rsig/metrics.jsonl ] && break; sleep 0.2; done
 sleep 1
-R1=$(pgrep -f "stretch train tiny.json --out rsig" | sort -n | tail -1)
+R1=$(rank_pid rsig 1)
+[ -n "$R1" ] && ok || bad "SIGTERM on rank 1: no rank 1 process found"
 [ -n "$R1" ] && kill -TERM "$R1"
 watchdog 60 kill -KILL $MP
 wait $MP; rc=$?
@@ -228,9 +239,7 @@ for victim in 1 0; do
     MP=$!
     for _ in $(seq 1 150); do ls $rk/checkpoints/step_*.ckpt >/dev/null 2>&1 && break; sleep 0.2; done
     sleep 0.5
-    # ranks in launch order: rank 0 has the lower pid (mpirun forks them in rank order)
-    # (the pattern is anchored at the binary so mpirun's own command line does not match)
-    PIDS=($(pgrep -f "^[^ ]*stretch train tiny.json --out $rk " | sort -n))
+    PIDS=($(rank_pid $rk 0) $(rank_pid $rk 1))
     [ ${#PIDS[@]} = 2 ] && ok || bad "SIGKILL rank $victim: ${#PIDS[@]} rank processes found"
     t0=$(date +%s)
     [ ${#PIDS[@]} = 2 ] && kill -KILL "${PIDS[$victim]}"
