@@ -15,7 +15,13 @@ compared with the row:
   - windows, scored tokens and forward tokens exactly; nll, loss and bpb (= loss / ln 2 for
     bytes) to 1e-6 relative (stretch's forward is float32);
   - per-position buckets: linear (position p in floor(p N / L)) or log2 ({0}, [1, 2), [2,
-    4), ..., [2^(k-1), L)): bounds and token counts exactly, nll to 1e-6 relative.
+    4), ..., [2^(k-1), L)): bounds and token counts exactly, nll to 1e-6 relative;
+  - a report's inference-time transform (its "transform" object: --transform, --scale,
+    --sinks, --window, --positions) runs in every window through the float64 model of
+    scripts/torch_ref_transforms.py, with the scale docs/evaluation.md gives: the --scale
+    given, else max(1, L / train_len) for the row's length L ("n/L"; the row's
+    transform_scale must say the same), and dynamic NTK's max(1, T / train_len) for each
+    window's own length T (the clipped last one included).
 Prints one line per row; exits 1 on any mismatch.
 """
 import json, math, os, sys
@@ -24,6 +30,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_ref  # noqa: E402  (the independent model)
+import torch_ref_transforms  # noqa: E402  (the same model under the inference-time transforms)
 
 RTOL = 1e-6
 
@@ -54,9 +61,21 @@ def bucket_bounds(L, N, scale):
     return [(-(-k * L // N), -(-(k + 1) * L // N)) for k in range(N)]
 
 
-def check_row(cfg, p, ids, row, mode, scale):
+def transform_of(t, L):
+    """the report's transform object as torch_ref_transforms takes it, for rows of length
+    L; None without one"""
+    if not t:
+        return None
+    sc = t["scale"]
+    return {"kind": t["name"], "scale": sc if isinstance(sc, (int, float)) else 0.0,
+            "sinks": t.get("sinks", 0), "window": t.get("window", 0), "positions": t.get("positions", "text"),
+            "clip": t.get("clip", 0), "train_len": t["train_len"], "n": L}
+
+
+def check_row(cfg, p, ids, row, mode, scale, t=None):
     L, S = row["length"], row["stride"]
     n = len(ids)
+    xf = transform_of(t, L)
     wins = windows(n, L, S, mode)
     bounds = bucket_bounds(L, len(row["buckets"]), scale) if row.get("buckets") else []
     b_tok = [0] * len(bounds)
@@ -67,7 +86,7 @@ def check_row(cfg, p, ids, row, mode, scale):
         for start, ln, sf in wins:
             x = stream[start:start + ln][None]
             y = stream[start + 1:start + ln + 1]
-            z = torch_ref.logits(cfg, p, x)[0]
+            z = (torch_ref_transforms.logits(cfg, xf, p, x) if xf else torch_ref.logits(cfg, p, x))[0]
             tok_nll = F.cross_entropy(z, y, reduction="none")[sf:]
             nll += tok_nll.sum().item()
             tokens += ln - sf
@@ -93,7 +112,12 @@ def check_row(cfg, p, ids, row, mode, scale):
             bad.append(f"bucket {k} nll {rb['nll']:.10g} vs {b_nll[k]:.10g}")
     if len(row.get("buckets", [])) != len(bounds):
         bad.append(f"{len(row.get('buckets', []))} buckets vs {len(bounds)}")
-    print(f"  L={L} {mode} S={S}: {len(wins)} windows, {tokens} targets, loss torch {loss:.8f} stretch "
+    if xf and xf["kind"] not in ("none", "dynamic_ntk", "rerope"):   # the scale the row says it used
+        want = torch_ref_transforms.scale_of(xf, L)
+        if not abs(row.get("transform_scale", -1) - want) <= 1e-12 * want:
+            bad.append(f"transform_scale {row.get('transform_scale')} vs {want}")
+    label = f" [{t['label']}]" if t else ""
+    print(f"  L={L} {mode} S={S}{label}: {len(wins)} windows, {tokens} targets, loss torch {loss:.8f} stretch "
           f"{row['loss']:.8f}, {len(bounds)} buckets: " + ("ok" if not bad else "MISMATCH " + "; ".join(bad)))
     return not bad
 
@@ -112,7 +136,7 @@ def main():
         ids = data[:rep["split_tokens"]]   # --max-tokens: the stream's first tokens
         print(f"[{os.path.basename(rep_path)}: {rep['mode']}, {len(ids)} of {len(data)} tokens]")
         for row in rep["results"]:
-            ok &= check_row(cfg, p, ids, row, rep["mode"], rep.get("bucket_scale", "linear"))
+            ok &= check_row(cfg, p, ids, row, rep["mode"], rep.get("bucket_scale", "linear"), rep.get("transform"))
     sys.exit(0 if ok else 1)
 
 

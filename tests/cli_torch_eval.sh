@@ -7,6 +7,11 @@
 #   sliding         L = 48, 64, 40 at stride 20 (48 and 64 not multiples of it), log2
 #                   buckets; L = 24 at stride 1 (the paper's analysis setting) on the
 #                   first 300 tokens (--max-tokens)
+#   transforms      ALiBi: sinks 2 + window 12 at their cache positions (L = 48, 100),
+#                   ALiBi slope interpolation (sliding, L = 40, stride 20); RoPE: YaRN with
+#                   sinks + window (L = 48, 100: s = L / 32 each), dynamic NTK (sliding
+#                   L = 40, stride 20: each window's own length, the clipped last one
+#                   included), ReRoPE clipped at 8 (L = 48)
 # Windows, scored and forward tokens and bucket bounds/counts must agree exactly; nll, loss,
 # bpb and each bucket's nll to 1e-6 relative. Skipped when /usr/bin/python3 has no torch.
 . "$(dirname "$0")/lib_cli.sh" torch_eval
@@ -23,8 +28,22 @@ for pos in alibi rope; do
         --bucket-scale log2 --buckets 1 --json "$pos-b.json" --quiet
     expect_rc 0 "$pos: eval sliding, stride 1" "$BIN" eval "run_$pos" --data held.txt --lengths 24 --stride 1 \
         --max-tokens 300 --buckets 5 --json "$pos-c.json" --quiet
-    if /usr/bin/python3 "$SRC/scripts/torch_eval_ref.py" "exp_$pos" held.txt "$pos-a.json" "$pos-b.json" \
-        "$pos-c.json" > ref.txt 2>&1; then
+    if [ "$pos" = alibi ]; then
+        expect_rc 0 "$pos: eval, sinks + window" "$BIN" eval "run_$pos" --data held.txt --lengths 48,100 \
+            --sinks 2 --window 12 --positions cache --json "$pos-d.json" --quiet
+        expect_rc 0 "$pos: eval, slope interpolation" "$BIN" eval "run_$pos" --data held.txt --lengths 40 \
+            --stride 20 --transform alibi_interp --json "$pos-e.json" --quiet
+        rows=11
+    else
+        expect_rc 0 "$pos: eval, yarn + sinks + window" "$BIN" eval "run_$pos" --data held.txt --lengths 48,100 \
+            --transform yarn --sinks 2 --window 12 --json "$pos-d.json" --quiet
+        expect_rc 0 "$pos: eval, dynamic ntk" "$BIN" eval "run_$pos" --data held.txt --lengths 40 --stride 20 \
+            --transform dynamic_ntk --json "$pos-e.json" --quiet
+        expect_rc 0 "$pos: eval, rerope" "$BIN" eval "run_$pos" --data held.txt --lengths 48 \
+            --transform rerope --clip 8 --json "$pos-f.json" --quiet
+        rows=12
+    fi
+    if /usr/bin/python3 "$SRC/scripts/torch_eval_ref.py" "exp_$pos" held.txt "$pos"-[a-f].json > ref.txt 2>&1; then
         ok
     else
         bad "$pos: stretch eval and the PyTorch protocols differ"
@@ -32,6 +51,6 @@ for pos in alibi rope; do
     cat ref.txt
     # every report row was checked (a report the script skipped would pass silently)
     n=$(grep -c ': ok$' ref.txt)
-    [ "$n" = 8 ] && ok || bad "$pos: $n of 8 report rows checked and matching"
+    [ "$n" = "$rows" ] && ok || bad "$pos: $n of $rows report rows checked and matching"
 done
 finish cli_torch_eval
