@@ -4,7 +4,10 @@
 # scripts/torch_ref.py, from the text's definition in README.md ("generate"), well past
 # --context (24 tokens of context for runs trained at 32, 80 tokens after the prompt):
 #   KV cache of ALiBi, RoPE, T5: every layer attends to its last 24 keys (sliding window);
-#   KV cache of learned positions, and --no-cache: a fresh forward over the last 24 tokens.
+#   KV cache of learned positions, and --no-cache: a fresh forward over the last 24 tokens;
+#   --sinks 2 --window 8 of ALiBi and RoPE, the sinks at text and at cache positions: the
+#   first 2 and last 8 tokens of the whole text, past --context too; where the two
+#   positions give different texts, each replay rejects the other's.
 # Each greedy byte must be the float64 argmax (up to a near tie, reported); where the two
 # definitions give different texts (the ALiBi run here), each replay rejects the other's.
 # Skipped when /usr/bin/python3 has no torch.
@@ -36,6 +39,25 @@ PYEOF
     mode=window; [ "$pos" = learned ] && mode=rerun
     replay "$pos, KV cache" "$mode" "exp_$pos" "cache_$pos.txt"
     replay "$pos, --no-cache" rerun "exp_$pos" "nocache_$pos.txt"
+    case $pos in alibi|rope) ;; *) continue ;; esac
+    for where in text cache; do
+        "$BIN" "${gen[@]}" --sinks 2 --window 8 --positions "$where" > "sinks_${where}_$pos.txt" 2>/dev/null && ok ||
+            bad "$pos: generate --sinks 2 --window 8 --positions $where"
+        replay "$pos, sinks + window ($where positions)" "sinks:2:8:$where" "exp_$pos" "sinks_${where}_$pos.txt"
+    done
+    # the sinks' positions matter to the replay (the ALiBi run's texts differ here)
+    if cmp -s "sinks_text_$pos.txt" "sinks_cache_$pos.txt"; then
+        echo "note: $pos: the texts at text and cache positions are equal on this machine: no cross check"
+    else
+        /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" "exp_$pos" "the quick" 80 24 sinks:2:8:text \
+            "sinks_cache_$pos.txt" > x1.txt 2>&1
+        r1=$?
+        /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" "exp_$pos" "the quick" 80 24 sinks:2:8:cache \
+            "sinks_text_$pos.txt" > x2.txt 2>&1
+        r2=$?
+        { [ $r1 = 1 ] && grep -q MISMATCH x1.txt && [ $r2 = 1 ] && grep -q MISMATCH x2.txt; } && ok ||
+            bad "$pos: a sinks replay accepted the other positions' text: $(cat x1.txt x2.txt)"
+    fi
 done
 # the replay tells the two definitions apart: where the ALiBi run's texts differ (they do
 # here: "...dog 1111" and "...dog 1110"), each definition rejects the other's text
