@@ -22,6 +22,21 @@ replay() { # WHAT MODE EXPORT OUTPUT
     fi
     sed "s/^/$1: /" ref.txt
 }
+# cross_reject WHAT EXPORT MODE_A TEXT_A MODE_B TEXT_B: two definitions that generated
+# different texts; each one's replay must reject the other's text (a mismatch, exit 1).
+# Equal texts cannot be told apart: a note, no check.
+cross_reject() {
+    if cmp -s "$4" "$6"; then
+        echo "note: $1: the two texts are equal on this machine: no cross check"
+        return
+    fi
+    /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" "$2" "the quick" 80 24 "$3" "$6" > x1.txt 2>&1
+    local r1=$?
+    /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" "$2" "the quick" 80 24 "$5" "$4" > x2.txt 2>&1
+    local r2=$?
+    { [ $r1 = 1 ] && grep -q MISMATCH x1.txt && [ $r2 = 1 ] && grep -q MISMATCH x2.txt; } && ok ||
+        bad "$1: a replay accepted the other definition's text: $(cat x1.txt x2.txt)"
+}
 for pos in alibi rope t5 learned; do
     tiny_text_run "$pos"
     "$PY" - <<'PYEOF'
@@ -45,30 +60,11 @@ PYEOF
             bad "$pos: generate --sinks 2 --window 8 --positions $where"
         replay "$pos, sinks + window ($where positions)" "sinks:2:8:$where" "exp_$pos" "sinks_${where}_$pos.txt"
     done
-    # the sinks' positions matter to the replay (the ALiBi run's texts differ here)
-    if cmp -s "sinks_text_$pos.txt" "sinks_cache_$pos.txt"; then
-        echo "note: $pos: the texts at text and cache positions are equal on this machine: no cross check"
-    else
-        /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" "exp_$pos" "the quick" 80 24 sinks:2:8:text \
-            "sinks_cache_$pos.txt" > x1.txt 2>&1
-        r1=$?
-        /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" "exp_$pos" "the quick" 80 24 sinks:2:8:cache \
-            "sinks_text_$pos.txt" > x2.txt 2>&1
-        r2=$?
-        { [ $r1 = 1 ] && grep -q MISMATCH x1.txt && [ $r2 = 1 ] && grep -q MISMATCH x2.txt; } && ok ||
-            bad "$pos: a sinks replay accepted the other positions' text: $(cat x1.txt x2.txt)"
-    fi
+    # the sinks' positions matter to the replay (both runs' texts differ here)
+    cross_reject "$pos, sinks at text vs cache positions" "exp_$pos" sinks:2:8:text "sinks_text_$pos.txt" \
+        sinks:2:8:cache "sinks_cache_$pos.txt"
 done
 # the replay tells the two definitions apart: where the ALiBi run's texts differ (they do
 # here: "...dog 1111" and "...dog 1110"), each definition rejects the other's text
-if cmp -s cache_alibi.txt nocache_alibi.txt; then
-    echo "note: the ALiBi run's cached and --no-cache texts are equal on this machine: no cross check"
-else
-    /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" exp_alibi "the quick" 80 24 rerun cache_alibi.txt > x1.txt 2>&1
-    r1=$?
-    /usr/bin/python3 "$SRC/scripts/torch_gen_ref.py" exp_alibi "the quick" 80 24 window nocache_alibi.txt > x2.txt 2>&1
-    r2=$?
-    { [ $r1 = 1 ] && grep -q MISMATCH x1.txt && [ $r2 = 1 ] && grep -q MISMATCH x2.txt; } && ok ||
-        bad "alibi: a replay accepted the other definition's text: $(cat x1.txt x2.txt)"
-fi
+cross_reject "alibi, KV cache vs --no-cache" exp_alibi window cache_alibi.txt rerun nocache_alibi.txt
 finish cli_torch_generate
