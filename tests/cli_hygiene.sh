@@ -70,9 +70,10 @@ elif [ ! -f "$LIB" ] || [ ! -d "$CLI_OBJS" ]; then
 elif nm -u "$LIB" 2>/dev/null | grep -q '__asan_'; then
     echo "writable globals: a sanitized build (the plain build's pass checks them)"
 else
-    names=$(objdump -t "$LIB" "$CLI_OBJS"/*.o 2>/dev/null |
-            awk 'NF >= 6 && $(NF-2) ~ /^\.(data|bss)(\.|$)/ && $(NF-2) !~ /^\.data\.rel\.ro/ && $(NF-3) == "O" {print $NF}' | sort -u)
-    [ -n "$(objdump -t "$LIB" 2>/dev/null | head -c 1)" ] && ok || bad "objdump read nothing from $LIB"
+    syms=$(objdump -t "$LIB" "$CLI_OBJS"/*.o 2>/dev/null)
+    grep -qF "In archive $LIB:" <<<"$syms" && ok || bad "objdump read nothing from $LIB"
+    names=$(awk 'NF >= 6 && $(NF-2) ~ /^\.(data|bss)(\.|$)/ && $(NF-2) !~ /^\.data\.rel\.ro/ && $(NF-3) == "O" {print $NF}' \
+            <<<"$syms" | sort -u)
     for v in $names; do
         grep -rqE "volatile sig_atomic_t +([A-Za-z_0-9]+, *)*$v\b" "$SRC/src" && ok || bad "writable global '$v' (not a volatile sig_atomic_t signal flag): make it a constant or pass it"
     done
