@@ -120,7 +120,7 @@ typedef struct st_eval_plan {
     /* inference-time transform (st_transform.h); -1 -> cfg's eval.transform, ... */
     int transform;
     double transform_scale;
-    int64_t sinks, window, clip;
+    int64_t sinks, window, clip, block;
     int positions;              /* ST_SINK_POS_*, -1 -> cfg */
     int from_config;            /* 1: the transform fields are a config's keys (a sweep point),
                                  * not a command line's flags: messages name the keys */

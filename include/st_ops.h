@@ -192,10 +192,29 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
 st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const float *v,
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale);
-/* The same with attention sinks (window > 0): cache rows 0..sinks-1 stay visible to every
- * query besides its last `window` rows. sink_bias (H, Tq, sinks): the bias of query r on
- * sink row j (its rows are no positions once keys between them and the window were
- * dropped); required when there is a bias (bias_tab or gbias), else NULL.
+/* Which keys an inference-time mask leaves a causal query at position p (all fields 0,
+ * or a NULL mask: every key j <= p):
+ *   window > 0: keys j > p - window (its last `window` keys, itself included);
+ *   sinks (with a window): keys j < sinks too (attention sinks, StreamingLLM);
+ *   block > 0: blockwise causal attention (xPos, Sun et al. 2022): positions are cut into
+ *     blocks of `block` and p sees its own block and the previous one, keys from
+ *     (floor(p / block) - 1) block (block + 1 to 2 block keys once past the first block);
+ *     positions count from the call's key 0 (a KV cache: from its kpos0);
+ *   sink_bias: NULL (the sinks' bias by distance, as every key's), or (H, R, sinks) the
+ *     bias of query row r on sink j when it is outside the row's window (sinks at cache
+ *     positions), R = sink_rows (0: the call's query rows), rows r >= R taking row R - 1's
+ *     (the rows past the cache cap).
+ * Where both a window and a block are given a key must pass both. */
+typedef struct st_attn_mask {
+    int64_t sinks, window, block;
+    const float *sink_bias;
+    int64_t sink_rows;
+} st_attn_mask;
+/* The same with an inference-time mask (st_attn_mask; its window is the `window` above,
+ * its sinks are cache rows 0..sinks-1, which stay visible to every query). sink_bias (H,
+ * Tq, sinks): the bias of query r on sink row j (its rows are no positions once keys
+ * between them and the window were dropped); required when there is a bias (bias_tab or
+ * gbias) and sinks, else NULL.
  * kv: the cached keys and values, fp32 or bf16 (st_kv_rows). q2 (like q) and kv->k2:
  * clipped relative positions as st_attention_clipped (NULL: none). kv_group > 1:
  * grouped-query keys: k, v (and k2) hold H / kv_group heads per batch row (pair (b, h)
@@ -211,28 +230,29 @@ typedef struct st_kv_rows {
 } st_kv_rows;
 st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const st_kv_rows *kv, int64_t Tk,
                                      const float *bias_tab, int64_t bias_len, const st_attn_bias *gbias,
-                                     int64_t kpos0, int64_t window, float scale, int64_t sinks,
-                                     const float *sink_bias, st_tensor *q2, int64_t clip, int64_t kv_group);
+                                     int64_t kpos0, float scale, const st_attn_mask *mask, st_tensor *q2,
+                                     int64_t clip, int64_t kv_group);
 /* Causal self-attention restricted to attention sinks + a window, inference only (the
  * streamed kernel; nothing recorded for backward): query i sees keys j with i - j < window
  * and keys j < sinks, bias as st_attention (distances i - j, positions 0..T-1).
  * window 0 = every key (sinks ignored). q, k, v (B,H,T,D) -> (B,H,T,D). */
 st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                                const st_attn_bias *bias, float scale, int64_t sinks, int64_t window);
-/* The same with clipped relative positions (ReRoPE): a key at distance i - j >= clip scores
- * scale q2_i.k2_j instead of scale q_i.k_j (q2 = q rotated at position clip, k2 = the
- * unrotated keys: relative position clip). q2 = k2 = NULL: st_attention_window. A general
- * bias cannot be combined with clipping.
+/* The same under any st_attn_mask (NULL: none), with clipped relative positions (ReRoPE):
+ * a key at distance i - j >= clip scores scale q2_i.k2_j instead of scale q_i.k_j (q2 = q
+ * rotated at position clip, k2 = the unrotated keys: relative position clip); q2 = k2 =
+ * NULL: no clipping. A general bias cannot be combined with clipping.
  * q (and q2) may hold only the last Tq <= T query rows (B,H,Tq,D) of the T positions of k,
  * v (and k2): the result is those rows of the call with every query, bit for bit when
  * T - Tq is a multiple of st_attention_row_block() (a forward that needs the last rows
- * only: the last block in sliding-window evaluation).
- * sink_bias: NULL (the sinks' bias by distance, as every key's), or (H, R, sinks) the bias
- * of query row r on sink j when it is outside the row's window (sinks at cache positions),
- * R = sink_rows (0: Tq), rows r >= R taking row R - 1's (the rows past the cache cap). */
+ * only: the last block in sliding-window evaluation); positions, the block mask's
+ * included, are those of the T keys (0..T-1). */
 st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v, st_tensor *q2,
                                 st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
-                                int64_t sinks, int64_t window, const float *sink_bias, int64_t sink_rows);
+                                const st_attn_mask *mask);
+/* The first key position a query at position p >= 0 sees under blocks of `block` tokens
+ * (st_attn_mask.block): (floor(p / block) - 1) block, at least 0; 0 when block <= 0. */
+int64_t st_attention_block_lo(int64_t block, int64_t p);
 /* Query rows the streamed kernel takes per block under ctx's backend (see
  * st_attention_clipped). */
 int64_t st_attention_row_block(const st_ctx *ctx);

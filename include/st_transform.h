@@ -34,7 +34,15 @@
  * of a cache that holds the sinks and then the window: a query at position p past
  * cap = sinks + window - 1 sits at cap, so sink j is seen at distance cap - j instead of
  * p - j, while its window keys keep their distances (relative methods: rope, the distance
- * biases, none; st_pos_no_cache_positions says why another method cannot). */
+ * biases, none; st_pos_no_cache_positions says why another method cannot).
+ *
+ * Blockwise causal attention (any method; xPos's inference setup, Sun et al. 2022, arXiv
+ * 2212.10554, "BCA"): positions are cut into blocks of `block` tokens from the start of
+ * the forward (eval: of each window; generate: of the text) and a query sees its own block
+ * up to itself and the whole previous block: keys j >= (floor(i / block) - 1) block, so
+ * between block + 1 and 2 block keys once past the first block, at their true distances.
+ * The paper's setting is block = L / 2 (torchscale's `block_size` is 2 block = L: queries
+ * in chunks of L / 2 against windows of L keys). Not with a window (one mask at a time). */
 #ifndef ST_TRANSFORM_H
 #define ST_TRANSFORM_H
 
@@ -67,7 +75,7 @@ typedef enum st_xf_kind {
 #define ST_XF_TEXT(x) ST_XF_TEXT_(x)
 
 enum { ST_XF_CLI_KIND = 1, ST_XF_CLI_SCALE = 2, ST_XF_CLI_CLIP = 4, ST_XF_CLI_SINKS = 8, ST_XF_CLI_WINDOW = 16,
-       ST_XF_CLI_POSITIONS = 32 };
+       ST_XF_CLI_POSITIONS = 32, ST_XF_CLI_BLOCK = 64 };
 
 typedef struct st_transform {
     int kind;               /* st_xf_kind */
@@ -75,6 +83,7 @@ typedef struct st_transform {
     int64_t sinks;          /* keys 0..sinks-1 always visible (needs window > 0) */
     int64_t window;         /* > 0: a query sees its last `window` keys (and the sinks) */
     int64_t clip;           /* rerope: w, 0 = train_len / 2 */
+    int64_t block;          /* > 0: blockwise causal attention with blocks of `block` tokens */
     int cache_positions;    /* 1: sinks at their cache positions (needs sinks and a window) */
     unsigned cli;           /* ST_XF_CLI_* of the fields a command line gave when the others came
                              * from a run's config (st_transform_check's messages name each
@@ -103,16 +112,16 @@ int st_transform_dynamic(int kind);
 /* 1 when the kind has YaRN's frequency ramp: it reads model.scaling.yarn_alpha / yarn_beta
  * and counts rotations over the training length (model.scaling.train_len). */
 int st_transform_ramp(int kind);
-/* 1 when anything is transformed (a kind, or a window). */
+/* 1 when anything is transformed (a kind, a window or blocks). */
 int st_transform_active(const st_transform *xf);
 /* Check the transform against a model: its kind applies to model.pos, sinks need a window,
- * a scale is >= 1. The ST_ERR_CONFIG message names the flag or key of the offending field:
+ * blocks exclude a window, a scale is >= 1. The ST_ERR_CONFIG message names the flag or key of the offending field:
  * per field by xf->cli, else all on the side `flag` is on ("--transform": the command
  * line, "eval.transform": a config). */
 int st_transform_check(const st_transform *xf, int pos, const char *flag, st_error *e);
 /* The scale s at current length len (only dynamic_ntk reads len). */
 double st_transform_scale(const st_transform *xf, int64_t len);
-/* "yarn", "pi s=4", "sinks=4 window=64", "ntk+sinks=4 window=64", "none". */
+/* "yarn", "pi s=4", "sinks=4 window=64", "ntk+sinks=4 window=64", "block=512", "none". */
 void st_transform_label(const st_transform *xf, char *buf, size_t n);
 
 /* Why transform `kind` cannot be a trained scaling (model.scaling.transform), or NULL

@@ -4,10 +4,10 @@
 Usage (called by tests/test_transforms.c):
     /usr/bin/python3 scripts/torch_ref_transforms.py DIR [DIR ...]
 Each DIR holds config.json ({"model": {...}, "transform": {"kind", "scale", "sinks", "window",
-"positions", "train_len", "n"}}), model.safetensors and batch.json ({"ids": [[...]],
+"positions", "clip", "block", "train_len", "n"}}), model.safetensors and batch.json ({"ids": [[...]],
 "logits": [[[...]]]}, stretch's logits). The model is rebuilt from the documented math with
 the transform written out here (RoPE frequencies, YaRN's temperature, ALiBi slopes, the
-sinks + window mask, the sinks at their cache positions), and stretch's logits are compared
+sinks + window mask, the sinks at their cache positions, the blockwise mask), and stretch's logits are compared
 with these; the verdict ("ok", "mismatch" or "error") goes to DIR/verdict too. Exits 1 on
 any mismatch.
 The position biases of the trained methods come from scripts/torch_ref.py.
@@ -64,12 +64,17 @@ def rotate(x, theta, c, pos=None):
 
 
 def visible(T, xf):
-    """causal mask restricted to the first `sinks` keys and the last `window` keys"""
+    """causal mask restricted to the first `sinks` keys and the last `window` keys, or
+    to the query's own block of `block` positions and the block before it (blockwise
+    causal attention, xPos's inference setup)"""
     i = torch.arange(T)[:, None]
     j = torch.arange(T)[None, :]
     m = j <= i
     if xf["window"] > 0:
         m = m & ((i - j < xf["window"]) | (j < xf["sinks"]))
+    b = xf.get("block", 0)
+    if b > 0:
+        m = m & (j // b >= i // b - 1)
     return m
 
 
@@ -203,7 +208,7 @@ def check(d):
         ok = ok and serr <= 1.0
     # a transform that changed nothing would pass against a plain model too: say how far
     # the plain model is, so a test can require the transform to matter
-    plain = logits(cfg, dict(xf, kind="none", window=0, sinks=0), p, torch.tensor(batch["ids"]))
+    plain = logits(cfg, dict(xf, kind="none", window=0, sinks=0, block=0), p, torch.tensor(batch["ids"]))
     moved = (plain - ref).abs().max().item()
     block = [f"{k}={cfg[k]}" for k, dflt in (("norm", "layernorm"), ("ffn", "gelu"), ("bias", True),
              ("qk_norm", "none"), ("attn_scale", "none")) if cfg.get(k, dflt) != dflt]
@@ -212,6 +217,7 @@ def check(d):
     if cfg.get("scaling", {}).get("transform", "none") != "none":
         block.append(f"trained {cfg['scaling']['transform']} s={cfg['scaling']['scale']}")
     print(f"{cfg['pos']} {xf['kind']} s={xf['scale']} sinks={xf['sinks']} window={xf['window']} "
+          f"{'block=' + str(xf['block']) + ' ' if xf.get('block', 0) else ''}"
           f"positions={xf.get('positions', 'text')}{' [' + ' '.join(block) + ']' if block else ''}: "
           f"max |stretch - torch| {err:.2e} (scale {scale:.2f}); transform moves logits by {moved:.2e} "
           f"{'ok' if ok else 'MISMATCH'}")

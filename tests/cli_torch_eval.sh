@@ -11,7 +11,9 @@
 #                   ALiBi slope interpolation (sliding, L = 40, stride 20); RoPE: YaRN with
 #                   sinks + window (L = 48, 100: s = L / 32 each), dynamic NTK (sliding
 #                   L = 40, stride 20: each window's own length, the clipped last one
-#                   included), ReRoPE clipped at 8 (L = 48)
+#                   included), ReRoPE clipped at 8 (L = 48); both: blockwise causal
+#                   attention, blocks of 16 (L = 48, 100) and of 12 (sliding, L = 64,
+#                   stride 20: the scored rows' tail forward)
 # Windows, scored and forward tokens and bucket bounds/counts must agree exactly; nll, loss,
 # bpb and each bucket's nll to 1e-6 relative. Skipped when /usr/bin/python3 has no torch.
 . "$(dirname "$0")/lib_cli.sh" torch_eval
@@ -43,7 +45,12 @@ for pos in alibi rope; do
             --transform rerope --clip 8 --json "$pos-f.json" --quiet
         rows=12
     fi
-    if /usr/bin/python3 "$SRC/scripts/torch_eval_ref.py" "exp_$pos" held.txt "$pos"-[a-f].json > ref.txt 2>&1; then
+    expect_rc 0 "$pos: eval, blocks" "$BIN" eval "run_$pos" --data held.txt --lengths 48,100 --block 16 \
+        --json "$pos-g.json" --quiet
+    expect_rc 0 "$pos: eval, blocks, sliding" "$BIN" eval "run_$pos" --data held.txt --lengths 64 --stride 20 \
+        --block 12 --json "$pos-h.json" --quiet
+    rows=$((rows + 3))
+    if /usr/bin/python3 "$SRC/scripts/torch_eval_ref.py" "exp_$pos" held.txt "$pos"-[a-h].json > ref.txt 2>&1; then
         ok
     else
         bad "$pos: stretch eval and the PyTorch protocols differ"

@@ -172,7 +172,9 @@ static void test_attention(st_mm *bf, int64_t B, int64_t H, int64_t T) {
 /* The streamed inference kernel (no gradients) in bf16: its block-major schedule with
  * batched products. kind: 0 causal distance bias, 1 causal general bias, 2 non-causal,
  * 3 causal CoPE, 4 sinks 2 + window 40 with the distance bias, 5 per-instance mask,
- * 6 clipped positions (ReRoPE's second product; q2, k2 stand-ins: k and q). */
+ * 6 clipped positions (ReRoPE's second product; q2, k2 stand-ins: k and q), 7 blocks of
+ * 100 and 8 blocks of 256 (on the key blocks' grid: the pre-rounded keys) with the
+ * distance bias. */
 static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
     const int64_t n = st_numel(L->t[0]), B = L->t[0]->shape[0], T = L->t[0]->shape[2], D = L->t[0]->shape[3];
     att_bias ab = {{0.5f, 0.25f, 0.125f, 0.0625f}, {0}};
@@ -188,8 +190,10 @@ static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
     env en;
     st_ctx *ctx = env_open(&en, 0, 0);
     ctx->mm = mm;
-    st_tensor *o = kind == 6   ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], L->t[1], L->t[0], 20, &bias, 0.0f, 0, 0, NULL, 0)
-                   : kind == 4 ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, 2, 40, NULL, 0)
+    const st_attn_mask masks[9] = {[4] = {.sinks = 2, .window = 40}, [7] = {.block = 100}, [8] = {.block = 256}};
+    st_tensor *o = kind == 6   ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], L->t[1], L->t[0], 20, &bias, 0.0f, NULL)
+                   : kind == 4 || kind >= 7
+                       ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, &masks[kind])
                    : kind == 5 ? st_attention_doc(ctx, L->t[0], L->t[1], L->t[2], &bias, 1, 0.0f, 0.0f, 0, doc)
                                : st_attention(ctx, L->t[0], L->t[1], L->t[2], &bias, kind != 2, 0.0f, 0.0f, 0);
     CHECK(o && ctx->n_nodes == 0);   /* inference: the streamed kernel, nothing recorded */
@@ -202,9 +206,9 @@ static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
 }
 
 /* The last Tq query rows alone (a sliding window's scored rows: st_attention_clipped with
- * q holding those rows), distance bias, causal; window: 0 or 40 (2 sinks). Bit for bit the
- * full call's rows when T - Tq is a multiple of st_attention_row_block(). */
-static int tail_matches(st_mm *mm, leaves *L, const float *full, int64_t window) {
+ * q holding those rows), distance bias, causal, under mask. Bit for bit the full call's
+ * rows when T - Tq is a multiple of st_attention_row_block(). */
+static int tail_matches(st_mm *mm, leaves *L, const float *full, const st_attn_mask *mask) {
     const int64_t B = L->t[0]->shape[0], H = L->t[0]->shape[1], T = L->t[0]->shape[2], D = L->t[0]->shape[3];
     att_bias ab = {{0.5f, 0.25f, 0.125f, 0.0625f}, {0}};
     st_attn_bias bias = {0};
@@ -218,7 +222,7 @@ static int tail_matches(st_mm *mm, leaves *L, const float *full, int64_t window)
     st_tensor *qt = st_new4(ctx, B, H, Tq, D);
     for (int64_t bh = 0; bh < B * H; bh++)
         memcpy(qt->data + bh * Tq * D, L->t[0]->data + (bh * T + T - Tq) * D, (size_t)(Tq * D) * sizeof(float));
-    st_tensor *o = st_attention_clipped(ctx, qt, L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, window ? 2 : 0, window, NULL, 0);
+    st_tensor *o = st_attention_clipped(ctx, qt, L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, mask);
     int same = o != NULL;
     for (int64_t bh = 0; o && bh < B * H; bh++)
         same &= !memcmp(o->data + bh * Tq * D, full + (bh * T + T - Tq) * D, (size_t)(Tq * D) * sizeof(float));
@@ -230,35 +234,43 @@ static int tail_matches(st_mm *mm, leaves *L, const float *full, int64_t window)
 static void test_attention_streamed(st_mm *bf) {
     const int chosen = st_mm_attention(bf);
     st_mm_set_attention(bf, ST_MM_ATTN_STREAM);   /* bf16 products whatever the CPU (AMX picks them itself) */
-    const int64_t B = 2, H = 3, T = 300, D = 16, n = B * H * T * D;   /* T: 5 query blocks, 2 key blocks */
+    const int64_t B = 2, H = 3, T = 300, D = 16;   /* T: 5 query blocks, 2 key blocks */
     const int64_t spec[3][5] = {{4, B, H, T, D}, {4, B, H, T, D}, {4, B, H, T, D}};
+    /* blocks need 3 of them to mask anything: 600 rows (3 key blocks) */
+    const int64_t spec2[3][5] = {{4, B, H, 2 * T, D}, {4, B, H, 2 * T, D}, {4, B, H, 2 * T, D}};
     static const char *const kinds[] = {"causal, distance bias", "causal, general bias", "non-causal", "causal, CoPE",
-                                        "sinks 2 + window 40", "per-instance mask", "clipped at 20"};
-    leaves L;
-    leaves_init(&L, 41, 3, spec, 1.0f);
+                                        "sinks 2 + window 40", "per-instance mask", "clipped at 20", "blocks of 100",
+                                        "blocks of 256"};
+    const st_attn_mask tails[9] = {[4] = {.sinks = 2, .window = 40}, [7] = {.block = 100}, [8] = {.block = 256}};
+    leaves L1, L2;
+    leaves_init(&L1, 41, 3, spec, 1.0f);
+    leaves_init(&L2, 47, 3, spec2, 1.0f);
     float *e = malloc(12 * D * sizeof(float));
     fill_normal(e, 12 * D, 43, 0.5f, 0.0f);
     printf("streamed attention (inference) bf16 vs fp32:\n");
-    for (int kind = 0; kind < 7; kind++) {
-        float *f = run_streamed(NULL, kind, &L, e), *h = run_streamed(bf, kind, &L, e), *h2 = run_streamed(bf, kind, &L, e);
+    for (int kind = 0; kind < 9; kind++) {
+        leaves *L = kind >= 7 ? &L2 : &L1;
+        const int64_t n = st_numel(L->t[0]);
+        float *f = run_streamed(NULL, kind, L, e), *h = run_streamed(bf, kind, L, e), *h2 = run_streamed(bf, kind, L, e);
         char what[96];
         snprintf(what, sizeof what, "streamed %s: out", kinds[kind]);
         CHECK(norm_close(what, h, f, n, 2));
         CHECK_MSG(memcmp(h, f, (size_t)n * sizeof(float)) != 0, "%s: bf16 output equals fp32", what);
         CHECK_MSG(!memcmp(h, h2, (size_t)n * sizeof(float)), "%s: not deterministic", what);
-        if (kind == 0 || kind == 4)   /* the rows past one row block, alone */
-            CHECK_MSG(tail_matches(bf, &L, h, kind == 4 ? 40 : 0),
+        if (kind == 0 || kind == 4 || kind >= 7)   /* the rows past one row block, alone */
+            CHECK_MSG(tail_matches(bf, L, h, &tails[kind]),
                       "%s: the last rows alone differ from the full call's", what);
         free(f); free(h); free(h2);
     }
     /* without AMX the eval kernel stays fp32: the same bits as fp32 */
     st_mm_set_attention(bf, 0);
-    float *f = run_streamed(NULL, 0, &L, e), *h = run_streamed(bf, 0, &L, e);
-    CHECK_MSG(!memcmp(h, f, (size_t)n * sizeof(float)), "streamed attention not routed to fp32");
+    float *f = run_streamed(NULL, 0, &L1, e), *h = run_streamed(bf, 0, &L1, e);
+    CHECK_MSG(!memcmp(h, f, (size_t)st_numel(L1.t[0]) * sizeof(float)), "streamed attention not routed to fp32");
     free(f); free(h);
     st_mm_set_attention(bf, chosen);
     free(e);
-    st_params_free(&L.p);
+    st_params_free(&L1.p);
+    st_params_free(&L2.p);
 }
 
 int main(void) {

@@ -154,7 +154,8 @@ static void test_kernel_bf16(void) {
             st_tensor *o[3];
             const st_kv_rows *rs[3] = {&r32, &rr, &r16};
             for (int k = 0; k < 3; k++)
-                o[k] = st_attention_cached_sinks(ctx, qt, rs[k], T, NULL, 0, NULL, 0, W, 0.0f, 0, NULL, q2t, clip, g);
+                o[k] = st_attention_cached_sinks(ctx, qt, rs[k], T, NULL, 0, NULL, 0, 0.0f, &(st_attn_mask){.window = W},
+                                                 q2t, clip, g);
             const size_t n = (size_t)(H * Tq * D);
             CHECK_MSG(o[1] && o[2] && !memcmp(o[1]->data, o[2]->data, n * sizeof(float)),
                       "bf16 rows, case %d, %lld new queries: the fp32 kernel on the rounded rows, bit for bit", kind,

@@ -28,7 +28,7 @@ static st_ctx ctx;
 /* ------------------------------------------------------------ the kernel ---- */
 /* double reference: causal, keys j with i - j < window or j < sinks (window 0: all) */
 static void masked_ref(const float *q, const float *k, const float *v, float *out, int64_t H, int64_t T, int64_t D,
-                       const st_attn_bias *bias, int64_t sinks, int64_t window) {
+                       const st_attn_bias *bias, int64_t sinks, int64_t window, int64_t block) {
     double *s = malloc((size_t)T * sizeof(double));
     float b1;
     for (int64_t h = 0; h < H; h++)
@@ -38,6 +38,8 @@ static void masked_ref(const float *q, const float *k, const float *v, float *ou
             for (int64_t j = 0; j <= i; j++) {
                 s[j] = -INFINITY;
                 if (window > 0 && i - j >= window && j >= sinks) continue;
+                /* blocks: i's own block of `block` and the one before it */
+                if (block > 0 && j < i - i % block - block) continue;
                 double dot = 0;
                 for (int64_t c = 0; c < D; c++) dot += (double)qi[c] * (double)k[(h * T + j) * D + c];
                 s[j] = dot / sqrt((double)D);
@@ -67,19 +69,26 @@ static void test_kernel(void) {
     st_attn_bias dist = {.fill = dist_fill, .state = &ds}, gen = {.fill_block = gen_fill};
     const st_attn_bias *biases[3] = {NULL, &dist, &gen};
     const char *names[3] = {"no bias", "distance bias", "general bias"};
-    /* kc: (sinks, window) pairs: window inside a block, sinks spanning a whole key block (300 >
-     * 256), a window of 1, more sinks than window, and windows covering everything */
-    const int64_t kc[][2] = {{0, 100}, {4, 100}, {3, 1}, {300, 40}, {70, 130}, {5, 600}, {5, 1000}};
+    /* kc: (sinks, window, block) triples: window inside a key block, sinks spanning a whole
+     * key block (300 > 256), a window of 1, more sinks than window, and windows covering
+     * everything; blocks inside a key block, on the key blocks' grid (256), starting inside
+     * one (250), of one token (a query sees itself and the token before), of 77 and
+     * covering everything */
+    const int64_t kc[][3] = {{0, 100, 0}, {4, 100, 0}, {3, 1, 0}, {300, 40, 0}, {70, 130, 0}, {5, 600, 0},
+                             {5, 1000, 0}, {0, 0, 100}, {0, 0, 256}, {0, 0, 250}, {0, 0, 1}, {0, 0, 77},
+                             {0, 0, 600}};
     int64_t shape[4] = {1, H, T, D};
     for (int b = 0; b < 3; b++)
         for (size_t c = 0; c < sizeof kc / sizeof kc[0]; c++) {
             st_ctx_begin(&ctx, 0, 0);
             st_tensor *tq = st_wrap(&ctx, q, 4, shape), *tk = st_wrap(&ctx, k, 4, shape), *tv = st_wrap(&ctx, v, 4, shape);
-            st_tensor *o = st_attention_window(&ctx, tq, tk, tv, biases[b], 0.0f, kc[c][0], kc[c][1]);
-            masked_ref(q, k, v, ref, H, T, D, biases[b], kc[c][0], kc[c][1] >= T ? 0 : kc[c][1]);
+            const st_attn_mask mask = {.sinks = kc[c][0], .window = kc[c][1], .block = kc[c][2]};
+            st_tensor *o = kc[c][2] ? st_attention_clipped(&ctx, tq, tk, tv, NULL, NULL, 0, biases[b], 0.0f, &mask)
+                                    : st_attention_window(&ctx, tq, tk, tv, biases[b], 0.0f, kc[c][0], kc[c][1]);
+            masked_ref(q, k, v, ref, H, T, D, biases[b], kc[c][0], kc[c][1] >= T ? 0 : kc[c][1], kc[c][2]);
             char what[128];
-            snprintf(what, sizeof what, "window kernel, %s, sinks %lld window %lld", names[b], (long long)kc[c][0],
-                     (long long)kc[c][1]);
+            snprintf(what, sizeof what, "window kernel, %s, sinks %lld window %lld block %lld", names[b],
+                     (long long)kc[c][0], (long long)kc[c][1], (long long)kc[c][2]);
             CHECK_MSG(o && th_close(what, o->data, ref, n, 2e-5, 2e-5), "%s matches the masked double reference", what);
             /* the last rows' queries alone, from a row block's start: the same rows bit for bit */
             for (int64_t from = 64; from < T; from += 320) {
@@ -88,16 +97,16 @@ static void test_kernel(void) {
                 for (int64_t h = 0; qt && h < H; h++)
                     memcpy(qt + h * (T - from) * D, q + (h * T + from) * D, (size_t)((T - from) * D) * 4);
                 st_tensor *ot = qt ? st_attention_clipped(&ctx, st_wrap(&ctx, qt, 4, qs), tk, tv, NULL, NULL, 0, biases[b],
-                                                          0.0f, kc[c][0], kc[c][1], NULL, 0) : NULL;
+                                                          0.0f, &mask) : NULL;
                 int same = ot && o;
                 for (int64_t h = 0; same && h < H; h++)
                     same = !memcmp(ot->data + h * (T - from) * D, o->data + (h * T + from) * D, (size_t)((T - from) * D) * 4);
                 CHECK_MSG(same, "%s: queries from row %lld alone give the same rows bit for bit", what, (long long)from);
             }
-            if (kc[c][1] >= T) {   /* w >= n: the full attention kernel, bit for bit */
+            if (kc[c][1] >= T || kc[c][2] >= T) {   /* w or a block >= n: the full attention kernel, bit for bit */
                 st_tensor *full = st_attention(&ctx, tq, tk, tv, biases[b], 1, 0.0f, 0.0f, 0);
                 CHECK_MSG(full && o && memcmp(full->data, o->data, (size_t)n * 4) == 0,
-                          "%s: sinks + window with w >= n equals full attention exactly", names[b]);
+                          "%s: a window or block >= n equals full attention exactly", names[b]);
             }
         }
     free(q); free(k); free(v); free(ref);
@@ -139,7 +148,7 @@ enum { TL = 8, TN = 30 };   /* training length L, evaluated length n */
 
 static void set_xf(st_transform *xf, const xcase *c) {
     *xf = (st_transform){.kind = c->kind, .scale = c->scale, .sinks = c->sinks, .window = c->window,
-                         .clip = c->clip, .cache_positions = c->cache, .train_len = TL, .n = TN};
+                         .clip = c->clip, .block = c->block, .cache_positions = c->cache, .train_len = TL, .n = TN};
 }
 
 static void label(const xcase *c, char *buf, size_t n) {
@@ -166,8 +175,8 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
                " \"xpos\": {\"gamma\": %.9g}, \"embed_scale\": %.9g, \"scaling\": {\"transform\": \"%s\","
                " \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g, \"yarn_beta\": %.17g}},\n"
                " \"transform\": {\"kind\": \"%s\", \"scale\": %.17g,"
-               " \"sinks\": %lld, \"window\": %lld, \"positions\": \"%s\", \"clip\": %lld, \"train_len\": %lld,"
-               " \"n\": %lld}}\n",
+               " \"sinks\": %lld, \"window\": %lld, \"positions\": \"%s\", \"clip\": %lld, \"block\": %lld,"
+               " \"train_len\": %lld, \"n\": %lld}}\n",
             c->n_layers, c->n_heads, c->d_model, st_pos_name(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind), c->rf_rho,
             c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps, c->gelu_exact ? "erf" : "tanh",
             c->tie_embeddings ? "true" : "false", st_norm_name(c->norm), st_ffn_name(c->ffn), c->bias ? "true" : "false",
@@ -176,7 +185,7 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
             c->attn_scale_len, c->xpos_gamma, c->embed_scale, st_transform_name(c->scaling), c->scaling_scale,
             c->scaling_len, c->yarn_alpha, c->yarn_beta, st_transform_name(xf->kind), xf->scale, (long long)xf->sinks,
             (long long)xf->window, xf->cache_positions ? "cache" : "text", (long long)st_transform_clip(xf),
-            (long long)xf->train_len, (long long)xf->n);
+            (long long)xf->block, (long long)xf->train_len, (long long)xf->n);
     fclose(f);
     st_error e = {0};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -297,9 +306,9 @@ static void test_scored_rows(void) {
     for (int t = 0; t <= T; t++) ids[t] = (int32_t)((t * 7 + 3) % 37);
     for (int t = 0; t < T; t++) tgt[t] = t >= FROM ? ids[t + 1] : -1;
     const xcase cs[] = {
-        {ST_POS_ALIBI, ST_XF_NONE, 0, 0, 0, 0, 0, NULL, NULL},
-        {ST_POS_ROPE, ST_XF_NONE, 0, 0, 0, 0, 0, NULL, NULL},
-        {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 20, 0, 0, NULL, NULL},
+        {ST_POS_ALIBI, ST_XF_NONE, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {ST_POS_ROPE, ST_XF_NONE, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 20, 0, 0, NULL, NULL, 0},
     };
     float *lg = malloc((size_t)T * 37 * sizeof *lg);
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -330,21 +339,23 @@ static void test_scored_rows(void) {
     free(lg);
 }
 
-/* PI, NTK, YaRN, alibi_interp at n = L, dynamic NTK at n <= L and sinks + window with
- * w >= n leave the model as it is. */
+/* PI, NTK, YaRN, alibi_interp at n = L, dynamic NTK at n <= L, sinks + window with
+ * w >= n and blocks of n / 2 or more leave the model as it is. */
 static void test_identities(const int32_t *ids) {
     const int V = 37;
     float *plain = malloc((size_t)(TN * V) * 4), *lg = malloc((size_t)(TN * V) * 4);
     const xcase same[] = {
-        {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0, 0, NULL, NULL},
-        {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0, 0, NULL, NULL},
-        {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0, 0, NULL, NULL},
-        {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0, 0, NULL, NULL},
-        {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0, 0, NULL, NULL},
-        {ST_POS_ROPE, ST_XF_NONE, 0, 3, TL, 0, 0, NULL, NULL},
-        {ST_POS_ALIBI, ST_XF_NONE, 0, 2, TL + 5, 0, 0, NULL, NULL},
-        {ST_POS_T5, ST_XF_NONE, 0, 1, TL, 0, 0, NULL, NULL},
-        {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, TL, 0, NULL, NULL},   /* no distance reaches the clip */
+        {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {ST_POS_ROPE, ST_XF_NONE, 0, 3, TL, 0, 0, NULL, NULL, 0},
+        {ST_POS_ALIBI, ST_XF_NONE, 0, 2, TL + 5, 0, 0, NULL, NULL, 0},
+        {ST_POS_T5, ST_XF_NONE, 0, 1, TL, 0, 0, NULL, NULL, 0},
+        {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, TL, 0, NULL, NULL, 0},   /* no distance reaches the clip */
+        {ST_POS_ALIBI, ST_XF_NONE, 0, 0, 0, 0, 0, NULL, NULL, TL},       /* one block holds every key */
+        {ST_POS_XPOS, ST_XF_NONE, 0, 0, 0, 0, 0, NULL, NULL, TL / 2},   /* two blocks: each query sees them whole */
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         st_model m;
@@ -394,6 +405,8 @@ static void test_cached(const int32_t *ids) {
         CHECK(st_kv_cache_init(&c, &m, N, prec, &e) == ST_OK && c.precision == want_prec);
         if (xf.window > 0 && c.slides)
             CHECK_MSG(c.window == xf.window && c.sinks == xf.sinks, "%s: the cache keeps sinks + window", what);
+        if (xf.block > 0 && c.slides)
+            CHECK_MSG(c.window == 2 * xf.block && c.sinks == 0, "%s: the cache keeps two blocks", what);
         double worst = 0, top = 1.0;
         int64_t fed = 0, resets = 0, ok = 1;
         for (int64_t t = 5; t <= N && ok; t++) {
@@ -414,7 +427,7 @@ static void test_cached(const int32_t *ids) {
                   st_precision_name(prec), worst, ok ? "" : ", decode failed");
         if (xf.kind == ST_XF_DYNAMIC_NTK)
             CHECK_MSG(resets == N - TL, "dynamic_ntk re-prefills once per token past L (%lld resets)", (long long)resets);
-        if (xf.window > 0 && c.slides)   /* keys between the sinks and the window were dropped */
+        if ((xf.window > 0 || xf.block > 0) && c.slides)   /* keys before the window or blocks were dropped */
             CHECK_MSG(c.len < c.n_seen && c.rows == c.sinks + c.window + 16, "%s: %lld rows for %lld tokens", what,
                       (long long)c.len, (long long)c.n_seen);
         printf("cached decode, %s, %-40s max |cached - full| %.2e%s\n", st_precision_name(prec), what, worst,

@@ -14,6 +14,7 @@
 typedef struct xcase {
     int pos, kind; double scale; int64_t sinks, window, clip; int cache;
     void (*tweak)(st_model_config *c); const char *note;
+    int64_t block;   /* blockwise causal attention (0: none); last, so the other rows need not say it */
 } xcase;
 
 /* xpos: a decay visible over 30 tokens (gamma 512 would be flat) */
@@ -38,49 +39,61 @@ static void trained_yarn(st_model_config *c) {
 static void trained_alibi(st_model_config *c) { c->scaling = ST_XF_ALIBI_INTERP; c->scaling_scale = 2.5; c->scaling_len = 8; }
 
 static const xcase cases[] = {
-    {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_YARN, 6.5, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_PI, 2, 3, 9, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_REROPE, 0, 2, 9, 6, 0, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0, 0, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 2, 6, 0, 0, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL},
-    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0, 0, NULL, NULL},
-    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0, 0, NULL, NULL},
-    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0, 0, NULL, NULL},
-    {ST_POS_SINUSOIDAL, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL},
-    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0, 0, NULL, NULL},
+    {ST_POS_ROPE, ST_XF_PI, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_NTK, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_DYNAMIC_NTK, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 6.5, 0, 0, 0, 0, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_PI, 2, 3, 9, 0, 0, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 2, 9, 6, 0, NULL, NULL, 0},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 2, 6, 0, 0, NULL, NULL, 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL, 0},
+    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0, 0, NULL, NULL, 0},
+    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0, 0, NULL, NULL, 0},
+    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0, 0, NULL, NULL, 0},
+    {ST_POS_SINUSOIDAL, ST_XF_NONE, 0, 2, 6, 0, 0, NULL, NULL, 0},
+    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0, 0, NULL, NULL, 0},
     /* the sinks at their cache positions (StreamingLLM): rows past sinks + window - 1 */
-    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_YARN, 0, 3, 9, 0, 1, NULL, NULL},
-    {ST_POS_ROPE, ST_XF_PI, 2, 1, 5, 0, 1, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL},
-    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 3, 5, 0, 1, NULL, NULL},
-    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0, 1, NULL, NULL},
-    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0, 1, NULL, NULL},
-    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0, 1, NULL, NULL},
-    {ST_POS_SANDWICH, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL},
-    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0, 1, NULL, NULL},
+    {ST_POS_ROPE, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 3, 9, 0, 1, NULL, NULL, 0},
+    {ST_POS_ROPE, ST_XF_PI, 2, 1, 5, 0, 1, NULL, NULL, 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL, 0},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 3, 5, 0, 1, NULL, NULL, 0},
+    {ST_POS_T5, ST_XF_NONE, 0, 2, 7, 0, 1, NULL, NULL, 0},
+    {ST_POS_KERPLE, ST_XF_NONE, 0, 3, 5, 0, 1, NULL, NULL, 0},
+    {ST_POS_ALIBI_RF, ST_XF_NONE, 0, 4, 4, 0, 1, NULL, NULL, 0},
+    {ST_POS_SANDWICH, ST_XF_NONE, 0, 2, 6, 0, 1, NULL, NULL, 0},
+    {ST_POS_NONE, ST_XF_NONE, 0, 1, 5, 0, 1, NULL, NULL, 0},
     /* sinks + window on the methods with q/k scales, general-form biases, absolute
      * embeddings, contextual positions (text positions: their st_pos_no_cache_positions;
      * cope: no sinks, st_pos_no_sinks) */
-    {ST_POS_XPOS, ST_XF_NONE, 0, 2, 6, 0, 0, xpos_g8, "gamma 8"},
-    {ST_POS_FIRE, ST_XF_NONE, 0, 2, 6, 0, 0, fire_small, "threshold 10"},
-    {ST_POS_LEARNED, ST_XF_NONE, 0, 3, 5, 0, 0, NULL, NULL},
-    {ST_POS_COPE, ST_XF_NONE, 0, 0, 6, 0, 0, cope5, "n_pos 5"},
+    {ST_POS_XPOS, ST_XF_NONE, 0, 2, 6, 0, 0, xpos_g8, "gamma 8", 0},
+    {ST_POS_FIRE, ST_XF_NONE, 0, 2, 6, 0, 0, fire_small, "threshold 10", 0},
+    {ST_POS_LEARNED, ST_XF_NONE, 0, 3, 5, 0, 0, NULL, NULL, 0},
+    {ST_POS_COPE, ST_XF_NONE, 0, 0, 6, 0, 0, cope5, "n_pos 5", 0},
     /* the block options under a transform and a window */
-    {ST_POS_ROPE, ST_XF_YARN, 0, 2, 7, 0, 0, llama_gqa, "rmsnorm swiglu no-bias qk-norm 2 kv heads"},
-    {ST_POS_ROPE, ST_XF_YARN, 0, 3, 6, 0, 1, llama_mqa, "rmsnorm swiglu no-bias qk-norm 1 kv head"},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, logn4, "logn L=4"},
-    {ST_POS_ROPE, ST_XF_PI, 2, 0, 7, 0, 0, learned_logn, "learned_logn"},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 2, 7, 0, 0, llama_gqa, "rmsnorm swiglu no-bias qk-norm 2 kv heads", 0},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 3, 6, 0, 1, llama_mqa, "rmsnorm swiglu no-bias qk-norm 1 kv head", 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, logn4, "logn L=4", 0},
+    {ST_POS_ROPE, ST_XF_PI, 2, 0, 7, 0, 0, learned_logn, "learned_logn", 0},
     /* sinks + window alone keep a trained scaling (st_model_set_transform) */
-    {ST_POS_ROPE, ST_XF_NONE, 0, 3, 7, 0, 0, trained_yarn, "trained yarn s=3"},
-    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, trained_alibi, "trained alibi_interp s=2.5"},
+    {ST_POS_ROPE, ST_XF_NONE, 0, 3, 7, 0, 0, trained_yarn, "trained yarn s=3", 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, trained_alibi, "trained alibi_interp s=2.5", 0},
+    /* blockwise causal attention (xPos's inference setup; L / 2 = 4 is the paper's block)
+     * on xpos, a distance bias, rope under a transform, a general-form bias, absolute
+     * embeddings, contextual positions, log-n scaling (n = the keys the blocks leave) and
+     * over a trained scaling */
+    {ST_POS_XPOS, ST_XF_NONE, 0, 0, 0, 0, 0, xpos_g8, "gamma 8", 4},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 0, 0, 0, 0, NULL, NULL, 5},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 0, 0, 0, 0, NULL, NULL, 4},
+    {ST_POS_FIRE, ST_XF_NONE, 0, 0, 0, 0, 0, fire_small, "threshold 10", 6},
+    {ST_POS_LEARNED, ST_XF_NONE, 0, 0, 0, 0, 0, NULL, NULL, 4},
+    {ST_POS_COPE, ST_XF_NONE, 0, 0, 0, 0, 0, cope5, "n_pos 5", 4},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 0, 0, 0, 0, logn4, "logn L=4", 3},
+    {ST_POS_ROPE, ST_XF_NONE, 0, 0, 0, 0, 0, trained_yarn, "trained yarn s=3", 4},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -1,7 +1,7 @@
 /* cli_transform.c - the inference-time transform options shared by `stretch eval` and
  * `stretch generate` (include/st_transform.h): --transform NAME, --scale S, --clip W,
- * --sinks K, --window W, --positions text|cache. One parser, so both commands accept and
- * reject the same. */
+ * --sinks K, --window W, --positions text|cache, --block B. One parser, so both commands
+ * accept and reject the same. */
 #include "cli/cli.h"
 #include "st_matmul.h"
 #include "st_transform.h"
@@ -43,6 +43,8 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
         xf->cache_positions = !strcmp(v, "cache");
     } else if (!strcmp(a, "--sinks")) {
         if (!(*rc = cli_key_arg(cmd, a, v, "eval.sinks", NULL, &d))) xf->sinks = (int64_t)d;
+    } else if (!strcmp(a, "--block")) {   /* 0 switches off the config's blocks, as --window 0 */
+        if (!(*rc = cli_key_arg(cmd, a, v, "eval.block", "0: no blocks", &d))) xf->block = (int64_t)d;
     } else {
         /* 0 is a value, not "unset": it switches off a window the run's config sets */
         if (!(*rc = cli_key_arg(cmd, a, v, "eval.window", "0: no window", &d))) xf->window = (int64_t)d;
@@ -51,7 +53,8 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
 }
 
 void cli_transform_unset(st_transform *given) {
-    *given = (st_transform){.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1, .cache_positions = -1};
+    *given = (st_transform){.kind = -1, .scale = -1, .sinks = -1, .window = -1, .clip = -1, .cache_positions = -1,
+                            .block = -1};
 }
 
 void cli_transform_plan(const st_transform *given, st_eval_plan *plan) {
@@ -60,6 +63,7 @@ void cli_transform_plan(const st_transform *given, st_eval_plan *plan) {
     plan->sinks = given->sinks;
     plan->window = given->window;
     plan->clip = given->clip;
+    plan->block = given->block;
     plan->positions = given->cache_positions < 0 ? -1 : given->cache_positions ? ST_SINK_POS_CACHE : ST_SINK_POS_TEXT;
 }
 

@@ -31,7 +31,8 @@
  * tokens and its last W (StreamingLLM; --positions cache: the sinks at their cache
  * positions, as StreamingLLM re-positions them). With a window, a sliding cache keeps exactly
  * those K + W keys however long the text grows, and equals a full forward over the whole
- * text with the same mask. dynamic_ntk re-prefills whenever its scale changes (each
+ * text with the same mask. --block B: blockwise causal attention, blocks of B counted from
+ * the text's first token (a sliding cache keeps the last 2B keys). dynamic_ntk re-prefills whenever its scale changes (each
  * token between train.seq_len and --context), since the cached keys were rotated with
  * the old one. */
 #include "cli/cli.h"
@@ -67,9 +68,10 @@ static int use_transform(st_model *m, st_transform *xf, int64_t train_len, int64
     xf->train_len = train_len;
     xf->n = context;
     int rc = st_transform_check(xf, m->cfg.pos, "--transform", e);
-    if (!rc && st_transform_dynamic(xf->kind) && xf->window > 0)
-        rc = st_fail(e, ST_ERR_CONFIG, "--transform %s with --window: the current length of a windowed cache "
-                     "is ambiguous; use ntk with --scale", st_transform_name(xf->kind));
+    if (!rc && st_transform_dynamic(xf->kind) && (xf->window > 0 || xf->block > 0))
+        rc = st_fail(e, ST_ERR_CONFIG, "--transform %s with %s: the current length of a windowed cache "
+                     "is ambiguous; use ntk with --scale", st_transform_name(xf->kind),
+                     xf->window > 0 ? "--window" : "--block");
     if (!rc) st_model_set_transform(m, xf, "generate");
     return rc;
 }
@@ -132,6 +134,8 @@ static int help(void) {
            "  --sinks K --window W attention sinks + window (StreamingLLM): each query sees the first K\n"
            "                       tokens and its last W; --positions cache puts the sinks at their cache\n"
            "                       positions\n"
+           "  --block B            blockwise causal attention (xPos): each query sees its block of B tokens\n"
+           "                       and the previous one, blocks counted from the text's first token\n"
            "docs: README.md (generate), docs/evaluation.md (transforms)\n");
     return -1;
 }
@@ -317,8 +321,9 @@ static int decode_step(gen_engine *g, gen_run *r, int64_t *fed, st_error *e) {
     if (*fed == 0 || st_kv_cache_must_reset(cache, &r->m, n - *fed)) {
         st_kv_cache_reset(cache);
         /* a window transform streams the whole prompt (its sinks are the text's first
-         * tokens; the cache keeps sinks + window as it goes) */
-        const int stream_all = r->m.xf && r->m.xf->window > 0 && cache->slides;
+         * tokens; the cache keeps sinks + window as it goes), and so do blocks (counted
+         * from the text's first token; the cache keeps the last two blocks) */
+        const int stream_all = r->m.xf && (r->m.xf->window > 0 || r->m.xf->block > 0) && cache->slides;
         *fed = n > cache->window && !stream_all ? n - cache->window : 0;
     }
     int rc = st_model_decode(&r->m, cache, &g->ctx, r->ids + *fed, n - *fed, g->logits, e);
@@ -377,6 +382,11 @@ static int generate(gen_engine *g, const gen_opts *o, gen_run *r, gen_stream *ou
                "the last %lld tokens, whose first %lld are its sinks, while the KV cache keeps the text's first ones "
                "(the two agree while the text fits --context)", (long long)o->context, (long long)o->context,
                (long long)o->xf.sinks);
+    if (o->no_cache && o->xf.block > 0 && st_kv_cache_slides(r->m.cfg.pos) && r->n_prompt + o->n_tokens > o->context)
+        st_log(ST_LOG_WARN, "generate --no-cache: the text will pass --context %lld: from there each forward counts "
+               "its blocks of %lld from the first of the last %lld tokens, while the KV cache counts them from the "
+               "text's first token (the two agree while the text fits --context)", (long long)o->context,
+               (long long)o->xf.block, (long long)o->context);
     stream_text(r, out);
     while (!rc && r->n < r->n_prompt + o->n_tokens) {
         st_ctx_begin(&g->ctx, 0, 0);

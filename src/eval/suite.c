@@ -20,7 +20,7 @@ void st_eval_plan_default(st_eval_plan *p) {
     p->precision = -1;
     p->transform = -1;
     p->transform_scale = -1;
-    p->sinks = p->window = p->clip = -1;
+    p->sinks = p->window = p->clip = p->block = -1;
     p->positions = -1;
     st_eval_opts_default(&p->opts);
 }
@@ -70,6 +70,7 @@ void st_eval_plan_resolve_transform(st_eval_plan *p, const st_eval_config *c) {
     if (p->sinks < 0) p->sinks = c->sinks;
     if (p->window < 0) p->window = c->window;
     if (p->clip < 0) p->clip = own_xf ? 0 : c->clip;
+    if (p->block < 0) p->block = c->block;
     if (p->positions < 0) p->positions = sinks_off ? ST_SINK_POS_TEXT : c->positions;
 }
 
@@ -77,7 +78,8 @@ void st_eval_plan_resolve_transform(st_eval_plan *p, const st_eval_config *c) {
 static unsigned given_fields(const st_eval_plan *g) {
     return (g->transform >= 0 ? ST_XF_CLI_KIND : 0u) | (g->transform_scale >= 0 ? ST_XF_CLI_SCALE : 0u) |
            (g->clip >= 0 ? ST_XF_CLI_CLIP : 0u) | (g->sinks >= 0 ? ST_XF_CLI_SINKS : 0u) |
-           (g->window >= 0 ? ST_XF_CLI_WINDOW : 0u) | (g->positions >= 0 ? ST_XF_CLI_POSITIONS : 0u);
+           (g->window >= 0 ? ST_XF_CLI_WINDOW : 0u) | (g->positions >= 0 ? ST_XF_CLI_POSITIONS : 0u) |
+           (g->block >= 0 ? ST_XF_CLI_BLOCK : 0u);
 }
 
 st_transform st_eval_merge_transform(const st_eval_plan *given, const st_run_config *cfg) {
@@ -214,7 +216,7 @@ static int load_own(const st_eval_plan *plan, st_eval_report *rep, uint64_t trai
 
 st_transform st_eval_plan_transform(const st_eval_plan *p, int64_t train_len) {
     return (st_transform){.kind = p->transform, .scale = p->transform_scale, .sinks = p->sinks, .window = p->window,
-                          .clip = p->clip, .cache_positions = p->positions == ST_SINK_POS_CACHE,
+                          .clip = p->clip, .block = p->block, .cache_positions = p->positions == ST_SINK_POS_CACHE,
                           .train_len = train_len};
 }
 

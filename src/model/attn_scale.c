@@ -8,7 +8,8 @@
  *                  the paper's models settle at and its reference code's init)
  * n is the number of keys the query sees: i + 1 under the causal mask, min(i + 1, M) under
  * a mask that leaves at most M keys (sinks + window: M = K + W; a sliding KV cache of a
- * --context: M = that context), not the row length T of the batch. The full forward and
+ * --context: M = that context), i + 1 - lo(i) under blocks (lo(i) the first key the block
+ * mask leaves, st_attention_block_lo), not the row length T of the batch. The full forward and
  * the cache pass the same M (st_attn_scale_keys), so a query's scale does not depend on how
  * long the rest of its window is and the cached decode equals the forward.
  * The multiplier is applied to q (st_head_scale), i.e. to the content term q.k only: an
@@ -43,8 +44,9 @@ st_tensor *st_attn_scale_q(st_model *m, st_ctx *ctx, int l, st_tensor *q, int64_
     float *f = st_ctx_alloc(ctx, (size_t)T * sizeof(float), 0);
     if (!f) return NULL;
     const double logL = c->attn_scale == ST_ATTN_SCALE_LOGN ? log((double)c->attn_scale_len) : 1.0;
+    const int64_t block = m->xf ? m->xf->block : 0;
     for (int64_t t = 0; t < T; t++) {
-        int64_t n = pos0 + t + 1;
+        int64_t n = pos0 + t + 1 - st_attention_block_lo(block, pos0 + t);
         if (window > 0 && n > window) n = window;
         const double ln = log((double)n);
         f[t] = (float)(c->attn_scale == ST_ATTN_SCALE_LOGN ? (ln > logL ? ln / logL : 1.0) : ln);

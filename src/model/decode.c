@@ -59,16 +59,19 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     c->head_dim = (int)D;
     c->slides = st_kv_cache_slides(cfg->pos);
     /* attention sinks + window (st_transform.h): a sliding cache keeps the sinks and the
-     * transform's window; an absolute one keeps its window and masks inside it */
+     * transform's window; an absolute one keeps its window and masks inside it. Blocks
+     * (--block B): a query sees at most 2B keys (its block and the previous one), so a
+     * sliding cache keeps 2B, its blocks counted from the text's first token */
     const st_transform *xf = m->xf;
-    if (xf && xf->window > 0) {
-        c->sinks = xf->sinks;
-        if (c->slides) window = xf->window;
-    }
+    const int64_t xf_keys = !xf ? 0 : xf->window > 0 ? xf->window : 2 * xf->block;
+    if (xf && xf->window > 0) c->sinks = xf->sinks;
+    if (xf_keys > 0 && c->slides) window = xf_keys;
     /* checked on the window the cache keeps (the transform's, when it slides) */
     const int64_t max_len = st_pos_max_len(cfg);
     if (max_len > 0 && window > max_len) {
-        const char *whose = xf && xf->window > 0 && c->slides ? "an attention window (--window)" : "a window";
+        const char *whose = xf_keys > 0 && c->slides ? xf->window > 0 ? "an attention window (--window)"
+                                                                      : "two attention blocks (2 x --block)"
+                                                     : "a window";
         memset(c, 0, sizeof *c);
         return st_fail(e, ST_ERR_CONFIG, "kv cache: %s of %lld tokens is longer than the %lld tokens %s "
                        "positions represent; %s", whose, (long long)window, (long long)max_len, st_pos_name(cfg->pos),
@@ -239,8 +242,9 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         if (c->sinks > 0 && st_pos_method_of(m->cfg.pos)->bias_form != ST_POS_BIAS_NONE &&
             !(sb = st_block_sink_bias(m, ctx, l, n, c->sinks, p0, NULL)))
             return NULL;
-        st_tensor *a = st_attention_cached_sinks(ctx, q, &kv, len0 + n, tab, c->window, gb, p0 - len0, kw, 0.0f,
-                                                 c->sinks, sb, q2, clip, H / Hkv);
+        const st_attn_mask mask = {.sinks = c->sinks, .window = kw, .block = xf ? xf->block : 0, .sink_bias = sb};
+        st_tensor *a = st_attention_cached_sinks(ctx, q, &kv, len0 + n, tab, c->window, gb, p0 - len0, 0.0f, &mask,
+                                                 q2, clip, H / Hkv);
         x = st_block_keep(ctx, x_in, st_block_out(m, ctx, l, x, a, 0), mark);
     }
     if (x) {

@@ -176,11 +176,12 @@ void st_model_set_transform(st_model *m, st_transform *xf, const char *who) {
         m->xf = trained ? &m->scaling : NULL;
         return;
     }
-    if (trained && xf->kind == ST_XF_NONE) {   /* sinks + window on top of the trained scaling */
+    if (trained && xf->kind == ST_XF_NONE) {   /* sinks + window or blocks on top of the trained scaling */
         const st_transform w = *xf;
         *xf = m->scaling;
         xf->sinks = w.sinks;
         xf->window = w.window;
+        xf->block = w.block;
         xf->cache_positions = w.cache_positions;
         xf->n = w.n;
     } else if (trained) {
@@ -403,7 +404,7 @@ static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int6
         const int64_t f = tail ? from - from % st_attention_row_block(ctx) : 0;   /* first query row */
         q = rows_from(ctx, q, 2, f);
         q2 = rows_from(ctx, q2, 2, f);
-        /* an inference-time transform's sinks + window or clipped positions, or a tail of
+        /* an inference-time transform's sinks + window, blocks or clipped positions, or a tail of
          * the queries: the streamed kernel with those fields; else the plain kernel. Sinks
          * at their cache positions have their own bias once rows pass cap (sinks.c). */
         const int windowed = m->xf && m->xf->window > 0;
@@ -415,10 +416,10 @@ static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int6
             return NULL;
         float *stats = attn_stats_begin(m, ctx, q);
         if (m->attn_acc && !ctx->grad && !stats) return NULL;
-        st_tensor *a = windowed || q2 || f > 0
-                           ? st_attention_clipped(ctx, q, k, v, q2, k2, st_model_q2_clip(m), bias, 0.0f,
-                                                  windowed ? m->xf->sinks : 0, windowed ? m->xf->window : 0, sb,
-                                                  sb_rows)
+        const st_attn_mask mask = {.sinks = windowed ? m->xf->sinks : 0, .window = windowed ? m->xf->window : 0,
+                                   .block = m->xf ? m->xf->block : 0, .sink_bias = sb, .sink_rows = sb_rows};
+        st_tensor *a = windowed || mask.block > 0 || q2 || f > 0
+                           ? st_attention_clipped(ctx, q, k, v, q2, k2, st_model_q2_clip(m), bias, 0.0f, &mask)
                            : st_attention_doc(ctx, q, k, v, bias, 1, 0.0f, c->dropout_attn, st_hash64(ls, 1), m->doc);
         if (stats && a) attn_stats_end(m, ctx, l, stats, q, f, T);
         if (tail) {   /* the rest of the block on rows [from, T) */

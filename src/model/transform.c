@@ -105,7 +105,7 @@ int st_transform_dynamic(int kind) { return kind >= 0 && kind < ST_XF_COUNT && t
 int st_transform_ramp(int kind) { return kind >= 0 && kind < ST_XF_COUNT && table[kind].ramp; }
 
 int st_transform_active(const st_transform *xf) {
-    return xf && (xf->kind != ST_XF_NONE || xf->window > 0);
+    return xf && (xf->kind != ST_XF_NONE || xf->window > 0 || xf->block > 0);
 }
 
 /* Where a field came from, for the messages: the command line's flag or the config's key.
@@ -143,6 +143,7 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
     const char *clip = origin(xf, flag, ST_XF_CLI_CLIP, "--clip", "eval.clip");
     const char *sinks = origin(xf, flag, ST_XF_CLI_SINKS, "--sinks", "eval.sinks");
     const char *window = origin(xf, flag, ST_XF_CLI_WINDOW, "--window", "eval.window");
+    const char *block = origin(xf, flag, ST_XF_CLI_BLOCK, "--block", "eval.block");
     if (xf->kind < 0 || xf->kind >= ST_XF_COUNT)
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown transform %d", kind, xf->kind);
     const char *need = table[xf->kind].method;
@@ -170,6 +171,11 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
         return st_fail(e, ST_ERR_CONFIG, "%s %lld: attention sinks need a window (%s W: the keys besides the sinks)",
                        sinks, (long long)xf->sinks, on_cli ? "--window" : "eval.window");
     }
+    if (xf->block < 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: %lld: a block length is >= 1 (0: no blocks)", block, (long long)xf->block);
+    if (xf->block > 0 && xf->window > 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s %lld and %s %lld: blockwise attention and an attention window are two "
+                       "masks; give one (set the other to 0)", block, (long long)xf->block, window, (long long)xf->window);
     const char *why = st_pos_no_sinks(pos);
     if (xf->sinks > 0 && why)
         return st_fail(e, ST_ERR_CONFIG, "%s: attention sinks are not supported for model.pos \"%s\": %s", sinks,
@@ -208,6 +214,8 @@ void st_transform_label(const st_transform *xf, char *buf, size_t n) {
     if (xf && xf->window > 0 && o >= 0 && (size_t)o < n)
         o += snprintf(buf + o, n - (size_t)o, "%ssinks=%lld window=%lld%s", o ? "+" : "", (long long)xf->sinks,
                       (long long)xf->window, xf->cache_positions ? " positions=cache" : "");
+    if (xf && xf->block > 0 && o >= 0 && (size_t)o < n)
+        o += snprintf(buf + o, n - (size_t)o, "%sblock=%lld", o ? "+" : "", (long long)xf->block);
     if (!buf[0]) snprintf(buf, n, "none");
 }
 

@@ -8,7 +8,9 @@
  *                                                   when a window is given
  *   out_r = softmax_j(score(r, .)) V
  * which is row p of causal self-attention over the cached sequence (restricted to the
- * last `window` keys): decoding token by token gives the logits of the full forward.
+ * last `window` keys, and with a blockwise mask to the keys from the start of the block
+ * before the query's, blocks counted at the absolute positions kpos0 + j): decoding token
+ * by token gives the logits of the full forward.
  *
  * A distance bias comes as precomputed reversed tables (st_attention_bias_table): a cache
  * that outlives many calls fills them once instead of once per token and layer. A general
@@ -30,19 +32,24 @@ st_tensor *st_attention_cached(st_ctx *ctx, st_tensor *q, const float *k, const 
                                int64_t kv_stride, int64_t Tk, const float *bias_tab, int64_t bias_len,
                                const st_attn_bias *gbias, int64_t kpos0, int64_t window, float scale) {
     const st_kv_rows kv = {.k = k, .v = v, .stride = kv_stride};
-    return st_attention_cached_sinks(ctx, q, &kv, Tk, bias_tab, bias_len, gbias, kpos0, window, scale, 0, NULL, NULL,
-                                     0, 1);
+    const st_attn_mask mask = {.window = window};
+    return st_attention_cached_sinks(ctx, q, &kv, Tk, bias_tab, bias_len, gbias, kpos0, scale, &mask, NULL, 0, 1);
 }
 
 st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const st_kv_rows *kv, int64_t Tk,
                                      const float *bias_tab, int64_t bias_len, const st_attn_bias *gbias,
-                                     int64_t kpos0, int64_t window, float scale, int64_t sinks,
-                                     const float *sink_bias, st_tensor *q2, int64_t clip, int64_t kv_group) {
+                                     int64_t kpos0, float scale, const st_attn_mask *mask, st_tensor *q2,
+                                     int64_t clip, int64_t kv_group) {
+    static const st_attn_mask none = {0};
+    if (!mask) mask = &none;
+    const int64_t window = mask->window, sinks = mask->sinks;
+    const float *sink_bias = mask->sink_bias;
     if (!q || ctx->failed) return NULL;
     ST_ASSERT(q->ndim == 4 && st_is_contiguous(q) && !ctx->grad);
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
     const int half = kv->kh != NULL;   /* bf16 rows */
-    ST_ASSERT(Tq <= Tk && kv->stride >= Tk * D && window >= 0 && kv_group >= 1 && H % kv_group == 0);
+    ST_ASSERT(Tq <= Tk && kv->stride >= Tk * D && window >= 0 && mask->block >= 0 && kv_group >= 1 &&
+              H % kv_group == 0);
     ST_ASSERT(half ? kv->vh && !kv->k && !kv->v && !kv->k2 : kv->k && kv->v && !kv->vh && !kv->k2h);
     /* every distance a query can see must be in the table: p - j < window, or p - j < Tk */
     ST_ASSERT(!bias_tab || bias_len >= (window > 0 && window < Tk ? window : Tk));
@@ -62,7 +69,7 @@ st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const st_kv_rows
         .q = q->data, .k = kv->k, .v = kv->v, .kh = kv->kh, .vh = kv->vh, .out = out->data, .B = B, .H = H,
         .T = Tq, .D = D, .Tk = Tk, .kv_stride = kv->stride, .kv_group = kv_group, .koff = Tk - Tq, .window = window,
         .rtab = bias_tab, .rtab_len = bias_len, .rtab_top = bias_len - 1, .causal = 1,
-        .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0, .sinks = sinks,
+        .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0, .sinks = sinks, .block = mask->block,
         .sink_bias = sink_bias, .q2 = q2 ? q2->data : NULL, .k2 = kv->k2, .k2h = kv->k2h, .clip = clip,
         .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D), .p_drop = 0.0f, .seed = 0,
     };

@@ -33,7 +33,8 @@
  * rtab_len = st_attn_bias_len(T, causal), rtab_top = T - 1; st_attn_self() sets that up.
  * New queries against cached keys (attention_cached.c) have T < Tk: query row i sits at
  * key position i + koff, so causal row i sees keys j <= i + koff. Only the streamed
- * kernel reads Tk, kv_stride, koff and window; the grad-mode kernels need self-attention. */
+ * kernel reads Tk, kv_stride, koff, window and block; the grad-mode kernels need
+ * self-attention. */
 typedef struct st_attn_problem {
     const float *q, *k, *v;   /* q (B,H,T,D); k, v: pair bh starts at bh * kv_stride, Tk rows of D */
     const uint16_t *kh, *vh, *k2h; /* streamed kernel, per-task schedule: bf16 k, v (k2) instead
@@ -47,6 +48,10 @@ typedef struct st_attn_problem {
     int64_t koff;             /* key position of query row 0 */
     int64_t window;           /* > 0: row i also sees no key j <= i + koff - window */
     int64_t sinks;            /* with a window: keys j < sinks stay visible (attention sinks) */
+    int64_t block;            /* > 0: blockwise causal attention (xPos's BCA): the query at
+                               * absolute position P = i + koff + kpos sees no key before
+                               * the start of the block preceding its own, (floor(P/block)-1)
+                               * block (st_attn_block_lo); 0: none */
     const float *q2, *k2;     /* clipped relative positions (ReRoPE): keys at distance >= clip
                                * score scale * q2_i.k2_j instead (q2 like q, k2 like k); NULL: none */
     int64_t clip;
@@ -108,6 +113,16 @@ static inline int64_t st_attn_bias_d0(int64_t T, int causal) { return causal ? 0
 void st_attn_bias_tables(const st_attn_bias *bias, int64_t H, int64_t T, int causal, float *rtab);
 static inline const float *st_attn_bias_row(const float *rtab_h, int64_t T, int64_t i) {
     return rtab_h + (T - 1 - i);
+}
+
+/* The first key row the query at key row p (= i + koff) may see under the problem's
+ * blockwise mask (st_attention_block_lo at its absolute position p + kpos, as a row); 0
+ * without a mask. Nondecreasing in p, so a query block's first row bounds the whole
+ * block's keys. */
+static inline int64_t st_attn_block_lo(const st_attn_problem *pb, int64_t p) {
+    if (pb->block <= 0) return 0;
+    const int64_t lo = st_attention_block_lo(pb->block, p + pb->kpos) - pb->kpos;
+    return lo > 0 ? lo : 0;
 }
 
 /* The problem of self-attention over (B,H,T,D) inputs: keys are the queries' own rows. */

@@ -119,7 +119,8 @@ static int64_t stream_kvp(const st_attn_problem *pb, int64_t bh) {
 
 /* The key blocks of query rows [i0, i1): row i sits at key position p = i + koff and sees
  * keys j in [lo(p), hi(p)): hi = p + 1 when causal (else Tk), lo = p - window + 1 with a
- * window (else 0), raised to the row's instance start with a per-instance mask. The
+ * window (else 0), raised to the start of the previous block with a blockwise mask
+ * (st_attn_block_lo) and to the row's instance start with a per-instance mask. The
  * blocks: first the nks blocks of sinks [0, send) below the window, then the blocks of
  * [kbeg, kend) in order (from the newest to the oldest with CoPE). */
 typedef struct stream_keys { int64_t kbeg, kend, send, nks, nkw; } stream_keys;
@@ -129,6 +130,9 @@ static stream_keys stream_keys_of(const st_attn_problem *pb, int64_t i0, int64_t
     const int64_t W = pb->window, koff = pb->koff;
     k.kend = pb->causal ? (i1 + koff < pb->Tk ? i1 + koff : pb->Tk) : pb->Tk;
     k.kbeg = W > 0 && i0 + koff - W + 1 > 0 ? i0 + koff - W + 1 : 0;
+    const int64_t blo = st_attn_block_lo(pb, i0 + koff);
+    if (blo > k.kbeg) k.kbeg = blo;
+    if (k.kbeg > k.kend) k.kbeg = k.kend;
     const int64_t S = W > 0 ? pb->sinks : 0;
     k.send = S < k.kbeg ? S : k.kbeg;
     k.nks = (k.send + kblock - 1) / kblock;
@@ -215,6 +219,8 @@ static void stream_rows(const st_attn_problem *pb, int64_t bh, int64_t i0, int64
          * and the sinks [j0, sh) below the window's lower bound lw; the gap between
          * them is masked, so the row's span is [j0 or lo, hi) */
         int64_t lw = W > 0 ? p - W + 1 : 0;
+        const int64_t blo = st_attn_block_lo(pb, p);
+        if (blo > lw) lw = blo;
         if (pb->doc && pb->doc[(bh / pb->H) * T + i] > lw) lw = pb->doc[(bh / pb->H) * T + i];
         int64_t hi = pb->causal ? (p + 1 < j1 ? p + 1 : j1) : j1;
         int64_t lo = lw > j0 ? lw : j0;
@@ -358,8 +364,9 @@ static void stream_batched(st_mm *mm, const st_attn_problem *pb, int64_t M, int6
  * AMX brgemm on a batch only when each operand's matrices are packed back to back; with
  * any other batch stride it falls back to gemm:jit, slower than sgemm):
  *   K, V: the keys and values rounded once per call, key block kb of every pair back to
- *         back (BH, nb, D) at BH kb kblock D, when the key blocks are aligned (no window);
- *         with a window (blocks start anywhere) one block of every pair, rounded per block
+ *         back (BH, nb, D) at BH kb kblock D, when the key blocks are aligned (no window,
+ *         stream_aligned); with a window (blocks start anywhere) one block of every pair,
+ *         rounded per block
  *   Q:    the query block of every pair (BH, rb, D), rounded once per query block
  *   Sc, P: the scores (BH, rb, nb) fp32 and, after the row work, the probabilities in
  *         bf16, rounded by the thread that made them while they are in cache
@@ -368,9 +375,15 @@ static void stream_batched(st_mm *mm, const st_attn_problem *pb, int64_t M, int6
  * an eval at L = 16,384 in that rounding (AMX Xeon, 2026-11-26). */
 typedef struct stream_ops { float *Sc, *acc; uint16_t *P, *Q, *K, *V; } stream_ops;
 
+/* 1 when every key block starts at a multiple of kblock: no window, and a blockwise
+ * mask's block starts (multiples of block, from key row 0 at kpos 0) on that grid. */
+static int stream_aligned(const st_attn_problem *pb, int64_t kblock) {
+    return pb->window == 0 && (pb->block == 0 || (pb->kpos == 0 && pb->block % kblock == 0));
+}
+
 /* Key rows each of K and V holds per pair: all Tk (aligned blocks) or one block. */
 static int64_t stream_ops_krows(const st_attn_problem *pb, int64_t kblock) {
-    return pb->window == 0 ? pb->Tk : kblock;
+    return stream_aligned(pb, kblock) ? pb->Tk : kblock;
 }
 
 /* The stream_ops' offsets in floats (off[0..5]: Sc, acc, P, Q, K, V); returns the total. */
@@ -417,7 +430,7 @@ static void stream_round_pairs(uint16_t *dst, const float *src, int64_t BH, int6
  * scratch: BH row parts of rowp floats, then the stream_ops. */
 static void stream_run_batched(st_mm *mm, const st_attn_problem *pb, int64_t kblock, float *scratch, size_t rowp) {
     const int64_t T = pb->T, D = pb->D, BH = pb->B * pb->H, Tk = pb->Tk;
-    const int aligned = pb->window == 0;
+    const int aligned = stream_aligned(pb, kblock);
     const stream_ops o = stream_ops_of(pb, kblock, scratch + (size_t)BH * rowp);
     if (aligned)
         for (int64_t j0 = 0; j0 < Tk; j0 += kblock) {
@@ -492,7 +505,7 @@ void st_attn_stream_run(const st_attn_problem *pb, int64_t kblock, float *scratc
     const int64_t nq = (pb->T + ST_ATTN_SQBLOCK - 1) / ST_ATTN_SQBLOCK;
     const int64_t ntask = pb->B * pb->H * nq;
     ST_ASSERT(!(pb->gbias && pb->q2));   /* they share the tile */
-    ST_ASSERT(!pb->doc || (pb->koff == 0 && pb->window == 0 && !pb->cope));   /* self-attention rows */
+    ST_ASSERT(!pb->doc || (pb->koff == 0 && pb->window == 0 && pb->block == 0 && !pb->cope));   /* self-attention rows */
     const size_t per = st_attn_stream_scratch_floats(pb, kblock);
     if (st_attn_batched(pb->mm, ST_MM_ATTN_STREAM)) {
         /* one key/value head per pair (uniform batch strides), fp32 rows */

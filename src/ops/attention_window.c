@@ -17,20 +17,31 @@ int64_t st_attention_row_block(const st_ctx *ctx) {
     return ctx && st_attn_batched(ctx->mm, ST_MM_ATTN_STREAM) ? ST_ATTN_SQBLOCK_BATCHED : ST_ATTN_SQBLOCK;
 }
 
+/* Query p in block b = floor(p / block) sees blocks b - 1 and b (up to itself). */
+int64_t st_attention_block_lo(int64_t block, int64_t p) {
+    if (block <= 0) return 0;
+    const int64_t lo = (p / block - 1) * block;
+    return lo > 0 ? lo : 0;
+}
+
 st_tensor *st_attention_window(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v,
                                const st_attn_bias *bias, float scale, int64_t sinks, int64_t window) {
-    return st_attention_clipped(ctx, q, k, v, NULL, NULL, 0, bias, scale, sinks, window, NULL, 0);
+    const st_attn_mask mask = {.sinks = sinks, .window = window};
+    return st_attention_clipped(ctx, q, k, v, NULL, NULL, 0, bias, scale, &mask);
 }
 
 st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *v, st_tensor *q2,
                                 st_tensor *k2, int64_t clip, const st_attn_bias *bias, float scale,
-                                int64_t sinks, int64_t window, const float *sink_bias, int64_t sink_rows) {
+                                const st_attn_mask *mask) {
+    static const st_attn_mask none = {0};
+    if (!mask) mask = &none;
+    const int64_t sinks = mask->sinks, window = mask->window, sink_rows = mask->sink_rows;
     if (!q || !k || !v || ctx->failed) return NULL;
     /* q (B,H,Tq,D): the last Tq of the T positions of k, v (B,H,T,D) */
     ST_ASSERT(q->ndim == 4 && k->ndim == 4 && st_same_shape(k, v) && !ctx->grad);
     ST_ASSERT(q->shape[0] == k->shape[0] && q->shape[1] == k->shape[1] && q->shape[3] == k->shape[3] &&
               q->shape[2] <= k->shape[2]);
-    ST_ASSERT(sinks >= 0 && window >= 0);
+    ST_ASSERT(sinks >= 0 && window >= 0 && mask->block >= 0);
     q = st_contiguous(ctx, q);
     k = st_contiguous(ctx, k);
     v = st_contiguous(ctx, v);
@@ -67,7 +78,8 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     pb.cope = cope;
     pb.window = window < T ? window : 0;   /* a window covering every key is no window */
     pb.sinks = pb.window > 0 ? sinks : 0;
-    pb.sink_bias = pb.sinks > 0 ? sink_bias : NULL;   /* (H, sink_rows, sinks): rows of the kernel's T = Tq */
+    pb.block = mask->block < T ? mask->block : 0;   /* one block covering every key is no mask */
+    pb.sink_bias = pb.sinks > 0 ? mask->sink_bias : NULL;   /* (H, sink_rows, sinks): rows of the kernel's T = Tq */
     pb.sink_rows = sink_rows;
     ST_ASSERT(sink_rows >= 0 && sink_rows <= Tq);
     ST_ASSERT(!pb.sink_bias || route != ST_ATTN_ROUTE_NONE);
