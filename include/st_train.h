@@ -103,7 +103,7 @@ typedef struct st_eval_config {
     int64_t sinks;          /* attention sinks (needs window) */
     int64_t window;         /* attention window, 0 = none */
     int64_t clip;           /* rerope: clip window w, 0 = train.seq_len / 2 */
-    int64_t block;          /* blockwise causal attention: block length, 0 = none */
+    int64_t blockwise;      /* blockwise causal attention: block length, 0 = none */
     int positions;          /* ST_SINK_POS_*: the sinks at their text or cache positions */
     int attn_stats;         /* 1: attention statistics per layer and head (nonoverlapping) */
 } st_eval_config;

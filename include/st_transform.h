@@ -121,7 +121,7 @@ int st_transform_active(const st_transform *xf);
 int st_transform_check(const st_transform *xf, int pos, const char *flag, st_error *e);
 /* The scale s at current length len (only dynamic_ntk reads len). */
 double st_transform_scale(const st_transform *xf, int64_t len);
-/* "yarn", "pi s=4", "sinks=4 window=64", "ntk+sinks=4 window=64", "block=512", "none". */
+/* "yarn", "pi s=4", "sinks=4 window=64", "ntk+sinks=4 window=64", "blockwise=512", "none". */
 void st_transform_label(const st_transform *xf, char *buf, size_t n);
 
 /* Why transform `kind` cannot be a trained scaling (model.scaling.transform), or NULL

@@ -69,7 +69,7 @@ def transform_of(t, L):
     sc = t["scale"]
     return {"kind": t["name"], "scale": sc if isinstance(sc, (int, float)) else 0.0,
             "sinks": t.get("sinks", 0), "window": t.get("window", 0), "positions": t.get("positions", "text"),
-            "clip": t.get("clip", 0), "block": t.get("block", 0), "train_len": t["train_len"], "n": L}
+            "clip": t.get("clip", 0), "block": t.get("blockwise", 0), "train_len": t["train_len"], "n": L}
 
 
 def check_row(cfg, p, ids, row, mode, scale, t=None):

@@ -45,10 +45,10 @@ for pos in alibi rope; do
             --transform rerope --clip 8 --json "$pos-f.json" --quiet
         rows=12
     fi
-    expect_rc 0 "$pos: eval, blocks" "$BIN" eval "run_$pos" --data held.txt --lengths 48,100 --block 16 \
+    expect_rc 0 "$pos: eval, blocks" "$BIN" eval "run_$pos" --data held.txt --lengths 48,100 --blockwise 16 \
         --json "$pos-g.json" --quiet
     expect_rc 0 "$pos: eval, blocks, sliding" "$BIN" eval "run_$pos" --data held.txt --lengths 64 --stride 20 \
-        --block 12 --json "$pos-h.json" --quiet
+        --blockwise 12 --json "$pos-h.json" --quiet
     rows=$((rows + 3))
     if /usr/bin/python3 "$SRC/scripts/torch_eval_ref.py" "exp_$pos" held.txt "$pos"-[a-h].json > ref.txt 2>&1; then
         ok

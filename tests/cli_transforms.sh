@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cli_transforms.sh - inference-time transforms end to end on tiny byte-level runs:
-# `stretch eval --transform/--scale/--sinks/--window/--block` (report fields, its own JSON
+# `stretch eval --transform/--scale/--sinks/--window/--blockwise` (report fields, its own JSON
 # file beside the plain one), a transform for another method is exit 2 naming the flag
 # (CLI and eval.transform in a config), `stretch generate` with the cache equals
-# --no-cache under a transform, and a sweep variant setting eval.transform or eval.block
+# --no-cache under a transform, and a sweep variant setting eval.transform or eval.blockwise
 # labels its rows.
 . "$(dirname "$0")/lib_cli.sh" cli_transforms
 
@@ -132,63 +132,63 @@ expect_err "not supported for model.pos \"sinusoidal\": its positions are added 
 expect_rc 2 "eval.positions in a config" "$BIN" train cfg.json --out bad2 --quiet --set model.pos=sinusoidal --set eval.sinks=2 --set eval.window=8 --set eval.positions=cache
 expect_err "eval.positions \"cache\": not supported for model.pos \"sinusoidal\""
 
-# blockwise causal attention (--block B, eval.block): its own report, the plain model's
+# blockwise causal attention (--blockwise B, eval.blockwise): its own report, the plain model's
 # figure while two blocks cover the window (L = 32 = 2 x 16), another past that
 for r in rope alibi; do
     expect_rc 0 "$r: plain eval" "$BIN" eval $r --lengths 32,128 --json $r-plain.json --quiet
-    expect_rc 0 "$r: blocks of 16" "$BIN" eval $r --lengths 32,128 --block 16 --quiet
-    "$PY" - $r/eval_valid_nonoverlapping_block_16.json $r-plain.json <<'EOF2' && ok || bad "$r: block report"
+    expect_rc 0 "$r: blocks of 16" "$BIN" eval $r --lengths 32,128 --blockwise 16 --quiet
+    "$PY" - $r/eval_valid_nonoverlapping_blockwise_16.json $r-plain.json <<'EOF2' && ok || bad "$r: block report"
 import json, sys
 b, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 t = b["transform"]
-assert t["name"] == "none" and t["block"] == 16 and t["label"] == "block=16" and t["window"] == 0, t
+assert t["name"] == "none" and t["blockwise"] == 16 and t["label"] == "blockwise=16" and t["window"] == 0, t
 assert b["results"][0]["loss"] == p["results"][0]["loss"], (b["results"][0], p["results"][0])
 assert abs(b["results"][1]["loss"] - p["results"][1]["loss"]) > 1e-7, (b["results"][1], p["results"][1])
 EOF2
 done
-expect_rc 0 "yarn + blocks" "$BIN" eval rope --lengths 128 --transform yarn --block 16 --json yb.json --quiet
-"$PY" -c "import json; t = json.load(open('yb.json'))['transform']; assert t['label'] == 'yarn+block=16' and t['block'] == 16, t" && ok || bad "yarn + block report"
-expect_rc 2 "--block with --window" "$BIN" eval rope --lengths 64 --block 16 --window 8 --quiet
-expect_err "--block 16 and --window 8: blockwise attention and an attention window are two masks; give one"
-expect_rc 2 "--block -1" "$BIN" eval rope --lengths 64 --block -1 --quiet
-expect_err "--block '-1': expected an integer in \[0, 16777216\] (as eval.block; 0: no blocks)"
-same_text "rope blocks" rope --prompt "the quick brown fox" --tokens 60 --seed 9 --block 8
-same_text "alibi blocks" alibi --prompt "the quick brown fox" --tokens 60 --seed 9 --block 8
-same_text "rope yarn + blocks" rope --prompt "the quick" --tokens 60 --seed 2 --transform yarn --block 8 --context 128
-expect_rc 2 "dynamic_ntk with blocks" "$BIN" generate rope --transform dynamic_ntk --block 8 --tokens 5
-expect_err "--transform dynamic_ntk with --block: the current length of a windowed cache is ambiguous"
-expect_rc 0 "--no-cache with blocks past --context" "$BIN" generate rope --prompt "the quick" --tokens 40 --block 4 \
+expect_rc 0 "yarn + blocks" "$BIN" eval rope --lengths 128 --transform yarn --blockwise 16 --json yb.json --quiet
+"$PY" -c "import json; t = json.load(open('yb.json'))['transform']; assert t['label'] == 'yarn+blockwise=16' and t['blockwise'] == 16, t" && ok || bad "yarn + block report"
+expect_rc 2 "--blockwise with --window" "$BIN" eval rope --lengths 64 --blockwise 16 --window 8 --quiet
+expect_err "--blockwise 16 and --window 8: blockwise causal attention and an attention window are two masks; give one"
+expect_rc 2 "--blockwise -1" "$BIN" eval rope --lengths 64 --blockwise -1 --quiet
+expect_err "--blockwise '-1': expected an integer in \[0, 16777216\] (as eval.blockwise; 0: no blocks)"
+same_text "rope blocks" rope --prompt "the quick brown fox" --tokens 60 --seed 9 --blockwise 8
+same_text "alibi blocks" alibi --prompt "the quick brown fox" --tokens 60 --seed 9 --blockwise 8
+same_text "rope yarn + blocks" rope --prompt "the quick" --tokens 60 --seed 2 --transform yarn --blockwise 8 --context 128
+expect_rc 2 "dynamic_ntk with blocks" "$BIN" generate rope --transform dynamic_ntk --blockwise 8 --tokens 5
+expect_err "--transform dynamic_ntk with --blockwise: the current length of a windowed cache is ambiguous"
+expect_rc 0 "--no-cache with blocks past --context" "$BIN" generate rope --prompt "the quick" --tokens 40 --blockwise 4 \
     --context 16 --no-cache
 expect_err "each forward counts its blocks of 4 from the first of the last 16 tokens"
-# a run whose eval section sets eval.block: eval takes it, --block 0 switches it off, and
+# a run whose eval section sets eval.blockwise: eval takes it, --blockwise 0 switches it off, and
 # the key is refused beside eval.window naming both keys
-expect_rc 0 "train with eval.block" "$BIN" train cfg.json --out ropeb --quiet --set model.pos=rope --set eval.block=16
+expect_rc 0 "train with eval.blockwise" "$BIN" train cfg.json --out ropeb --quiet --set model.pos=rope --set eval.blockwise=16
 expect_rc 0 "eval with the config's blocks" "$BIN" eval ropeb --lengths 64 --quiet
-[ -f ropeb/eval_valid_nonoverlapping_block_16.json ] && ok || { bad "eval ignored the config's eval.block"; ls ropeb; }
-expect_rc 0 "--block 0 over the config's blocks" "$BIN" eval ropeb --lengths 64 --block 0 --quiet
-[ -f ropeb/eval_valid_nonoverlapping.json ] && ok || { bad "--block 0 did not switch the blocks off"; ls ropeb; }
+[ -f ropeb/eval_valid_nonoverlapping_blockwise_16.json ] && ok || { bad "eval ignored the config's eval.blockwise"; ls ropeb; }
+expect_rc 0 "--blockwise 0 over the config's blocks" "$BIN" eval ropeb --lengths 64 --blockwise 0 --quiet
+[ -f ropeb/eval_valid_nonoverlapping.json ] && ok || { bad "--blockwise 0 did not switch the blocks off"; ls ropeb; }
 expect_rc 2 "--window over the config's blocks" "$BIN" eval ropeb --lengths 64 --window 8 --quiet
-expect_err "eval.block 16 and --window 8: blockwise attention and an attention window are two masks"
-expect_rc 2 "eval.block with eval.window" "$BIN" train cfg.json --out bad3 --quiet --set eval.block=16 --set eval.window=8
-expect_err "eval.block 16 and eval.window 8: blockwise attention and an attention window are two masks"
+expect_err "eval.blockwise 16 and --window 8: blockwise causal attention and an attention window are two masks"
+expect_rc 2 "eval.blockwise with eval.window" "$BIN" train cfg.json --out bad3 --quiet --set eval.blockwise=16 --set eval.window=8
+expect_err "eval.blockwise 16 and eval.window 8: blockwise causal attention and an attention window are two masks"
 
 # a sweep variant sets eval.transform: its rows say so
 cat > sweep.json <<'EOF2'
 {"base": "cfg.json", "set": {"model.pos": "rope"},
- "variants": [{"name": "rope"}, {"name": "rope-yarn", "eval.transform": "yarn"}, {"name": "rope-bca", "eval.block": 16}],
+ "variants": [{"name": "rope"}, {"name": "rope-yarn", "eval.transform": "yarn"}, {"name": "rope-bca", "eval.blockwise": 16}],
  "eval": {"lengths": [32, 64], "buckets": 0}, "out": "sw"}
 EOF2
 expect_rc 0 "sweep with a transform variant" "$BIN" sweep sweep.json --quiet
 expect_err "rope-yarn: same model as rope (differs in eval.\* only)"
 [ ! -e sw/rope-yarn/checkpoints ] && [ -f sw/rope-yarn/sweep_done.json ] && ok || bad "the transform variant trained a copy"
-grep -q "rope + yarn" sw/results.md && grep -q "rope + block=16" sw/results.md && ok || { bad "results.md lacks the transform"; cat sw/results.md; }
+grep -q "rope + yarn" sw/results.md && grep -q "rope + blockwise=16" sw/results.md && ok || { bad "results.md lacks the transform"; cat sw/results.md; }
 "$PY" - sw/results.csv <<'EOF2' && ok || bad "results.csv transform columns"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 xf = {(r["run"], r["length"]): (r["transform"], r["transform_scale"]) for r in rows}
 assert xf[("rope", "64")] == ("", ""), xf
 assert xf[("rope-yarn", "64")] == ("yarn", "2"), xf
-assert xf[("rope-bca", "64")][0] == "block=16", xf
+assert xf[("rope-bca", "64")][0] == "blockwise=16", xf
 EOF2
 expect_rc 0 "sweep again: finished points are skipped" "$BIN" sweep sweep.json --quiet
 expect_err "finished earlier, skipped"

@@ -84,7 +84,7 @@ int cli_lengths_arg(const char *s, int64_t lo, int64_t hi, int64_t *out, int max
  * neither from a stray argument. */
 int cli_flag_value(const char *cmd, const char *const *valued, int argc, char **argv, int *i, const char **v);
 /* The transform options that take a value (cli_transform_arg), for a `valued` list. */
-#define CLI_TRANSFORM_FLAGS "--transform", "--scale", "--clip", "--sinks", "--window", "--positions", "--block"
+#define CLI_TRANSFORM_FLAGS "--transform", "--scale", "--clip", "--sinks", "--window", "--positions", "--blockwise"
 /* A path flag or argument: ST_OK, or the usage error (exit 2) when it is empty or too
  * long (st_path_check). */
 int cli_path_arg(const char *cmd, const char *flag, const char *v);

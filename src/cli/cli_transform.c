@@ -1,7 +1,7 @@
 /* cli_transform.c - the inference-time transform options shared by `stretch eval` and
  * `stretch generate` (include/st_transform.h): --transform NAME, --scale S, --clip W,
- * --sinks K, --window W, --positions text|cache, --block B. One parser, so both commands
- * accept and reject the same. */
+ * --sinks K, --window W, --positions text|cache, --blockwise B. One parser, so both
+ * commands accept and reject the same. */
 #include "cli/cli.h"
 #include "st_matmul.h"
 #include "st_transform.h"
@@ -43,8 +43,8 @@ int cli_transform_arg(const char *cmd, const char *a, const char *v, st_transfor
         xf->cache_positions = !strcmp(v, "cache");
     } else if (!strcmp(a, "--sinks")) {
         if (!(*rc = cli_key_arg(cmd, a, v, "eval.sinks", NULL, &d))) xf->sinks = (int64_t)d;
-    } else if (!strcmp(a, "--block")) {   /* 0 switches off the config's blocks, as --window 0 */
-        if (!(*rc = cli_key_arg(cmd, a, v, "eval.block", "0: no blocks", &d))) xf->block = (int64_t)d;
+    } else if (!strcmp(a, "--blockwise")) {   /* 0 switches off the config's blocks, as --window 0 */
+        if (!(*rc = cli_key_arg(cmd, a, v, "eval.blockwise", "0: no blocks", &d))) xf->block = (int64_t)d;
     } else {
         /* 0 is a value, not "unset": it switches off a window the run's config sets */
         if (!(*rc = cli_key_arg(cmd, a, v, "eval.window", "0: no window", &d))) xf->window = (int64_t)d;

@@ -21,7 +21,7 @@ static const char *usage_text =
     "        [--buckets N] [--bucket-scale linear|log2] [--precision fp32|bf16] [--json OUT.json [--force]]\n"
     "        [--threads N] [--quiet] [--data FILE|WIKITEXT_DIR] [--attn-stats]\n"
     "        [--transform pi|ntk|dynamic_ntk|yarn|rerope|alibi_interp|none] [--scale S] [--clip W]\n"
-    "        [--sinks K --window W [--positions text|cache] | --block B]\n"
+    "        [--sinks K --window W [--positions text|cache] | --blockwise B]\n"
     "   or: eval RUN_DIR|CHECKPOINT --task [NAME] [--scales 1,2,4,...|--sizes A,B,...] [--depths 0,0.5,1]\n"
     "        [--trials N] [--show N] [--seed S] [--precision fp32|bf16] [--json OUT.json] [transform options]: a task\n"
     "        run's exact-match accuracy at multiples of its largest training size (docs/tasks.md; default scales 1,2,4,8,16,32);\n"
@@ -43,9 +43,10 @@ static const char *usage_text =
     "  train.seq_len / 2), --sinks/--window: attention sinks + window, the sinks at their positions in the\n"
     "  text or, with --positions cache, in a cache holding the sinks then the window (StreamingLLM);\n"
     "  --window 0 (eval.window's default): no window, which switches off the run's eval.window and its\n"
-    "  eval.sinks; --sinks 0 keeps the window without sinks; --block B: blockwise causal attention (xPos's\n"
-    "  inference setup): each window is cut into blocks of B tokens and a query sees its own block and the\n"
-    "  previous one (the paper: B = train.seq_len / 2); --block 0 switches off the run's eval.block";
+    "  eval.sinks; --sinks 0 keeps the window without sinks; --blockwise B: blockwise causal attention\n"
+    "  (xPos's inference setup): each window is cut into blocks of B tokens and a query sees its own block\n"
+    "  and the previous one (the paper: B = train.seq_len / 2); --blockwise 0 switches off the run's\n"
+    "  eval.blockwise";
 
 /* "64,128,256" or "64..16384" (doubling). */
 /* Default report path: RUN_DIR/eval_<split>_<mode>.json for a run dir; for a checkpoint

@@ -31,8 +31,8 @@
  * tokens and its last W (StreamingLLM; --positions cache: the sinks at their cache
  * positions, as StreamingLLM re-positions them). With a window, a sliding cache keeps exactly
  * those K + W keys however long the text grows, and equals a full forward over the whole
- * text with the same mask. --block B: blockwise causal attention, blocks of B counted from
- * the text's first token (a sliding cache keeps the last 2B keys). dynamic_ntk re-prefills whenever its scale changes (each
+ * text with the same mask. --blockwise B: blockwise causal attention, blocks of B counted
+ * from the text's first token (a sliding cache keeps the last 2B keys). dynamic_ntk re-prefills whenever its scale changes (each
  * token between train.seq_len and --context), since the cached keys were rotated with
  * the old one. */
 #include "cli/cli.h"
@@ -71,7 +71,7 @@ static int use_transform(st_model *m, st_transform *xf, int64_t train_len, int64
     if (!rc && st_transform_dynamic(xf->kind) && (xf->window > 0 || xf->block > 0))
         rc = st_fail(e, ST_ERR_CONFIG, "--transform %s with %s: the current length of a windowed cache "
                      "is ambiguous; use ntk with --scale", st_transform_name(xf->kind),
-                     xf->window > 0 ? "--window" : "--block");
+                     xf->window > 0 ? "--window" : "--blockwise");
     if (!rc) st_model_set_transform(m, xf, "generate");
     return rc;
 }
@@ -134,7 +134,7 @@ static int help(void) {
            "  --sinks K --window W attention sinks + window (StreamingLLM): each query sees the first K\n"
            "                       tokens and its last W; --positions cache puts the sinks at their cache\n"
            "                       positions\n"
-           "  --block B            blockwise causal attention (xPos): each query sees its block of B tokens\n"
+           "  --blockwise B        blockwise causal attention (xPos): each query sees its block of B tokens\n"
            "                       and the previous one, blocks counted from the text's first token\n"
            "docs: README.md (generate), docs/evaluation.md (transforms)\n");
     return -1;

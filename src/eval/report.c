@@ -258,7 +258,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
         cJSON_AddNumberToObject(xo, "window", (double)xf->window);
         if (xf->window > 0) cJSON_AddStringToObject(xo, "positions", xf->cache_positions ? "cache" : "text");
         if (st_transform_clip(xf) > 0) cJSON_AddNumberToObject(xo, "clip", (double)st_transform_clip(xf));
-        if (xf->block > 0) cJSON_AddNumberToObject(xo, "block", (double)xf->block);
+        if (xf->block > 0) cJSON_AddNumberToObject(xo, "blockwise", (double)xf->block);
         cJSON_AddNumberToObject(xo, "train_len", (double)xf->train_len);
     }
     cJSON *rs = cJSON_AddArrayToObject(o, "results");

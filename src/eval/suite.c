@@ -70,7 +70,7 @@ void st_eval_plan_resolve_transform(st_eval_plan *p, const st_eval_config *c) {
     if (p->sinks < 0) p->sinks = c->sinks;
     if (p->window < 0) p->window = c->window;
     if (p->clip < 0) p->clip = own_xf ? 0 : c->clip;
-    if (p->block < 0) p->block = c->block;
+    if (p->block < 0) p->block = c->blockwise;
     if (p->positions < 0) p->positions = sinks_off ? ST_SINK_POS_TEXT : c->positions;
 }
 

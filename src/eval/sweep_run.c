@@ -150,7 +150,7 @@ static void point_plan_sig(const sweep *s, const sweep_point *pt, char *out, siz
                       p.transform, p.transform_scale, (long long)p.sinks, (long long)p.window, (long long)p.clip);
     if (o < (int)n && p.positions == ST_SINK_POS_CACHE)   /* only when set: older markers stay valid */
         o += snprintf(out + o, n - (size_t)o, ";positions=cache");
-    if (o < (int)n && p.block > 0) o += snprintf(out + o, n - (size_t)o, ";block=%lld", (long long)p.block);
+    if (o < (int)n && p.block > 0) o += snprintf(out + o, n - (size_t)o, ";blockwise=%lld", (long long)p.block);
     if (o < (int)n && p.opts.attn_stats) o += snprintf(out + o, n - (size_t)o, ";attn_stats=1");
     if (o < (int)n) run_eval_sig(&p, &pt->cfg.eval, out + o, n - (size_t)o);
 }

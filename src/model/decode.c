@@ -60,7 +60,7 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     c->slides = st_kv_cache_slides(cfg->pos);
     /* attention sinks + window (st_transform.h): a sliding cache keeps the sinks and the
      * transform's window; an absolute one keeps its window and masks inside it. Blocks
-     * (--block B): a query sees at most 2B keys (its block and the previous one), so a
+     * (--blockwise B): a query sees at most 2B keys (its block and the previous one), so a
      * sliding cache keeps 2B, its blocks counted from the text's first token */
     const st_transform *xf = m->xf;
     const int64_t xf_keys = !xf ? 0 : xf->window > 0 ? xf->window : 2 * xf->block;
@@ -70,7 +70,7 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     const int64_t max_len = st_pos_max_len(cfg);
     if (max_len > 0 && window > max_len) {
         const char *whose = xf_keys > 0 && c->slides ? xf->window > 0 ? "an attention window (--window)"
-                                                                      : "two attention blocks (2 x --block)"
+                                                                      : "two attention blocks (2 x --blockwise)"
                                                      : "a window";
         memset(c, 0, sizeof *c);
         return st_fail(e, ST_ERR_CONFIG, "kv cache: %s of %lld tokens is longer than the %lld tokens %s "

@@ -143,7 +143,7 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
     const char *clip = origin(xf, flag, ST_XF_CLI_CLIP, "--clip", "eval.clip");
     const char *sinks = origin(xf, flag, ST_XF_CLI_SINKS, "--sinks", "eval.sinks");
     const char *window = origin(xf, flag, ST_XF_CLI_WINDOW, "--window", "eval.window");
-    const char *block = origin(xf, flag, ST_XF_CLI_BLOCK, "--block", "eval.block");
+    const char *block = origin(xf, flag, ST_XF_CLI_BLOCK, "--blockwise", "eval.blockwise");
     if (xf->kind < 0 || xf->kind >= ST_XF_COUNT)
         return st_fail(e, ST_ERR_CONFIG, "%s: unknown transform %d", kind, xf->kind);
     const char *need = table[xf->kind].method;
@@ -174,7 +174,7 @@ int st_transform_check(const st_transform *xf, int pos, const char *flag, st_err
     if (xf->block < 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: %lld: a block length is >= 1 (0: no blocks)", block, (long long)xf->block);
     if (xf->block > 0 && xf->window > 0)
-        return st_fail(e, ST_ERR_CONFIG, "%s %lld and %s %lld: blockwise attention and an attention window are two "
+        return st_fail(e, ST_ERR_CONFIG, "%s %lld and %s %lld: blockwise causal attention and an attention window are two "
                        "masks; give one (set the other to 0)", block, (long long)xf->block, window, (long long)xf->window);
     const char *why = st_pos_no_sinks(pos);
     if (xf->sinks > 0 && why)
@@ -215,7 +215,7 @@ void st_transform_label(const st_transform *xf, char *buf, size_t n) {
         o += snprintf(buf + o, n - (size_t)o, "%ssinks=%lld window=%lld%s", o ? "+" : "", (long long)xf->sinks,
                       (long long)xf->window, xf->cache_positions ? " positions=cache" : "");
     if (xf && xf->block > 0 && o >= 0 && (size_t)o < n)
-        o += snprintf(buf + o, n - (size_t)o, "%sblock=%lld", o ? "+" : "", (long long)xf->block);
+        o += snprintf(buf + o, n - (size_t)o, "%sblockwise=%lld", o ? "+" : "", (long long)xf->block);
     if (!buf[0]) snprintf(buf, n, "none");
 }
 

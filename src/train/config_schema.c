@@ -240,7 +240,7 @@ const st_ckey st_config_keys[] = {
     I64("eval.sinks", eval.sinks, 0, 1 << 24, "0"),
     I64("eval.window", eval.window, 0, 1 << 24, "0"),
     I64("eval.clip", eval.clip, 0, 1 << 24, "0"),
-    I64("eval.block", eval.block, 0, 1 << 24, "0"),
+    I64("eval.blockwise", eval.blockwise, 0, 1 << 24, "0"),
     ENUM("eval.positions", eval.positions, en_positions, "text"),
     BOOL("eval.attn_stats", eval.attn_stats, "false"),
 };

@@ -217,7 +217,7 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
                                file, (long long)c->eval.stride, i, (long long)c->eval.lengths[i]);
     }
     const st_transform xf = {.kind = c->eval.transform, .scale = c->eval.transform_scale, .sinks = c->eval.sinks,
-                             .window = c->eval.window, .clip = c->eval.clip, .block = c->eval.block,
+                             .window = c->eval.window, .clip = c->eval.clip, .block = c->eval.blockwise,
                              .cache_positions = c->eval.positions == ST_SINK_POS_CACHE};
     st_error xe = {0};
     if ((rc = st_transform_check(&xf, c->model.pos, "eval.transform", &xe))) return st_fail(e, rc, "%s: %s", file, xe.msg);
