@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_combinations.sh - every position method x inference-time transform x attention mask
-# (none, a window, sinks + window) through `stretch eval` and `stretch generate` (KV cache
+# (none, a window, sinks + window, blocks of 4) through `stretch eval` and `stretch generate` (KV cache
 # and --no-cache) on tiny runs. Each command must exit 0 or refuse with the documented
 # config exit (2, "stretch CMD: error" or the flag named): never a signal, never another code.
 # When both generate paths run, they must print the same text (same seed, temperature 1):
@@ -39,7 +39,7 @@ allowed() { # what command...
     esac
 }
 
-masks=("" "--window 8" "--sinks 2 --window 8")
+masks=("" "--window 8" "--sinks 2 --window 8" "--blockwise 4")
 # walk M: every check of method M's two runs, in the directory w_M with the counters
 # started at 0, which it writes to w_M/counts (run in a subshell: its own out.txt, err.txt)
 walk() {
