@@ -13,7 +13,10 @@ logits once the text is longer than CONTEXT:
   sinks:K:W:text|cache  the cache of --sinks K --window W (--positions text|cache): the
           text's first K tokens and its last W whatever its length, CONTEXT not bounding
           it; the logits of the whole text under that mask, the sinks at their text
-          positions or at cache positions (scripts/torch_ref_transforms.py's model).
+          positions or at cache positions (scripts/torch_ref_transforms.py's model);
+  blockwise:B  the cache of --blockwise B: blocks of B counted from the text's first
+          token, each query seeing its own block and the previous one, CONTEXT not
+          bounding it; the logits of the whole text under that mask.
 (While the text fits CONTEXT window and rerun are the full forward.) Each step takes the argmax of
 the float64 model of scripts/torch_ref.py and compares it with stretch's byte; the replay
 then continues from stretch's byte. A step whose top two logits are within 1e-4 here
@@ -32,7 +35,8 @@ TIE = 1e-4
 def main():
     torch.set_default_dtype(torch.float64)
     if len(sys.argv) != 7:
-        sys.exit("usage: torch_gen_ref.py EXPORT_DIR PROMPT TOKENS CONTEXT window|rerun|sinks:K:W:POSITIONS OUTPUT")
+        sys.exit("usage: torch_gen_ref.py EXPORT_DIR PROMPT TOKENS CONTEXT "
+                 "window|rerun|sinks:K:W:POSITIONS|blockwise:B OUTPUT")
     exp, prompt, n, ctx, mode, out_path = sys.argv[1:]
     n, ctx = int(n), int(ctx)
     cfg = json.load(open(f"{exp}/config.json"))["model"]
@@ -48,6 +52,11 @@ def main():
         _, k, w, where = mode.split(":")
         xf = {"kind": "none", "scale": 0.0, "sinks": int(k), "window": int(w), "positions": where, "clip": 0,
               "train_len": 0, "n": 0}
+    elif mode.startswith("blockwise:"):
+        xf = {"kind": "none", "scale": 0.0, "sinks": 0, "window": 0, "block": int(mode.split(":")[1]), "clip": 0,
+              "train_len": 0, "n": 0}
+    # the most keys a query sees: past it, the mask (not the context) bounds the text
+    keys = (xf["sinks"] + xf["window"] if xf["window"] else 2 * xf["block"]) if xf else ctx
     checked, past = 0, 0
     with torch.no_grad():
         for step, s in enumerate(got):
@@ -67,9 +76,10 @@ def main():
                       f"argmax {a} ({bytes([a])!r}), margin {float(top[0] - top[1]):.2e}")
                 sys.exit(1)
             checked += 1
-            past += len(ids) + 1 > (xf["sinks"] + xf["window"] if xf else ctx)
+            past += len(ids) + 1 > keys
             ids.append(s)
-    bound = f"the sinks + window of {xf['sinks'] + xf['window']}" if xf else f"the context of {ctx}"
+    bound = (f"the sinks + window of {keys}" if xf["window"] else f"two blocks of {keys}") if xf \
+        else f"the context of {ctx}"
     print(f"  {mode}: {checked} of {n} greedy tokens equal ({past} of them past {bound}): "
           f"{bytes(got[:40])!r}...")
     sys.exit(0)

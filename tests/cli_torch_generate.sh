@@ -7,7 +7,10 @@
 #   KV cache of learned positions, and --no-cache: a fresh forward over the last 24 tokens;
 #   --sinks 2 --window 8 of ALiBi and RoPE, the sinks at text and at cache positions: the
 #   first 2 and last 8 tokens of the whole text, past --context too; where the two
-#   positions give different texts, each replay rejects the other's.
+#   positions give different texts, each replay rejects the other's;
+#   --blockwise 8 of ALiBi and RoPE: blocks of 8 from the text's first token, each query
+#   seeing its block and the previous one, past --context too; the plain cache's replay
+#   rejects its text and the other way round.
 # Each greedy byte must be the float64 argmax (up to a near tie, reported); where the two
 # definitions give different texts (the ALiBi run here), each replay rejects the other's.
 # Skipped when /usr/bin/python3 has no torch.
@@ -63,6 +66,9 @@ PYEOF
     # the sinks' positions matter to the replay (both runs' texts differ here)
     cross_reject "$pos, sinks at text vs cache positions" "exp_$pos" sinks:2:8:text "sinks_text_$pos.txt" \
         sinks:2:8:cache "sinks_cache_$pos.txt"
+    "$BIN" "${gen[@]}" --blockwise 8 > "bw_$pos.txt" 2>/dev/null && ok || bad "$pos: generate --blockwise 8"
+    replay "$pos, blockwise 8" blockwise:8 "exp_$pos" "bw_$pos.txt"
+    cross_reject "$pos, blocks vs the plain cache" "exp_$pos" window "cache_$pos.txt" blockwise:8 "bw_$pos.txt"
 done
 # the replay tells the two definitions apart: where the ALiBi run's texts differ (they do
 # here: "...dog 1111" and "...dog 1110"), each definition rejects the other's text
