@@ -106,6 +106,19 @@ expect_rc 0 "extend --set inv_sqrt" "$BIN" extend rope --to 64 --steps 5 --out i
 "$PY" -c "
 import json
 assert json.load(open('inv/config.json'))['train']['schedule']['warmup'] == 1" && ok || bad "inv_sqrt default warmup"
+# read as the load reads it: the last --set of the key wins, a JSON string is the same value
+expect_rc 0 "extend --set cosine, then inv_sqrt" "$BIN" extend rope --to 64 --steps 5 --out inv2 --quiet \
+    --set train.schedule.kind=cosine --set 'train.schedule.kind="inv_sqrt"'
+"$PY" -c "
+import json
+s = json.load(open('inv2/config.json'))['train']['schedule']
+assert s['kind'] == 'inv_sqrt' and s['warmup'] == 1, s" && ok || bad "the last --set of the kind decides the warmup"
+expect_rc 0 "extend --set inv_sqrt, then cosine" "$BIN" extend rope --to 64 --steps 5 --out inv3 --quiet \
+    --set train.schedule.kind=inv_sqrt --set train.schedule.kind=cosine
+"$PY" -c "
+import json
+s = json.load(open('inv3/config.json'))['train']['schedule']
+assert s['kind'] == 'cosine' and s['warmup'] == 0, s" && ok || bad "cosine after inv_sqrt keeps the warmup of 0"
 # the scaling's keys are --transform/--scale's (a --set of one left pi at scale 1)
 expect_rc 2 "--set model.scaling.transform" "$BIN" extend rope --to 64 --steps 1 --out b14 \
     --set model.scaling.transform=pi

@@ -166,13 +166,21 @@ static int base_checkpoint(extend_args *a, const char *path, const st_run_config
     return rc;
 }
 
-/* The extended run's schedule is inv_sqrt (RUN's kind, or the user's --set of it, read
- * here: the config with a warmup of 0 would not load to tell), whose lr divides by warmup. */
-static int inv_sqrt(const extend_args *a, const st_train_config *bt) {
-    const char *ks = user_set(a, "train.schedule.kind");
-    if (!ks) return bt->sched.kind == ST_SCHED_INV_SQRT;
-    const char *v = ks + strcspn(ks, "=") + (ks[strcspn(ks, "=")] == '=');
-    return !strcmp(v, "inv_sqrt") || !strcmp(v, "\"inv_sqrt\"");
+/* The extended run's schedule is inv_sqrt (RUN's kind after the user's --sets, applied in
+ * order by the config's own parser, as the load will: the config with a warmup of 0 would
+ * not load to tell), whose lr divides by warmup. A --set that does not parse leaves the
+ * kind as it was here; the load reports it. */
+static int inv_sqrt(const extend_args *a, const st_run_config *base) {
+    st_run_config *c = malloc(sizeof *c);   /* large: paths */
+    if (!c) st_oom_exit("extend's schedule", sizeof *c);
+    *c = *base;
+    for (int i = 0; i < a->n_sets; i++) {
+        st_error ignored = {0};
+        st_run_config_set(c, a->sets[i], &ignored);
+    }
+    const int yes = c->train.sched.kind == ST_SCHED_INV_SQRT;
+    free(c);
+    return yes;
 }
 
 /* The flags' assignments on RUN's config `base` (its train section: bt); the new run
@@ -203,7 +211,7 @@ static void plan(const extend_args *a, const st_run_config *base, int64_t ranks,
     add(o, by_steps, "train.steps=%lld", (long long)K);
     /* the default: a tenth of the steps, at least 1 for inv_sqrt (its lr divides by it) */
     int64_t warm = K / 10;
-    if (warm < 1 && inv_sqrt(a, bt)) warm = 1;
+    if (warm < 1 && inv_sqrt(a, base)) warm = 1;
     add(o, a->warmup >= 0 ? "--warmup" : "--warmup (default: steps / 10)", "train.schedule.warmup=%lld",
         (long long)(a->warmup >= 0 ? a->warmup : warm));
     if (a->lr > 0) add(o, "--lr", "train.optimizer.lr=%.17g", a->lr);
