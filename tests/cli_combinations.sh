@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_combinations.sh - every position method x inference-time transform x attention mask
-# (none, a window, sinks + window, blocks of 4) through `stretch eval` and `stretch generate` (KV cache
+# (none, a window, sinks + window, blocks of 4: with no transform, rerope's second query and
+# alibi_interp's slopes, the others being RoPE frequency changes like rerope's) through `stretch eval` and `stretch generate` (KV cache
 # and --no-cache) on tiny runs. Each command must exit 0 or refuse with the documented
 # config exit (2, "stretch CMD: error" or the flag named): never a signal, never another code.
 # When both generate paths run, they must print the same text (same seed, temperature 1):
@@ -54,6 +55,7 @@ walk() {
             # log-n runs walk the masks alone: the transforms are independent of the scaling
             [ "$sc" = logn ] && [ "$x" != none ] && continue
             for mk in "${masks[@]}"; do
+                case "$mk:$x" in --blockwise*:none|--blockwise*:rerope|--blockwise*:alibi_interp|--[!b]*|:*) ;; *) continue ;; esac
                 what="$run --transform $x $mk"
                 # shellcheck disable=SC2086
                 allowed "eval $what" "$BIN" eval "$run" --lengths 32 --max-tokens 200 --transform "$x" $mk --quiet
