@@ -175,6 +175,8 @@ static void test_attention(st_mm *bf, int64_t B, int64_t H, int64_t T) {
  * 6 clipped positions (ReRoPE's second product; q2, k2 stand-ins: k and q), 7 blocks of
  * 100 and 8 blocks of 256 (on the key blocks' grid: the pre-rounded keys) with the
  * distance bias. */
+static const st_attn_mask streamed_masks[9] = {[4] = {.sinks = 2, .window = 40}, [7] = {.block = 100},
+                                               [8] = {.block = 256}};
 static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
     const int64_t n = st_numel(L->t[0]), B = L->t[0]->shape[0], T = L->t[0]->shape[2], D = L->t[0]->shape[3];
     att_bias ab = {{0.5f, 0.25f, 0.125f, 0.0625f}, {0}};
@@ -190,10 +192,9 @@ static float *run_streamed(st_mm *mm, int kind, leaves *L, const float *e) {
     env en;
     st_ctx *ctx = env_open(&en, 0, 0);
     ctx->mm = mm;
-    const st_attn_mask masks[9] = {[4] = {.sinks = 2, .window = 40}, [7] = {.block = 100}, [8] = {.block = 256}};
     st_tensor *o = kind == 6   ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], L->t[1], L->t[0], 20, &bias, 0.0f, NULL)
                    : kind == 4 || kind >= 7
-                       ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, &masks[kind])
+                       ? st_attention_clipped(ctx, L->t[0], L->t[1], L->t[2], NULL, NULL, 0, &bias, 0.0f, &streamed_masks[kind])
                    : kind == 5 ? st_attention_doc(ctx, L->t[0], L->t[1], L->t[2], &bias, 1, 0.0f, 0.0f, 0, doc)
                                : st_attention(ctx, L->t[0], L->t[1], L->t[2], &bias, kind != 2, 0.0f, 0.0f, 0);
     CHECK(o && ctx->n_nodes == 0);   /* inference: the streamed kernel, nothing recorded */
@@ -241,7 +242,6 @@ static void test_attention_streamed(st_mm *bf) {
     static const char *const kinds[] = {"causal, distance bias", "causal, general bias", "non-causal", "causal, CoPE",
                                         "sinks 2 + window 40", "per-instance mask", "clipped at 20", "blocks of 100",
                                         "blocks of 256"};
-    const st_attn_mask tails[9] = {[4] = {.sinks = 2, .window = 40}, [7] = {.block = 100}, [8] = {.block = 256}};
     leaves L1, L2;
     leaves_init(&L1, 41, 3, spec, 1.0f);
     leaves_init(&L2, 47, 3, spec2, 1.0f);
@@ -258,7 +258,7 @@ static void test_attention_streamed(st_mm *bf) {
         CHECK_MSG(memcmp(h, f, (size_t)n * sizeof(float)) != 0, "%s: bf16 output equals fp32", what);
         CHECK_MSG(!memcmp(h, h2, (size_t)n * sizeof(float)), "%s: not deterministic", what);
         if (kind == 0 || kind == 4 || kind >= 7)   /* the rows past one row block, alone */
-            CHECK_MSG(tail_matches(bf, L, h, &tails[kind]),
+            CHECK_MSG(tail_matches(bf, L, h, &streamed_masks[kind]),
                       "%s: the last rows alone differ from the full call's", what);
         free(f); free(h); free(h2);
     }

@@ -32,9 +32,9 @@
  * positions, as StreamingLLM re-positions them). With a window, a sliding cache keeps exactly
  * those K + W keys however long the text grows, and equals a full forward over the whole
  * text with the same mask. --blockwise B: blockwise causal attention, blocks of B counted
- * from the text's first token (a sliding cache keeps the last 2B keys). dynamic_ntk re-prefills whenever its scale changes (each
- * token between train.seq_len and --context), since the cached keys were rotated with
- * the old one. */
+ * from the text's first token (a sliding cache keeps the last 2B keys). dynamic_ntk
+ * re-prefills whenever its scale changes (each token between train.seq_len and
+ * --context), since the cached keys were rotated with the old one. */
 #include "cli/cli.h"
 #include "st_matmul.h"
 #include "st_train.h"
@@ -375,14 +375,16 @@ static int generate(gen_engine *g, const gen_opts *o, gen_run *r, gen_stream *ou
     int64_t fed = 0;
     int rc = ST_OK;
     const double t0 = st_time();
-    /* a sliding cache with a window keeps the text's first sinks whatever its length;
-     * --no-cache's forward over the last --context tokens has that span's instead */
-    if (o->no_cache && o->xf.window > 0 && st_kv_cache_slides(r->m.cfg.pos) && r->n_prompt + o->n_tokens > o->context)
+    /* a sliding cache with a window keeps the text's first sinks whatever its length, and
+     * counts blocks from the text's first token; --no-cache's forward over the last
+     * --context tokens has that span's sinks and blocks instead */
+    const int past = o->no_cache && st_kv_cache_slides(r->m.cfg.pos) && r->n_prompt + o->n_tokens > o->context;
+    if (past && o->xf.window > 0)
         st_log(ST_LOG_WARN, "generate --no-cache: the text will pass --context %lld: from there each forward covers "
                "the last %lld tokens, whose first %lld are its sinks, while the KV cache keeps the text's first ones "
                "(the two agree while the text fits --context)", (long long)o->context, (long long)o->context,
                (long long)o->xf.sinks);
-    if (o->no_cache && o->xf.block > 0 && st_kv_cache_slides(r->m.cfg.pos) && r->n_prompt + o->n_tokens > o->context)
+    if (past && o->xf.block > 0)
         st_log(ST_LOG_WARN, "generate --no-cache: the text will pass --context %lld: from there each forward counts "
                "its blocks of %lld from the first of the last %lld tokens, while the KV cache counts them from the "
                "text's first token (the two agree while the text fits --context)", (long long)o->context,
