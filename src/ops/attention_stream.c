@@ -130,9 +130,8 @@ static stream_keys stream_keys_of(const st_attn_problem *pb, int64_t i0, int64_t
     const int64_t W = pb->window, koff = pb->koff;
     k.kend = pb->causal ? (i1 + koff < pb->Tk ? i1 + koff : pb->Tk) : pb->Tk;
     k.kbeg = W > 0 && i0 + koff - W + 1 > 0 ? i0 + koff - W + 1 : 0;
-    const int64_t blo = st_attn_block_lo(pb, i0 + koff);
+    const int64_t blo = st_attn_block_lo(pb, i0 + koff);   /* <= i0 + koff < kend */
     if (blo > k.kbeg) k.kbeg = blo;
-    if (k.kbeg > k.kend) k.kbeg = k.kend;
     const int64_t S = W > 0 ? pb->sinks : 0;
     k.send = S < k.kbeg ? S : k.kbeg;
     k.nks = (k.send + kblock - 1) / kblock;
