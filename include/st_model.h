@@ -98,6 +98,8 @@ typedef struct st_model_config {
     double yarn_beta;
     /* alibi / alibi_rf */
     float alibi_max_bias;   /* 8: slopes 2^(-max_bias*h/n) for n a power of two */
+    int alibi_heads;        /* 0: every head; K: heads 0..K-1 take the slopes of K heads, the
+                             * rest no bias (x-transformers' alibi_num_heads) */
     int rf_kind;            /* st_rf_kind */
     int rf_scope;           /* st_rf_scope */
     int rf_param;           /* st_rf_param: learnable rho = softplus(theta) or exp(theta) */
@@ -126,9 +128,10 @@ void st_model_config_default(st_model_config *c);
 int st_model_config_validate(const st_model_config *c, const char *file, st_error *e);
 const char *st_pos_name(int pos);
 int st_pos_from_name(const char *name);       /* -1 if unknown */
-/* The method's variant, for labels and reports ("exp" of alibi_rf, with *key "rf_kind"),
- * or NULL (key NULL) when the method has none. */
-const char *st_pos_variant(const st_model_config *c, const char **key);
+/* The method's variant, for labels and reports ("exp" of alibi_rf, with *key "rf_kind";
+ * "heads4" of alibi with model.alibi_heads 4), or NULL (key NULL) when the method has none
+ * or c is its plain form. buf (n bytes) holds a variant made from a number. */
+const char *st_pos_variant(const st_model_config *c, const char **key, char *buf, size_t n);
 /* The block options' names and back (-1 if unknown): "layernorm" / "rmsnorm", "gelu" /
  * "swiglu" / "geglu", "none" / "rmsnorm". */
 const char *st_norm_name(int k);
@@ -179,6 +182,9 @@ int st_rf_from_name(const char *name);
  * n a power of two -> m_h = 2^(-max_bias*h/n), h = 1..n; otherwise the slopes for
  * c = 2^floor(log2 n) followed by slopes 0, 2, 4, ... of the 2c set, first n - c of them. */
 void st_alibi_slopes(int n_heads, float max_bias, float *out);
+/* The slopes of a model's n_heads heads (alibi, alibi_rf): st_alibi_slopes of all of them,
+ * or with model.alibi_heads = K > 0 those of K heads for heads 0..K-1 and 0 after. */
+void st_alibi_model_slopes(const st_model_config *c, float *out);
 
 /* Position-bias providers (src/model/pos/<method>.c) usable on their own, e.g. by the
  * attention tests. For the methods with a bias (alibi, alibi_rf, t5, kerple, ...).

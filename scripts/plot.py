@@ -64,9 +64,14 @@ def plain_axes(ax, logy):
         ax.yaxis.set_minor_formatter(PLAIN if ax.get_ylim()[1] / ax.get_ylim()[0] < 10 else NullFormatter())
 
 
+# the report keys of the methods' variants (the registry's variant_key of each method:
+# src/model/pos/alibi_rf.c, kerple.c, alibi.c), "alibi_rf-exp", "kerple-power", "alibi-heads4"
+VARIANT_KEYS = ("rf_kind", "kerple_kind", "alibi_heads")
+
+
 def pos_label(model):
-    rf = model.get("rf_kind")
-    return model.get("pos", "?") + ("-" + rf if rf else "")
+    v = next((model[k] for k in VARIANT_KEYS if model.get(k)), None)
+    return model.get("pos", "?") + ("-" + v if v else "")
 
 
 def load_runs(paths):

@@ -42,6 +42,14 @@ def alibi_slopes(n, max_bias=8.0):
     return pow2(c) + alibi_slopes(2 * c, max_bias)[0::2][: n - c]
 
 
+def alibi_head_slopes(cfg, H):
+    """pos alibi: model.alibi_heads = K > 0 biases heads 0..K-1 with a K-head model's
+    slopes and leaves the other H - K heads unbiased (slope 0; x-transformers pads the
+    K-head bias with zeros the same way)"""
+    K = cfg.get("alibi_heads", 0) or H
+    return torch.tensor(alibi_slopes(K, cfg["alibi_max_bias"]) + [0.0] * (H - K), dtype=torch.float64)
+
+
 def t5_bucket(rel, num_buckets, max_distance):
     # causal: n = max(-rel, 0)
     n = torch.clamp(-rel, min=0)
@@ -66,7 +74,7 @@ def bias_for(cfg, p, layer, T, H):
     j = positions(cfg, T)[None, :]
     d = (i - j).double().clamp(min=0)                      # causal distances
     if pos == "alibi":
-        m = torch.tensor(alibi_slopes(H, cfg["alibi_max_bias"]))
+        m = alibi_head_slopes(cfg, H)
         sc = cfg.get("scaling", {"transform": "none"})
         if sc["transform"] == "alibi_interp":              # slope interpolation m -> m / s
             m = m / sc["scale"]

@@ -165,7 +165,7 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
             dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
             s = torch.where(dist < w, s, s_far)
         if pos == "alibi" and xf["kind"] == "alibi_interp":   # m -> m / s
-            m = torch.tensor(torch_ref.alibi_slopes(H, cfg["alibi_max_bias"])) / scale_of(xf, T)
+            m = torch_ref.alibi_head_slopes(cfg, H) / scale_of(xf, T)
             d = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).double().clamp(min=0)
             bias = -m[:, None, None] * d
         else:

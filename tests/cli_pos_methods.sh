@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # cli_pos_methods.sh - the position methods added through the registry (sandwich, fire,
-# kerple power) and log-n attention scaling (logn, learned_logn), end to end on tiny
+# kerple power), ALiBi on some heads (model.alibi_heads) and log-n attention scaling
+# (logn, learned_logn), end to end on tiny
 # synthetic runs: train, stop and --resume bit-identical to an uninterrupted run, eval at
 # 16x the training length nonoverlapping and sliding (finite, every target scored),
 # export and a run initialised from the export evaluating exactly like its source, and a
-# sweep over two of them labelled by method.
+# sweep over two of them labelled by method; alibi_heads's label and its errors.
 . "$(dirname "$0")/lib_cli.sh" cli_pos_methods
 
 cat > cfg.json <<'EOF2'
@@ -16,7 +17,7 @@ EOF2
 trace() { grep '"loss"' "$1/metrics.jsonl" | sed -E 's/.*"step": ([0-9]+), "loss": ([^,]+),.*/\1 \2/'; }
 
 # name:pos:extra --set
-variants="sandwich:sandwich: fire:fire: kpower:kerple:model.kerple.kind=power logn:alibi:model.attn_scale=logn lln:rope:model.attn_scale=learned_logn"
+variants="sandwich:sandwich: fire:fire: kpower:kerple:model.kerple.kind=power aheads:alibi:model.alibi_heads=1 logn:alibi:model.attn_scale=logn lln:rope:model.attn_scale=learned_logn"
 for v in $variants; do
     IFS=: read -r name pos extra <<<"$v"
     set -- --set model.pos="$pos"
@@ -62,6 +63,25 @@ import json, sys
 labels = sorted(r["label"] for r in json.load(open(sys.argv[1]))["runs"])
 assert labels == ["fire", "fire+logn", "sandwich", "sandwich+logn"], labels
 EOF2
+
+# model.alibi_heads: the label and report name the variant (heads = n_heads is plain ALiBi);
+# a count past n_heads, or one for alibi_rf, is refused naming the key
+cat > sweep2.json <<'EOF2'
+{"base": "cfg.json", "grid": {"model.alibi_heads": [0, 1, 2]}, "eval": {"lengths": [16]}}
+EOF2
+expect_rc 0 "sweep over alibi_heads" "$BIN" sweep sweep2.json --out sw2 --quiet
+"$PY" - sw2/results.json aheads-non.json <<'EOF2' && ok || bad "alibi_heads labels"
+import json, sys
+labels = sorted(r["label"] for r in json.load(open(sys.argv[1]))["runs"])
+assert labels == ["alibi", "alibi", "alibi-heads1"], labels
+assert json.load(open(sys.argv[2]))["model"]["alibi_heads"] == "heads1"
+EOF2
+expect_rc 2 "alibi_heads past n_heads" "$BIN" train cfg.json --out ah3 --quiet --set model.alibi_heads=3
+expect_err "model.alibi_heads: 3 exceeds model.n_heads (2)"
+expect_rc 2 "alibi_heads with alibi_rf" "$BIN" train cfg.json --out ahrf --quiet --set model.pos='"alibi_rf"' \
+    --set model.alibi_heads=1
+expect_err 'model.alibi_heads: applies to model.pos "alibi" only'
+[ ! -e ah3 ] && [ ! -e ahrf ] && ok || bad "a refused config left a run directory"
 
 echo "cli_pos_methods: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -23,14 +23,14 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
     FILE *f = fopen(path, "w");
     if (!f) return 0;
     fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"d_model\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
-               " \"rf\": {\"kind\": \"%s\", \"scope\": \"%s\", \"rho\": %.9g, \"param\": \"%s\"}, \"t5_buckets\": %d,"
+               " \"alibi_heads\": %d, \"rf\": {\"kind\": \"%s\", \"scope\": \"%s\", \"rho\": %.9g, \"param\": \"%s\"}, \"t5_buckets\": %d,"
                " \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g, \"gelu\": \"%s\","
                " \"kerple\": {\"kind\": \"%s\"}, \"attn_scale\": \"%s\", \"attn_scale_len\": %d,"
                " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d},"
                " \"scaling\": {\"transform\": \"%s\", \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g,"
                " \"yarn_beta\": %.17g}, \"norm\": \"%s\", \"ffn\": \"%s\", \"bias\": %s, \"qk_norm\": \"%s\","
                " \"n_kv_heads\": %d, \"embed_scale\": %.9g}}\n",
-            c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind),
+            c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, c->alibi_heads, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
             c->gelu_exact ? "erf" : "tanh", c->kerple_kind == ST_KERPLE_POWER ? "power" : "log",
@@ -109,6 +109,8 @@ static void llama_mqa(st_model_config *c) { llama(c); c->n_kv_heads = 1; }
 static void geglu(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->norm = ST_NORM_RMS; }
 static void scale_alibi(st_model_config *c) { c->scaling = ST_XF_ALIBI_INTERP; c->scaling_scale = 4; c->scaling_len = 4; }
 /* model.embed_scale: sqrt(d_model) (0) before the sinusoids, and a plain factor */
+static void alibi_heads3(st_model_config *c) { c->alibi_heads = 3; }   /* 3 heads' slopes, one head unbiased */
+static void alibi_heads2_interp(st_model_config *c) { scale_alibi(c); c->alibi_heads = 2; }
 static void emb_sqrt(st_model_config *c) { c->embed_scale = 0; }
 static void emb_2_5(st_model_config *c) { c->embed_scale = 2.5f; }
 
@@ -169,6 +171,8 @@ int main(void) {
         {ST_POS_SINUSOIDAL, 0, 0, 4, 0, 1, 0, emb_sqrt, 0, 0},   /* tied: the head reads the unscaled table */
         {ST_POS_LEARNED, 0, 0, 4, 0, 0, 0, emb_sqrt, 0, 0},
         {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, emb_2_5, 0, 0},
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, alibi_heads3, 0, 0},          /* model.alibi_heads */
+        {ST_POS_ALIBI, 0, 0, 6, 0, 1, 0, alibi_heads2_interp, 0, 0},   /* with a trained alibi_interp */
     };
     enum { NV = sizeof vs / sizeof vs[0] };
     static char dirs[NV][512], labels[NV][256];
@@ -214,8 +218,8 @@ int main(void) {
         char *dir = dirs[vi];
         CHECK(test_tmpdir(dir, sizeof dirs[vi]) != NULL);
         CHECK(write_case(dir, &m, ids, tg, B, T, loss->data[0]));
-        snprintf(labels[vi], sizeof labels[vi], "%s heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s block %s/%s/bias=%d/qk=%s/kv=%d",
-                 st_pos_name(c.pos), c.n_heads, st_rf_name(c.rf_kind), c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus",
+        snprintf(labels[vi], sizeof labels[vi], "%s heads=%d alibi_heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s block %s/%s/bias=%d/qk=%s/kv=%d",
+                 st_pos_name(c.pos), c.n_heads, c.alibi_heads, st_rf_name(c.rf_kind), c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus",
                  c.gelu_exact ? "erf" : "tanh", c.tie_embeddings, vs[vi].rpos ? " random positions" : vs[vi].doc ? " doc mask" : "",
                  c.scaling ? " scaling " : "", c.scaling ? st_transform_name(c.scaling) : "", st_norm_name(c.norm),
                  st_ffn_name(c.ffn), c.bias, st_qk_norm_name(c.qk_norm), st_model_kv_heads(&c));

@@ -168,7 +168,7 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
     FILE *f = fopen(path, "w");
     if (!f) return 0;
     fprintf(f, "{\"model\": {\"n_layers\": %d, \"n_heads\": %d, \"d_model\": %d, \"pos\": \"%s\", \"alibi_max_bias\": %.9g,"
-               " \"rf\": {\"kind\": \"%s\", \"scope\": \"fixed\", \"rho\": %.9g, \"param\": \"softplus\"},"
+               " \"alibi_heads\": %d, \"rf\": {\"kind\": \"%s\", \"scope\": \"fixed\", \"rho\": %.9g, \"param\": \"softplus\"},"
                " \"t5_buckets\": %d, \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g,"
                " \"gelu\": \"%s\", \"tie_embeddings\": %s, \"norm\": \"%s\", \"ffn\": \"%s\", \"bias\": %s,"
                " \"qk_norm\": \"%s\", \"n_kv_heads\": %d, \"attn_scale\": \"%s\", \"attn_scale_len\": %d,"
@@ -177,7 +177,8 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
                " \"transform\": {\"kind\": \"%s\", \"scale\": %.17g,"
                " \"sinks\": %lld, \"window\": %lld, \"positions\": \"%s\", \"clip\": %lld, \"block\": %lld,"
                " \"train_len\": %lld, \"n\": %lld}}\n",
-            c->n_layers, c->n_heads, c->d_model, st_pos_name(c->pos), c->alibi_max_bias, st_rf_name(c->rf_kind), c->rf_rho,
+            c->n_layers, c->n_heads, c->d_model, st_pos_name(c->pos), c->alibi_max_bias, c->alibi_heads,
+            st_rf_name(c->rf_kind), c->rf_rho,
             c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps, c->gelu_exact ? "erf" : "tanh",
             c->tie_embeddings ? "true" : "false", st_norm_name(c->norm), st_ffn_name(c->ffn), c->bias ? "true" : "false",
             st_qk_norm_name(c->qk_norm), st_model_kv_heads(c),

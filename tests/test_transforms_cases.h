@@ -32,6 +32,8 @@ static void llama_mqa(st_model_config *c) { llama_gqa(c); c->n_kv_heads = 1; }
 /* log-n scaling past L = 4 keys: with sinks + window a query sees at most K + W keys */
 static void logn4(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 4; }
 static void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
+/* ALiBi on the first 2 heads only (model.alibi_heads): the others unbiased */
+static void alibi_heads2(st_model_config *c) { c->alibi_heads = 2; }
 /* trained scalings (model.scaling.*): yarn with a ramp of its own, alibi_interp */
 static void trained_yarn(st_model_config *c) {
     c->scaling = ST_XF_YARN; c->scaling_scale = 3; c->scaling_len = 8; c->yarn_alpha = 0.25; c->yarn_beta = 2;
@@ -78,6 +80,8 @@ static const xcase cases[] = {
     {ST_POS_ROPE, ST_XF_YARN, 0, 2, 7, 0, 0, llama_gqa, "rmsnorm swiglu no-bias qk-norm 2 kv heads", 0},
     {ST_POS_ROPE, ST_XF_YARN, 0, 3, 6, 0, 1, llama_mqa, "rmsnorm swiglu no-bias qk-norm 1 kv head", 0},
     {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, logn4, "logn L=4", 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, alibi_heads2, "alibi_heads 2", 0},
+    {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 3, 5, 0, 1, alibi_heads2, "alibi_heads 2", 0},
     {ST_POS_ROPE, ST_XF_PI, 2, 0, 7, 0, 0, learned_logn, "learned_logn", 0},
     /* sinks + window alone keep a trained scaling (st_model_set_transform) */
     {ST_POS_ROPE, ST_XF_NONE, 0, 3, 7, 0, 0, trained_yarn, "trained yarn s=3", 0},

@@ -176,7 +176,8 @@ static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
 cJSON *st_eval_model_json(const st_run_config *c, size_t n_params) {
     cJSON *mo = cJSON_CreateObject();
     cJSON_AddStringToObject(mo, "pos", st_pos_name(c->model.pos));
-    const char *vkey, *variant = st_pos_variant(&c->model, &vkey);
+    char vb[32];
+    const char *vkey, *variant = st_pos_variant(&c->model, &vkey, vb, sizeof vb);
     if (variant) cJSON_AddStringToObject(mo, vkey, variant);
     if (c->model.attn_scale) cJSON_AddStringToObject(mo, "attn_scale", st_attn_scale_name(c->model.attn_scale));
     if (c->model.scaling) {   /* trained scaling (model.scaling.*): "yarn2" as in the method label */

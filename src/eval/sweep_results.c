@@ -251,7 +251,8 @@ static int write_json(const sweep *s, const char *path, const double *lens_in, i
         if (stopped_step(pt) >= 0) st_json_add_number(r, "step", (double)stopped_step(pt));
         cJSON_AddItemToObject(r, "overrides", cJSON_Duplicate(pt->overrides, 1));
         cJSON_AddStringToObject(r, "pos", st_pos_name(pt->cfg.model.pos));
-        const char *vkey, *variant = st_pos_variant(&pt->cfg.model, &vkey);
+        char vb[32];
+        const char *vkey, *variant = st_pos_variant(&pt->cfg.model, &vkey, vb, sizeof vb);
         if (variant) cJSON_AddStringToObject(r, vkey, variant);
         if (rep) pos_label(rep, buf, sizeof buf);
         else st_pos_label(&pt->cfg.model, buf, sizeof buf);

@@ -79,8 +79,9 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
         BAD("%s: model.attn_scale_len: logn needs the training length (>= 2), got %d", f, c->attn_scale_len);
     int rc = scaling_check(c, f, e);
     if (rc) return rc;
-    rc = st_pos_method_check(c->pos, c, f, e);
-    if (rc) return rc;
+    /* the method's own keys first: the table check below sets a provider up from them
+     * (alibi's slopes read model.alibi_heads) */
     const st_pos_method *pm = st_pos_method_of(c->pos);
-    return pm->validate ? pm->validate(c, f, e) : ST_OK;
+    rc = pm->validate ? pm->validate(c, f, e) : ST_OK;
+    return rc ? rc : st_pos_method_check(c->pos, c, f, e);
 }

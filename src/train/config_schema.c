@@ -127,6 +127,7 @@ const st_ckey st_config_keys[] = {
     /* position methods' keys, grouped per method (src/model/pos/<method>.c reads them);
      * alibi, alibi_rf */
     FLT("model.alibi_max_bias", model.alibi_max_bias, 0, 64, 1, "8"),
+    INT("model.alibi_heads", model.alibi_heads, 0, ST_MAX_HEADS, "0"),
     OBJ("model.rf"),
     ENUM("model.rf.kind", model.rf_kind, en_rf_kind, "exp"),
     ENUM("model.rf.scope", model.rf_scope, en_rf_scope, "fixed"),

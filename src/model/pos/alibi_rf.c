@@ -100,8 +100,20 @@ static int rf_rho_values(const st_model *m, int layer, float *rho) {
     return 1;
 }
 
-static const char *rf_variant(const st_model_config *c) { return st_rf_name(c->rf_kind); }
+static const char *rf_variant(const st_model_config *c, char *buf, size_t n) {
+    (void)buf, (void)n;
+    return st_rf_name(c->rf_kind);
+}
 static void rf_exercise(st_model_config *c) { c->rf_scope = ST_RF_PER_HEAD; }
+
+/* model.alibi_heads (alibi.c) would leave heads without the slope the receptive field
+ * shapes; the variant is not defined for alibi_rf, so a config asking for it is refused */
+static int rf_validate(const st_model_config *c, const char *f, st_error *e) {
+    if (c->alibi_heads != 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: model.alibi_heads: applies to model.pos \"alibi\" only, not alibi_rf "
+                       "(got %d; use 0)", f, c->alibi_heads);
+    return ST_OK;
+}
 
 const st_pos_method st_pos_alibi_rf = {
     .name = "alibi_rf",
@@ -109,6 +121,7 @@ const st_pos_method st_pos_alibi_rf = {
     .slides = 1,
     .variant_key = "rf_kind",
     .variant = rf_variant,
+    .validate = rf_validate,
     .exercise = rf_exercise,
     .params = rf_params,
     .bias_init = rf_bias_init,

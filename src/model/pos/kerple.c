@@ -87,7 +87,8 @@ static int kerple_params(const st_model_config *c, int layer, st_pos_decl *out) 
     return 1;
 }
 
-static const char *kerple_variant(const st_model_config *c) {
+static const char *kerple_variant(const st_model_config *c, char *buf, size_t n) {
+    (void)buf, (void)n;
     return c->kerple_kind == ST_KERPLE_POWER ? "power" : NULL;   /* log: plain "kerple" */
 }
 

@@ -28,7 +28,8 @@
  *              gives them (randomized positions in training, train.random_positions)
  *   max_len    longest sequence it can represent (0 = any); limit_why: the key that sets
  *              it and why, for the error messages ("model.max_len: ...")
- *   variant    its variant for labels and reports ("exp" of alibi_rf) under variant_key
+ *   variant    its variant for labels and reports ("exp" of alibi_rf) under variant_key,
+ *              or NULL for the plain form; buf (n bytes) for a variant made from a number
  *   exercise   set its keys so every parameter it can have is learned (selfcheck, tests)
  *   rho        learned receptive field per head of a layer (trainer's validation log)
  *   cache_keys KV cache: called before n new tokens at positions p0.. go through the
@@ -60,7 +61,7 @@ typedef struct st_pos_method {
     int bias_form;          /* ST_POS_BIAS_* */
     int slides;             /* KV cache may drop its oldest keys */
     const char *variant_key;
-    const char *(*variant)(const st_model_config *c);
+    const char *(*variant)(const st_model_config *c, char *buf, size_t n);
     int (*validate)(const st_model_config *c, const char *file, st_error *e);
     void (*exercise)(st_model_config *c);
     /* fills out[0..n) (n <= ST_POS_MAX_PARAMS) and returns n */

@@ -27,14 +27,16 @@ int st_pos_from_name(const char *name) {
 
 const char *st_pos_variant_key(int pos) { return pos >= 0 && pos < ST_POS_COUNT ? methods[pos]->variant_key : NULL; }
 
-const char *st_pos_variant(const st_model_config *c, const char **key) {
+const char *st_pos_variant(const st_model_config *c, const char **key, char *buf, size_t n) {
     const st_pos_method *pm = st_pos_method_of(c->pos);
-    *key = pm->variant ? pm->variant_key : NULL;
-    return pm->variant ? pm->variant(c) : NULL;
+    const char *v = pm->variant ? pm->variant(c, buf, n) : NULL;
+    *key = v ? pm->variant_key : NULL;
+    return v;
 }
 
 void st_pos_label(const st_model_config *c, char *buf, size_t n) {
-    const char *key, *v = st_pos_variant(c, &key);
+    char vb[32];
+    const char *key, *v = st_pos_variant(c, &key, vb, sizeof vb);
     int o = snprintf(buf, n, "%s%s%s%s%s", st_pos_name(c->pos), v ? "-" : "", v ? v : "",
                      c->attn_scale ? "+" : "", c->attn_scale ? st_attn_scale_name(c->attn_scale) : "");
     if (c->scaling != 0 && o >= 0 && (size_t)o < n)   /* trained scaling: "rope+yarn4" */
