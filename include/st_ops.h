@@ -63,6 +63,11 @@ st_tensor *st_rope_pos(st_ctx *ctx, st_tensor *x, float base, int64_t pos0, cons
 /* y[b,h,t,:] = x[b,h,t,:] * s_h * f_t for x (B,H,T,D), s (H) or NULL (s_h = 1), f (T)
  * constants (copied): a per-(head, time) multiplier, e.g. log-n scaling of the queries. */
 st_tensor *st_head_scale(st_ctx *ctx, st_tensor *x, st_tensor *s, const float *f);
+/* Forget gates' running log (FoX, Lin et al. 2025): f (B,T,H) gate logits ->
+ *   c[b,h,t] = sum_{l <= t} log sigmoid(f[b,l,h])      (B,H,T)
+ * the c of st_attn_gate (a KV cache adds its text's last sum). The sum runs in double.
+ * Backward: df[b,t,h] += sigmoid(-f[b,t,h]) sum_{u >= t} dc[b,h,u]. */
+st_tensor *st_log_gate_cumsum(st_ctx *ctx, st_tensor *f);
 /* xPos scale (Sun et al. 2022) on x (B,H,T,D), rotate-half pairing as st_rope: channels k
  * and k + D/2 at position t = pos0 + row times zeta_k^(sign (t - centre) / gamma),
  * zeta_k = (2k/D + 0.4)/1.4. Queries take sign +1, keys -1, so q'.k' depends on i - j
@@ -140,6 +145,20 @@ typedef struct st_attn_cope {
     int64_t n_pos;
 } st_attn_cope;
 
+/* Forgetting attention's gate term (FoX, Lin et al. 2025), per (b, h) pair and position:
+ *   s_ij += c_i - c_j,   c_t = sum_{l <= t} log f_l   (f_l in (0, 1]: the forget gates)
+ * so the weight of key j in row i is multiplied by f_{j+1} ... f_i, a decay that depends
+ * on the tokens in between (a data-dependent ALiBi: constant f = e^-m is ALiBi's slope m).
+ * c: pair bh's values at rows bh * stride + p, for every key row p a call reads (a query at
+ * key row p reads c[p] too: self-attention c (B,H,T), stride T; a KV cache keeps one per
+ * cached key). t: in grad mode, the (B,H,T) tensor c belongs to (the attention records it
+ * as an input and accumulates dL/dc into its gradient), else NULL. */
+typedef struct st_attn_gate {
+    st_tensor *t;
+    const float *c;
+    int64_t stride;
+} st_attn_gate;
+
 typedef struct st_attn_bias {
     void (*fill)(const struct st_attn_bias *self, int h, int64_t d0, int64_t n, float *out);
     void (*grad)(const struct st_attn_bias *self, int h, int64_t d0, int64_t n, const float *g);
@@ -149,14 +168,17 @@ typedef struct st_attn_bias {
     void (*grad_block)(const struct st_attn_bias *self, int h, int64_t i0, int64_t ni, int64_t j0,
                        int64_t nj, const float *g, int64_t ld);
     const st_attn_cope *cope;   /* CoPE term on top of the bias (causal only); NULL: none */
+    const st_attn_gate *gate;   /* FoX's gate term (causal only); NULL: none */
 } st_attn_bias;
 /* 1 when the bias itself (distance or general form, not CoPE) has learnable parameters. */
 static inline int st_attn_bias_has_grad(const st_attn_bias *b) {
     return b && (b->fill ? b->grad != NULL : b->grad_block != NULL);
 }
-/* 1 when the provider has learnable parameters (bias gradients or CoPE's embeddings). */
+/* 1 when the provider has learnable parameters (bias gradients, CoPE's embeddings, a gate
+ * tensor that wants its gradient). */
 static inline int st_attn_bias_learnable(const st_attn_bias *b) {
-    return st_attn_bias_has_grad(b) || (b && b->cope && b->cope->ge);
+    return st_attn_bias_has_grad(b) || (b && b->cope && b->cope->ge) ||
+           (b && b->gate && b->gate->t && b->gate->t->requires_grad);
 }
 
 /* Fused multi-head attention: q,k,v (B,H,T,D) -> (B,H,T,D).

@@ -134,16 +134,6 @@ static void check_against_double_fd(const char *name, qkv *s, st_tensor *e, int6
     free(out); free(r); free(rf);
 }
 
-static double rel_err(const float *a, const float *b, int64_t n) {
-    double d = 0, m = 1e-30;
-    for (int64_t i = 0; i < n; i++) {
-        const double x = fabs((double)a[i] - (double)b[i]);
-        d = x > d || isnan(x) ? x : d;
-        m = fabs((double)b[i]) > m ? fabs((double)b[i]) : m;
-    }
-    return d / m;
-}
-
 /* E (n_pos, D) as a learnable leaf, N(0, 0.8): a visible position term */
 typedef struct emb { st_params p; st_tensor *e; st_attn_cope cope; } emb;
 static void emb_init(emb *m, int64_t npos, int64_t D, uint64_t seed) {
@@ -254,16 +244,10 @@ static void test_cached(void) {
             env E;
             env_init(&E);
             st_ctx_begin(&E.ctx, 0, 0);
-            st_tensor *qt = st_new4(&E.ctx, 1, H, Tq, D);
-            for (int64_t h = 0; h < H; h++)
-                memcpy(qt->data + h * Tq * D, s.q->data + (h * T + T - Tq) * D, (size_t)(Tq * D) * sizeof(float));
+            st_tensor *qt = last_rows(&E.ctx, s.q->data, 1, H, T, Tq, D);
             st_tensor *o = st_attention_cached(&E.ctx, qt, s.k->data, s.v->data, T * D, T, NULL, 0, &b, 1000,
                                                windows[wi], 0.0f);
-            double err = 0;
-            for (int64_t h = 0; h < H; h++) {
-                const double x = rel_err(o->data + h * Tq * D, ref + (h * T + T - Tq) * D, Tq * D);
-                err = x > err ? x : err;
-            }
+            const double err = tail_err(o->data, ref, H, T, Tq, D);
             CHECK_MSG(err <= REL_TOL, "cope cached, window %lld, %lld new queries: rel err %.2e",
                       (long long)windows[wi], (long long)Tq, err);
             env_free(&E);
@@ -282,33 +266,14 @@ static void test_determinism(void) {
     emb m;
     emb_init(&m, npos, D, 131);
     st_attn_bias b = {.cope = &m.cope};
-    float *r = malloc((size_t)(B * H * T * D) * sizeof(float)), *g1 = NULL;
+    float *r = malloc((size_t)(B * H * T * D) * sizeof(float));
     st_rng rng;
     st_rng_seed(&rng, 5);
     for (int64_t i = 0; i < B * H * T * D; i++) r[i] = st_rng_normal(&rng);
-    int same = 1;
-    for (int run = 0; run < 2; run++) {
-        st_params_zero_grad(&s.p);
-        st_params_zero_grad(&m.p);
-        env E;
-        env_init(&E);
-        st_ctx_begin(&E.ctx, 1, 0);
-        st_error e = {0};
-        st_tensor *loss = wsum(&E.ctx, st_attention(&E.ctx, s.q, s.k, s.v, &b, 1, 0.0f, 0.0f, 0), r);
-        ST_ASSERT(st_backward(&E.ctx, loss, 1.0f, &e) == ST_OK);
-        const size_t nq = (size_t)s.p.n, ne = (size_t)m.p.n;
-        if (!run) {
-            g1 = malloc((nq + ne) * sizeof(float));
-            memcpy(g1, s.p.grad, nq * sizeof(float));
-            memcpy(g1 + nq, m.p.grad, ne * sizeof(float));
-        } else {
-            same = memcmp(g1, s.p.grad, nq * sizeof(float)) == 0 && memcmp(g1 + nq, m.p.grad, ne * sizeof(float)) == 0;
-        }
-        CHECK_MSG(all_finite(m.p.grad, (int64_t)ne), "cope: finite embedding gradient");
-        env_free(&E);
-    }
-    CHECK_MSG(same, "cope: identical gradients from identical runs");
-    free(r); free(g1);
+    gc_case c = {&s, &b, 1, 0.0f, 0.0f};
+    CHECK_MSG(same_grads_twice(gc_build, &c, &s.p, &m.p, r), "cope: identical gradients from identical runs");
+    CHECK_MSG(all_finite(m.p.grad, (int64_t)m.p.n), "cope: finite embedding gradient");
+    free(r);
     st_params_free(&m.p);
     st_params_free(&s.p);
 }

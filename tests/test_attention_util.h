@@ -108,4 +108,64 @@ static inline st_tensor *gc_build(st_ctx *ctx, void *user) {
     return st_attention(ctx, c->s->q, c->s->k, c->s->v, c->bias, c->causal, c->scale, c->p, 77);
 }
 
+/* max |a - b| over max |b| (a NaN difference makes it NaN) */
+static inline double rel_err(const float *a, const float *b, int64_t n) {
+    double d = 0, m = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        const double x = fabs((double)a[i] - (double)b[i]);
+        d = x > d || isnan(x) ? x : d;
+        m = fabs((double)b[i]) > m ? fabs((double)b[i]) : m;
+    }
+    return d / m;
+}
+
+/* The last Tq query rows of q (B,H,T,D) as a (B,H,Tq,D) tensor of ctx: the new queries of
+ * a KV cache, or the scored tail of a forward. */
+static inline st_tensor *last_rows(st_ctx *ctx, const float *q, int64_t B, int64_t H, int64_t T, int64_t Tq,
+                                   int64_t D) {
+    st_tensor *qt = st_new4(ctx, B, H, Tq, D);
+    for (int64_t bh = 0; bh < B * H; bh++)
+        memcpy(qt->data + bh * Tq * D, q + (bh * T + T - Tq) * D, (size_t)(Tq * D) * sizeof(float));
+    return qt;
+}
+/* The worst rel_err over the BH pairs of o (Tq rows each) against the last Tq rows of the
+ * T-row reference. */
+static inline double tail_err(const float *o, const float *ref, int64_t BH, int64_t T, int64_t Tq, int64_t D) {
+    double err = 0;
+    for (int64_t bh = 0; bh < BH; bh++) {
+        const double x = rel_err(o + bh * Tq * D, ref + (bh * T + T - Tq) * D, Tq * D);
+        err = x > err || isnan(x) ? x : err;
+    }
+    return err;
+}
+
+/* Two backward passes of L = sum r_x out_x, out = build(ctx, user), each from zeroed
+ * gradients of p1 and p2 (NULL: none): 1 when both give bit-identical gradients. The
+ * second pass's gradients are left in place. */
+static inline int same_grads_twice(gc_build_fn build, void *user, st_params *p1, st_params *p2, const float *r) {
+    const size_t n1 = (size_t)p1->n, n2 = p2 ? (size_t)p2->n : 0;
+    float *g1 = malloc((n1 + n2 + 1) * sizeof(float));
+    int same = 1;
+    ST_ASSERT(g1);
+    for (int run = 0; run < 2; run++) {
+        st_params_zero_grad(p1);
+        if (p2) st_params_zero_grad(p2);
+        env E;
+        env_init(&E);
+        st_ctx_begin(&E.ctx, 1, 0);
+        st_error e = {0};
+        st_tensor *loss = wsum(&E.ctx, build(&E.ctx, user), r);
+        ST_ASSERT(loss && st_backward(&E.ctx, loss, 1.0f, &e) == ST_OK);
+        env_free(&E);
+        if (!run) {
+            memcpy(g1, p1->grad, n1 * sizeof(float));
+            if (n2) memcpy(g1 + n1, p2->grad, n2 * sizeof(float));
+        } else {
+            same = memcmp(g1, p1->grad, n1 * sizeof(float)) == 0 && (!n2 || memcmp(g1 + n1, p2->grad, n2 * sizeof(float)) == 0);
+        }
+    }
+    free(g1);
+    return same;
+}
+
 #endif

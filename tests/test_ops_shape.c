@@ -1,4 +1,5 @@
-/* test_ops_shape.c - dropout, split/merge heads, split_qkv, rope, head_scale, sum, mean: forward
+/* test_ops_shape.c - dropout, split/merge heads, split_qkv, rope, head_scale, FoX's
+ * log_gate_cumsum, sum, mean: forward
  * values against reference loops, finite-difference gradient checks, dropout's mask
  * (hash reference, keep rate, identical with 1 and 2 threads, identity when off), the
  * one-node-three-outputs split_qkv fed through q, k or v alone, and accumulation.
@@ -185,6 +186,45 @@ static void test_head_scale(void) {
     st_params_free(&L.p);
 }
 
+/* ------------------------------------------------------ log_gate_cumsum ---- */
+/* FoX's running log-gate sums: f (B,T,H) -> c (B,H,T) = cumsum_t log sigmoid(f), checked
+ * against double sums, then by central differences (logits up to +-8: both tails of
+ * log sigmoid) */
+static st_tensor *build_log_gate(st_ctx *ctx, void *u) { args *a = u; return st_log_gate_cumsum(ctx, a->a); }
+
+static void test_log_gate_cumsum(void) {
+    const int64_t B = 2, T = 6, H = 3;
+    const int64_t spec[1][5] = {{3, B, T, H}};
+    leaves L;
+    leaves_init(&L, 23, 1, spec, 1.0f);
+    st_tensor *f = L.t[0];
+    for (int64_t x = 0; x < B * T * H; x++) f->data[x] *= 4.0f;   /* logits of +-8 too */
+    f->data[0] = 30.0f;    /* log sigmoid(30) = -9.4e-14: a gate of 1 to float precision */
+    f->data[1] = -30.0f;   /* log sigmoid(-30) = -30 - 9.4e-14 */
+    double *ref = malloc((size_t)(B * H * T) * sizeof(double));
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            double acc = 0;
+            for (int64_t t = 0; t < T; t++) {
+                acc += -log1p(exp(-(double)f->data[(b * T + t) * H + h]));
+                ref[(b * H + h) * T + t] = acc;
+            }
+        }
+    env e;
+    st_ctx *ctx = env_open(&e, 1, 0);
+    st_tensor *c = st_log_gate_cumsum(ctx, f);
+    CHECK(c && c->ndim == 3 && c->shape[0] == B && c->shape[1] == H && c->shape[2] == T);
+    close_ref("log_gate_cumsum forward", c->data, ref, B * H * T, 1e-6, 1e-6);
+    env_close(&e);
+    f->data[0] = 3.0f;     /* central differences need a slope float can see */
+    f->data[1] = -3.0f;
+    args a = {.a = f};
+    gradcheck("log_gate_cumsum", build_log_gate, &a, L.t, 1, 0, GC_EPS, GC_ATOL, GC_RTOL, 0);
+    check_accumulates("log_gate_cumsum", build_log_gate, &a, L.t, 1, 0);
+    free(ref);
+    st_params_free(&L.p);
+}
+
 /* ----------------------------------------------------------- sum / mean ---- */
 static st_tensor *build_sum(st_ctx *ctx, void *u) { args *a = u; return a->i0 ? st_mean(ctx, a->a) : st_sum(ctx, a->a); }
 
@@ -247,6 +287,7 @@ int main(void) {
     test_heads();
     test_rope();
     test_head_scale();
+    test_log_gate_cumsum();
     test_reduce();
     test_accumulation();
     return test_finish("test_ops_shape");

@@ -17,6 +17,10 @@
  *   dQ += scale dS K,  dK += scale dS^T Q
  *   dbias(h, d) = sum over (b, i, j) with i - j = d of dS_ij   (the bias is unscaled)
  *   general form: dbias(h, i, j) = sum over b of dS_ij, handed to grad_block as (H,T,T)
+ * FoX's gate term (st_attn_gate) adds c_i - c_j to S with the bias; its gradient
+ *   dc_i += sum_j dS_ij (0 up to rounding: softmax is shift-invariant per row),
+ *   dc_j -= sum_i dS_ij
+ * is summed per pair in the row work (a pair's query blocks in order, by one thread).
  * CoPE (attention_cope.c) adds its term to S after the bias (forward_block) and turns a
  * row of dS into dS0 plus dZ before dQ/dK (backward_pair); it keeps the gates (B,H,T,T)
  * and z (B,H,T,n_pos), and sums dE per (b,h) pair, then over the pairs in order.
@@ -90,6 +94,10 @@ void st_attn_forward_rows(const st_attn_problem *pb, float *P, uint8_t *drop, in
             const float *br = gtab + i * T;   /* br[j] = bias(h, i, j) */
             for (int64_t j = 0; j < jn; j++) p[j] += br[j];
         }
+        if (pb->gate) {   /* FoX: log of the gates between key j and query i */
+            const float *c = pb->gate + bh * pb->gate_stride, ci = c[i];
+            for (int64_t j = 0; j < jn; j++) p[j] += ci - c[j];
+        }
         if (pb->doc)   /* per-instance mask: keys before the row's instance get p = 0 */
             for (int64_t j = 0, lo = pb->doc[(bh / pb->H) * T + i]; j < lo; j++) p[j] = -INFINITY;
         if (Zb) {   /* CoPE: gates of this row's scores, counted from the query backwards */
@@ -154,12 +162,12 @@ const float *st_attn_prime_rows(const st_attn_saved *s, int64_t bh, int64_t i0, 
 
 /* Row work of the backward of pair bh, query rows [i0, i1), once g holds dP' (rb, kend):
  * g becomes dS (and gh, when not NULL, its bf16 rounding); the bias gradient (gacc:
- * reversed-distance accumulator of the pair, gfull: (T,T) of its head) and CoPE's dZ ->
- * dq rows and de are accumulated. Q: the pair's q; dZ (rb, n_pos) and crow (T): CoPE
- * scratch. */
+ * reversed-distance accumulator of the pair, gfull: (T,T) of its head), the gate term's
+ * (dc: the pair's (T) row of dL/dc) and CoPE's dZ -> dq rows and de are accumulated. Q:
+ * the pair's q; dZ (rb, n_pos) and crow (T): CoPE scratch. */
 void st_attn_ds_rows(const st_attn_saved *s, int64_t bh, int64_t i0, int64_t i1, const float *Q, const float *pp,
                      int64_t ldp, float *g, uint16_t *gh, float *gacc, float *gfull, float *dq, float *de, float *dZ,
-                     float *crow) {
+                     float *crow, float *dc) {
     const int64_t T = s->T, D = s->D, rb = i1 - i0, kend = s->causal ? i1 : T;
     const int64_t npos = s->has_cope ? s->cope.n_pos : 0;
     const float *Pb = s->P + (size_t)bh * (size_t)(T * T) + (size_t)(i0 * T);
@@ -172,6 +180,11 @@ void st_attn_ds_rows(const st_attn_saved *s, int64_t bh, int64_t i0, int64_t i1,
         /* dS = P' dP' - P c  (= P (dP - c) without dropout) */
         for (int64_t j = 0; j < jn; j++) gr[j] = x[j] * gr[j] - p[j] * c;
         for (int64_t j = jn; j < kend; j++) gr[j] = 0.0f;
+        if (dc) {   /* s_ij = ... + c_i - c_j */
+            float row = 0.0f;
+            for (int64_t j = 0; j < jn; j++) { row += gr[j]; dc[j] -= gr[j]; }
+            dc[i] += row;
+        }
         if (npos)   /* CoPE: dS -> dS0 (softmax and gate paths), dZ of the row */
             st_cope_row_backward(s->cope_z + (size_t)(bh * T + i) * (size_t)npos, npos,
                                  s->cope_g + (size_t)bh * (size_t)(T * T) + (size_t)(i * T), jn, gr,
@@ -196,9 +209,9 @@ void st_attn_ds_rows(const st_attn_saved *s, int64_t bh, int64_t i0, int64_t i1,
  * (QBLOCK, n_pos) and one row (T). */
 static void backward_pair(const st_attn_saved *s, int64_t bh, const float *Q, const float *K,
                           const float *V, const float *dO, float *dq, float *dk, float *dv,
-                          float *gacc, float *gfull, float *de, float *scratch) {
+                          float *gacc, float *gfull, float *de, float *dc, float *scratch) {
     const int64_t T = s->T, D = s->D, npos = s->has_cope ? s->cope.n_pos : 0;
-    const int need_ds = dq || dk || gacc || gfull || s->has_cope;
+    const int need_ds = dq || dk || gacc || gfull || s->has_cope || dc;
     float *g = scratch;                                   /* dP' then dS, (rb, kend) */
     float *pd = scratch + (size_t)ST_ATTN_QBLOCK * (size_t)T;  /* P', (rb, kend) */
     float *dZ = scratch + (size_t)ST_ATTN_QBLOCK * (size_t)T * (s->drop ? 2 : 1);   /* (rb, npos) */
@@ -217,7 +230,7 @@ static void backward_pair(const st_attn_saved *s, int64_t bh, const float *Q, co
         /* dP' (rb, kend) = dO[i0:i1] V[0:kend]^T */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rb, (int)kend, (int)D, 1.0f,
                     dOb, (int)D, V, (int)D, 0.0f, g, (int)kend);
-        st_attn_ds_rows(s, bh, i0, i1, Q, pp, ldp, g, NULL, gacc, gfull, dq, de, dZ, crow);
+        st_attn_ds_rows(s, bh, i0, i1, Q, pp, ldp, g, NULL, gacc, gfull, dq, de, dZ, crow, dc);
         /* dQ[i0:i1] += scale dS (rb, kend) K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */
         if (dq)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rb, (int)D, (int)kend, s->scale,
@@ -248,7 +261,7 @@ static void backward_pairs(const st_attn_saved *s, const float *q, const float *
             backward_pair(s, bh, q + o, k + o, v + o, dO + o, G->dq ? G->dq + o : NULL, G->dk ? G->dk + o : NULL,
                           G->dv ? G->dv + o : NULL, G->gacc ? G->gacc + bh * n : NULL,
                           general ? G->gfull + (size_t)t * (size_t)(T * T) : NULL,
-                          G->de ? G->de + (size_t)bh * (size_t)(npos * D) : NULL,
+                          G->de ? G->de + (size_t)bh * (size_t)(npos * D) : NULL, G->dgate ? G->dgate + bh * T : NULL,
                           scratch + (size_t)omp_get_thread_num() * per);
         }
     }
@@ -286,8 +299,12 @@ static void attention_backward(st_ctx *ctx, st_node *node) {
         if (!de) return;
         memset(de, 0, (size_t)BH * (size_t)(npos * D) * sizeof(float));
     }
+    /* FoX's gate term: its c (B,H,T) is the node's 4th input */
+    st_tensor *gt = node->in[3];
+    float *dgate = gt && gt->requires_grad ? st_grad(ctx, gt) : NULL;
+    if (ctx->failed) return;
     const int nth = omp_get_max_threads();
-    const st_attn_grads G = {dq, dk, dv, gacc, gfull, de, n};
+    const st_attn_grads G = {dq, dk, dv, gacc, gfull, de, dgate, n};
     /* the scratch below lives only through this call: rewound at the end, so a model's
      * layers do not each keep theirs until the step ends (one block: dS (B,H,T,T) in fp32
      * and bf16, 48 MiB a layer at B x H = 32, T = 512) */
@@ -369,6 +386,10 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     const st_attn_cope *cope = bias ? bias->cope : NULL;
     ST_ASSERT(!cope || causal);   /* CoPE counts from the query back over the keys it sees */
     ST_ASSERT(!doc || (causal && !cope));   /* the config refuses doc_mask with CoPE */
+    const st_attn_gate *gate = bias ? bias->gate : NULL;
+    ST_ASSERT(!gate || (causal && gate->c && gate->stride >= T &&
+                        (!gate->t || (gate->t->ndim == 3 && gate->t->shape[0] == B && gate->t->shape[1] == H &&
+                                      gate->t->shape[2] == T && gate->c == gate->t->data && st_is_contiguous(gate->t)))));
     float *rtab = NULL;
     if (route == ST_ATTN_ROUTE_TABLE) {
         rtab = st_ctx_alloc(ctx, (size_t)(H * n) * sizeof(float), 0);
@@ -378,9 +399,11 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     st_attn_problem pb = st_attn_self(q->data, k->data, v->data, out->data, B, H, T, D, rtab, causal,
                                       scale, ctx->train ? p_drop : 0.0f, seed);
     pb.doc = doc;
+    pb.gate = gate ? gate->c : NULL;
+    pb.gate_stride = gate ? gate->stride : 0;
     const int nth = omp_get_max_threads();
     /* A learnable bias needs the backward even when q, k, v do not. */
-    const int record = st_needs_grad(ctx, q, k, v, NULL) || (ctx->grad && st_attn_bias_learnable(bias));
+    const int record = st_needs_grad(ctx, q, k, v, gate ? gate->t : NULL) || (ctx->grad && st_attn_bias_learnable(bias));
 
     if (!record) {
         /* inference: streamed online softmax, O(block) scratch per thread, nothing kept */
@@ -450,6 +473,6 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
         }
         st_arena_rewind(ctx->arena, mark);
     }
-    if (!st_record(ctx, "attention", attention_backward, out, q, k, v, NULL, s)) return NULL;
+    if (!st_record(ctx, "attention", attention_backward, out, q, k, v, gate ? gate->t : NULL, s)) return NULL;
     return out;
 }

@@ -103,7 +103,7 @@ int st_attn_backward_batched(st_ctx *ctx, const st_attn_saved *s, const float *q
                              const float *dO, const st_attn_grads *G) {
     const int64_t B = s->B, H = s->H, T = s->T, D = s->D, BH = B * H, n = G->n;
     const int64_t qb = batched_qblock(BH, T), npos = s->has_cope ? s->cope.n_pos : 0, per = qb * npos + T;
-    const int need_ds = G->dq || G->dk || G->gacc || G->gfull || s->has_cope;
+    const int need_ds = G->dq || G->dk || G->gacc || G->gfull || s->has_cope || G->dgate;
     const int general = G->gfull != NULL;
     const st_attn_bf16 *h = &s->h;
     st_mm *mm = ctx->mm;
@@ -150,7 +150,7 @@ int st_attn_backward_batched(st_ctx *ctx, const st_attn_saved *s, const float *q
                                 G->gacc ? G->gacc + bh * n : NULL,
                                 general ? G->gfull + (size_t)t * (size_t)(T * T) : NULL, G->dq ? G->dq + o : NULL,
                                 G->de ? G->de + (size_t)bh * (size_t)(npos * D) : NULL, dZ,
-                                dZ ? dZ + qb * npos : NULL);
+                                dZ ? dZ + qb * npos : NULL, G->dgate ? G->dgate + bh * T : NULL);
             }
         }
         /* dQ[i0:i1] += scale dS K[0:kend];  dK[0:kend] += scale dS^T Q[i0:i1] */

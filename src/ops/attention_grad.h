@@ -42,6 +42,7 @@ typedef struct st_attn_grads {
     float *gacc;           /* (B*H, n) per-pair distance-bias partials, or NULL */
     float *gfull;          /* (H,T,T) general-bias gradient, or NULL */
     float *de;             /* (B*H, n_pos, D) CoPE partials, or NULL */
+    float *dgate;          /* (B,H,T) gradient of the gate term's c, or NULL */
     int64_t n;             /* distance-table length */
 } st_attn_grads;
 
@@ -53,7 +54,7 @@ const float *st_attn_prime_rows(const st_attn_saved *s, int64_t bh, int64_t i0, 
                                 int64_t *ldp);
 void st_attn_ds_rows(const st_attn_saved *s, int64_t bh, int64_t i0, int64_t i1, const float *Q, const float *pp,
                      int64_t ldp, float *g, uint16_t *gh, float *gacc, float *gfull, float *dq, float *de, float *dZ,
-                     float *crow);
+                     float *crow, float *dc);
 
 /* Block-major schedule (attention_batched.c): it sizes its own buffers (the query block,
  * the bf16 copies kept in s->h, the scratch). Each returns 0 when the arena is out of

@@ -69,6 +69,9 @@ typedef struct st_attn_problem {
     const st_attn_bias *gbias;/* general-form bias (streamed kernel: tiles), NULL: none */
     const float *gtab;        /* grad-mode kernels: gbias materialised (H,T,T), NULL: none */
     const st_attn_cope *cope; /* CoPE term (attention_cope.c), NULL: none */
+    const float *gate;        /* FoX's gate term (st_attn_gate): s_ij += c_i - c_j with pair bh's
+                               * c of key row p at gate[bh * gate_stride + p]; NULL: none */
+    int64_t gate_stride;
     float *cope_z;            /* grad mode: z = scale Q E^T (B,H,T,n_pos), kept for backward */
     float *cope_g;            /* grad mode: gates (B,H,T,T) in P's layout, kept for backward */
     int64_t kpos;             /* absolute position of key row 0 (gbias only) */
@@ -89,14 +92,15 @@ typedef struct st_attn_problem {
  *   TABLE  distance form (fill): reversed tables of bias(h, i - j)
  *   TILES  general form (fill_block): tiles of bias(h, i, j)
  *   NONE   no bias term, or a provider that is only a content term (st_attn_bias.cope:
- *          CoPE has neither fill function; its term goes through pb.cope)
- * A provider with none of fill, fill_block and cope is a method-table defect: the position
+ *          CoPE has neither fill function; its term goes through pb.cope; FoX's gate
+ *          through pb.gate)
+ * A provider with none of fill, fill_block, cope and gate is a method-table defect: the position
  * table is checked when a model config is validated (st_pos_table_check, from
  * st_model_config_validate), and asserted here. */
 enum { ST_ATTN_ROUTE_NONE = 0, ST_ATTN_ROUTE_TABLE, ST_ATTN_ROUTE_TILES };
 static inline int st_attn_bias_route(const st_attn_bias *b) {
     if (!b) return ST_ATTN_ROUTE_NONE;
-    ST_ASSERT(b->fill || b->fill_block || b->cope);
+    ST_ASSERT(b->fill || b->fill_block || b->cope || b->gate);
     return b->fill ? ST_ATTN_ROUTE_TABLE : b->fill_block ? ST_ATTN_ROUTE_TILES : ST_ATTN_ROUTE_NONE;
 }
 

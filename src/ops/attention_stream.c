@@ -246,6 +246,10 @@ static void stream_rows(const st_attn_problem *pb, int64_t bh, int64_t i0, int64
             const float *gr = G + r * nb;
             for (int64_t j = b0 - j0; j < hi - j0; j++) s[j] += gr[j];
         }
+        if (pb->gate) {   /* FoX: log of the gates between key j and the query (row p) */
+            const float *c = pb->gate + bh * pb->gate_stride, cp = c[p];
+            for (int64_t j = span_lo; j < hi; j++) s[j - j0] += cp - c[j];
+        }
         if (npos) st_cope_row_forward(sb->Z + r * npos, npos, sv, cnt, &sb->csum[r], NULL);
         if (own) {
             const int64_t R = pb->sink_rows > 0 ? pb->sink_rows : T, ri = i < R ? i : R - 1;
@@ -543,6 +547,8 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
     st_attn_problem pb = st_attn_self(q, k, v, out, B, H, T, D, NULL, causal, scale, 0.0f, 0);
     pb.gbias = general ? bias : NULL;
     pb.cope = cope;
+    pb.gate = bias && bias->gate ? bias->gate->c : NULL;
+    pb.gate_stride = bias && bias->gate ? bias->gate->stride : 0;
     const size_t per = st_attn_stream_scratch_floats(&pb, kblock);
     /* This entry has no context (tests, benchmarks): its O(H*T + threads*block) scratch is
      * malloc'd. st_attention's inference path takes the same scratch from the arena. */
