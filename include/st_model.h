@@ -28,7 +28,7 @@ extern "C" {
     X(NONE, none) X(ALIBI, alibi) X(ALIBI_RF, alibi_rf) X(SINUSOIDAL, sinusoidal) \
     X(LEARNED, learned) X(ROPE, rope) X(T5, t5) X(KERPLE, kerple) X(SANDWICH, sandwich) X(FIRE, fire) \
     X(XPOS, xpos) \
-    X(COPE, cope)
+    X(COPE, cope) X(FOX, fox)
 
 typedef enum st_pos_kind {
 #define ST_POS_ENUM_(ID, name) ST_POS_##ID,
@@ -203,6 +203,7 @@ typedef struct st_pos_bias {
                                           * then the layer's, in declaration order */
     float *g[ST_POS_MAX_PARAMS];
     st_attn_cope cope;      /* CoPE's embeddings (iface.cope points here) */
+    st_attn_gate gate;      /* FoX's gate term (iface.gate points here), set by the caller */
     const int64_t *positions; /* randomized training positions of rows 0..T-1 (st_model.
                                * positions), NULL: row i is position i */
 } st_pos_bias;
@@ -364,6 +365,10 @@ typedef struct st_kv_cache {
      * memory; rounded to nearest even when appended, widened exactly for the products) */
     int precision;
     uint16_t *kh, *vh, *k2h;
+    /* FoX (a method with a gate term): each cached key's running log-gate sum c, fp32
+     * whatever the precision, (L, n_heads, rows), shifted with the keys; the sums continue
+     * over the whole text since the reset. NULL otherwise. */
+    float *gate;
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for

@@ -186,6 +186,16 @@ def cope_term(q, s0, e, scale):
     return torch.gather(z, -1, hi) * w + torch.gather(z, -1, lo) * (1 - w)
 
 
+def fox_term(h, p, pre):
+    """FoX (Lin et al. 2025): logit (i, j) += sum over l = j+1..i of log f_l, the forget
+    gate f = sigmoid(h W^T + b) of each head at each token, from the block's normalised
+    input h (B, T, C); (B, H, T, T), the upper triangle to be masked. The sum over
+    (j, i] is a difference of running sums c_i - c_j (torch.cumsum in float64)."""
+    f = h @ p[pre + "attn.fgate.weight"].T + p[pre + "attn.fgate.bias"]   # (B, T, H)
+    c = torch.cumsum(F.logsigmoid(f), dim=1).transpose(1, 2)             # (B, H, T)
+    return c[..., :, None] - c[..., None, :]
+
+
 def embed(cfg, p, ids):
     """token embeddings (times model.embed_scale, 0 = sqrt(d_model) as in Vaswani et al.)
     plus the absolute positions of sinusoidal / learned"""
@@ -275,6 +285,8 @@ def logits(cfg, p, ids):
         bias = bias_for(cfg, p, l, T, H)
         if bias is not None:
             s = s + bias[None]
+        if cfg["pos"] == "fox":
+            s = s + fox_term(h, p, pre)
         s = s.masked_fill(~mask, float("-inf"))
         if cfg["pos"] == "cope":
             s = s + cope_term(q, s, p[pre + "attn.cope_pos"], 1 / math.sqrt(D))

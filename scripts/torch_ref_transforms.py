@@ -174,6 +174,8 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
             bias = bias[:, T - 1, :].flip(-1)[:, dist.clamp(min=0)]
         if bias is not None:
             s = s + bias[None]
+        if pos == "fox":   # the gates between key and query, at text positions
+            s = s + torch_ref.fox_term(h, p, pre)
         s = s.masked_fill(~mask, float("-inf"))
         if pos == "cope":   # gates from the masked scores: a window counts its own keys only
             s = s + torch_ref.cope_term(q, s, p[pre + "attn.cope_pos"], 1 / math.sqrt(D))

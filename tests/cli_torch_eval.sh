@@ -19,7 +19,7 @@
 . "$(dirname "$0")/lib_cli.sh" torch_eval
 
 need_torch cli_torch_eval
-for pos in alibi rope; do
+for pos in alibi rope fox; do
     tiny_text_run "$pos"
     expect_rc 0 "$pos: train" "$BIN" train cfg.json --out "run_$pos" --quiet
     expect_rc 0 "$pos: export" "$BIN" export "run_$pos" --out "exp_$pos"
@@ -36,6 +36,10 @@ for pos in alibi rope; do
         expect_rc 0 "$pos: eval, slope interpolation" "$BIN" eval "run_$pos" --data held.txt --lengths 40 \
             --stride 20 --transform alibi_interp --json "$pos-e.json" --quiet
         rows=11
+    elif [ "$pos" = fox ]; then   # forget gates: a window alone (sinks are refused)
+        expect_rc 0 "$pos: eval, window" "$BIN" eval "run_$pos" --data held.txt --lengths 48,100 \
+            --window 12 --json "$pos-d.json" --quiet
+        rows=10
     else
         expect_rc 0 "$pos: eval, yarn + sinks + window" "$BIN" eval "run_$pos" --data held.txt --lengths 48,100 \
             --transform yarn --sinks 2 --window 12 --json "$pos-d.json" --quiet

@@ -3,7 +3,8 @@
 # decoding replayed by scripts/torch_gen_ref.py with the float64 model of
 # scripts/torch_ref.py, from the text's definition in README.md ("generate"), well past
 # --context (24 tokens of context for runs trained at 32, 80 tokens after the prompt):
-#   KV cache of ALiBi, RoPE, T5: every layer attends to its last 24 keys (sliding window);
+#   KV cache of ALiBi, RoPE, T5, FoX: every layer attends to its last 24 keys (sliding
+#   window; FoX's gates between key and query counted over the whole text);
 #   KV cache of learned positions, and --no-cache: a fresh forward over the last 24 tokens;
 #   --sinks 2 --window 8 of ALiBi and RoPE, the sinks at text and at cache positions: the
 #   first 2 and last 8 tokens of the whole text, past --context too; where the two
@@ -40,7 +41,7 @@ cross_reject() {
     { [ $r1 = 1 ] && grep -q MISMATCH x1.txt && [ $r2 = 1 ] && grep -q MISMATCH x2.txt; } && ok ||
         bad "$1: a replay accepted the other definition's text: $(cat x1.txt x2.txt)"
 }
-for pos in alibi rope t5 learned; do
+for pos in alibi rope t5 learned fox; do
     tiny_text_run "$pos"
     "$PY" - <<'PYEOF'
 import json

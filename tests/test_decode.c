@@ -54,6 +54,7 @@ static void band_init(band_bias *b, const st_attn_bias *inner, int64_t window) {
     b->inner = inner;
     b->window = window;
     b->iface.cope = inner ? inner->cope : NULL;   /* CoPE: its gates see the band's -inf too */
+    b->iface.gate = inner ? inner->gate : NULL;   /* FoX: its gate term inside the band */
 }
 
 typedef struct env { st_arena ar; st_ctx ctx; } env;
@@ -193,11 +194,12 @@ static st_tensor *banded_logits(st_model *m, st_ctx *ctx, const int32_t *ids, in
     st_error e = {0};
     st_tensor *x = st_model_embed(m, ctx, ids, 1, T, 0, 0, &e);
     for (int l = 0; l < m->cfg.n_layers && x; l++) {
-        st_tensor *q, *k, *v;
+        st_tensor *q, *k, *v, *g = NULL;
         st_attn_bias *inner;
-        if (!st_block_qkv(m, ctx, l, x, 0, W, &q, &k, &v) || !st_block_expand_kv(m, ctx, &k, &v, NULL) ||
-            !st_block_bias(m, ctx, l, &inner))
+        if (!st_block_qkv2(m, ctx, l, x, 0, W, &q, &k, &v, NULL, NULL, &g) || !st_block_expand_kv(m, ctx, &k, &v, NULL))
             return NULL;
+        const st_attn_gate gate = {g, g ? g->data : NULL, T};   /* FoX */
+        if (!st_block_bias(m, ctx, l, g ? &gate : NULL, &inner)) return NULL;
         band_bias *bb = st_ctx_alloc(ctx, sizeof *bb, 0);
         band_init(bb, inner, W);
         x = st_block_out(m, ctx, l, x, st_attention(ctx, q, k, v, &bb->iface, 1, 0.0f, 0.0f, 0), 0);
@@ -234,7 +236,11 @@ static void check_cache_rows(const st_kv_cache *kv, const st_model *m, int preci
               "%s: a %s cache keeps %s rows", what, st_precision_name(precision), half ? "bf16" : "fp32");
     const double kv32 = 2.0 * kv->n_layers * kv->n_kv_heads * (double)kv->rows * kv->head_dim * sizeof(float);
     const double tab = kv->bias ? (double)kv->n_layers * kv->n_heads * (double)kv->window * sizeof(float) : 0.0;
-    CHECK_MSG(st_kv_cache_bytes(kv) == (half ? kv32 / 2 : kv32) + tab, "%s: %.0f bytes", what, st_kv_cache_bytes(kv));
+    /* FoX: every cached key's gate sum per query head, fp32 in either precision */
+    const double gates = m->cfg.pos == ST_POS_FOX ? (double)kv->n_layers * kv->n_heads * (double)kv->rows * sizeof(float) : 0.0;
+    CHECK_MSG((m->cfg.pos == ST_POS_FOX) == (kv->gate != NULL), "%s: gate sums kept for FoX only", what);
+    CHECK_MSG(st_kv_cache_bytes(kv) == (half ? kv32 / 2 : kv32) + tab + gates, "%s: %.0f bytes", what,
+              st_kv_cache_bytes(kv));
     if (half) CHECK_MSG(err > REL_TOL, "%s: the bf16 rows show (rel err %.2e)", what, err);
 }
 

@@ -289,7 +289,8 @@ int main(void) {
     /* position methods with their own paths through the model (sinusoidal adds positions
      * from 0 in every window; rope rotates from 0) keep the per-target reference */
     st_set_threads(1);
-    static const int more[] = {ST_POS_SINUSOIDAL, ST_POS_ROPE, ST_POS_T5, ST_POS_SANDWICH, ST_POS_FIRE, ST_POS_XPOS, ST_POS_COPE};
+    static const int more[] = {ST_POS_SINUSOIDAL, ST_POS_ROPE, ST_POS_T5, ST_POS_SANDWICH, ST_POS_FIRE, ST_POS_XPOS, ST_POS_COPE,
+                                 ST_POS_FOX};
     for (int i = 0; i < (int)(sizeof more / sizeof more[0]); i++) {
         st_model mm;
         if (make_model(&mm, more[i], 1, 16, 2)) { CHECK(0); continue; }
@@ -307,5 +308,6 @@ int main(void) {
     test_memory_linear(ST_POS_ALIBI);
     test_memory_linear(ST_POS_FIRE);
     test_memory_linear(ST_POS_COPE);   /* CoPE's gates are summed per row in the streamed kernel */
+    test_memory_linear(ST_POS_FOX);    /* FoX's gate sums: (B,H,T) per layer, not (T,T) */
     return test_finish("test_eval");
 }

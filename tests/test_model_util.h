@@ -80,6 +80,8 @@ static const struct variant variants[] = {
     {ST_POS_ROPE, 0, 0, "rope, llama block, multi-query", 0, llama_mqa},
     {ST_POS_XPOS, 0, 0, "xpos, llama block, multi-query", 0, llama_mqa},
     {ST_POS_T5, 0, 0, "t5, llama block, multi-query", 0, llama_mqa},
+    {ST_POS_FOX, 0, 0, "fox", 0, NULL},
+    {ST_POS_FOX, 0, 0, "fox, llama block, multi-query", 0, llama_mqa},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

@@ -173,6 +173,10 @@ int main(void) {
         {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, emb_2_5, 0, 0},
         {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, alibi_heads3, 0, 0},          /* model.alibi_heads */
         {ST_POS_ALIBI, 0, 0, 6, 0, 1, 0, alibi_heads2_interp, 0, 0},   /* with a trained alibi_interp */
+        {ST_POS_FOX, 0, 0, 4, 0, 1, 0, NULL, 0, 0},       /* forget gates */
+        {ST_POS_FOX, 0, 0, 6, 1, 0, 0, NULL, 0, 1},       /* per-instance mask, untied head */
+        {ST_POS_FOX, 0, 0, 4, 0, 1, 0, llama_gqa, 0, 0},
+        {ST_POS_FOX, 0, 0, 4, 0, 1, 0, learned_logn, 0, 0},
     };
     enum { NV = sizeof vs / sizeof vs[0] };
     static char dirs[NV][512], labels[NV][256];

@@ -69,6 +69,11 @@ static const struct run_case cases[] = {
      "\"batch_size\": 4, \"grad_accum\": 2, \"clip_norm\": 0.5,"
      " \"optimizer\": {\"name\": \"adamw\", \"lr\": 0.003, \"weight_decay\": 0.1},"
      " \"schedule\": {\"kind\": \"constant\", \"warmup\": 0}"},
+    {"fox (forget gates: fgate.weight decayed, fgate.bias in the bias group), AdamW, cosine, grad_accum 2",
+     "\"pos\": \"fox\"",
+     "\"batch_size\": 4, \"grad_accum\": 2, \"clip_norm\": 1.0,"
+     " \"optimizer\": {\"name\": \"adamw\", \"lr\": 0.01, \"weight_decay\": 0.1, \"no_decay\": [\"bias\", \"norm\"]},"
+     " \"schedule\": {\"kind\": \"cosine\", \"warmup\": 2}"},
     {"learned absolute positions, AdamW, cosine without warmup, embeddings decayed",
      "\"pos\": \"learned\", \"max_len\": 16",
      "\"batch_size\": 4, \"grad_accum\": 2, \"clip_norm\": 1.0,"

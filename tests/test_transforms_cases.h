@@ -76,6 +76,9 @@ static const xcase cases[] = {
     {ST_POS_FIRE, ST_XF_NONE, 0, 2, 6, 0, 0, fire_small, "threshold 10", 0},
     {ST_POS_LEARNED, ST_XF_NONE, 0, 3, 5, 0, 0, NULL, NULL, 0},
     {ST_POS_COPE, ST_XF_NONE, 0, 0, 6, 0, 0, cope5, "n_pos 5", 0},
+    {ST_POS_FOX, ST_XF_NONE, 0, 0, 6, 0, 0, NULL, NULL, 0},   /* a window alone (no sinks: st_pos_no_sinks) */
+    {ST_POS_FOX, ST_XF_NONE, 0, 0, 7, 0, 0, llama_gqa, "rmsnorm swiglu no-bias qk-norm 2 kv heads", 0},
+    {ST_POS_FOX, ST_XF_NONE, 0, 0, 0, 0, 0, logn4, "logn L=4", 5},   /* blocks, log-n over the keys they leave */
     /* the block options under a transform and a window */
     {ST_POS_ROPE, ST_XF_YARN, 0, 2, 7, 0, 0, llama_gqa, "rmsnorm swiglu no-bias qk-norm 2 kv heads", 0},
     {ST_POS_ROPE, ST_XF_YARN, 0, 3, 6, 0, 1, llama_mqa, "rmsnorm swiglu no-bias qk-norm 1 kv head", 0},

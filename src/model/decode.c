@@ -39,9 +39,14 @@ static double cache_kv_bytes(const st_kv_cache *c) {
 static double cache_tab_bytes(const st_kv_cache *c) {
     return (double)c->n_layers * c->n_heads * (double)c->window * sizeof(float);
 }
-/* Everything the cache holds: k, v (and rerope's unrotated keys), the tables if any. */
-static double cache_bytes(const st_kv_cache *c, int tables) {
-    return (c->clip > 0 ? 3.0 : 2.0) * cache_kv_bytes(c) + (tables ? cache_tab_bytes(c) : 0.0);
+/* FoX's gate sums: (L, n_heads, rows) floats when `gated` (the method has a gate term). */
+static double cache_gate_bytes(const st_kv_cache *c, int gated) {
+    return gated ? (double)c->n_layers * c->n_heads * (double)c->rows * sizeof(float) : 0.0;
+}
+/* Everything the cache holds: k, v (and rerope's unrotated keys), the tables if any, the
+ * gate sums (gates: their bytes). */
+static double cache_bytes(const st_kv_cache *c, int tables, double gates) {
+    return (c->clip > 0 ? 3.0 : 2.0) * cache_kv_bytes(c) + (tables ? cache_tab_bytes(c) : 0.0) + gates;
 }
 
 int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int precision, st_error *e) {
@@ -85,7 +90,8 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     c->clip = st_transform_clip(xf);   /* rerope keeps the unrotated keys too */
     /* a distance bias is tabulated once per reset; a general one is evaluated per chunk */
     const int tables = st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE;
-    const double kv = cache_kv_bytes(c), tab = tables ? cache_tab_bytes(c) : 0.0, total = cache_bytes(c, tables);
+    const double gates = cache_gate_bytes(c, st_pos_method_of(cfg->pos)->gate != NULL);
+    const double kv = cache_kv_bytes(c), tab = tables ? cache_tab_bytes(c) : 0.0, total = cache_bytes(c, tables, gates);
     const double have = (double)st_mem_total();
     if (have > 0 && total > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "kv cache: a window of %lld tokens (model.n_layers %d, model.d_model %d) "
@@ -102,7 +108,8 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     int ok = 1;
     for (int i = 0; i < (c->clip > 0 ? 3 : 2) && ok; i++) ok = (*kv_buf[i] = st_aligned_alloc((size_t)kv, e)) != NULL;
     c->bias = ok && tab > 0 ? st_aligned_alloc((size_t)tab, e) : NULL;
-    if (!ok || (tab > 0 && !c->bias)) {
+    c->gate = ok && gates > 0 ? st_aligned_alloc((size_t)gates, e) : NULL;
+    if (!ok || (tab > 0 && !c->bias) || (gates > 0 && !c->gate)) {
         st_kv_cache_free(c);
         return ST_ERR_MEMORY;
     }
@@ -110,7 +117,9 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     return ST_OK;
 }
 
-double st_kv_cache_bytes(const st_kv_cache *c) { return cache_bytes(c, c->bias != NULL); }
+double st_kv_cache_bytes(const st_kv_cache *c) {
+    return cache_bytes(c, c->bias != NULL, cache_gate_bytes(c, c->gate != NULL));
+}
 
 void st_kv_cache_reset(st_kv_cache *c) {
     c->xf_scale = 0.0;
@@ -143,6 +152,7 @@ void st_kv_cache_free(st_kv_cache *c) {
     st_aligned_free(c->vh);
     st_aligned_free(c->k2h);
     st_aligned_free(c->bias);
+    st_aligned_free(c->gate);
     memset(c, 0, sizeof *c);
 }
 
@@ -151,7 +161,7 @@ static int fill_bias(st_model *m, st_kv_cache *c, st_ctx *ctx) {
     const int64_t H = c->n_heads, n = c->window;
     for (int l = 0; l < c->n_layers; l++) {
         st_attn_bias *b = NULL;
-        if (!st_block_bias(m, ctx, l, &b)) return 0;
+        if (!st_block_bias(m, ctx, l, NULL, &b)) return 0;
         st_attention_bias_table(b, H, n, c->bias + (size_t)l * (size_t)(H * n));
     }
     c->bias_ready = 1;
@@ -175,6 +185,16 @@ static int64_t make_room(st_kv_cache *c, int64_t n) {
             for (size_t lh = 0; bufs[b] && lh < pairs; lh++)
                 memmove(bufs[b] + lh * pair + (size_t)S * D * el, bufs[b] + lh * pair + from * D * el,
                         (size_t)tail * D * el);
+        /* FoX: the kept keys' gate sums move with them, re-based to the first kept one (only
+         * differences enter the scores; the sums of a long text would otherwise grow
+         * without bound, and with them the rounding of c_i - c_j in fp32) */
+        const size_t gpairs = (size_t)c->n_layers * (size_t)c->n_heads;
+        for (size_t lh = 0; c->gate && lh < gpairs; lh++) {
+            float *row = c->gate + lh * (size_t)c->rows;
+            memmove(row + S, row + from, (size_t)tail * sizeof(float));
+            const float base = row[0];
+            for (int64_t t = 0; t < S + tail; t++) row[t] -= base;
+        }
         c->len = S + tail;
     }
     const int64_t room = c->rows - c->len;
@@ -206,6 +226,20 @@ static st_kv_rows append_rows(st_kv_cache *c, int l, const st_tensor *k, const s
     return kv;
 }
 
+/* FoX: the n new rows' gate sums g (1,H,n), counted from their first token, continued from
+ * the text's last sum (the newest cached row's; 0 after a reset) into rows len.. of layer
+ * l; returns the gate term over layer l's rows. */
+static st_attn_gate append_gate(st_kv_cache *c, int l, const st_tensor *g, int64_t n) {
+    const int64_t H = c->n_heads, rows = c->rows, len = c->len;
+    float *lg = c->gate + (size_t)(l * H * rows);
+    for (int64_t h = 0; h < H; h++) {
+        float *row = lg + h * rows;
+        const float last = len > 0 ? row[len - 1] : 0.0f;
+        for (int64_t t = 0; t < n; t++) row[len + t] = last + g->data[h * n + t];
+    }
+    return (st_attn_gate){NULL, lg, rows};
+}
+
 /* n tokens (n <= rows - len) through every block, their keys and values appended;
  * returns their residual stream x (1,n,C) before LN_f. */
 static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids,
@@ -220,11 +254,12 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
     for (int l = 0; l < c->n_layers && x; l++) {
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
-        st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
+        st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL, *g = NULL;
         if (!st_block_qkv2(m, ctx, l, x, p0, st_attn_scale_keys(m->xf, c->slides ? c->window : 0), &q, &k, &v,
-                           clip > 0 ? &q2 : NULL, clip > 0 ? &k2 : NULL))
+                           clip > 0 ? &q2 : NULL, clip > 0 ? &k2 : NULL, c->gate ? &g : NULL))
             return NULL;
         st_kv_rows kv = append_rows(c, l, k, v, c->clip > 0 ? k2 : NULL, n);
+        const st_attn_gate gate = c->gate ? append_gate(c, l, g, n) : (st_attn_gate){0};
         if (q2 && c->clip == 0) {   /* sinks at cache positions: q2 scores the rotated keys */
             kv.k2 = kv.k;
             kv.k2h = kv.kh;
@@ -232,7 +267,7 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
         const float *tab = c->bias ? c->bias + (size_t)(l * H * c->window) : NULL;
         st_attn_bias *gb = NULL;   /* general (i, j) bias: cache row 0 is position p0 - len0 */
         if (!tab && st_pos_method_of(m->cfg.pos)->bias_form == ST_POS_BIAS_GENERAL &&
-            !st_block_bias(m, ctx, l, &gb))
+            !st_block_bias(m, ctx, l, c->gate ? &gate : NULL, &gb))
             return NULL;
         /* attention sinks + window of the transform: the window the kernel applies, and the
          * sinks' own bias when the method has one */
@@ -263,7 +298,7 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
         return st_fail(e, ST_ERR_GENERIC, "decode: the context must be in inference mode (st_ctx_begin(ctx, 0, 0))");
     if (c->n_layers != cfg->n_layers || c->n_heads != cfg->n_heads || c->head_dim * c->n_heads != cfg->d_model ||
         c->n_kv_heads != st_model_kv_heads(cfg) ||
-        c->slides != st_kv_cache_slides(cfg->pos) ||
+        c->slides != st_kv_cache_slides(cfg->pos) || !c->gate != !st_pos_method_of(cfg->pos)->gate ||
         (st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE && !c->bias))
         return st_fail(e, ST_ERR_CONFIG, "decode: the kv cache was made for another model");
     if (!c->slides && c->n_seen + n_new > c->window)

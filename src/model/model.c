@@ -234,7 +234,8 @@ st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t 
 
 int st_block_qkv(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window,
                  st_tensor **q, st_tensor **k, st_tensor **v) {
-    return st_block_qkv2(m, ctx, l, x, pos0, window, q, k, v, NULL, NULL);
+    ST_ASSERT(!st_pos_method_of(m->cfg.pos)->gate);
+    return st_block_qkv2(m, ctx, l, x, pos0, window, q, k, v, NULL, NULL, NULL);
 }
 
 /* rerope (st_transform.h): q2 = q rotated at position w in every row, k2 = the keys
@@ -252,15 +253,18 @@ static int clipped_qk(st_model *m, st_ctx *ctx, st_tensor *q, st_tensor *k, st_t
 }
 
 int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window, st_tensor **q,
-                  st_tensor **k, st_tensor **v, st_tensor **q2, st_tensor **k2) {
+                  st_tensor **k, st_tensor **v, st_tensor **q2, st_tensor **k2, st_tensor **gate) {
     const st_model_config *c = &m->cfg;
     const struct st_block_params *b = &m->blocks[l];
+    const st_pos_method *pm = st_pos_method_of(c->pos);
     st_tensor *h = st_block_norm(m, ctx, x, b->ln1_w, b->ln1_b);
+    ST_ASSERT(!pm->gate || gate);
+    if (gate) *gate = NULL;
+    if (pm->gate && !(*gate = pm->gate(m, ctx, l, h))) return 0;   /* FoX: from the same input as q, k, v */
     st_tensor *qkv = st_block_linear(m, ctx, h, b->qkv_w, b->qkv_b);
     if (!qkv || !st_split_qkv_gqa(ctx, qkv, c->n_heads, st_model_kv_heads(c), q, k, v)) return 0;
     if (!st_block_qk_norm(m, ctx, l, q, k)) return 0;   /* before the position method */
     if (q2 && !clipped_qk(m, ctx, *q, *k, q2, k2)) return 0;
-    const st_pos_method *pm = st_pos_method_of(c->pos);
     st_tensor *q_raw = *q;
     if (pm->qk && !pm->qk(m, ctx, l, q, k, pos0)) return 0;
     if (q2 && !*q2 && st_transform_cache_cap(m->xf) > 0) {   /* sinks at their cache positions */
@@ -272,7 +276,7 @@ int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, i
     return *q && *k && *v;
 }
 
-int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
+int st_block_bias(st_model *m, st_ctx *ctx, int l, const st_attn_gate *gate, st_attn_bias **bias) {
     const st_model_config *c = &m->cfg;
     const st_pos_method *pm = st_pos_method_of(c->pos);
     *bias = NULL;
@@ -295,6 +299,8 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias) {
     pb->grads = pb->g[0];
     pb->positions = m->positions;
     pm->bias_init(pb);
+    ST_ASSERT(!pb->iface.gate == !gate);
+    if (gate) pb->gate = *gate;
     st_transform_bias(m->xf, pb);   /* inference-time transform (alibi_interp), if any */
     *bias = &pb->iface;
     return 1;
@@ -395,11 +401,13 @@ static st_tensor *hidden_rows(st_model *m, st_ctx *ctx, const int32_t *ids, int6
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
         uint64_t ls = st_hash64(seed, 1 + (uint64_t)l);
-        st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL;
+        st_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL, *gt = NULL;
         st_attn_bias *bias = NULL;
-        if (!st_block_qkv2(m, ctx, l, x, 0, st_attn_scale_keys(m->xf, 0), &q, &k, &v, &q2, &k2) ||
-            !st_block_expand_kv(m, ctx, &k, &v, &k2) || !st_block_bias(m, ctx, l, &bias))
+        if (!st_block_qkv2(m, ctx, l, x, 0, st_attn_scale_keys(m->xf, 0), &q, &k, &v, &q2, &k2, &gt) ||
+            !st_block_expand_kv(m, ctx, &k, &v, &k2))
             return NULL;
+        const st_attn_gate gate = {gt, gt ? gt->data : NULL, T};   /* FoX: c of the T rows */
+        if (!st_block_bias(m, ctx, l, gt ? &gate : NULL, &bias)) return NULL;
         const int tail = from > 0 && l == c->n_layers - 1;
         const int64_t f = tail ? from - from % st_attention_row_block(ctx) : 0;   /* first query row */
         q = rows_from(ctx, q, 2, f);

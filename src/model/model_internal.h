@@ -36,12 +36,16 @@ int st_attn_scale_param(const st_model_config *c, const char **name, float *init
 /* The same, with a second query for the far keys (clip = st_model_q2_clip(m) > 0): rerope's
  * clipped positions (q2 = q rotated at position w, k2 = the unrotated keys) or the sinks at
  * their cache positions (q2 = q rotated at min(p, cap), k2 = k: sinks.c); NULL in *q2,
- * *k2 when there is none or no row needs it. q2, k2 NULL: not asked for. */
+ * *k2 when there is none or no row needs it. q2, k2 NULL: not asked for. gate: FoX's c
+ * (B,H,T) of the rows (the method's gate hook), NULL for other methods; must be asked for
+ * when the method has one.
+ * A method with a gate term (FoX) cannot go through st_block_qkv. */
 int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, int64_t window, st_tensor **q,
-                  st_tensor **k, st_tensor **v, st_tensor **q2, st_tensor **k2);
+                  st_tensor **k, st_tensor **v, st_tensor **q2, st_tensor **k2, st_tensor **gate);
 /* Block l's position-bias provider (arena-owned: the backward reads it), NULL in *bias
- * for methods without one. 0 on arena failure. */
-int st_block_bias(st_model *m, st_ctx *ctx, int l, st_attn_bias **bias);
+ * for methods without one; gate: the gate term it carries (FoX: c from st_block_qkv2, or
+ * a KV cache's rows), NULL for other methods. 0 on arena failure. */
+int st_block_bias(st_model *m, st_ctx *ctx, int l, const st_attn_gate *gate, st_attn_bias **bias);
 /* sinks.c: the attention's clip for a second query (rerope's w, or the window when the
  * sinks take their cache positions under a q/k method); 0: no second query. */
 int64_t st_model_q2_clip(const st_model *m);

@@ -62,7 +62,7 @@ float *st_block_sink_bias(st_model *m, st_ctx *ctx, int l, int64_t n, int64_t S,
     st_attn_bias *b = NULL;
     float *sb = st_ctx_alloc(ctx, (size_t)(H * n * S) * sizeof(float), 0);
     float *tmp = st_ctx_alloc(ctx, (size_t)S * sizeof(float), 0);
-    if (!sb || !tmp || !st_block_bias(m, ctx, l, &b) || !b) return NULL;
+    if (!sb || !tmp || !st_block_bias(m, ctx, l, NULL, &b) || !b) return NULL;
     for (int64_t h = 0; h < H; h++)
         for (int64_t r = 0; r < n; r++) {
             const int64_t P = p0 + r, Pe = cap > 0 && P > cap ? cap : P;   /* the query's position */

@@ -34,7 +34,10 @@
  *   rho        learned receptive field per head of a layer (trainer's validation log)
  *   cache_keys KV cache: called before n new tokens at positions p0.. go through the
  *              blocks, to bring the cached keys to the reference the new ones will have
- *              (xpos re-centres their scale; c->pos_ref is the method's to keep) */
+ *              (xpos re-centres their scale; c->pos_ref is the method's to keep)
+ *   gate       FoX's gate term (st_attn_gate): c (B,H,T) from the block's normalised input
+ *              h (B,T,C), sums from the first row; its provider points iface.gate at
+ *              pb->gate, which st_block_bias fills */
 #ifndef ST_POS_H
 #define ST_POS_H
 
@@ -88,6 +91,7 @@ typedef struct st_pos_method {
     void (*bias_init)(st_pos_bias *pb);
     int (*rho)(const st_model *m, int layer, float *rho);
     void (*cache_keys)(const st_model *m, st_kv_cache *c, int64_t p0, int64_t n);
+    st_tensor *(*gate)(st_model *m, st_ctx *ctx, int layer, st_tensor *h);
 } st_pos_method;
 
 /* Refuses a method whose table is inconsistent (a bias form without the hooks it needs,

@@ -103,8 +103,9 @@ void st_pos_bias_init(st_pos_bias *pb, const st_model_config *cfg, int bidirecti
  * hook the provider lacks (issue 24: a NULL fill called through under --window).
  * bias_init runs dry (no parameters: providers only store pointers) and its provider must
  * match the declared form: DISTANCE sets fill (grad optional), GENERAL sets fill_block
- * and/or a content term (cope), NONE sets nothing and needs no bias_init; a learnable
- * provider's backward hook comes with its forward one. */
+ * and/or a content term (cope, gate), NONE sets nothing and needs no bias_init; a learnable
+ * provider's backward hook comes with its forward one; a gate term comes with the hook
+ * that computes it, and the other way round. */
 int st_pos_method_check(int pos, const st_model_config *cfg, const char *file, st_error *e) {
     return st_pos_table_check(st_pos_method_of(pos), pos, cfg, file, e);
 }
@@ -124,10 +125,12 @@ int st_pos_table_check(const st_pos_method *pm, int pos, const st_model_config *
         pb.cfg = cfg;
         pm->bias_init(&pb);
         const st_attn_bias *b = &pb.iface;
-        if (pm->bias_form == ST_POS_BIAS_DISTANCE && (!b->fill || b->fill_block || b->cope))
+        if (pm->bias_form == ST_POS_BIAS_DISTANCE && (!b->fill || b->fill_block || b->cope || b->gate))
             why = "a distance-form bias whose provider does not set fill alone";
-        else if (pm->bias_form == ST_POS_BIAS_GENERAL && (b->fill || (!b->fill_block && !b->cope)))
+        else if (pm->bias_form == ST_POS_BIAS_GENERAL && (b->fill || (!b->fill_block && !b->cope && !b->gate)))
             why = "a general-form bias whose provider sets neither fill_block nor a content term";
+        else if ((b->gate != NULL) != (pm->gate != NULL))
+            why = b->gate ? "a gate term but no gate hook" : "a gate hook but no gate term";
         else if ((b->grad && !b->fill) || (b->grad_block && !b->fill_block))
             why = "a bias gradient hook without its forward hook";
     }
