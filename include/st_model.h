@@ -378,7 +378,9 @@ int st_kv_cache_slides(int pos);
  * an absolute-position cache that would slide, or a dynamic_ntk transform whose scale at
  * the new length differs from the one the cached keys were rotated with. */
 int st_kv_cache_must_reset(const st_kv_cache *c, const st_model *m, int64_t n_new);
-/* Allocate for model m. precision ST_PREC_FP32 or ST_PREC_BF16 (keys and values kept in
+/* Allocate for model m. window: the keys a query sees at most; under a transform's window
+ * or blocks a sliding cache keeps the transform's keys instead, capped by `window`, which
+ * then bounds the tokens it will hold. precision ST_PREC_FP32 or ST_PREC_BF16 (keys and values kept in
  * bf16: half the memory, the error of bf16 operands; xpos, which rescales its cached keys
  * in place, keeps fp32). Fails with ST_ERR_CONFIG for window < 1 or learned positions
  * with window > model.max_len, ST_ERR_MEMORY when it would not fit. */

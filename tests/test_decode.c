@@ -475,7 +475,8 @@ static void test_refused_keeps_state(void) {
 
 /* A sliding cache keeps the transform's window: that one is checked against the
  * positions the method represents (xpos's scale overflows past max_len), not the
- * caller's window it replaces (review 43). */
+ * caller's window it replaces (review 43), unless the caller's bound on the tokens is
+ * shorter: then no key is ever dropped and the cache holds that many (probe 6). */
 static void test_window_limit(void) {
     st_model_config c;
     base_cfg(&c, ST_POS_XPOS);
@@ -490,10 +491,13 @@ static void test_window_limit(void) {
     ST_ASSERT(st_transform_check(&xf, c.pos, "--transform", &e) == ST_OK);
     st_model_set_transform(&m, &xf, "test");
     st_kv_cache kv;
-    CHECK_MSG(st_kv_cache_init(&kv, &m, 100, ST_PREC_FP32, &e) == ST_ERR_CONFIG && strstr(e.msg, "--window"),
+    CHECK_MSG(st_kv_cache_init(&kv, &m, 5000, ST_PREC_FP32, &e) == ST_ERR_CONFIG && strstr(e.msg, "--window"),
               "an xpos cache under --window 1000 (max %lld) is refused: %s", (long long)lim, e.msg);
     CHECK(kv.k == NULL);
     st_error_clear(&e);
+    CHECK_MSG(st_kv_cache_init(&kv, &m, 90, ST_PREC_FP32, &e) == ST_OK && kv.window == 90,
+              "a text of 90 tokens under --window 1000 needs a cache of 90: %s", e.msg);
+    st_kv_cache_free(&kv);
     xf.window = 100;
     CHECK(st_kv_cache_init(&kv, &m, 100, ST_PREC_FP32, &e) == ST_OK && kv.window == 100);
     st_kv_cache_free(&kv);

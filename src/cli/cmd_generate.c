@@ -292,10 +292,14 @@ static int engine_init(gen_engine *g, const gen_opts *o, gen_run *r, st_error *e
     g->have_ctx = !rc;
     if (g->have_ctx) g->ctx.mm = g->mm;
     if (rc || o->no_cache) return rc;
-    /* the cache never needs more than the tokens that are fed (the last one sampled is not) */
+    /* the cache never needs more than the tokens that are fed (the last one sampled is not);
+     * a sliding cache under a window or blocks keeps the transform's keys, which --context
+     * does not bound, so only the text's length caps them */
     const int64_t fed_max = r->n_prompt + o->n_tokens - 1;
+    const int xf_slides = r->m.xf && (r->m.xf->window > 0 || r->m.xf->block > 0) && st_kv_cache_slides(r->m.cfg.pos);
     st_kv_cache *c = &g->cache;
-    if ((rc = st_kv_cache_init(c, &r->m, o->context < fed_max ? o->context : fed_max, precision, e))) return rc;
+    if ((rc = st_kv_cache_init(c, &r->m, o->context < fed_max && !xf_slides ? o->context : fed_max, precision, e)))
+        return rc;
     /* grouped-query attention keeps n_kv_heads per layer: the cache shrinks by the group */
     st_log(ST_LOG_INFO, "kv cache: %lld rows x %d layers x %d key/value heads (of %d query heads) x %d, %s: %.1f MiB "
            "(%.0f bytes)", (long long)c->rows, c->n_layers, c->n_kv_heads, c->n_heads, c->head_dim,

@@ -66,11 +66,15 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     /* attention sinks + window (st_transform.h): a sliding cache keeps the sinks and the
      * transform's window; an absolute one keeps its window and masks inside it. Blocks
      * (--blockwise B): a query sees at most 2B keys (its block and the previous one), so a
-     * sliding cache keeps 2B, its blocks counted from the text's first token */
+     * sliding cache keeps 2B, its blocks counted from the text's first token. The caller's
+     * window then bounds the tokens the cache will ever hold (generate: the text's length):
+     * a window or two blocks longer than the text mask nothing, and allocating (and
+     * tabulating the bias of) 2B keys for a short text took gigabytes and seconds, or
+     * refused it (exit 6, or xpos's limit) for --blockwise 16777216 and 30 tokens */
     const st_transform *xf = m->xf;
     const int64_t xf_keys = !xf ? 0 : xf->window > 0 ? xf->window : 2 * xf->block;
     if (xf && xf->window > 0) c->sinks = xf->sinks;
-    if (xf_keys > 0 && c->slides) window = xf_keys;
+    if (xf_keys > 0 && c->slides && xf_keys < window) window = xf_keys;
     /* checked on the window the cache keeps (the transform's, when it slides) */
     const int64_t max_len = st_pos_max_len(cfg);
     if (max_len > 0 && window > max_len) {
@@ -97,10 +101,10 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
         return st_fail(e, ST_ERR_MEMORY, "kv cache: a window of %lld tokens (model.n_layers %d, model.d_model %d) "
                        "needs %.2f GiB of keys and values; this machine has %.2f GiB",
                        (long long)window, cfg->n_layers, cfg->d_model, total / 1073741824.0, have / 1073741824.0);
-    if (c->clip > 0 && c->sinks > 0 && c->slides && c->clip > window)
+    if (c->clip > 0 && c->sinks > 0 && c->slides && c->clip > xf_keys)
         return st_fail(e, ST_ERR_CONFIG, "kv cache: rerope's clip window %lld is longer than the attention window %lld: "
                        "once keys are dropped the sinks' distances are no longer their rows' (use a clip <= window)",
-                       (long long)c->clip, (long long)window);
+                       (long long)c->clip, (long long)xf_keys);
     /* the rows as floats (k, v, k2) or bf16 (kh, vh, k2h): one buffer each */
     void **kv_buf[3] = {c->precision == ST_PREC_BF16 ? (void **)&c->kh : (void **)&c->k,
                         c->precision == ST_PREC_BF16 ? (void **)&c->vh : (void **)&c->v,

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# cli_probe6.sh - the findings of the sixth round of black-box probes (blockwise attention,
+# context extension, tasks, generate, corrupt inputs, numeric flags) that are not checked
+# beside their feature's own tests:
+#   - generate's sliding KV cache under --blockwise B or --window W is as long as the text,
+#     not 2B or W keys whatever the text: --blockwise 16777216 for 30 tokens allocated 20 GiB
+#     and tabulated 1 GiB of bias (5 s), refused an xpos run (exit 2, xpos's limit) and, for
+#     a larger model, --window 10000000 was refused for memory (exit 6);
+. "$(dirname "$0")/lib_cli.sh" cli_probe6
+
+cat > base.json <<JSON
+{"model": {"n_layers": 2, "d_model": 16, "n_heads": 2, "pos": "xpos"},
+ "data": {"source": "synthetic", "cache_dir": "$T/cache", "synthetic": {"vocab": 16, "tokens": [4000, 1000, 1000]}},
+ "train": {"batch_size": 4, "seq_len": 16, "steps": 2, "eval_batches": 1, "threads": 1,
+           "schedule": {"kind": "constant", "warmup": 0}}}
+JSON
+
+# ---- generate: a cache under blocks or a window holds the text, not 2B or W keys ----
+expect_rc 0 "an xpos run" "$BIN" train base.json --out x --quiet
+expect_rc 0 "an alibi run" "$BIN" train base.json --out a --quiet --set model.pos=alibi
+expect_rc 0 "xpos: blocks far longer than the text" "$BIN" generate x --blockwise 16000 --tokens 30 --context 5
+expect_err "kv cache: 46 rows"   # 30 tokens fed + 16 rows of slack
+expect_rc 0 "alibi: --blockwise 16777216" "$BIN" generate a --blockwise 16777216 --tokens 30 --context 5
+expect_err "kv cache: 46 rows"
+expect_rc 0 "alibi: --window 16777216" "$BIN" generate a --sinks 2 --window 16777216 --tokens 30 --temperature 0
+expect_err "kv cache: 48 rows"   # and the 2 sinks' rows
+cp out.txt win.txt
+expect_rc 0 "alibi: full attention" "$BIN" generate a --tokens 30 --temperature 0
+cmp -s out.txt win.txt && ok || bad "a window longer than the text is not full attention"
+
+finish cli_probe6
