@@ -6,6 +6,9 @@
 #     not 2B or W keys whatever the text: --blockwise 16777216 for 30 tokens allocated 20 GiB
 #     and tabulated 1 GiB of bias (5 s), refused an xpos run (exit 2, xpos's limit) and, for
 #     a larger model, --window 10000000 was refused for memory (exit 6);
+#   - number flags take decimal notation only: --window, --blockwise, --max-tokens, --scale
+#     and the others read through strtod took hex ("0x10" = 16) where --context 0x10 and
+#     --set eval.window=0x10 are refused;
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -27,5 +30,14 @@ expect_err "kv cache: 48 rows"   # and the 2 sinks' rows
 cp out.txt win.txt
 expect_rc 0 "alibi: full attention" "$BIN" generate a --tokens 30 --temperature 0
 cmp -s out.txt win.txt && ok || bad "a window longer than the text is not full attention"
+
+# ---- numbers in decimal notation only ----
+for f in "--window 0x10" "--blockwise 0X10" "--max-tokens 0x10" "--sinks 0x0" "--scale 0x1p4 --transform alibi_interp"; do
+    expect_rc 2 "eval $f" "$BIN" eval a --lengths 16 $f
+    expect_err "^stretch eval: error: ${f%% *} '"
+done
+expect_rc 2 "generate --temperature 0x1" "$BIN" generate a --temperature 0x1 --tokens 2
+expect_err "^stretch generate: error: --temperature '0x1'"
+expect_rc 0 "eval --window 1e1 (JSON reads it as 10 too)" "$BIN" eval a --lengths 16 --window 1e1
 
 finish cli_probe6

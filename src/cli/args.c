@@ -1,8 +1,9 @@
 /* args.c - the value parsers every subcommand uses for its flags, so that a flag value is
  * either exactly what the user meant or an exit-2 error naming the flag: whole-string
- * numbers only (no "12abc", no silent saturation, no "-1" wrapping to 2^64-1, no "inf" or
- * "nan"), comma lists without empty items, and paths that are neither empty (`--out
- * "$UNSET"` must not mean the filesystem root) nor longer than stretch can extend. */
+ * numbers in decimal notation only (no "12abc", no "0x10", no silent saturation, no "-1"
+ * wrapping to 2^64-1, no "inf" or "nan"), comma lists without empty items, and paths that
+ * are neither empty (`--out "$UNSET"` must not mean the filesystem root) nor longer than
+ * stretch can extend. */
 #include "cli/cli.h"
 
 #include <ctype.h>
@@ -47,6 +48,10 @@ int cli_u64_arg(const char *s, uint64_t *out) {
 
 int cli_num_arg(const char *s, double lo, double hi, double *out) {
     if (!s || !*s || isspace((unsigned char)*s)) return 0;
+    /* decimal notation only, as JSON writes numbers: strtod also reads hex ("0x10" is 16,
+     * "0x1p4" too), which made --window 0x10 a window of 16 while --context 0x10 (base 10)
+     * and --set eval.window=0x10 (JSON) are refused */
+    if (s[strspn(s, "0123456789.eE+-")]) return 0;
     errno = 0;
     char *end;
     double v = strtod(s, &end);
