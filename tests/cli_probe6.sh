@@ -9,6 +9,7 @@
 #   - number flags take decimal notation only: --window, --blockwise, --max-tokens, --scale
 #     and the others read through strtod took hex ("0x10" = 16) where --context 0x10 and
 #     --set eval.window=0x10 are refused;
+#   - docs/evaluation.md said a --lengths entry may exceed eval.lengths' 2^24; it is refused;
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -39,5 +40,10 @@ done
 expect_rc 2 "generate --temperature 0x1" "$BIN" generate a --temperature 0x1 --tokens 2
 expect_err "^stretch generate: error: --temperature '0x1'"
 expect_rc 0 "eval --window 1e1 (JSON reads it as 10 too)" "$BIN" eval a --lengths 16 --window 1e1
+
+# ---- docs/evaluation.md: --lengths stops at 2^24, as eval.lengths ----
+expect_rc 2 "eval --lengths 2^24 + 1" "$BIN" eval a --lengths 16777217
+expect_err "^stretch eval: error: --lengths '16777217': expected integers in \[1, 16777216\]"
+grep -q "may exceed the 2^24" "$SRC/docs/evaluation.md" && bad "docs/evaluation.md: --lengths 'may exceed the 2^24'" || ok
 
 finish cli_probe6
