@@ -5,7 +5,8 @@
 #   - generate's sliding KV cache under --blockwise B or --window W is as long as the text,
 #     not 2B or W keys whatever the text: --blockwise 16777216 for 30 tokens allocated 20 GiB
 #     and tabulated 1 GiB of bias (5 s), refused an xpos run (exit 2, xpos's limit) and, for
-#     a larger model, --window 10000000 was refused for memory (exit 6);
+#     a larger model, --window 10000000 was refused for memory (exit 6); eval --task's
+#     cache (one instance long) likewise;
 #   - number flags take decimal notation only: --window, --blockwise, --max-tokens, --scale
 #     and the others read through strtod took hex ("0x10" = 16) where --context 0x10 and
 #     --set eval.window=0x10 are refused;
@@ -31,6 +32,10 @@ expect_err "kv cache: 48 rows"   # and the 2 sinks' rows
 cp out.txt win.txt
 expect_rc 0 "alibi: full attention" "$BIN" generate a --tokens 30 --temperature 0
 cmp -s out.txt win.txt && ok || bad "a window longer than the text is not full attention"
+# eval --task's cache is one instance long: the same blocks were 2B keys there too
+tiny_task_cfg task.json
+expect_rc 0 "an xpos copy-task run" "$BIN" train task.json --out tk --quiet --set model.pos=xpos
+expect_rc 0 "eval --task --blockwise 16000 (xpos)" "$BIN" eval tk --task --blockwise 16000 --sizes 2 --trials 2
 
 # ---- numbers in decimal notation only ----
 for f in "--window 0x10" "--blockwise 0X10" "--max-tokens 0x10" "--sinks 0x0" "--scale 0x1p4 --transform alibi_interp"; do
