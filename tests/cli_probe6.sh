@@ -11,6 +11,8 @@
 #     and the others read through strtod took hex ("0x10" = 16) where --context 0x10 and
 #     --set eval.window=0x10 are refused;
 #   - docs/evaluation.md said a --lengths entry may exceed eval.lengths' 2^24; it is refused;
+#   - a checkpoints/latest pointer past 4 KiB is malformed (exit 5, as a pointer with a
+#     slash), not an I/O error (exit 3);
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -50,5 +52,12 @@ expect_rc 0 "eval --window 1e1 (JSON reads it as 10 too)" "$BIN" eval a --length
 expect_rc 2 "eval --lengths 2^24 + 1" "$BIN" eval a --lengths 16777217
 expect_err "^stretch eval: error: --lengths '16777217': expected integers in \[1, 16777216\]"
 grep -q "may exceed the 2^24" "$SRC/docs/evaluation.md" && bad "docs/evaluation.md: --lengths 'may exceed the 2^24'" || ok
+
+# ---- a latest pointer of 5000 bytes is damaged, not unreadable ----
+cp -r a big_latest
+head -c 5000 /dev/zero | tr '\0' a > big_latest/checkpoints/latest
+expect_rc 5 "eval of a run whose latest is 5000 bytes" "$BIN" eval big_latest --lengths 16
+expect_err "big_latest/checkpoints/latest: malformed checkpoint pointer: 5000 bytes"
+expect_rc 5 "resume of the same" "$BIN" train --resume big_latest --quiet
 
 finish cli_probe6

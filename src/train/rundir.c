@@ -363,6 +363,14 @@ static int resolve_without_latest(const char *dir, const char *latest, char *out
 static int read_latest(const char *latest, char *name, size_t cap, int *found, st_error *e) {
     size_t len = 0;
     st_error tmp = {0};
+    /* a pointer past 4 KiB is readable but damaged, as is one with a slash: exit 5 with
+     * the others, not st_read_file's size refusal (exit 3, for a missing or unreadable file) */
+    struct stat sb;
+    if (stat(latest, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 4096) {
+        *found = 1;
+        return st_fail(e, ST_ERR_CHECKPOINT, "%s: malformed checkpoint pointer: %lld bytes, where it holds one file "
+                       "name", latest, (long long)sb.st_size);
+    }
     char *text = st_read_file(latest, &len, 4096, &tmp);
     *found = text != NULL || access(latest, F_OK) == 0;
     if (!text) return *found ? st_fail(e, tmp.code, "%s", tmp.msg) : ST_OK;   /* there, unreadable */
