@@ -13,6 +13,9 @@
 #   - docs/evaluation.md said a --lengths entry may exceed eval.lengths' 2^24; it is refused;
 #   - a checkpoints/latest pointer past 4 KiB is malformed (exit 5, as a pointer with a
 #     slash), not an I/O error (exit 3);
+#   - generate --no-cache warned that the text would pass --context (its sinks or blocks
+#     then differing from the cache's) when it ended exactly there: the last token sampled
+#     is never fed, and the two texts are the same;
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -59,5 +62,17 @@ head -c 5000 /dev/zero | tr '\0' a > big_latest/checkpoints/latest
 expect_rc 5 "eval of a run whose latest is 5000 bytes" "$BIN" eval big_latest --lengths 16
 expect_err "big_latest/checkpoints/latest: malformed checkpoint pointer: 5000 bytes"
 expect_rc 5 "resume of the same" "$BIN" train --resume big_latest --quiet
+
+# ---- --no-cache's warning: only when a forward passes --context ----
+# (no prompt: the start token and 8 sampled ones; the 8th is never fed, so 8 tokens in all)
+for f in "--blockwise 2" "--sinks 1 --window 3"; do
+    expect_rc 0 "generate $f: 1 + 8 tokens at context 8 (cache)" "$BIN" generate a --tokens 8 --context 8 $f --temperature 0
+    cp out.txt c.txt
+    expect_rc 0 "generate $f: 1 + 8 tokens at context 8 (--no-cache)" "$BIN" generate a --tokens 8 --context 8 $f --temperature 0 --no-cache
+    grep -q "will pass --context" err.txt && bad "$f: a text that fits --context is warned about: $(cat err.txt)" || ok
+    cmp -s c.txt out.txt && ok || bad "$f: cache and --no-cache differ within --context"
+    expect_rc 0 "generate $f: 1 + 9 tokens at context 8 (--no-cache)" "$BIN" generate a --tokens 9 --context 8 $f --no-cache
+    expect_err "will pass --context 8"
+done
 
 finish cli_probe6

@@ -381,8 +381,9 @@ static int generate(gen_engine *g, const gen_opts *o, gen_run *r, gen_stream *ou
     const double t0 = st_time();
     /* a sliding cache with a window keeps the text's first sinks whatever its length, and
      * counts blocks from the text's first token; --no-cache's forward over the last
-     * --context tokens has that span's sinks and blocks instead */
-    const int past = o->no_cache && st_kv_cache_slides(r->m.cfg.pos) && r->n_prompt + o->n_tokens > o->context;
+     * --context tokens has that span's sinks and blocks instead. The last token sampled is
+     * never fed, so the longest forward covers n_prompt + n_tokens - 1 tokens */
+    const int past = o->no_cache && st_kv_cache_slides(r->m.cfg.pos) && r->n_prompt + o->n_tokens - 1 > o->context;
     if (past && o->xf.window > 0)
         st_log(ST_LOG_WARN, "generate --no-cache: the text will pass --context %lld: from there each forward covers "
                "the last %lld tokens, whose first %lld are its sinks, while the KV cache keeps the text's first ones "
