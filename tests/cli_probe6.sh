@@ -16,6 +16,8 @@
 #   - generate --no-cache warned that the text would pass --context (its sinks or blocks
 #     then differing from the cache's) when it ended exactly there: the last token sampled
 #     is never fed, and the two texts are the same;
+#   - generate --temperature 1e-300 (below float's range) drew garbage (0 / 0 = NaN
+#     weights); it is now the T -> 0 limit, the greedy text;
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -73,6 +75,16 @@ for f in "--blockwise 2" "--sinks 1 --window 3"; do
     cmp -s c.txt out.txt && ok || bad "$f: cache and --no-cache differ within --context"
     expect_rc 0 "generate $f: 1 + 9 tokens at context 8 (--no-cache)" "$BIN" generate a --tokens 9 --context 8 $f --no-cache
     expect_err "will pass --context 8"
+done
+
+# ---- a temperature below float's range is the T -> 0 limit ----
+expect_rc 0 "generate greedy" "$BIN" generate a --tokens 20 --temperature 0
+cp out.txt greedy.txt
+for t in 1e-300 1e-46; do
+    for k in 40 0; do
+        expect_rc 0 "generate --temperature $t --top-k $k" "$BIN" generate a --tokens 20 --temperature $t --top-k $k --seed 3
+        cmp -s out.txt greedy.txt && ok || bad "--temperature $t --top-k $k: $(cat out.txt), greedy: $(cat greedy.txt)"
+    done
 done
 
 finish cli_probe6

@@ -15,6 +15,7 @@
  * filters are the ones it gave before. */
 #include "st_model.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,11 @@ int st_sample_token(const float *logits, int V, const st_sampling *s, st_rng *r,
         for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
         return best;
     }
-    const float temp = (float)s->temperature;
+    /* the products run in float: a temperature below float's range (1e-300) rounded to 0,
+     * and (l - max) / 0 made the top token's weight NaN (0 / 0) and the draw garbage. The
+     * smallest float keeps T -> 0's limit: the top logit weighs 1, any lower one 0 (ties
+     * share the draw), as 1e-45 already did */
+    const float temp = fmaxf((float)s->temperature, FLT_TRUE_MIN);
     float mx = -INFINITY;
     for (int v = 0; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
     const int use_k = s->top_k > 0 && s->top_k < V, use_p = s->top_p < 1;
