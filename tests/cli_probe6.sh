@@ -20,6 +20,9 @@
 #     weights); it is now the T -> 0 limit, the greedy text;
 #   - generate's cache kept --sinks K rows whatever the text: --sinks 16777216 --window 1
 #     for 30 tokens took 8 GiB and 44 s (exit 6 for a d_model 128 model);
+#   - a standard output that cannot be written (a full disk, a closed descriptor) is exit 3:
+#     generate > /dev/full exited 0 with its text lost (and generated on), so did eval's
+#     table and data --show's rows;
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -93,5 +96,22 @@ done
 expect_rc 0 "alibi: --sinks 16777216 --window 1" timeout 60 "$BIN" generate a --sinks 16777216 --window 1 --tokens 30 --temperature 0
 expect_err "kv cache: 47 rows"   # 30 sinks, 1 window row, 16 of slack
 cmp -s out.txt win.txt && ok || bad "sinks covering the text are not full attention"
+
+# ---- standard output that cannot be written: exit 3, and generate stops ----
+if [ -w /dev/full ]; then
+    "$BIN" generate a --tokens 1000000 > /dev/full 2>err.txt; rc=$?
+    [ $rc = 3 ] && ok || bad "generate > /dev/full: exit $rc, expected 3"
+    expect_err "^stretch generate: error: standard output: cannot write the text: No space left on device"
+    "$BIN" eval a --lengths 16 --quiet > /dev/full 2>err.txt; rc=$?
+    [ $rc = 3 ] && ok || bad "eval > /dev/full: exit $rc, expected 3"
+    expect_err "^stretch eval: error: standard output: write error"
+    "$BIN" data --config task.json --show 2 > /dev/full 2>err.txt; rc=$?
+    [ $rc = 3 ] && ok || bad "data --show > /dev/full: exit $rc, expected 3"
+else
+    skip "/dev/full is not writable here"
+fi
+"$BIN" generate a --tokens 3 >&- 2>err.txt; rc=$?
+[ $rc = 3 ] && ok || bad "generate with standard output closed: exit $rc, expected 3"
+expect_err "standard output: cannot write the text: Bad file descriptor"
 
 finish cli_probe6

@@ -363,12 +363,17 @@ static int stream_token(const gen_run *r, int64_t i) {
     return 1;
 }
 
-/* Write ids[s->shown..r->n) and flush. */
-static void stream_text(const gen_run *r, gen_stream *s) {
+/* Write ids[s->shown..r->n) and flush: ST_OK, or ST_ERR_IO when standard output cannot
+ * take the text (a full disk, a closed descriptor): the text the user asked for is lost,
+ * so generating on would only waste the time. */
+static int stream_text(const gen_run *r, gen_stream *s, st_error *e) {
     if (s->shown < r->first_shown) s->shown = r->first_shown;
     for (; s->shown < r->n; s->shown++)
         if (!s->ended && !stream_token(r, s->shown)) s->ended = 1;
-    fflush(stdout);
+    errno = 0;
+    if (fflush(stdout) != EOF && !ferror(stdout)) return ST_OK;
+    return st_fail(e, ST_ERR_IO, "standard output: cannot write the text%s%s", errno ? ": " : "",
+                   errno ? strerror(errno) : "");
 }
 
 /* Sample --tokens tokens after the prompt, streaming the text (the prompt first). */
@@ -377,7 +382,6 @@ static int generate(gen_engine *g, const gen_opts *o, gen_run *r, gen_stream *ou
     st_rng rng;
     st_rng_seed(&rng, o->seed);
     int64_t fed = 0;
-    int rc = ST_OK;
     const double t0 = st_time();
     /* a sliding cache with a window keeps the text's first sinks whatever its length, and
      * counts blocks from the text's first token; --no-cache's forward over the last
@@ -394,13 +398,13 @@ static int generate(gen_engine *g, const gen_opts *o, gen_run *r, gen_stream *ou
                "its blocks of %lld from the first of the last %lld tokens, while the KV cache counts them from the "
                "text's first token (the two agree while the text fits --context)", (long long)o->context,
                (long long)o->xf.block, (long long)o->context);
-    stream_text(r, out);
+    int rc = stream_text(r, out, e);
     while (!rc && r->n < r->n_prompt + o->n_tokens) {
         st_ctx_begin(&g->ctx, 0, 0);
         if (o->no_cache) rc = window_logits(&r->m, &g->ctx, r->ids, r->n, o->context, g->logits, e);
         else rc = decode_step(g, r, &fed, e);
         if (!rc) r->ids[r->n++] = st_sample_token(g->logits, V, &o->sampling, &rng, g->logits + V);
-        if (!rc) stream_text(r, out);
+        if (!rc) rc = stream_text(r, out, e);
     }
     if (rc) return rc;
     const double dt = st_time() - t0;

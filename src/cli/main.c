@@ -1,6 +1,7 @@
 /* main.c - `stretch <command> [args]`: dispatch to the subcommands. */
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -146,6 +147,21 @@ static int dispatch(int argc, char **argv, st_dist *dist) {
     return ST_ERR_CONFIG;
 }
 
+/* A command that succeeded but whose standard output could not be written (a full disk,
+ * a closed descriptor) lost what it was run for: generate's text, eval's table, data's
+ * rows. The buffered tail is flushed here, where its failure can still change the exit
+ * code (exit() would flush it and ignore the error). A reader that went away (EPIPE) is
+ * SIGPIPE's business, which ends generate and eval and stops a training. */
+static int check_stdout(int argc, char **argv, int rc) {
+    errno = 0;
+    const int failed = fflush(stdout) == EOF || ferror(stdout);
+    const int err = errno;
+    if (rc != 0 || !failed || err == EPIPE) return rc;
+    cli_line(argc > 1 && argv[1][0] != '-' ? argv[1] : NULL, 1, "standard output: write error%s%s (the output is incomplete)",
+             err ? ": " : "", err ? strerror(err) : "");
+    return ST_ERR_IO;
+}
+
 int main(int argc, char **argv) {
     /* past a file-size limit (ulimit -f) a write fails with EFBIG, which every writer
      * reports (exit 3, naming the file) and cleans up after; the default action of
@@ -156,5 +172,5 @@ int main(int argc, char **argv) {
     st_dist dist;
     st_error e = {0};
     if (st_dist_init(&dist, &argc, &argv, &e)) return cli_report(NULL, &e);
-    return st_dist_exit(&dist, dispatch(argc, argv, &dist));
+    return st_dist_exit(&dist, check_stdout(argc, argv, dispatch(argc, argv, &dist)));
 }
