@@ -23,6 +23,9 @@
 #   - a standard output that cannot be written (a full disk, a closed descriptor) is exit 3:
 #     generate > /dev/full exited 0 with its text lost (and generated on), so did eval's
 #     table and data --show's rows;
+#   - --json / --save-tokenizer PATH --force renamed a new file over a device, FIFO or
+#     symbolic link (as root, eval --json /dev/null --force replaced /dev/null itself);
+#     such a path is refused (exit 3);
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -113,5 +116,16 @@ fi
 "$BIN" generate a --tokens 3 >&- 2>err.txt; rc=$?
 [ $rc = 3 ] && ok || bad "generate with standard output closed: exit $rc, expected 3"
 expect_err "standard output: cannot write the text: Bad file descriptor"
+
+# ---- an output path that is not a regular file is never replaced ----
+mkfifo fifo && ln -s fifo fifolink && echo mine > target.json && ln -s target.json link.json
+for p in fifo fifolink link.json; do
+    expect_rc 3 "eval --json $p --force" "$BIN" eval a --lengths 16 --json $p --force
+    expect_err "^stretch eval: error: --json $p: not a regular file"
+done
+expect_rc 3 "bench --json fifo --force" "$BIN" bench --preset tiny --steps 1 --no-eval --sgemm 0 --json fifo --force
+expect_rc 3 "data --save-tokenizer link.json --force" "$BIN" data --source synthetic --save-tokenizer link.json --force
+[ -p fifo ] && [ -L fifolink ] && [ -L link.json ] && [ "$(cat target.json)" = mine ] && ok ||
+    bad "an output replaced a FIFO or a link: $(ls -l fifo fifolink link.json)"
 
 finish cli_probe6
