@@ -182,8 +182,8 @@ int st_rf_from_name(const char *name);
  * n a power of two -> m_h = 2^(-max_bias*h/n), h = 1..n; otherwise the slopes for
  * c = 2^floor(log2 n) followed by slopes 0, 2, 4, ... of the 2c set, first n - c of them. */
 void st_alibi_slopes(int n_heads, float max_bias, float *out);
-/* The slopes of a model's n_heads heads (alibi, alibi_rf): st_alibi_slopes of all of them,
- * or with model.alibi_heads = K > 0 those of K heads for heads 0..K-1 and 0 after. */
+/* The slopes of a model's n_heads heads (pos alibi): st_alibi_slopes of all of them, or
+ * with model.alibi_heads = K > 0 those of K heads for heads 0..K-1 and 0 after. */
 void st_alibi_model_slopes(const st_model_config *c, float *out);
 
 /* Position-bias providers (src/model/pos/<method>.c) usable on their own, e.g. by the

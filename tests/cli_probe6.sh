@@ -26,6 +26,9 @@
 #   - --json / --save-tokenizer PATH --force renamed a new file over a device, FIFO or
 #     symbolic link (as root, eval --json /dev/null --force replaced /dev/null itself);
 #     such a path is refused (exit 3);
+#   - train --out X --force where X/checkpoints is a file removed X's config.json,
+#     metrics.jsonl and tokenizer.json, then failed (exit 3) and trained nothing: refused
+#     now before anything is removed;
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -127,5 +130,12 @@ expect_rc 3 "bench --json fifo --force" "$BIN" bench --preset tiny --steps 1 --n
 expect_rc 3 "data --save-tokenizer link.json --force" "$BIN" data --source synthetic --save-tokenizer link.json --force
 [ -p fifo ] && [ -L fifolink ] && [ -L link.json ] && [ "$(cat target.json)" = mine ] && ok ||
     bad "an output replaced a FIFO or a link: $(ls -l fifo fifolink link.json)"
+
+# ---- --force never removes a run's files it cannot replace ----
+mkdir -p fx && cp a/config.json fx/config.json && cp base.json fx.json && echo '{"step": 1}' > fx/metrics.jsonl && echo x > fx/checkpoints
+"$BIN" train fx.json --out fx --force --quiet >out.txt 2>err.txt; rc=$?
+[ $rc = 3 ] && ok || bad "train --force over a checkpoints file: exit $rc, expected 3"
+expect_err "fx/checkpoints: exists and is not a directory"
+[ -f fx/config.json ] && [ -f fx/metrics.jsonl ] && ok || bad "train --force removed the run's files: $(ls fx)"
 
 finish cli_probe6

@@ -154,6 +154,13 @@ static int inspect(const char *dir, int force, const char *advice, int *entries,
             return st_fail(e, ST_ERR_IO, "%s: directory is not empty (holds '%s'); use --force to train "
                            "there anyway or choose another --out", dir, first);
         }
+        /* a checkpoints/ that is no directory cannot be made one: refused before --force
+         * removes any of the run's files (they were lost, and the training failed after) */
+        char cdir[ST_PATH_BUF + 16];
+        snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+        if (lstat(cdir, &st) == 0 && !S_ISDIR(st.st_mode))
+            return st_fail(e, ST_ERR_IO, "%s: exists and is not a directory (a run keeps its checkpoints there); "
+                           "nothing was removed", cdir);
         *entries = n;
     }
     return ST_OK;
