@@ -29,6 +29,8 @@
 #   - train --out X --force where X/checkpoints is a file removed X's config.json,
 #     metrics.jsonl and tokenizer.json, then failed (exit 3) and trained nothing: refused
 #     now before anything is removed;
+#   - bench with nothing to measure (--no-train, --no-eval, --sgemm 0, no --decode) printed
+#     its header and exited 0; refused now (exit 2);
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -137,5 +139,10 @@ mkdir -p fx && cp a/config.json fx/config.json && cp base.json fx.json && echo '
 [ $rc = 3 ] && ok || bad "train --force over a checkpoints file: exit $rc, expected 3"
 expect_err "fx/checkpoints: exists and is not a directory"
 [ -f fx/config.json ] && [ -f fx/metrics.jsonl ] && ok || bad "train --force removed the run's files: $(ls fx)"
+
+# ---- bench with nothing to measure ----
+expect_rc 2 "bench with nothing to measure" "$BIN" bench --preset tiny --steps 0 --no-eval --sgemm 0
+expect_err "nothing to measure"
+expect_rc 0 "bench: decoding alone is a figure" "$BIN" bench --preset tiny --no-train --no-eval --sgemm 0 --decode 3
 
 finish cli_probe6

@@ -175,6 +175,10 @@ int cmd_bench(int argc, char **argv) {
 
     if (c.profile && c.steps == 0)
         return cli_usage("bench", "--profile profiles the training steps; --no-train (or --steps 0) leaves none");
+    /* a header and no figure is no benchmark (exit 0 said it ran) */
+    if (c.steps == 0 && c.n_eval == 0 && c.sgemm_n == 0 && c.decode_tokens == 0)
+        return cli_usage("bench", "nothing to measure: --no-train (or --steps 0), --no-eval (or --eval none) and "
+                         "--sgemm 0 leave no figure; keep one of them or add --decode N");
     int rc = json ? cli_output_file("bench", "--json", json, force) : ST_OK;
     if (rc) return rc;
     if (!ompwait && !getenv("OMP_WAIT_POLICY")) ompwait = "PASSIVE";
