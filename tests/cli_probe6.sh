@@ -31,6 +31,8 @@
 #     now before anything is removed;
 #   - bench with nothing to measure (--no-train, --no-eval, --sgemm 0, no --decode) printed
 #     its header and exited 0; refused now (exit 2);
+#   - train --resume R --stop-after N on a run already past step N exited 0 having trained
+#     nothing, without a word; it warns now;
 . "$(dirname "$0")/lib_cli.sh" cli_probe6
 
 cat > base.json <<JSON
@@ -144,5 +146,10 @@ expect_err "fx/checkpoints: exists and is not a directory"
 expect_rc 2 "bench with nothing to measure" "$BIN" bench --preset tiny --steps 0 --no-eval --sgemm 0
 expect_err "nothing to measure"
 expect_rc 0 "bench: decoding alone is a figure" "$BIN" bench --preset tiny --no-train --no-eval --sgemm 0 --decode 3
+
+# ---- --stop-after at or below the step a run has reached ----
+expect_rc 0 "a 4-step run" "$BIN" train base.json --out sa --quiet --set train.steps=4
+expect_rc 0 "resume with --stop-after 2" "$BIN" train --resume sa --stop-after 2 --set train.steps=6
+expect_err "warning: --stop-after 2: the run is at step 4 already; nothing to train"
 
 finish cli_probe6

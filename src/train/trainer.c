@@ -226,6 +226,9 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
     const double t0 = st_time();
     const int64_t step0 = t->st.step;
     int rc = ST_OK;
+    if (t->opts.stop_after > 0 && step0 >= t->opts.stop_after && step0 < tc->steps)
+        st_log(ST_LOG_WARN, "--stop-after %lld: the run is at step %lld already; nothing to train (--resume without "
+               "it continues to step %lld)", (long long)t->opts.stop_after, (long long)step0, (long long)tc->steps);
     while (t->st.step < tc->steps) {
         if (t->opts.stop_after > 0 && t->st.step >= t->opts.stop_after) break;
         double lr = st_lr_at(tc, t->st.step + 1), loss = 0, gnorm = 0;
