@@ -83,6 +83,17 @@ static int coretype_arg(const char *v) {
     return ST_OK;
 }
 
+/* What the flags ask to measure must be measurable: --profile needs training steps, and
+ * a header with no figure is no benchmark (exit 0 would say it ran). */
+static int check_plan(const st_bench_config *c) {
+    if (c->profile && c->steps == 0)
+        return cli_usage("bench", "--profile profiles the training steps; --no-train (or --steps 0) leaves none");
+    if (c->steps == 0 && c->n_eval == 0 && c->sgemm_n == 0 && c->decode_tokens == 0)
+        return cli_usage("bench", "nothing to measure: --no-train (or --steps 0), --no-eval (or --eval none) and "
+                         "--sgemm 0 leave no figure; keep one of them or add --decode N");
+    return ST_OK;
+}
+
 int cmd_bench(int argc, char **argv) {
     st_error e = {0};
     st_bench_config c;
@@ -173,13 +184,9 @@ int cmd_bench(int argc, char **argv) {
         c.model.d_ff = 3 * c.model.d_model;
     }
 
-    if (c.profile && c.steps == 0)
-        return cli_usage("bench", "--profile profiles the training steps; --no-train (or --steps 0) leaves none");
-    /* a header and no figure is no benchmark (exit 0 said it ran) */
-    if (c.steps == 0 && c.n_eval == 0 && c.sgemm_n == 0 && c.decode_tokens == 0)
-        return cli_usage("bench", "nothing to measure: --no-train (or --steps 0), --no-eval (or --eval none) and "
-                         "--sgemm 0 leave no figure; keep one of them or add --decode N");
-    int rc = json ? cli_output_file("bench", "--json", json, force) : ST_OK;
+    int rc = check_plan(&c);
+    if (rc) return rc;
+    rc = json ? cli_output_file("bench", "--json", json, force) : ST_OK;
     if (rc) return rc;
     if (!ompwait && !getenv("OMP_WAIT_POLICY")) ompwait = "PASSIVE";
     if (reexec_needed("OPENBLAS_CORETYPE", coretype) || reexec_needed("OMP_WAIT_POLICY", ompwait)) {
