@@ -399,8 +399,7 @@ st_tensor *st_attention_doc(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tensor *
     st_attn_problem pb = st_attn_self(q->data, k->data, v->data, out->data, B, H, T, D, rtab, causal,
                                       scale, ctx->train ? p_drop : 0.0f, seed);
     pb.doc = doc;
-    pb.gate = gate ? gate->c : NULL;
-    pb.gate_stride = gate ? gate->stride : 0;
+    st_attn_take_gate(&pb, bias);
     const int nth = omp_get_max_threads();
     /* A learnable bias needs the backward even when q, k, v do not. */
     const int record = st_needs_grad(ctx, q, k, v, gate ? gate->t : NULL) || (ctx->grad && st_attn_bias_learnable(bias));

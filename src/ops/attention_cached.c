@@ -69,11 +69,11 @@ st_tensor *st_attention_cached_sinks(st_ctx *ctx, st_tensor *q, const st_kv_rows
         .q = q->data, .k = kv->k, .v = kv->v, .kh = kv->kh, .vh = kv->vh, .out = out->data, .B = B, .H = H,
         .T = Tq, .D = D, .Tk = Tk, .kv_stride = kv->stride, .kv_group = kv_group, .koff = Tk - Tq, .window = window,
         .rtab = bias_tab, .rtab_len = bias_len, .rtab_top = bias_len - 1, .causal = 1,
-        .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0,
-        .gate = gbias && gbias->gate ? gbias->gate->c : NULL, .gate_stride = gbias && gbias->gate ? gbias->gate->stride : 0, .sinks = sinks, .block = mask->block,
+        .gbias = general ? gbias : NULL, .gtab = NULL, .cope = cope, .kpos = kpos0, .sinks = sinks, .block = mask->block,
         .sink_bias = sink_bias, .q2 = q2 ? q2->data : NULL, .k2 = kv->k2, .k2h = kv->k2h, .clip = clip,
         .scale = scale > 0.0f ? scale : 1.0f / sqrtf((float)D), .p_drop = 0.0f, .seed = 0,
     };
+    st_attn_take_gate(&pb, gbias);   /* FoX: c of the cached rows (the cache's stride) */
     const size_t per = st_attn_stream_scratch_floats(&pb, kb);
     float *scratch = st_ctx_alloc(ctx, (size_t)nth * per * sizeof(float), 0);
     if (!scratch) return NULL;

@@ -104,6 +104,12 @@ static inline int st_attn_bias_route(const st_attn_bias *b) {
     return b->fill ? ST_ATTN_ROUTE_TABLE : b->fill_block ? ST_ATTN_ROUTE_TILES : ST_ATTN_ROUTE_NONE;
 }
 
+/* FoX's gate term of provider b (st_attn_bias.gate) into pb: its c and stride, or none. */
+static inline void st_attn_take_gate(st_attn_problem *pb, const st_attn_bias *b) {
+    pb->gate = b && b->gate ? b->gate->c : NULL;
+    pb->gate_stride = b && b->gate ? b->gate->stride : 0;
+}
+
 /* Distances a call needs: causal d = i - j in [0, T) (T values), bidirectional
  * d in [-(T-1), T-1] (2T-1 values). The lowest distance is st_attn_bias_d0. */
 static inline int64_t st_attn_bias_len(int64_t T, int causal) { return causal ? T : 2 * T - 1; }

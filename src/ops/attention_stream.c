@@ -547,8 +547,7 @@ void st_attention_streamed(const float *q, const float *k, const float *v, float
     st_attn_problem pb = st_attn_self(q, k, v, out, B, H, T, D, NULL, causal, scale, 0.0f, 0);
     pb.gbias = general ? bias : NULL;
     pb.cope = cope;
-    pb.gate = bias && bias->gate ? bias->gate->c : NULL;
-    pb.gate_stride = bias && bias->gate ? bias->gate->stride : 0;
+    st_attn_take_gate(&pb, bias);
     const size_t per = st_attn_stream_scratch_floats(&pb, kblock);
     /* This entry has no context (tests, benchmarks): its O(H*T + threads*block) scratch is
      * malloc'd. st_attention's inference path takes the same scratch from the arena. */

@@ -76,11 +76,9 @@ st_tensor *st_attention_clipped(st_ctx *ctx, st_tensor *q, st_tensor *k, st_tens
     pb.koff = T - Tq;
     pb.gbias = general ? bias : NULL;
     pb.cope = cope;
-    if (bias && bias->gate) {   /* FoX: c of the T key rows; query row i reads c[i + koff] */
-        ST_ASSERT(bias->gate->stride >= T && !q2);
-        pb.gate = bias->gate->c;
-        pb.gate_stride = bias->gate->stride;
-    }
+    /* FoX: c of the T key rows; query row i reads c[i + koff] */
+    ST_ASSERT(!bias || !bias->gate || (bias->gate->stride >= T && !q2));
+    st_attn_take_gate(&pb, bias);
     pb.window = window < T ? window : 0;   /* a window covering every key is no window */
     pb.sinks = pb.window > 0 ? sinks : 0;
     pb.block = mask->block < T ? mask->block : 0;   /* one block covering every key is no mask */
