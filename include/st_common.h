@@ -154,6 +154,11 @@ int st_dir_lock(const char *dir, const char *what, int *fd, st_error *e);
  * flushes, fsyncs, closes, renames over path and fsyncs the directory; on any failure,
  * or with st_atomic_abort, the temp file is removed and path is untouched. */
 typedef struct st_atomic_file { FILE *f; char *tmp, *path; } st_atomic_file;
+/* Refuses (ST_ERR_IO) a path that exists and is not a regular file: the rename would
+ * replace a symbolic link itself (its target left as it was), a device or a FIFO, not
+ * write into it. st_atomic_open and st_link_atomic call it; commands call it before their
+ * work so that a refusal costs nothing. `what` prefixes the message ("--json PATH"). */
+int st_replaceable_check(const char *path, const char *what, st_error *e);
 FILE *st_atomic_open(st_atomic_file *a, const char *path, st_error *e);
 int st_atomic_commit(st_atomic_file *a, st_error *e);
 void st_atomic_abort(st_atomic_file *a);

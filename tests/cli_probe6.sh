@@ -25,7 +25,9 @@
 #     table and data --show's rows;
 #   - --json / --save-tokenizer PATH --force renamed a new file over a device, FIFO or
 #     symbolic link (as root, eval --json /dev/null --force replaced /dev/null itself);
-#     such a path is refused (exit 3);
+#     such a path is refused (exit 3), and so is it where a command names the file itself
+#     (eval's default report, before evaluating; export --force's files, before any is
+#     written; every other writer when it opens the file);
 #   - train --out X --force where X/checkpoints is a file removed X's config.json,
 #     metrics.jsonl and tokenizer.json, then failed (exit 3) and trained nothing: refused
 #     now before anything is removed;
@@ -134,6 +136,18 @@ expect_rc 3 "bench --json fifo --force" "$BIN" bench --preset tiny --steps 1 --n
 expect_rc 3 "data --save-tokenizer link.json --force" "$BIN" data --source synthetic --save-tokenizer link.json --force
 [ -p fifo ] && [ -L fifolink ] && [ -L link.json ] && [ "$(cat target.json)" = mine ] && ok ||
     bad "an output replaced a FIFO or a link: $(ls -l fifo fifolink link.json)"
+# the same for the paths a command names itself: eval's default report (refused before
+# evaluating) and an export's files (before any is written), and any writer's last check
+rm -f a/eval_valid_nonoverlapping.json && ln -s ../target.json a/eval_valid_nonoverlapping.json
+expect_rc 3 "eval with its default report a link" "$BIN" eval a --lengths 16
+expect_err "a/eval_valid_nonoverlapping.json: not a regular file (a symbolic link)"
+[ ! -s out.txt ] && [ -L a/eval_valid_nonoverlapping.json ] && ok || bad "eval evaluated, or replaced the link"
+rm a/eval_valid_nonoverlapping.json
+mkdir -p ex && ln -s ../target.json ex/config.json
+expect_rc 3 "export --force over a link" "$BIN" export a --out ex --force
+expect_err "ex/config.json: not a regular file (a symbolic link)"
+[ ! -e ex/model.safetensors ] && ok || bad "export wrote model.safetensors before refusing config.json"
+[ -L ex/config.json ] && [ "$(cat target.json)" = mine ] && ok || bad "a link or its target was replaced: $(ls -l ex)"
 
 # ---- --force never removes a run's files it cannot replace ----
 mkdir -p fx && cp a/config.json fx/config.json && cp base.json fx.json && echo '{"step": 1}' > fx/metrics.jsonl && echo x > fx/checkpoints

@@ -197,13 +197,9 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
     /* the writers rename a new file over the path (st_atomic_open), which replaces whatever
      * is there: --force put a regular file in place of /dev/null, and of the link
      * /dev/stdout (its target a file), leaving the link's target as it was */
-    if (S_ISDIR(st.st_mode)) st_fail(&e, ST_ERR_IO, "%s %s: is a directory", flag, path);
-    else if (!S_ISREG(st.st_mode))
-        st_fail(&e, ST_ERR_IO, "%s %s: not a regular file (%s): stretch writes a new file and renames it over the path, "
-                "which would replace the %s, not write %s; give a regular file's path", flag, path,
-                S_ISLNK(st.st_mode) ? "a symbolic link" : "a device, FIFO or socket", S_ISLNK(st.st_mode) ? "link" : "file",
-                S_ISLNK(st.st_mode) ? "its target" : "into it");
-    else if (!force)
+    char what[ST_PATH_BUF + 64];
+    snprintf(what, sizeof what, "%s %s", flag, path);
+    if (!st_replaceable_check(path, what, &e) && !force)
         st_fail(&e, ST_ERR_IO, "%s %s: the file exists; stretch %s replaces it only with --force", flag, path, cmd);
     return e.code ? cli_report(cmd, &e) : ST_OK;
 }

@@ -87,12 +87,6 @@ static void default_json_path(const char *src, int is_dir, const st_eval_report 
     if (written < 0 || (size_t)written >= n) out[n - 1] = 0;
 }
 
-/* At most what default_json_path adds to the source path: "/eval_data-" (11) + the data
- * name (< 256) + "_valid" (6) + "_nonoverlapping" (15) + a transform and precision tag (< 160) +
- * ".json" (5) = 451, + 2 for a bare checkpoint name that gains "./" (a checkpoint's
- * "_<name>" stem otherwise replaces its own "/<name>.ckpt"), rounded up. */
-#define REPORT_NAME_ROOM 460
-
 /* What the command line asks for. */
 typedef struct eval_args {
     const char *src, *json;
@@ -236,10 +230,11 @@ static int use_data(eval_args *a, st_error *e) {
 }
 
 /* The default report's name depends on the run's eval section (split, mode, transform),
- * so a source near the path limit could be evaluated and its report then refused: there
- * (only), read the checkpoint's config first and refuse the source before evaluating. */
+ * so a report that cannot be written (a source near the path limit, a symbolic link or a
+ * FIFO at the name) would be refused after the evaluation: read the checkpoint's config
+ * (its header, not the weights) and refuse the source before evaluating. */
 static int check_report_path(const eval_args *a, int is_dir) {
-    if (a->json || strlen(a->src) + REPORT_NAME_ROOM <= ST_PATH_MAX) return ST_OK;
+    if (a->json) return ST_OK;   /* cli_output_file checked it */
     st_eval_report *rep = calloc(1, sizeof *rep);
     if (!rep) return ST_OK;   /* the evaluation reports the shortage */
     st_error e = {0};
@@ -260,7 +255,8 @@ static int check_report_path(const eval_args *a, int is_dir) {
         n = strlen(path);
     }
     free(rep);
-    if (rc || n <= ST_PATH_MAX) return ST_OK;   /* a load error: the evaluation reports it */
+    if (rc) return ST_OK;   /* a load error: the evaluation reports it */
+    if (n <= ST_PATH_MAX) return st_replaceable_check(path, path, &e) ? cli_report("eval", &e) : ST_OK;
     return cli_usage("eval", "RUN_DIR|CHECKPOINT %.200s...: its default report would be %zu bytes long, and stretch "
                      "accepts paths of up to %d bytes: name the report with --json OUT.json or use a shorter path "
                      "(report: %.200s...)", a->src, n, ST_PATH_MAX, path);

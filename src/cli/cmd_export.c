@@ -92,6 +92,7 @@ static int check_out(const char *out, int force, char path[EX_N][ST_PATH_BUF], s
         snprintf(path[i], ST_PATH_BUF, "%s/%s", out, ex_names[i]);
         if (lstat(path[i], &os) != 0) continue;
         if (S_ISDIR(os.st_mode)) rc = st_fail(e, ST_ERR_IO, "%s: is a directory; the export cannot replace it", path[i]);
+        else if (!S_ISREG(os.st_mode)) rc = st_replaceable_check(path[i], path[i], e);
         else if (!force) rc = st_fail(e, ST_ERR_IO, "%s: already exists (use --force to replace it)", path[i]);
     }
     return rc;

@@ -80,9 +80,20 @@ static void fsync_dir_of(const char *path) {
     free(dir);
 }
 
+int st_replaceable_check(const char *path, const char *what, st_error *e) {
+    struct stat st;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return ST_OK;   /* absent: created; a file: replaced */
+    if (S_ISDIR(st.st_mode)) return st_fail(e, ST_ERR_IO, "%s: is a directory", what);
+    const int link = S_ISLNK(st.st_mode);
+    return st_fail(e, ST_ERR_IO, "%s: not a regular file (%s): stretch writes a new file and renames it over the "
+                   "path, which would replace the %s, not write %s; remove it or give a regular file's path", what,
+                   link ? "a symbolic link" : "a device, FIFO or socket", link ? "link" : "file",
+                   link ? "its target" : "into it");
+}
+
 FILE *st_atomic_open(st_atomic_file *a, const char *path, st_error *e) {
     memset(a, 0, sizeof *a);
-    if (st_path_check(path, "output file", e)) return NULL;
+    if (st_path_check(path, "output file", e) || st_replaceable_check(path, path, e)) return NULL;
     size_t n = strlen(path) + 64;
     a->path = strdup(path);
     a->tmp = malloc(n);
@@ -150,6 +161,7 @@ int st_atomic_commit(st_atomic_file *a, st_error *e) {
 
 int st_link_atomic(const char *existing, const char *path, st_error *e) {
     int rc = st_path_check(path, "output file", e);
+    if (!rc) rc = st_replaceable_check(path, path, e);
     if (rc) return rc;
     size_t n = strlen(path) + 32;
     char *tmp = malloc(n);
