@@ -52,6 +52,11 @@ typedef enum st_attn_scale_kind {
 typedef enum st_norm_kind { ST_NORM_LAYER = 0, ST_NORM_RMS, ST_NORM_COUNT } st_norm_kind;
 typedef enum st_ffn_kind { ST_FFN_GELU = 0, ST_FFN_SWIGLU, ST_FFN_GEGLU, ST_FFN_COUNT } st_ffn_kind;
 typedef enum st_qk_norm_kind { ST_QK_NORM_NONE = 0, ST_QK_NORM_RMS, ST_QK_NORM_COUNT } st_qk_norm_kind;
+/* A sigmoid gate on the attention output before its projection (Qiu et al. 2025): one
+ * gate per value (elementwise) or per head (headwise). */
+typedef enum st_out_gate_kind {
+    ST_OUT_GATE_NONE = 0, ST_OUT_GATE_ELEMENTWISE, ST_OUT_GATE_HEADWISE, ST_OUT_GATE_COUNT
+} st_out_gate_kind;
 typedef enum st_kerple_kind { ST_KERPLE_LOG = 0, ST_KERPLE_POWER } st_kerple_kind;
 typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;
 typedef enum st_rf_scope { ST_RF_FIXED = 0, ST_RF_PER_LAYER, ST_RF_PER_HEAD } st_rf_scope;
@@ -71,6 +76,7 @@ typedef struct st_model_config {
     int ffn;                /* st_ffn_kind: gelu (default), swiglu, geglu */
     int bias;               /* 1 (default): biases in the q/k/v, output and FFN projections */
     int qk_norm;            /* st_qk_norm_kind: none (default) or rmsnorm per head */
+    int out_gate;           /* st_out_gate_kind: none (default), elementwise, headwise */
     int n_kv_heads;         /* key/value heads (grouped-query attention; divides n_heads);
                              * -1 (default) = n_heads: st_model_kv_heads */
     int pos;                /* st_pos_kind */
@@ -140,6 +146,8 @@ const char *st_ffn_name(int k);
 int st_ffn_from_name(const char *name);
 const char *st_qk_norm_name(int k);
 int st_qk_norm_from_name(const char *name);
+const char *st_out_gate_name(int k);          /* "none" / "elementwise" / "headwise" */
+int st_out_gate_from_name(const char *name);
 /* The feed-forward width (model.d_ff, or its default for model.ffn) and the rows of
  * ffn.fc1.weight (2 d_ff for the gated units: gate rows, then value rows). */
 int st_model_d_ff(const st_model_config *c);
@@ -223,6 +231,7 @@ typedef struct st_model {
         int ln1_w, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_w, ln2_b;
         int fc1_w, fc1_b, fc2_w, fc2_b;
         int q_norm, k_norm;     /* qk_norm rmsnorm: (D) weights, else -1 */
+        int out_gate_w;         /* out_gate: (C, C) or (H, C) weights, else -1 */
         int pos[ST_POS_MAX_PARAMS];
         int logn_scale;     /* attn_scale learned_logn: s (H), else -1 */
     } *blocks;

@@ -40,6 +40,9 @@ st_tensor *st_rmsnorm(st_ctx *ctx, st_tensor *x, st_tensor *w, float eps);
  * gelu, tanh or erf form (geglu). */
 enum { ST_GLU_SWIGLU = 0, ST_GLU_GEGLU_TANH, ST_GLU_GEGLU_ERF, ST_GLU_COUNT };
 st_tensor *st_glu(st_ctx *ctx, st_tensor *x, int kind);
+/* a (..,C) times sigmoid(z) (..,G), G dividing C: value c takes gate c / (C/G) (G = C: one
+ * gate per value; G = heads: one per head's D values). src/ops/sigmoid_gate.c */
+st_tensor *st_sigmoid_gate(st_ctx *ctx, st_tensor *a, st_tensor *z);
 /* Inverted dropout with keep-mask from st_hash_uniform(seed, element index): identical
  * for any thread count; identity when p == 0 or !ctx->train. */
 st_tensor *st_dropout(st_ctx *ctx, st_tensor *x, float p, uint64_t seed);

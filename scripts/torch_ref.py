@@ -240,6 +240,21 @@ def ffn(cfg, h, p, pre):
     return lin(cfg, h, p, pre + "ffn.fc2")
 
 
+def out_gate(cfg, a, h, p, pre):
+    """model.out_gate (Qiu et al. 2025): the merged attention output a (B, T, C) times
+    sigmoid(h W_g^T) of the block's normalised input h, per value (W_g C x C) or per head
+    (W_g H x C, each gate over the head's D values); no bias"""
+    kind = cfg.get("out_gate", "none")
+    if kind == "none":
+        return a
+    g = torch.sigmoid(h @ p[pre + "attn.out_gate.weight"].T)
+    if kind == "headwise":
+        B, T, C = a.shape
+        return (a.reshape(B, T, g.shape[-1], -1) * g[..., None]).reshape(B, T, C)
+    assert kind == "elementwise", kind
+    return a * g
+
+
 def logits(cfg, p, ids):
     """(B, T, V) next-token logits of ids (B, T)"""
     B, T = ids.shape
@@ -292,6 +307,7 @@ def logits(cfg, p, ids):
             s = s + cope_term(q, s, p[pre + "attn.cope_pos"], 1 / math.sqrt(D))
         a = torch.softmax(s, dim=-1) @ v
         a = a.transpose(1, 2).reshape(B, T, C)
+        a = out_gate(cfg, a, h, p, pre)
         x = x + lin(cfg, a, p, pre + "attn.out")
         x = x + ffn(cfg, norm(cfg, x, p, pre + "ln2", eps), p, pre)
     x = norm(cfg, x, p, "ln_f", eps)

@@ -183,6 +183,7 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
         if stats is not None:
             stats.append(attn_stats(P, stats_far, stats_from))
         a = (P @ v).transpose(1, 2).reshape(B, T, C)
+        a = torch_ref.out_gate(cfg, a, h, p, pre)
         x = x + torch_ref.lin(cfg, a, p, pre + "attn.out")
         x = x + torch_ref.ffn(cfg, torch_ref.norm(cfg, x, p, pre + "ln2", eps), p, pre)
     x = torch_ref.norm(cfg, x, p, "ln_f", eps)
@@ -213,7 +214,7 @@ def check(d):
     plain = logits(cfg, dict(xf, kind="none", window=0, sinks=0, block=0), p, torch.tensor(batch["ids"]))
     moved = (plain - ref).abs().max().item()
     block = [f"{k}={cfg[k]}" for k, dflt in (("norm", "layernorm"), ("ffn", "gelu"), ("bias", True),
-             ("qk_norm", "none"), ("attn_scale", "none")) if cfg.get(k, dflt) != dflt]
+             ("qk_norm", "none"), ("attn_scale", "none"), ("out_gate", "none")) if cfg.get(k, dflt) != dflt]
     if cfg.get("n_kv_heads", -1) not in (-1, 0, None, cfg["n_heads"]):
         block.append(f"kv_heads={cfg['n_kv_heads']}")
     if cfg.get("scaling", {}).get("transform", "none") != "none":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_block.sh - the decoder block's options end to end (model.norm, ffn, bias, qk_norm,
-# n_kv_heads; docs/model-format.md): a LLaMA-style run (RMSNorm, SwiGLU, no biases,
+# n_kv_heads, out_gate; docs/model-format.md): a LLaMA-style run (RMSNorm, SwiGLU, no biases,
 # q/k norm, grouped-query attention) trains, resumes bit for bit, evaluates in both
 # protocols and with a transform, generates the same text with the KV cache as without it
 # (the cache reports its key/value heads), exports the documented tensor names and shapes,
@@ -80,6 +80,35 @@ expect_err "model.d_ff"
 expect_rc 2 "bias not a bool" "$BIN" train cfg.json --out b7 --set model.bias=2
 expect_err "model.bias"
 for d in b1 b2 b3 b4 b5 b6 b7; do [ -e "$d" ] && bad "$d was written"; done; ok
+
+# model.out_gate: a sigmoid gate on the attention output, per value or per head
+expect_rc 0 "train, elementwise output gate" "$BIN" train cfg.json --out og --set model.out_gate=elementwise
+expect_err "elementwise output gate"
+expect_rc 0 "train, headwise gate, stopped" "$BIN" train cfg.json --out oh --quiet "${LL[@]}" --set model.out_gate=headwise \
+    --set train.log_every=1 --stop-after 9
+expect_rc 0 "resume headwise gate" "$BIN" train --resume oh --quiet
+expect_rc 0 "train headwise gate, whole" "$BIN" train cfg.json --out oh2 --quiet "${LL[@]}" --set model.out_gate=headwise \
+    --set train.log_every=1
+cmp -s <(grep -o '"loss": [^,]*' oh/metrics.jsonl) <(grep -o '"loss": [^,]*' oh2/metrics.jsonl) && ok ||
+    bad "a resumed output-gate run differs from a whole one"
+expect_rc 0 "eval gated" "$BIN" eval og --lengths 32,128 --json eg.json --quiet
+same_text "generate, elementwise gate" og --prompt "the quick" --tokens 40 --context 128 --seed 2
+same_text "generate, headwise gate, sliding cache" oh --prompt "the" --tokens 70 --context 128 --seed 3 --sinks 2 --window 24
+expect_rc 0 "export gated" "$BIN" export oh --out exo
+"$PY" - <<'EOF2' && ok || bad "output gate tensors in the export"
+import json, struct
+for d, rows in (("exo", 4), ):
+    f = open(d + "/model.safetensors", "rb")
+    n = struct.unpack("<Q", f.read(8))[0]
+    h = {k: v["shape"] for k, v in json.loads(f.read(n)).items() if k != "__metadata__"}
+    assert h["blocks.0.attn.out_gate.weight"] == [rows, 32] and h["blocks.1.attn.out_gate.weight"] == [rows, 32], h
+    assert json.load(open(d + "/config.json"))["model"]["out_gate"] == "headwise"
+EOF2
+expect_rc 0 "bf16 output gate" "$BIN" train cfg.json --out obf --quiet --set model.out_gate=elementwise \
+    --set train.precision=bf16 --set train.steps=4
+expect_rc 2 "unknown out_gate" "$BIN" train cfg.json --out b8 --set model.out_gate=sigmoid
+expect_err "model.out_gate"
+[ -e b8 ] && bad "b8 was written" || ok
 
 # the presets load and differ in the block only (same parameters at their sizes)
 for p in block_gpt2 block_llama; do

@@ -52,6 +52,11 @@ static inline void llama_block(st_model_config *c) {
 }
 /* grouped-query attention: one key/value head for the two query heads (multi-query) */
 static inline void llama_mqa(st_model_config *c) { llama_block(c); c->n_kv_heads = 1; }
+/* model.out_gate: per value with the GPT-2 block, per head with the LLaMA one (GQA) */
+static inline void gate_elementwise(st_model_config *c) { c->out_gate = ST_OUT_GATE_ELEMENTWISE; }
+static inline void llama_gqa_gate_headwise(st_model_config *c) {
+    llama_block(c); c->n_kv_heads = 2; c->out_gate = ST_OUT_GATE_HEADWISE;
+}
 static inline void geglu_block(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->gelu_exact = 1; c->norm = ST_NORM_RMS; }
 static const struct variant variants[] = {
     {ST_POS_NONE, 0, 0, "none", 0, NULL},
@@ -82,6 +87,9 @@ static const struct variant variants[] = {
     {ST_POS_T5, 0, 0, "t5, llama block, multi-query", 0, llama_mqa},
     {ST_POS_FOX, 0, 0, "fox", 0, NULL},
     {ST_POS_FOX, 0, 0, "fox, llama block, multi-query", 0, llama_mqa},
+    {ST_POS_ALIBI, 0, 0, "alibi, elementwise output gate", 0, gate_elementwise},
+    {ST_POS_ROPE, 0, 0, "rope, llama block, 2 kv heads, headwise output gate", 0, llama_gqa_gate_headwise},
+    {ST_POS_FOX, 0, 0, "fox, elementwise output gate", 0, gate_elementwise},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

@@ -1,5 +1,6 @@
 /* test_ops_block.c - the ops of today's decoder block (model.norm, model.ffn,
- * model.qk_norm, model.n_kv_heads): RMSNorm, the gated units SwiGLU / GeGLU (tanh, erf),
+ * model.qk_norm, model.n_kv_heads, model.out_gate): RMSNorm, the gated units SwiGLU / GeGLU
+ * (tanh, erf), the output gate's sigmoid_gate,
  * and grouped-query heads (split_qkv_gqa, repeat_heads: shared K/V heads' gradients sum
  * over their query groups). Forward against
  * double-precision reference loops, finite-difference gradient checks, gradients that
@@ -11,6 +12,7 @@
 
 static st_tensor *build_rmsnorm(st_ctx *ctx, void *u) { args *a = u; return st_rmsnorm(ctx, a->a, a->b, 1e-5f); }
 static st_tensor *build_glu(st_ctx *ctx, void *u) { args *a = u; return st_glu(ctx, a->a, a->i0); }
+static st_tensor *build_sgate(st_ctx *ctx, void *u) { args *a = u; return st_sigmoid_gate(ctx, a->a, a->b); }
 
 /* y and, for dy, dx and dw of RMSNorm in double */
 static void rmsnorm_ref(const float *x, const float *w, const float *dy, int64_t N, int64_t C, double *y, double *dx,
@@ -110,6 +112,72 @@ static void test_glu(void) {
     st_params_free(&L.p);
 }
 
+/* model.out_gate's op: a (2,3,6) times sigmoid(z), z (2,3,G) for G = 6 (a gate per value),
+ * 2 (per head of 3 values) and 1; z of scale 3 so both tails of the sigmoid
+ * count, and a shape past the OpenMP threshold bit-identical with 1 and 2 threads */
+static void test_sigmoid_gate(void) {
+    const int64_t G[3] = {6, 2, 1};
+    for (int gi = 0; gi < 3; gi++) {
+        const int64_t spec[2][5] = {{3, 2, 3, 6}, {3, 2, 3, G[gi]}};
+        leaves L;
+        leaves_init(&L, 51 + gi, 2, spec, 3.0f);
+        st_tensor *x = L.t[0], *z = L.t[1];
+        env e;
+        st_ctx *ctx = env_open(&e, 1, 0);
+        st_tensor *y = st_sigmoid_gate(ctx, x, z);
+        CHECK(y && y->ndim == 3 && y->shape[2] == 6);
+        double ref[36];
+        for (int r = 0; r < 6; r++)
+            for (int c = 0; c < 6; c++)
+                ref[r * 6 + c] = x->data[r * 6 + c] / (1.0 + exp(-(double)z->data[r * G[gi] + c / (6 / G[gi])]));
+        char what[64];
+        snprintf(what, sizeof what, "sigmoid_gate G=%d forward", (int)G[gi]);
+        close_ref(what, y->data, ref, 36, 1e-6, 4e-6);
+        env_close(&e);
+        args a = {.a = x, .b = z};
+        snprintf(what, sizeof what, "sigmoid_gate G=%d", (int)G[gi]);
+        gradcheck(what, build_sgate, &a, L.t, 2, 0, GC_EPS, GC_ATOL, GC_RTOL, 0);
+        check_accumulates(what, build_sgate, &a, L.t, 2, 0);
+        st_params_free(&L.p);
+    }
+    /* 64 rows of 1024 values, 8 gates a row: past OPS_PAR_MIN; against a double
+     * reference, and 1 and 2 threads must give the same bits */
+    const int64_t N = 64, C = 1024, NG = 8, per = C / NG;
+    const int64_t spec[2][5] = {{2, N, C}, {2, N, NG}};
+    leaves L;
+    leaves_init(&L, 77, 2, spec, 4.0f);
+    float *dy = malloc((size_t)(N * C) * sizeof(float)), *keep = malloc((size_t)(N * C + N * NG) * sizeof(float));
+    double *rda = malloc((size_t)(N * C) * sizeof(double)), *rdz = calloc((size_t)(N * NG), sizeof(double));
+    fill_normal(dy, N * C, 78, 1.0f, 0.0f);
+    for (int64_t r = 0; r < N; r++)
+        for (int64_t c = 0; c < C; c++) {
+            const double s = 1.0 / (1.0 + exp(-(double)L.t[1]->data[r * NG + c / per]));
+            rda[r * C + c] = dy[r * C + c] * s;
+            rdz[r * NG + c / per] += (double)dy[r * C + c] * L.t[0]->data[r * C + c] * s * (1.0 - s);
+        }
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        st_params_zero_grad(&L.p);
+        env e;
+        st_ctx *ctx = env_open(&e, 1, 0);
+        backward_from(ctx, st_sigmoid_gate(ctx, L.t[0], L.t[1]), dy);
+        if (threads == 1) {
+            close_ref("sigmoid_gate large da", L.t[0]->grad, rda, N * C, 1e-6, 1e-5);
+            close_ref("sigmoid_gate large dz", L.t[1]->grad, rdz, N * NG, 1e-5, 1e-4);
+            memcpy(keep, L.t[0]->grad, (size_t)(N * C) * sizeof(float));
+            memcpy(keep + N * C, L.t[1]->grad, (size_t)(N * NG) * sizeof(float));
+        } else {
+            CHECK_MSG(memcmp(keep, L.t[0]->grad, (size_t)(N * C) * sizeof(float)) == 0 &&
+                      memcmp(keep + N * C, L.t[1]->grad, (size_t)(N * NG) * sizeof(float)) == 0,
+                      "sigmoid_gate backward differs between 1 and 2 threads");
+        }
+        env_close(&e);
+    }
+    omp_set_num_threads(2);
+    free(dy); free(keep); free(rda); free(rdz);
+    st_params_free(&L.p);
+}
+
 /* grouped-query heads: split qkv (B,T,(H+2Hkv)D) and repeat the key/value heads */
 static st_tensor *build_gqa(st_ctx *ctx, void *u) {
     args *a = u;
@@ -155,6 +223,7 @@ int main(void) {
     omp_set_num_threads(2);
     test_rmsnorm();
     test_glu();
+    test_sigmoid_gate();
     test_gqa();
     return test_finish("test_ops_block");
 }

@@ -29,7 +29,7 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
                " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d},"
                " \"scaling\": {\"transform\": \"%s\", \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g,"
                " \"yarn_beta\": %.17g}, \"norm\": \"%s\", \"ffn\": \"%s\", \"bias\": %s, \"qk_norm\": \"%s\","
-               " \"n_kv_heads\": %d, \"embed_scale\": %.9g}}\n",
+               " \"n_kv_heads\": %d, \"embed_scale\": %.9g, \"out_gate\": \"%s\"}}\n",
             c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, c->alibi_heads, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
@@ -38,7 +38,8 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
             c->attn_scale_len,
             c->tie_embeddings ? "true" : "false", c->xpos_gamma, c->cope_npos, st_transform_name(c->scaling),
             c->scaling_scale, c->scaling_len, c->yarn_alpha, c->yarn_beta, st_norm_name(c->norm), st_ffn_name(c->ffn),
-            c->bias ? "true" : "false", st_qk_norm_name(c->qk_norm), st_model_kv_heads(c), c->embed_scale);
+            c->bias ? "true" : "false", st_qk_norm_name(c->qk_norm), st_model_kv_heads(c), c->embed_scale,
+            st_out_gate_name(c->out_gate));
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -111,6 +112,10 @@ static void scale_alibi(st_model_config *c) { c->scaling = ST_XF_ALIBI_INTERP; c
 /* model.embed_scale: sqrt(d_model) (0) before the sinusoids, and a plain factor */
 static void alibi_heads3(st_model_config *c) { c->alibi_heads = 3; }   /* 3 heads' slopes, one head unbiased */
 static void alibi_heads2_interp(st_model_config *c) { scale_alibi(c); c->alibi_heads = 2; }
+/* model.out_gate, O(1) gate weights so the sigmoid's curvature shows (init_std 0.02
+ * would leave every gate near 0.5) */
+static void gate_elem(st_model_config *c) { c->out_gate = ST_OUT_GATE_ELEMENTWISE; c->init_std = 0.3f; }
+static void gate_head_llama(st_model_config *c) { llama_gqa(c); c->out_gate = ST_OUT_GATE_HEADWISE; c->init_std = 0.3f; }
 static void emb_sqrt(st_model_config *c) { c->embed_scale = 0; }
 static void emb_2_5(st_model_config *c) { c->embed_scale = 2.5f; }
 
@@ -173,6 +178,9 @@ int main(void) {
         {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, emb_2_5, 0, 0},
         {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, alibi_heads3, 0, 0},          /* model.alibi_heads */
         {ST_POS_ALIBI, 0, 0, 6, 0, 1, 0, alibi_heads2_interp, 0, 0},   /* with a trained alibi_interp */
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, gate_elem, 0, 0},             /* model.out_gate */
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, gate_head_llama, 0, 0},
+        {ST_POS_FOX, 0, 0, 4, 0, 1, 0, gate_elem, 0, 1},               /* FoX's gate and an output gate, doc mask */
         {ST_POS_FOX, 0, 0, 4, 0, 1, 0, NULL, 0, 0},       /* forget gates */
         {ST_POS_FOX, 0, 0, 6, 1, 0, 0, NULL, 0, 1},       /* per-instance mask, untied head */
         {ST_POS_FOX, 0, 0, 4, 0, 1, 0, llama_gqa, 0, 0},
@@ -222,11 +230,11 @@ int main(void) {
         char *dir = dirs[vi];
         CHECK(test_tmpdir(dir, sizeof dirs[vi]) != NULL);
         CHECK(write_case(dir, &m, ids, tg, B, T, loss->data[0]));
-        snprintf(labels[vi], sizeof labels[vi], "%s heads=%d alibi_heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s block %s/%s/bias=%d/qk=%s/kv=%d",
+        snprintf(labels[vi], sizeof labels[vi], "%s heads=%d alibi_heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s block %s/%s/bias=%d/qk=%s/kv=%d/gate=%s",
                  st_pos_name(c.pos), c.n_heads, c.alibi_heads, st_rf_name(c.rf_kind), c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus",
                  c.gelu_exact ? "erf" : "tanh", c.tie_embeddings, vs[vi].rpos ? " random positions" : vs[vi].doc ? " doc mask" : "",
                  c.scaling ? " scaling " : "", c.scaling ? st_transform_name(c.scaling) : "", st_norm_name(c.norm),
-                 st_ffn_name(c.ffn), c.bias, st_qk_norm_name(c.qk_norm), st_model_kv_heads(&c));
+                 st_ffn_name(c.ffn), c.bias, st_qk_norm_name(c.qk_norm), st_model_kv_heads(&c), st_out_gate_name(c.out_gate));
         char path[600];
         snprintf(path, sizeof path, "%.511s/label.txt", dir);
         FILE *lf = fopen(path, "w");

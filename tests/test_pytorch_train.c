@@ -51,8 +51,8 @@ static const struct run_case cases[] = {
      "\"batch_size\": 4, \"grad_accum\": 2, \"clip_norm\": 0.3,"
      " \"optimizer\": {\"name\": \"adamw\", \"lr\": 0.003, \"weight_decay\": 0.05, \"no_decay\": []},"
      " \"schedule\": {\"kind\": \"inv_sqrt\", \"warmup\": 4}"},
-    {"kerple power + learned log-n scales, AdamW, constant, only biases undecayed",
-     "\"pos\": \"kerple\", \"kerple\": {\"kind\": \"power\"}, \"attn_scale\": \"learned_logn\"",
+    {"kerple power + learned log-n scales + headwise output gate, AdamW, constant, only biases undecayed",
+     "\"pos\": \"kerple\", \"kerple\": {\"kind\": \"power\"}, \"attn_scale\": \"learned_logn\", \"out_gate\": \"headwise\"",
      "\"batch_size\": 4, \"grad_accum\": 1, \"clip_norm\": 2.0,"
      " \"optimizer\": {\"name\": \"adamw\", \"lr\": 0.004, \"weight_decay\": 0.1, \"no_decay\": [\"bias\"]},"
      " \"schedule\": {\"kind\": \"constant\", \"warmup\": 5}"},

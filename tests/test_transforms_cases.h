@@ -32,6 +32,9 @@ static void llama_mqa(st_model_config *c) { llama_gqa(c); c->n_kv_heads = 1; }
 /* log-n scaling past L = 4 keys: with sinks + window a query sees at most K + W keys */
 static void logn4(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LOGN; c->attn_scale_len = 4; }
 static void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEARNED; }
+/* model.out_gate: per value, and per head in the LLaMA block */
+static void gate_elem(st_model_config *c) { c->out_gate = ST_OUT_GATE_ELEMENTWISE; }
+static void llama_gate_head(st_model_config *c) { llama_gqa(c); c->out_gate = ST_OUT_GATE_HEADWISE; }
 /* ALiBi on the first 2 heads only (model.alibi_heads): the others unbiased */
 static void alibi_heads2(st_model_config *c) { c->alibi_heads = 2; }
 /* trained scalings (model.scaling.*): yarn with a ramp of its own, alibi_interp */
@@ -86,6 +89,9 @@ static const xcase cases[] = {
     {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 0, alibi_heads2, "alibi_heads 2", 0},
     {ST_POS_ALIBI, ST_XF_ALIBI_INTERP, 0, 3, 5, 0, 1, alibi_heads2, "alibi_heads 2", 0},
     {ST_POS_ROPE, ST_XF_PI, 2, 0, 7, 0, 0, learned_logn, "learned_logn", 0},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, gate_elem, "elementwise output gate", 0},
+    {ST_POS_ROPE, ST_XF_YARN, 0, 2, 7, 0, 0, llama_gate_head, "llama block, headwise output gate", 0},
+    {ST_POS_FOX, ST_XF_NONE, 0, 0, 0, 0, 0, gate_elem, "elementwise output gate", 4},
     /* sinks + window alone keep a trained scaling (st_model_set_transform) */
     {ST_POS_ROPE, ST_XF_NONE, 0, 3, 7, 0, 0, trained_yarn, "trained yarn s=3", 0},
     {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, trained_alibi, "trained alibi_interp s=2.5", 0},

@@ -17,7 +17,16 @@
  *             a group's gradients), the KV cache keeps n_kv_heads and maps head h to h / g
  *   qk_norm   rmsnorm: q and k RMS-normalised per head over the head size, weights (D)
  *             shared by the heads, before the position method (OLMo 2, Qwen 3); the
- *             softmax scale stays 1/sqrt(D) */
+ *             softmax scale stays 1/sqrt(D)
+ *   out_gate  the attention output a (B,T,C, heads merged) times a sigmoid gate computed
+ *             from the block's normalised input h = LN1(x), before the output projection
+ *             (Qiu et al. 2025, "Gated Attention for Large Language Models", arXiv
+ *             2505.06708; the Forgetting Transformer's Pro block has the elementwise one):
+ *               elementwise: a * sigmoid(W_g h),   W_g (C, C)
+ *               headwise:    a_h * sigmoid(w_h . h), W_g (H, C): one scalar per head
+ *             no bias, weights decayed; the gate gives each head a way to output nothing
+ *             other than attending to a sink token. h is recomputed from x here (one norm
+ *             more) so every forward path (training, tails, the KV cache) gets it alike. */
 #include "model_internal.h"
 
 #include <math.h>
@@ -27,6 +36,7 @@
 static const char *const norm_names[ST_NORM_COUNT] = {"layernorm", "rmsnorm"};
 static const char *const ffn_names[ST_FFN_COUNT] = {"gelu", "swiglu", "geglu"};
 static const char *const qk_norm_names[ST_QK_NORM_COUNT] = {"none", "rmsnorm"};
+static const char *const out_gate_names[ST_OUT_GATE_COUNT] = {"none", "elementwise", "headwise"};
 
 static int find(const char *const *names, int n, const char *name) {
     for (int i = 0; i < n; i++) if (strcmp(names[i], name) == 0) return i;
@@ -39,6 +49,8 @@ const char *st_ffn_name(int k) { return k >= 0 && k < ST_FFN_COUNT ? ffn_names[k
 int st_ffn_from_name(const char *name) { return find(ffn_names, ST_FFN_COUNT, name); }
 const char *st_qk_norm_name(int k) { return k >= 0 && k < ST_QK_NORM_COUNT ? qk_norm_names[k] : "?"; }
 int st_qk_norm_from_name(const char *name) { return find(qk_norm_names, ST_QK_NORM_COUNT, name); }
+const char *st_out_gate_name(int k) { return k >= 0 && k < ST_OUT_GATE_COUNT ? out_gate_names[k] : "?"; }
+int st_out_gate_from_name(const char *name) { return find(out_gate_names, ST_OUT_GATE_COUNT, name); }
 
 int st_model_d_ff(const st_model_config *c) {
     if (c->d_ff > 0) return c->d_ff;
@@ -88,6 +100,13 @@ int st_block_qk_norm(st_model *m, st_ctx *ctx, int l, st_tensor **q, st_tensor *
     return *q && *k;
 }
 
+st_tensor *st_block_out_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a) {
+    if (m->cfg.out_gate == ST_OUT_GATE_NONE || !a) return a;
+    const struct st_block_params *b = &m->blocks[l];
+    st_tensor *h = st_block_norm(m, ctx, x, b->ln1_w, b->ln1_b);
+    return st_sigmoid_gate(ctx, a, st_block_linear(m, ctx, h, b->out_gate_w, -1));
+}
+
 st_tensor *st_block_ffn(st_model *m, st_ctx *ctx, int l, st_tensor *h) {
     const struct st_block_params *b = &m->blocks[l];
     const st_model_config *c = &m->cfg;
@@ -108,6 +127,7 @@ void st_block_label(const st_model_config *c, char *buf, size_t n) {
     if (c->ffn != ST_FFN_GELU) ADD(", %s (d_ff %d)", st_ffn_name(c->ffn), st_model_d_ff(c));
     if (!c->bias) ADD(", no biases");
     if (c->qk_norm != ST_QK_NORM_NONE) ADD(", q/k %s", st_qk_norm_name(c->qk_norm));
+    if (c->out_gate != ST_OUT_GATE_NONE) ADD(", %s output gate", st_out_gate_name(c->out_gate));
     if (st_model_kv_heads(c) != c->n_heads) ADD(", %d key/value heads", st_model_kv_heads(c));
 #undef ADD
 }

@@ -68,6 +68,9 @@ st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor
 st_tensor *st_block_norm(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b);
 st_tensor *st_block_linear(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b);
 int st_block_qk_norm(st_model *m, st_ctx *ctx, int l, st_tensor **q, st_tensor **k);
+/* model.out_gate: the merged attention output a (B,T,C) times sigmoid(W_g LN1(x)), the
+ * gate per value or per head; a itself without a gate. */
+st_tensor *st_block_out_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a);
 st_tensor *st_block_ffn(st_model *m, st_ctx *ctx, int l, st_tensor *h);
 /* Grouped-query attention: k, v (and k2 when not NULL) from n_kv_heads to n_heads heads
  * for the attention kernels that take one key head per query head (no-op without

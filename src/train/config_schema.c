@@ -54,6 +54,7 @@ static const st_cenum en_gelu = NAMES(gelu_names);
 static const st_cenum en_norm = { NULL, 0, st_norm_from_name, st_norm_name, ST_NORM_COUNT };
 static const st_cenum en_ffn = { NULL, 0, st_ffn_from_name, st_ffn_name, ST_FFN_COUNT };
 static const st_cenum en_qk_norm = { NULL, 0, st_qk_norm_from_name, st_qk_norm_name, ST_QK_NORM_COUNT };
+static const st_cenum en_out_gate = { NULL, 0, st_out_gate_from_name, st_out_gate_name, ST_OUT_GATE_COUNT };
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
 static const st_cenum en_syn_mode = NAMES(syn_mode_names);
@@ -103,6 +104,7 @@ const st_ckey st_config_keys[] = {
     ENUM("model.ffn", model.ffn, en_ffn, "gelu"),
     BOOL("model.bias", model.bias, "true"),
     ENUM("model.qk_norm", model.qk_norm, en_qk_norm, "none"),
+    ENUM("model.out_gate", model.out_gate, en_out_gate, "none"),
     INT("model.n_kv_heads", model.n_kv_heads, -1, 256, "-1"),
     ENUM("model.pos", model.pos, en_pos, "alibi"),
     INT("model.max_len", model.max_len, 1, 1 << 24, "1024"),
