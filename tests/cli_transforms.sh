@@ -89,7 +89,7 @@ assert abs(t["results"][1]["loss"] - c["results"][1]["loss"]) > 1e-7, (t["result
 EOF2
 done
 expect_rc 2 "cache positions without sinks" "$BIN" eval rope --lengths 64 --window 16 --positions cache --quiet
-expect_err "--positions cache: moves the attention sinks into the cache; it needs sinks and a window"
+expect_err "--positions cache: moves the attention sinks into the cache; it needs sinks and a window (--sinks K or eval.sinks, --window W)"
 expect_rc 2 "cache positions with rerope" "$BIN" generate rope --transform rerope --sinks 2 --window 8 --positions cache --tokens 5
 expect_err "not supported with transform rerope"
 # a run whose eval section sets the sinks: eval, eval --task passkey take them without flags

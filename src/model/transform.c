@@ -121,10 +121,13 @@ static const char *origin(const st_transform *xf, const char *flag, unsigned bit
  * scale with the current length (dynamic_ntk: capped by the cache, not by the text). */
 static int check_cache_positions(const st_transform *xf, int pos, const char *flag, st_error *e) {
     const char *opt = origin(xf, flag, ST_XF_CLI_POSITIONS, "--positions cache", "eval.positions \"cache\"");
+    /* a field that is 0 in both the flags and the config a command merged: name both */
+    const int both = xf->cli != 0;
     if (xf->sinks == 0 || xf->window == 0)
         return st_fail(e, ST_ERR_CONFIG, "%s: moves the attention sinks into the cache; it needs sinks and a window "
-                       "(%s, %s)", opt, origin(xf, flag, ST_XF_CLI_SINKS, "--sinks K", "eval.sinks"),
-                       origin(xf, flag, ST_XF_CLI_WINDOW, "--window W", "eval.window"));
+                       "(%s, %s)", opt,
+                       origin(xf, flag, ST_XF_CLI_SINKS, "--sinks K", both ? "--sinks K or eval.sinks" : "eval.sinks"),
+                       origin(xf, flag, ST_XF_CLI_WINDOW, "--window W", both ? "--window W or eval.window" : "eval.window"));
     const char *why = st_pos_no_cache_positions(pos);
     if (why)
         return st_fail(e, ST_ERR_CONFIG, "%s: not supported for model.pos \"%s\": %s", opt, st_pos_name(pos), why);
