@@ -52,13 +52,13 @@ static int declare_pos(st_model *m, const st_pos_method *pm, int layer, int *idx
     return n;
 }
 
-/* Floats of the position method's tensors (model level + every layer; a method declares
- * the same tensors in every layer). */
 /* model.out_gate's weight rows: a gate per value (C) or per head (H); 0 without one */
 static int64_t out_gate_rows(const st_model_config *c) {
     return c->out_gate == ST_OUT_GATE_ELEMENTWISE ? c->d_model : c->out_gate == ST_OUT_GATE_HEADWISE ? c->n_heads : 0;
 }
 
+/* Floats of the position method's tensors (model level + every layer; a method declares
+ * the same tensors in every layer). */
 static double pos_param_count(const st_model_config *c, const st_pos_method *pm) {
     st_pos_decl d[ST_POS_MAX_PARAMS];
     double n = 0;
