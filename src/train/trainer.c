@@ -2,7 +2,8 @@
  * trainer_setup.c).
  *
  *   config -> dataset -> model (+ init_from | checkpoint) -> per step:
- *     zero grads; grad_accum x [next window batch -> loss -> backward(seed 1/grad_accum)]
+ *     zero grads; grad_accum x [next window batch -> loss -> backward(seed: its share of
+ *     the update's targets, 1/grad_accum for text)]
  *     -> global grad norm (non-finite: error or skip) -> clip -> AdamW/SGD at lr(step)
  *     -> log / metrics -> validation (every eval_every) -> checkpoint (every
  *        checkpoint_every, at the end, on SIGINT/SIGTERM/SIGHUP/SIGPIPE, time limit or
@@ -144,14 +145,42 @@ static int save_best(trainer *t, int step_saved, st_error *e) {
     return save_checkpoint(t, "best.ckpt", e);
 }
 
-/* One optimizer update: grad_accum micro-batches on each of the N ranks. *loss_out: mean
- * micro-batch loss. This rank's k-th micro-batch is the update's global micro-batch
- * j = k N + rank: loader windows base + j B .. and the j-th of the update's N grad_accum
- * dropout seeds (with N = 1: the plain sequence). */
+/* The targets a batch takes its loss on (a task's prompt and padding targets are -1). */
+static int64_t kept_targets(const int32_t *y, int64_t n) {
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += y[i] >= 0;
+    return c;
+}
+
+/* The weight unit of the update's micro-batches and their total. A micro-batch's loss is
+ * the mean over its kept targets, so the update's loss, the mean over all of them (what
+ * one batch of B x micro rows would take), weighs micro-batch j by its count n_j / N.
+ * Text windows keep every target: each weighs 1 / micro, as before the counts existed
+ * (same bits). Task rows keep only answer tokens, as many as the instances give: every
+ * rank counts all `micro` global micro-batches (the loader is a pure function of draws),
+ * so the ranks agree on N without a message. */
+static int64_t update_targets(trainer *t, uint64_t base, int64_t micro, int64_t B, int64_t T) {
+    if (!t->loader.task) return micro;
+    int64_t total = 0;
+    for (int64_t j = 0; j < micro; j++) {
+        t->loader.draws = base + (uint64_t)(j * B);
+        st_loader_next(&t->loader, B, T, t->x, t->y);
+        total += kept_targets(t->y, B * T);
+    }
+    t->loader.draws = base;
+    return total;
+}
+
+/* One optimizer update: grad_accum micro-batches on each of the N ranks. *loss_out: the
+ * mean over the update's kept targets (text: the mean micro-batch loss). This rank's k-th
+ * micro-batch is the update's global micro-batch j = k N + rank: loader windows
+ * base + j B .. and the j-th of the update's N grad_accum dropout seeds (with N = 1: the
+ * plain sequence). */
 static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out, st_error *e) {
     const st_train_config *tc = &t->cfg.train;
     const int64_t B = tc->batch_size, T = tc->seq_len, micro = (int64_t)tc->grad_accum * t->ranks;
     const uint64_t base = t->loader.draws;
+    const int64_t total = update_targets(t, base, micro, B, T);
     st_params_zero_grad(&t->model.params);
     double loss_sum = 0;
     int finite = 1, rc = ST_OK;
@@ -176,9 +205,12 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
         if (!loss) { rc = forward_failed(t, e); break; }
         float lv = loss->data[0];
         finite &= isfinite(lv) != 0;
-        loss_sum += lv;
-        /* d(mean over the update's micro-batches)/d(loss_j) = 1/(grad_accum N) */
-        rc = st_backward(&t->ctx, loss, 1.0f / (float)micro, e);
+        /* d(mean over the update's targets)/d(loss_j) = n_j / N (text: 1/(grad_accum N)) */
+        const int64_t nj = t->loader.task ? kept_targets(t->y, B * T) : 1;
+        loss_sum += (double)lv * (double)nj;
+        const float seed = !t->loader.task ? 1.0f / (float)micro
+                           : total > 0 ? (float)((double)nj / (double)total) : 0.0f;
+        rc = st_backward(&t->ctx, loss, seed, e);
         t->model.positions = NULL;   /* validation and evaluation: natural positions */
     }
     t->model.positions = NULL;
@@ -188,7 +220,7 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     t->st.loader_draws = t->loader.draws;
     t->st.step++;
     t->st.tokens += B * T * micro;
-    *loss_out = loss_sum / (double)micro;
+    *loss_out = total > 0 ? loss_sum / (double)total : 0.0;
     double gnorm = st_grad_norm(&t->opt, &t->model.params);
     *gnorm_out = gnorm;
     if (!finite || !isfinite(gnorm)) {

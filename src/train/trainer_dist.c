@@ -5,7 +5,8 @@
  * training state (step, RNG, loader position), identical to the bit. Per update:
  *   global micro-batch j = k * N + r  (rank r, its k-th micro-batch, k < grad_accum)
  *   reads loader windows [draws + j B, draws + (j + 1) B) and dropout seed number j of
- *   the step's N * grad_accum seeds; backward is seeded with 1 / (N * grad_accum);
+ *   the step's N * grad_accum seeds; backward is seeded with 1 / (N * grad_accum) (a
+ *   task's answer-only loss: micro-batch j's share of the update's kept targets);
  *   gradients are summed over ranks in rank order (st_dist_sum_f32), so every rank
  *   applies the same update. N ranks with grad_accum A are thus the one-process run with
  *   grad_accum N * A, up to the order in which micro-batch gradients are added.
