@@ -7,6 +7,10 @@
 #     rounding. Each micro-batch's mean loss was weighted 1/k whatever its count: the step-1
 #     loss and gradient norm differed by ~1e-3 relative (and so did N MPI ranks against one
 #     process of N times the batch). Text runs keep their bits (checked by the control).
+#   - configs/README.md said cosine, linear and wsd stay at lr_min past s = steps "(a
+#     resumed run given more steps)"; such a resume re-plans the curve over the new
+#     train.steps (as the wsd note said), so a finished cosine run goes back up: the docs
+#     say so now, and metrics.jsonl's lr after the resume follows the new curve.
 . "$(dirname "$0")/lib_cli.sh" cli_probe7
 
 # compare_steps WHAT A B STEPS TOL: the loss and grad_norm of the first STEPS records of two
@@ -51,5 +55,20 @@ JSON
 expect_rc 0 "text: batch 2 x grad_accum 2" "$BIN" train text.json --out tacc --quiet --set train.batch_size=2 --set train.grad_accum=2
 expect_rc 0 "text: batch 4" "$BIN" train text.json --out tb4 --quiet
 compare_steps "text: batch 2 x grad_accum 2 vs batch 4" tacc tb4 3 1e-6
+
+# ---- a resume with more steps continues on the longer run's schedule ----
+expect_rc 0 "cosine, 10 steps" "$BIN" train text.json --out cos --quiet --set train.steps=10 \
+    --set train.optimizer.lr=0.003 --set train.schedule.warmup=2 --set train.schedule.min_lr_ratio=0.1
+expect_rc 0 "resumed to 14 steps" "$BIN" train --resume cos --quiet --set train.steps=14
+d=$("$PY" - <<'EOF'
+import json, math
+lr = {r['step']: r['lr'] for r in map(json.loads, open('cos/metrics.jsonl')) if 'lr' in r}
+def cos(s, n): return 3e-4 + 2.7e-3 * (1 + math.cos(math.pi * (s - 2) / (n - 2))) / 2
+want = [(10, cos(10, 10))] + [(s, cos(s, 14)) for s in range(11, 15)]
+print(max(abs(lr[s] - w) / w for s, w in want) if all(s in lr for s, _ in want) else 'missing')
+EOF
+)
+awk "BEGIN{exit !($d + 0 == $d && $d <= 1e-6)}" </dev/null 2>/dev/null && ok || bad "lr after a resume with more steps: $d"
+grep -q "stay there past it" "$SRC/configs/README.md" && bad "configs/README.md: lr_min 'stay there past it'" || ok
 
 finish cli_probe7
