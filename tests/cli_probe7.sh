@@ -11,6 +11,9 @@
 #     resumed run given more steps)"; such a resume re-plans the curve over the new
 #     train.steps (as the wsd note said), so a finished cosine run goes back up: the docs
 #     say so now, and metrics.jsonl's lr after the resume follows the new curve.
+#   - docs/model-format.md wrote N(0, init_std) with a standard deviation and, in the same
+#     sentence, FIRE's N(0, 1/3), N(0, 1/(3K)) with variances (the export has std 0.577,
+#     not 0.333): the docs say which is which now.
 . "$(dirname "$0")/lib_cli.sh" cli_probe7
 
 # compare_steps WHAT A B STEPS TOL: the loss and grad_norm of the first STEPS records of two
@@ -70,5 +73,23 @@ EOF
 )
 awk "BEGIN{exit !($d + 0 == $d && $d <= 1e-6)}" </dev/null 2>/dev/null && ok || bad "lr after a resume with more steps: $d"
 grep -q "stay there past it" "$SRC/configs/README.md" && bad "configs/README.md: lr_min 'stay there past it'" || ok
+
+# ---- FIRE's initial MLP: variances 1/3 and 1/(3K), as the docs now say ----
+expect_rc 0 "a fire run at step 0" "$BIN" train text.json --out fire --quiet --set model.pos=fire \
+    --set model.fire.hidden=256 --set train.steps=0
+expect_rc 0 "export it" "$BIN" export fire --out fire_export
+"$PY" - <<'EOF' && ok || bad "FIRE init: the standard deviations are not sqrt(1/3) and sqrt(1/(3K))"
+import json, math, struct, sys
+b = open('fire_export/model.safetensors', 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n])
+def std(name):
+    s, e = h['blocks.0.attn.fire.' + name]['data_offsets']
+    v = struct.unpack('<%df' % ((e - s) // 4), b[8 + n + s:8 + n + e])
+    return math.sqrt(sum(x * x for x in v) / len(v))
+sys.exit(not (abs(std('w1') / math.sqrt(1 / 3) - 1) < 0.15 and abs(std('b1') / math.sqrt(1 / 3) - 1) < 0.15
+              and abs(std('w2') / math.sqrt(1 / 768) - 1) < 0.15))
+EOF
+grep -q 'FIRE `w1`, `b1` `N(0, 1/3)`' "$SRC/docs/model-format.md" && bad "docs/model-format.md: FIRE's N(0, 1/3) beside N(0, init_std)" || ok
 
 finish cli_probe7

@@ -15,7 +15,8 @@
  * gradient of ~1e-6 per unit, too small to move; the reproduction learns a multiplier on a
  * fixed L for the same reason). The MLP's output bias is left out: a constant per head adds
  * the same amount to every score of a row and cancels in the softmax. Init as nn.Linear's
- * scale: w1, b1 ~ N(0, 1/3), w2 ~ N(0, 1/(3K)).
+ * variance: w1, b1 normal of variance 1/3, w2 of variance 1/(3K) (not standard deviations,
+ * which init_std gives the other matrices).
  *
  * Gradient, with G = dL/db_h(i, j), pre_k = w1_k x + b1_k, u_k = relu(pre_k), M = max(L, i):
  *   dW2[h,k] += G u_k;  du_k = G W2[h,k] [pre_k > 0];  dw1_k += du_k x;  db1_k += du_k
