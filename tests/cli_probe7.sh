@@ -14,6 +14,9 @@
 #   - docs/model-format.md wrote N(0, init_std) with a standard deviation and, in the same
 #     sentence, FIRE's N(0, 1/3), N(0, 1/(3K)) with variances (the export has std 0.577,
 #     not 0.333): the docs say which is which now.
+#   - extend's default --batch is the base run's batch_size x seq_len / N with its grad_accum
+#     kept (an update then holds about the base's tokens); docs/extension.md and extend
+#     --help said "tokens per step / N", which with grad_accum 3 reads as 3x that batch.
 . "$(dirname "$0")/lib_cli.sh" cli_probe7
 
 # compare_steps WHAT A B STEPS TOL: the loss and grad_norm of the first STEPS records of two
@@ -91,5 +94,13 @@ sys.exit(not (abs(std('w1') / math.sqrt(1 / 3) - 1) < 0.15 and abs(std('b1') / m
               and abs(std('w2') / math.sqrt(1 / 768) - 1) < 0.15))
 EOF
 grep -q 'FIRE `w1`, `b1` `N(0, 1/3)`' "$SRC/docs/model-format.md" && bad "docs/model-format.md: FIRE's N(0, 1/3) beside N(0, init_std)" || ok
+
+# ---- extend's default batch: per micro-batch, grad_accum kept ----
+expect_rc 0 "a base run with grad_accum 3" "$BIN" train text.json --out base3 --quiet --set train.grad_accum=3
+expect_rc 0 "extend it to 24" "$BIN" extend base3 --to 24 --budget 0.5 --out base3_24 --quiet
+"$PY" -c "import json; t = json.load(open('base3_24/config.json'))['train']
+# 4 x 16 / 24 = 2 sequences a micro-batch, 3 micro-batches; K = 0.5 x 4 x 4 x 16 x 3 / (2 x 3 x 24) = 2.67 -> 3
+assert (t['batch_size'], t['grad_accum'], t['steps']) == (2, 3, 3), t" && ok || bad "extend's default batch and steps"
+grep -q "RUN's tokens per step / N" "$SRC/docs/extension.md" && bad "docs/extension.md: --batch 'RUN's tokens per step / N'" || ok
 
 finish cli_probe7
