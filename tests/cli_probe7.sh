@@ -7,6 +7,8 @@
 #     rounding. Each micro-batch's mean loss was weighted 1/k whatever its count: the step-1
 #     loss and gradient norm differed by ~1e-3 relative (and so did N MPI ranks against one
 #     process of N times the batch). Text runs keep their bits (checked by the control).
+#     Validation likewise: the mean over the answer tokens of all its batches, so 4 batches
+#     of 4 rows score as 2 batches of the same 8 (it was the mean of the batch means).
 #   - configs/README.md said cosine, linear and wsd stay at lr_min past s = steps "(a
 #     resumed run given more steps)"; such a resume re-plans the curve over the new
 #     train.steps (as the wsd note said), so a finished cosine run goes back up: the docs
@@ -46,6 +48,12 @@ JSON
 expect_rc 0 "task: batch 4 x grad_accum 2" "$BIN" train task.json --out acc --quiet --set train.grad_accum=2
 expect_rc 0 "task: batch 8" "$BIN" train task.json --out b8 --quiet --set train.batch_size=8
 compare_steps "task: batch 4 x grad_accum 2 vs batch 8" acc b8 3 1e-6
+# validation of the same initial weights over the same 16 rows, as 4 x 4 and as 2 x 8
+expect_rc 0 "task: step 0, validation 4 x 4" "$BIN" train task.json --out v4 --quiet --set train.steps=0 --set train.eval_batches=4
+expect_rc 0 "task: step 0, validation 2 x 8" "$BIN" train task.json --out v8 --quiet --set train.steps=0 \
+    --set train.eval_batches=2 --set train.batch_size=8
+v4=$(grep -o '"val_loss": [^,]*' v4/metrics.jsonl); v8=$(grep -o '"val_loss": [^,]*' v8/metrics.jsonl)
+[ -n "$v4" ] && [ "$v4" = "$v8" ] && ok || bad "task validation: 4 x 4 rows ($v4) vs 2 x 8 ($v8)"
 # the control: batch 4 alone is another update, so the comparison can fail
 expect_rc 0 "task: batch 4" "$BIN" train task.json --out b4 --quiet
 d=$("$PY" -c "import json; r=[json.loads(l) for l in open('b4/metrics.jsonl')]; s=[json.loads(l) for l in open('b8/metrics.jsonl')]; print(abs(r[0]['loss'] - s[0]['loss']) / s[0]['loss'])")

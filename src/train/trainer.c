@@ -93,6 +93,32 @@ static int forward_failed(trainer *t, st_error *e) {
     return rc ? rc : st_fail(e, ST_ERR_GENERIC, "model forward returned no loss");
 }
 
+/* The targets a batch takes its loss on (a task's prompt and padding targets are -1). */
+static int64_t kept_targets(const int32_t *y, int64_t n) {
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += y[i] >= 0;
+    return c;
+}
+
+/* The mean over a task run's validation batches weighs batch b by its kept targets, so
+ * it is the loss over all of them, as a training update's is (train_step). Every rank
+ * counts every batch (the rows are functions of the draw count). Text: the plain mean. */
+static double validation_mean(trainer *t, st_loader *vl) {
+    const st_train_config *tc = &t->cfg.train;
+    double sum = 0, total = 0;
+    for (int b = 0; b < tc->eval_batches; b++) {
+        double w = 1;
+        if (vl->task) {
+            vl->draws = (uint64_t)b * (uint64_t)tc->batch_size;
+            st_loader_next(vl, tc->batch_size, tc->seq_len, t->x, t->y);
+            w = (double)kept_targets(t->y, tc->batch_size * tc->seq_len);
+        }
+        sum += vl->task ? t->val_losses[b] * w : t->val_losses[b];
+        total += w;
+    }
+    return total > 0 ? sum / total : 0.0;
+}
+
 /* Mean loss over eval_batches fixed windows of the valid split at (B, T), no grad.
  * Batch b (windows b*B .. b*B + B - 1) runs on rank b mod N; the mean adds the batch
  * losses in batch order whatever N is. */
@@ -114,9 +140,7 @@ static int validate(trainer *t, double *out, st_error *e) {
         else t->val_losses[b] = loss->data[0];
     }
     if ((rc = st_train_dist_validate(t->dist, t->val_losses, tc->eval_batches, rc, e))) return rc;
-    double sum = 0;
-    for (int b = 0; b < tc->eval_batches; b++) sum += t->val_losses[b];
-    *out = sum / tc->eval_batches;
+    *out = validation_mean(t, &vl);
     return ST_OK;
 }
 
@@ -143,13 +167,6 @@ static int save_best(trainer *t, int step_saved, st_error *e) {
     st_error le = {0};
     if (step_saved && !st_rundir_link_best(t->dir, t->last_ckpt, &le)) return ST_OK;
     return save_checkpoint(t, "best.ckpt", e);
-}
-
-/* The targets a batch takes its loss on (a task's prompt and padding targets are -1). */
-static int64_t kept_targets(const int32_t *y, int64_t n) {
-    int64_t c = 0;
-    for (int64_t i = 0; i < n; i++) c += y[i] >= 0;
-    return c;
 }
 
 /* The weight unit of the update's micro-batches and their total. A micro-batch's loss is
