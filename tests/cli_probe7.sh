@@ -19,6 +19,8 @@
 #   - extend's default --batch is the base run's batch_size x seq_len / N with its grad_accum
 #     kept (an update then holds about the base's tokens); docs/extension.md and extend
 #     --help said "tokens per step / N", which with grad_accum 3 reads as 3x that batch.
+#   - README's list of the methods whose generate cache slides past --context left out fox,
+#     which slides (its cached text differs from --no-cache's re-run there, as alibi's does).
 . "$(dirname "$0")/lib_cli.sh" cli_probe7
 
 # compare_steps WHAT A B STEPS TOL: the loss and grad_norm of the first STEPS records of two
@@ -110,5 +112,19 @@ expect_rc 0 "extend it to 24" "$BIN" extend base3 --to 24 --budget 0.5 --out bas
 # 4 x 16 / 24 = 2 sequences a micro-batch, 3 micro-batches; K = 0.5 x 4 x 4 x 16 x 3 / (2 x 3 x 24) = 2.67 -> 3
 assert (t['batch_size'], t['grad_accum'], t['steps']) == (2, 3, 3), t" && ok || bad "extend's default batch and steps"
 grep -q "RUN's tokens per step / N" "$SRC/docs/extension.md" && bad "docs/extension.md: --batch 'RUN's tokens per step / N'" || ok
+
+# ---- generate: fox's cache slides past --context, as README's list now says ----
+# (two layers: with one, a sliding cache is the re-run forward); sinusoidal, which re-runs,
+# is the control that gives --no-cache's text
+for pos in fox sinusoidal; do
+    expect_rc 0 "a 2-layer $pos run" "$BIN" train text.json --out "$pos" --quiet --set model.pos="$pos" \
+        --set model.init_std=0.3 --set model.n_layers=2
+    expect_rc 0 "$pos: cached, past --context" "$BIN" generate "$pos" --prompt "line 1" --context 6 --tokens 40 --temperature 0
+    cp out.txt cached.txt
+    expect_rc 0 "$pos: --no-cache" "$BIN" generate "$pos" --prompt "line 1" --context 6 --tokens 40 --temperature 0 --no-cache
+    if cmp -s out.txt cached.txt; then same=yes; else same=no; fi
+    [ "$same" = "$([ "$pos" = fox ] && echo no || echo yes)" ] && ok || bad "$pos: cached and --no-cache texts past --context: same=$same"
+done
+grep -A1 "Past it, relative methods" "$SRC/README.md" | tr '\n' ' ' | grep -q "cope, fox)" && ok || bad "README: fox is not among the methods whose cache slides"
 
 finish cli_probe7
