@@ -169,9 +169,9 @@ static int save_best(trainer *t, int step_saved, st_error *e) {
     return save_checkpoint(t, "best.ckpt", e);
 }
 
-/* The weight unit of the update's micro-batches and their total. A micro-batch's loss is
- * the mean over its kept targets, so the update's loss, the mean over all of them (what
- * one batch of B x micro rows would take), weighs micro-batch j by its count n_j / N.
+/* N, the total weight of the update's micro-batches. A micro-batch's loss is the mean
+ * over its kept targets, so the update's loss, the mean over all of them (what one batch
+ * of B x micro rows would take), weighs micro-batch j by its count: n_j / N.
  * Text windows keep every target: each weighs 1 / micro, as before the counts existed
  * (same bits). Task rows keep only answer tokens, as many as the instances give: every
  * rank counts all `micro` global micro-batches (the loader is a pure function of draws),
