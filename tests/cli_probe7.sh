@@ -4,9 +4,10 @@
 #   - gradient accumulation on a task (answer-only loss: micro-batches keep different
 #     numbers of targets): batch B x grad_accum k is the update of one batch of B k rows
 #     ("effective batch B * grad_accum", the loss "the mean over answer tokens"), to float
-#     rounding. Each micro-batch's mean loss was weighted 1/k whatever its count: the step-1
-#     loss and gradient norm differed by ~1e-3 relative (and so did N MPI ranks against one
-#     process of N times the batch). Text runs keep their bits (checked by the control).
+#     rounding. Each micro-batch's mean loss was weighted 1/k whatever its count: the losses
+#     and gradient norms of the first steps differed by 6e-4 to 7e-2 relative (N MPI ranks
+#     likewise against one process of N times the batch). Text runs keep their bits (checked
+#     by the control).
 #     Validation likewise: the mean over the answer tokens of all its batches, so 4 batches
 #     of 4 rows score as 2 batches of the same 8 (it was the mean of the batch means).
 #   - configs/README.md said cosine, linear and wsd stay at lr_min past s = steps "(a
@@ -35,7 +36,7 @@ if len(a) < n or len(b) < n: print('missing'); sys.exit()
 print(max(max(abs(x[k] - y[k]) / abs(y[k]) for k in ('loss', 'grad_norm')) for x, y in zip(a[:n], b[:n])))
 EOF
 )
-    awk "BEGIN{exit !($d + 0 == $d && $d <= $5)}" </dev/null 2>/dev/null && ok || bad "$1: relative difference $d (tolerance $5)"
+    [[ $d =~ ^[0-9.eE+-]+$ ]] && awk "BEGIN{exit !($d <= $5)}" && ok || bad "$1: relative difference $d (tolerance $5)"
 }
 
 # ---- gradient accumulation: B x k equals one batch of B k rows, on a task too ----
@@ -59,7 +60,7 @@ v4=$(grep -o '"val_loss": [^,]*' v4/metrics.jsonl); v8=$(grep -o '"val_loss": [^
 # the control: batch 4 alone is another update, so the comparison can fail
 expect_rc 0 "task: batch 4" "$BIN" train task.json --out b4 --quiet
 d=$("$PY" -c "import json; r=[json.loads(l) for l in open('b4/metrics.jsonl')]; s=[json.loads(l) for l in open('b8/metrics.jsonl')]; print(abs(r[0]['loss'] - s[0]['loss']) / s[0]['loss'])")
-awk "BEGIN{exit !($d > 1e-4)}" && ok || bad "control: batch 4 and batch 8 agree ($d)"
+[[ $d =~ ^[0-9.eE+-]+$ ]] && awk "BEGIN{exit !($d > 1e-4)}" && ok || bad "control: batch 4 and batch 8 agree ($d)"
 # text windows keep every target: still the same to float rounding
 for i in $(seq 1 200); do echo "line $i: the quick brown fox jumps over the lazy dog $((i * 13))"; done > corpus.txt
 cat > text.json <<'JSON'
@@ -84,7 +85,7 @@ want = [(10, cos(10, 10))] + [(s, cos(s, 14)) for s in range(11, 15)]
 print(max(abs(lr[s] - w) / w for s, w in want) if all(s in lr for s, _ in want) else 'missing')
 EOF
 )
-awk "BEGIN{exit !($d + 0 == $d && $d <= 1e-6)}" </dev/null 2>/dev/null && ok || bad "lr after a resume with more steps: $d"
+[[ $d =~ ^[0-9.eE+-]+$ ]] && awk "BEGIN{exit !($d <= 1e-6)}" && ok || bad "lr after a resume with more steps: $d"
 grep -q "stay there past it" "$SRC/configs/README.md" && bad "configs/README.md: lr_min 'stay there past it'" || ok
 
 # ---- FIRE's initial MLP: variances 1/3 and 1/(3K), as the docs now say ----
