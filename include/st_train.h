@@ -80,6 +80,8 @@ typedef struct st_train_config {
     int threads;            /* OpenMP + BLAS threads, 0 = all cores */
     int precision;          /* ST_PREC_* (st_matmul.h): the large matmuls in fp32 or bf16 */
     int nonfinite;          /* ST_NONFINITE_* */
+    int nonfinite_limit;    /* skip: stop (exit 7) after this many updates in a row were
+                             * skipped, counted from the start or resume; 0 = never */
     int64_t log_every;      /* steps between log lines / metrics records */
     double max_seconds;     /* stop with a checkpoint after this much wall time, 0 = off */
     char init_from[ST_PATH_MAX + 1]; /* safetensors to initialise from ("" = none) */

@@ -22,6 +22,8 @@
 #     --help said "tokens per step / N", which with grad_accum 3 reads as 3x that batch.
 #   - README's list of the methods whose generate cache slides past --context left out fox,
 #     which slides (its cached text differs from --no-cache's re-run there, as alibi's does).
+#   - train.nonfinite skip on weights that overflow every forward skipped every later step
+#     and exited 0; train.nonfinite_limit (100) updates skipped in a row now stop it (exit 7).
 . "$(dirname "$0")/lib_cli.sh" cli_probe7
 
 # compare_steps WHAT A B STEPS TOL: the loss and grad_norm of the first STEPS records of two
@@ -127,5 +129,24 @@ for pos in fox sinusoidal; do
     [ "$same" = "$([ "$pos" = fox ] && echo no || echo yes)" ] && ok || bad "$pos: cached and --no-cache texts past --context: same=$same"
 done
 grep -A1 "Past it, relative methods" "$SRC/README.md" | tr '\n' ' ' | grep -q "cope, fox)" && ok || bad "README: fox is not among the methods whose cache slides"
+
+# ---- nonfinite: skip on weights that overflow every forward stops after a streak ----
+# (SGD at lr 100 without clipping: a finite but huge update, then every loss is NaN and,
+# the weights unchanged by a skipped update, every later step skipped; the run went on to
+# its last step and exited 0)
+cat > nf.json <<'JSON'
+{"model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "pos": "alibi"},
+ "data": {"source": "synthetic", "synthetic": {"vocab": 16, "tokens": [4000, 1000, 1000]}},
+ "train": {"batch_size": 4, "seq_len": 16, "steps": 40, "eval_batches": 1, "eval_every": 0, "threads": 1,
+           "log_every": 1, "clip_norm": 0, "nonfinite": "skip", "optimizer": {"name": "sgd", "lr": 100},
+           "schedule": {"kind": "constant", "warmup": 0}}}
+JSON
+expect_rc 7 "nonfinite skip: 5 skipped updates in a row" "$BIN" train nf.json --out nf5 --quiet --set train.nonfinite_limit=5
+expect_err "5 updates in a row skipped (train.nonfinite_limit 5): the weights do not recover"
+ls nf5/checkpoints/step_* >/dev/null 2>&1 && bad "nonfinite_limit: a checkpoint was written" || ok
+expect_rc 0 "nonfinite_limit 0: every step skipped, exit 0" "$BIN" train nf.json --out nf0 --quiet --set train.nonfinite_limit=0
+[ "$(grep -c '"loss": null' nf0/metrics.jsonl)" -ge 30 ] && ok || bad "nonfinite_limit 0: fewer skipped steps than expected"
+expect_rc 2 "nonfinite_limit negative" "$BIN" train nf.json --out nfb --quiet --set train.nonfinite_limit=-1
+expect_err "train.nonfinite_limit"
 
 finish cli_probe7

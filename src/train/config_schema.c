@@ -226,6 +226,7 @@ const st_ckey st_config_keys[] = {
     INT("train.threads", train.threads, 0, 4096, "0"),
     ENUM("train.precision", train.precision, en_precision, "fp32"),
     ENUM("train.nonfinite", train.nonfinite, en_nonfinite, "error"),
+    INT("train.nonfinite_limit", train.nonfinite_limit, 0, 1 << 30, "100"),
     I64("train.log_every", train.log_every, 1, BIG, "10"),
     DBL("train.max_seconds", train.max_seconds, 0, 1e9, "0"),
     PATH("train.init_from", train.init_from, NULL),

@@ -253,8 +253,19 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
         t->st.skipped++;
         st_progress_note(&t->pg, ST_LOG_WARN, "step %lld: non-finite %s (%g): update skipped (%lld so far)",
                          (long long)t->st.step, what, val, (long long)t->st.skipped);
+        /* a skipped update leaves the weights as they were: when they are what overflows
+         * (finite but huge after a bad update), every later step is skipped too and the
+         * run would spend its steps doing nothing, then exit 0 */
+        if (tc->nonfinite_limit > 0 && ++t->skips_in_row >= tc->nonfinite_limit) {
+            if (t->dist) t->dist->agreed = 1;   /* the same decision on every rank */
+            return st_fail(e, ST_ERR_NUMERIC, "step %lld: %lld updates in a row skipped (train.nonfinite_limit %d): "
+                           "the weights do not recover; stopping without saving (last good checkpoint: %s). Lower "
+                           "train.optimizer.lr or set train.clip_norm", (long long)t->st.step,
+                           (long long)t->skips_in_row, tc->nonfinite_limit, t->last_ckpt[0] ? t->last_ckpt : "none");
+        }
         return ST_OK;
     }
+    t->skips_in_row = 0;
     const float clip = st_clip_factor(gnorm, tc->clip_norm);   /* applied by the update itself */
     t->st.opt_t++;
     /* bf16: the weights' shadow is rewritten once per update, by the optimizer itself

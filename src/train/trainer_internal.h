@@ -39,6 +39,7 @@ typedef struct trainer {
     int have_ds, have_model, have_opt, have_arena, have_ctx, have_pg;
     int lock_fd;            /* rank 0: the run directory's lock (st_dir_lock), or -1 */
     int restart;            /* --resume of a run that never wrote a checkpoint: from step 0 */
+    int64_t skips_in_row;   /* updates skipped since the last applied one (this session) */
     char last_ckpt[ST_PATH_BUF];
     int threads;            /* OpenMP + OpenBLAS threads in use (st_set_threads) */
     char resume_changes[2048];  /* rank 0: the train keys, thread count and backend a resume
