@@ -32,6 +32,38 @@ static void rmsnorm_ref(const float *x, const float *w, const float *dy, int64_t
     }
 }
 
+/* One leaf's expected gradient in backward_threads: a double reference and its tolerances. */
+typedef struct grad_ref { const char *name; const double *ref; double atol, rtol; } grad_ref;
+
+/* The backward of build's op from dy on a shape past the OpenMP threshold, on leaves
+ * L->t[0] and L->t[1]: with 1 thread each gradient against its double reference, with 2
+ * threads the same bits as with 1. */
+static void backward_threads(const char *op, st_tensor *(*build)(st_ctx *, void *), args *a, leaves *L,
+                             const float *dy, const grad_ref ref[2]) {
+    const int64_t n0 = st_numel(L->t[0]), n1 = st_numel(L->t[1]);
+    float *keep = malloc((size_t)(n0 + n1) * sizeof(float));
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        st_params_zero_grad(&L->p);
+        env e;
+        st_ctx *ctx = env_open(&e, 1, 0);
+        backward_from(ctx, build(ctx, a), dy);
+        if (threads == 1) {
+            close_ref(ref[0].name, L->t[0]->grad, ref[0].ref, n0, ref[0].atol, ref[0].rtol);
+            close_ref(ref[1].name, L->t[1]->grad, ref[1].ref, n1, ref[1].atol, ref[1].rtol);
+            memcpy(keep, L->t[0]->grad, (size_t)n0 * sizeof(float));
+            memcpy(keep + n0, L->t[1]->grad, (size_t)n1 * sizeof(float));
+        } else {
+            CHECK_MSG(memcmp(keep, L->t[0]->grad, (size_t)n0 * sizeof(float)) == 0 &&
+                      memcmp(keep + n0, L->t[1]->grad, (size_t)n1 * sizeof(float)) == 0,
+                      "%s backward differs between 1 and 2 threads", op);
+        }
+        env_close(&e);
+    }
+    omp_set_num_threads(2);
+    free(keep);
+}
+
 static void test_rmsnorm(void) {
     const int64_t spec[2][5] = {{3, 3, 4, 8}, {1, 8}};
     leaves L;
@@ -55,29 +87,14 @@ static void test_rmsnorm(void) {
     const int64_t spec2[2][5] = {{2, N, C}, {1, C}};
     leaves_init(&L, 22, 2, spec2, 1.0f);
     x = L.t[0]; w = L.t[1];
-    float *dy = malloc((size_t)(N * C) * sizeof(float)), *keep = malloc((size_t)(N * C + C) * sizeof(float));
+    float *dy = malloc((size_t)(N * C) * sizeof(float));
     fill_normal(dy, N * C, 23, 1.0f, 0.0f);
     double *rdx = malloc((size_t)(N * C) * sizeof(double)), *rdw = calloc((size_t)C, sizeof(double));
     rmsnorm_ref(x->data, w->data, dy, N, C, NULL, rdx, rdw);
-    for (int threads = 1; threads <= 2; threads++) {
-        omp_set_num_threads(threads);
-        st_params_zero_grad(&L.p);
-        ctx = env_open(&e, 1, 0);
-        backward_from(ctx, st_rmsnorm(ctx, x, w, 1e-5f), dy);
-        if (threads == 1) {
-            close_ref("rmsnorm large dx", x->grad, rdx, N * C, 1e-5, 1e-4);
-            close_ref("rmsnorm large dw", w->grad, rdw, C, 1e-4, 1e-4);
-            memcpy(keep, x->grad, (size_t)(N * C) * sizeof(float));
-            memcpy(keep + N * C, w->grad, (size_t)C * sizeof(float));
-        } else {
-            CHECK_MSG(memcmp(keep, x->grad, (size_t)(N * C) * sizeof(float)) == 0 &&
-                      memcmp(keep + N * C, w->grad, (size_t)C * sizeof(float)) == 0,
-                      "rmsnorm backward differs between 1 and 2 threads");
-        }
-        env_close(&e);
-    }
-    omp_set_num_threads(2);
-    free(dy); free(keep); free(rdx); free(rdw);
+    args a2 = {.a = x, .b = w};
+    const grad_ref refs[2] = {{"rmsnorm large dx", rdx, 1e-5, 1e-4}, {"rmsnorm large dw", rdw, 1e-4, 1e-4}};
+    backward_threads("rmsnorm", build_rmsnorm, &a2, &L, dy, refs);
+    free(dy); free(rdx); free(rdw);
     st_params_free(&L.p);
 }
 
@@ -146,7 +163,7 @@ static void test_sigmoid_gate(void) {
     const int64_t spec[2][5] = {{2, N, C}, {2, N, NG}};
     leaves L;
     leaves_init(&L, 77, 2, spec, 4.0f);
-    float *dy = malloc((size_t)(N * C) * sizeof(float)), *keep = malloc((size_t)(N * C + N * NG) * sizeof(float));
+    float *dy = malloc((size_t)(N * C) * sizeof(float));
     double *rda = malloc((size_t)(N * C) * sizeof(double)), *rdz = calloc((size_t)(N * NG), sizeof(double));
     fill_normal(dy, N * C, 78, 1.0f, 0.0f);
     for (int64_t r = 0; r < N; r++)
@@ -155,26 +172,10 @@ static void test_sigmoid_gate(void) {
             rda[r * C + c] = dy[r * C + c] * s;
             rdz[r * NG + c / per] += (double)dy[r * C + c] * L.t[0]->data[r * C + c] * s * (1.0 - s);
         }
-    for (int threads = 1; threads <= 2; threads++) {
-        omp_set_num_threads(threads);
-        st_params_zero_grad(&L.p);
-        env e;
-        st_ctx *ctx = env_open(&e, 1, 0);
-        backward_from(ctx, st_sigmoid_gate(ctx, L.t[0], L.t[1]), dy);
-        if (threads == 1) {
-            close_ref("sigmoid_gate large da", L.t[0]->grad, rda, N * C, 1e-6, 1e-5);
-            close_ref("sigmoid_gate large dz", L.t[1]->grad, rdz, N * NG, 1e-5, 1e-4);
-            memcpy(keep, L.t[0]->grad, (size_t)(N * C) * sizeof(float));
-            memcpy(keep + N * C, L.t[1]->grad, (size_t)(N * NG) * sizeof(float));
-        } else {
-            CHECK_MSG(memcmp(keep, L.t[0]->grad, (size_t)(N * C) * sizeof(float)) == 0 &&
-                      memcmp(keep + N * C, L.t[1]->grad, (size_t)(N * NG) * sizeof(float)) == 0,
-                      "sigmoid_gate backward differs between 1 and 2 threads");
-        }
-        env_close(&e);
-    }
-    omp_set_num_threads(2);
-    free(dy); free(keep); free(rda); free(rdz);
+    args a = {.a = L.t[0], .b = L.t[1]};
+    const grad_ref refs[2] = {{"sigmoid_gate large da", rda, 1e-6, 1e-5}, {"sigmoid_gate large dz", rdz, 1e-5, 1e-4}};
+    backward_threads("sigmoid_gate", build_sgate, &a, &L, dy, refs);
+    free(dy); free(rda); free(rdz);
     st_params_free(&L.p);
 }
 
