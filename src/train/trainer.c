@@ -113,7 +113,7 @@ static double validation_mean(trainer *t, st_loader *vl) {
             st_loader_next(vl, tc->batch_size, tc->seq_len, t->x, t->y);
             w = (double)kept_targets(t->y, tc->batch_size * tc->seq_len);
         }
-        sum += vl->task ? t->val_losses[b] * w : t->val_losses[b];
+        sum += t->val_losses[b] * w;   /* text: w = 1, the plain sum (x 1 is exact) */
         total += w;
     }
     return total > 0 ? sum / total : 0.0;
