@@ -5,7 +5,7 @@
 #   STRETCH_STRICT_SKIPS=1 : fail when ctest skips a test although the data and PyTorch
 #                        are present (scripts/check_skips.sh; .ci/run sets it)
 #   STRETCH_SANITIZE=0 : skip the second pass of the suite under ASan+UBSan (build-asan/;
-#                        on by default, 9.5-13 minutes on 2 idle cores; every test but those
+#                        on by default, 9.5-14 minutes on 2 idle cores; every test but those
 #                        labelled "reference" (the PyTorch replays of whole runs),
 #                        "transport" (mpi_train over TCP: the same stretch code as over
 #                        shared memory) and "scripts" (the Python results scripts)). Two
