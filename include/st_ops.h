@@ -36,6 +36,9 @@ st_tensor *st_layernorm(st_ctx *ctx, st_tensor *x, st_tensor *w, st_tensor *b, f
 st_tensor *st_gelu(st_ctx *ctx, st_tensor *x, int exact);
 /* RMSNorm over the last dim: x / sqrt(mean(x^2) + eps) * w (no mean, no bias). */
 st_tensor *st_rmsnorm(st_ctx *ctx, st_tensor *x, st_tensor *w, float eps);
+/* The same over each of `groups` equal parts of the last dim (C = groups * D), w (C): a
+ * group norm without the mean (model.out_norm: one group per head). */
+st_tensor *st_rmsnorm_groups(st_ctx *ctx, st_tensor *x, st_tensor *w, int groups, float eps);
 /* Gated linear unit: x (..,2F) = [a, b] -> act(a) * b (..,F); act = silu (swiglu) or
  * gelu, tanh or erf form (geglu). */
 enum { ST_GLU_SWIGLU = 0, ST_GLU_GEGLU_TANH, ST_GLU_GEGLU_ERF, ST_GLU_COUNT };
@@ -43,6 +46,12 @@ st_tensor *st_glu(st_ctx *ctx, st_tensor *x, int kind);
 /* a (..,C) times sigmoid(z) (..,G), G dividing C: value c takes gate c / (C/G) (G = C: one
  * gate per value; G = heads: one per head's D values). src/ops/sigmoid_gate.c */
 st_tensor *st_sigmoid_gate(st_ctx *ctx, st_tensor *a, st_tensor *z);
+/* Data-dependent token shift (model.kv_shift): x (B,H,T,D), z (B,T,H) logits ->
+ * y[b,h,t] = s x[b,h,t-1] + (1 - s) x[b,h,t], s = sigmoid(z[b,t,h]); no predecessor at t = 0
+ * or at an instance's first row under doc (B,T) (st_attention_doc's mask; NULL: none), and
+ * prev (H,D) (B = 1, no gradient; NULL: none) as row -1 of a decoded chunk.
+ * src/ops/token_shift.c */
+st_tensor *st_token_shift(st_ctx *ctx, st_tensor *x, st_tensor *z, const float *prev, const int32_t *doc);
 /* Inverted dropout with keep-mask from st_hash_uniform(seed, element index): identical
  * for any thread count; identity when p == 0 or !ctx->train. */
 st_tensor *st_dropout(st_ctx *ctx, st_tensor *x, float p, uint64_t seed);

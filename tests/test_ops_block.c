@@ -1,34 +1,42 @@
 /* test_ops_block.c - the ops of today's decoder block (model.norm, model.ffn,
- * model.qk_norm, model.n_kv_heads, model.out_gate): RMSNorm, the gated units SwiGLU / GeGLU
- * (tanh, erf), the output gate's sigmoid_gate,
+ * model.qk_norm, model.n_kv_heads, model.out_gate, model.out_norm, model.kv_shift): RMSNorm
+ * (over the row and per group), the gated units SwiGLU / GeGLU (tanh, erf), the output
+ * gate's sigmoid_gate, the token shift,
  * and grouped-query heads (split_qkv_gqa, repeat_heads: shared K/V heads' gradients sum
  * over their query groups). Forward against
  * double-precision reference loops, finite-difference gradient checks, gradients that
- * accumulate, and RMSNorm's backward on a shape past the OpenMP threshold: against a
+ * accumulate, and each backward on a shape past the OpenMP threshold: against a
  * double reference and bit-identical with 1 and 2 threads. Tolerances as test_ops.c. */
 #include "test_ops_util.h"
 
 #include <omp.h>
 
 static st_tensor *build_rmsnorm(st_ctx *ctx, void *u) { args *a = u; return st_rmsnorm(ctx, a->a, a->b, 1e-5f); }
+static st_tensor *build_rms_groups(st_ctx *ctx, void *u) {
+    args *a = u;
+    return st_rmsnorm_groups(ctx, a->a, a->b, a->i0, 1e-5f);
+}
+static st_tensor *build_shift(st_ctx *ctx, void *u) { args *a = u; return st_token_shift(ctx, a->a, a->b, NULL, a->ids); }
 static st_tensor *build_glu(st_ctx *ctx, void *u) { args *a = u; return st_glu(ctx, a->a, a->i0); }
 static st_tensor *build_sgate(st_ctx *ctx, void *u) { args *a = u; return st_sigmoid_gate(ctx, a->a, a->b); }
 
-/* y and, for dy, dx and dw of RMSNorm in double */
-static void rmsnorm_ref(const float *x, const float *w, const float *dy, int64_t N, int64_t C, double *y, double *dx,
-                        double *dw) {
-    for (int64_t r = 0; r < N; r++) {
-        const float *xr = x + r * C;
+/* y and, for dy, dx and dw of RMSNorm in double, over each of G groups of a row: the N G
+ * rows of C/G values, weights (C) */
+static void rmsnorm_ref(const float *x, const float *w, const float *dy, int64_t N, int64_t C, int64_t G, double *y,
+                        double *dx, double *dw) {
+    const int64_t D = C / G;
+    for (int64_t r = 0; r < N * G; r++) {
+        const float *xr = x + r * D, *wr = w + r % G * D;
         double v = 0, sgx = 0;
-        for (int64_t c = 0; c < C; c++) v += (double)xr[c] * xr[c];
-        const double rs = 1.0 / sqrt(v / (double)C + 1e-5);
-        for (int64_t c = 0; c < C; c++) {
-            if (y) y[r * C + c] = xr[c] * rs * w[c];
-            if (dy) { sgx += (double)dy[r * C + c] * w[c] * xr[c] * rs; dw[c] += dy[r * C + c] * xr[c] * rs; }
+        for (int64_t c = 0; c < D; c++) v += (double)xr[c] * xr[c];
+        const double rs = 1.0 / sqrt(v / (double)D + 1e-5);
+        for (int64_t c = 0; c < D; c++) {
+            if (y) y[r * D + c] = xr[c] * rs * wr[c];
+            if (dy) { sgx += (double)dy[r * D + c] * wr[c] * xr[c] * rs; dw[r % G * D + c] += dy[r * D + c] * xr[c] * rs; }
         }
         if (dy)
-            for (int64_t c = 0; c < C; c++)
-                dx[r * C + c] = rs * ((double)dy[r * C + c] * w[c] - xr[c] * rs * sgx / (double)C);
+            for (int64_t c = 0; c < D; c++)
+                dx[r * D + c] = rs * ((double)dy[r * D + c] * wr[c] - xr[c] * rs * sgx / (double)D);
     }
 }
 
@@ -74,7 +82,7 @@ static void test_rmsnorm(void) {
     st_ctx *ctx = env_open(&e, 1, 0);
     st_tensor *y = st_rmsnorm(ctx, x, w, 1e-5f);
     double ref[96];
-    rmsnorm_ref(x->data, w->data, NULL, 12, 8, ref, NULL, NULL);
+    rmsnorm_ref(x->data, w->data, NULL, 12, 8, 1, ref, NULL, NULL);
     close_ref("rmsnorm forward", y->data, ref, 96, 1e-6, 1e-5);
     env_close(&e);
     args a = {.a = x, .b = w};
@@ -90,11 +98,133 @@ static void test_rmsnorm(void) {
     float *dy = malloc((size_t)(N * C) * sizeof(float));
     fill_normal(dy, N * C, 23, 1.0f, 0.0f);
     double *rdx = malloc((size_t)(N * C) * sizeof(double)), *rdw = calloc((size_t)C, sizeof(double));
-    rmsnorm_ref(x->data, w->data, dy, N, C, NULL, rdx, rdw);
+    rmsnorm_ref(x->data, w->data, dy, N, C, 1, NULL, rdx, rdw);
     args a2 = {.a = x, .b = w};
     const grad_ref refs[2] = {{"rmsnorm large dx", rdx, 1e-5, 1e-4}, {"rmsnorm large dw", rdw, 1e-4, 1e-4}};
     backward_threads("rmsnorm", build_rmsnorm, &a2, &L, dy, refs);
     free(dy); free(rdx); free(rdw);
+    st_params_free(&L.p);
+}
+
+/* model.out_norm's op: RMSNorm per group of a row (one per head), weights (C): groups of 2
+ * and of 4 values in (3,4,8), and 8 groups of 32 past the OpenMP threshold */
+static void test_rmsnorm_groups(void) {
+    const int G[2] = {4, 2};
+    for (int gi = 0; gi < 2; gi++) {
+        const int64_t spec[2][5] = {{3, 3, 4, 8}, {1, 8}};
+        leaves L;
+        leaves_init(&L, 24 + gi, 2, spec, 1.0f);
+        st_tensor *x = L.t[0], *w = L.t[1];
+        for (int i = 0; i < 96; i++) x->data[i] += 1.5f * (i % 8 < 4 ? 1.0f : -0.5f);   /* groups of unequal scale */
+        env e;
+        st_ctx *ctx = env_open(&e, 1, 0);
+        st_tensor *y = st_rmsnorm_groups(ctx, x, w, G[gi], 1e-5f);
+        double ref[96];
+        rmsnorm_ref(x->data, w->data, NULL, 12, 8, G[gi], ref, NULL, NULL);
+        char what[64];
+        snprintf(what, sizeof what, "rmsnorm %d groups forward", G[gi]);
+        close_ref(what, y->data, ref, 96, 1e-6, 1e-5);
+        env_close(&e);
+        args a = {.a = x, .b = w, .i0 = G[gi]};
+        snprintf(what, sizeof what, "rmsnorm %d groups", G[gi]);
+        gradcheck(what, build_rms_groups, &a, L.t, 2, 0, GC_EPS, GC_ATOL, GC_RTOL, 0);
+        check_accumulates(what, build_rms_groups, &a, L.t, 2, 0);
+        st_params_free(&L.p);
+    }
+    const int64_t N = 200, C = 256, NG = 8;
+    const int64_t spec2[2][5] = {{2, N, C}, {1, C}};
+    leaves L;
+    leaves_init(&L, 26, 2, spec2, 1.0f);
+    float *dy = malloc((size_t)(N * C) * sizeof(float));
+    fill_normal(dy, N * C, 27, 1.0f, 0.0f);
+    double *rdx = malloc((size_t)(N * C) * sizeof(double)), *rdw = calloc((size_t)C, sizeof(double));
+    rmsnorm_ref(L.t[0]->data, L.t[1]->data, dy, N, C, NG, NULL, rdx, rdw);
+    args a = {.a = L.t[0], .b = L.t[1], .i0 = (int)NG};
+    const grad_ref refs[2] = {{"rmsnorm groups large dx", rdx, 1e-5, 1e-4}, {"rmsnorm groups large dw", rdw, 1e-4, 1e-4}};
+    backward_threads("rmsnorm groups", build_rms_groups, &a, &L, dy, refs);
+    free(dy); free(rdx); free(rdw);
+    st_params_free(&L.p);
+}
+
+/* the token shift in double: x (B,H,T,D), z (B,T,H), doc (B,T) or NULL, prev (H,D) or NULL
+ * (B = 1); y, and for dy the gradients dx, dz (accumulated) */
+static void shift_ref(const float *x, const float *z, const int32_t *doc, const float *prev, int64_t B, int64_t H,
+                      int64_t T, int64_t D, const float *dy, double *y, double *dx, double *dz) {
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < T; t++) {
+                const double s = 1.0 / (1.0 + exp(-(double)z[(b * T + t) * H + h]));
+                const int has = t > 0 && (!doc || doc[b * T + t] < t);
+                const float *xt = x + ((b * H + h) * T + t) * D;
+                const float *xp = has ? xt - D : t == 0 && prev ? prev + h * D : NULL;
+                for (int64_t i = 0; i < D; i++) {
+                    const double p = xp ? xp[i] : 0.0, o = ((b * H + h) * T + t) * D + i;
+                    if (y) y[(int64_t)o] = s * p + (1 - s) * xt[i];
+                    if (!dy) continue;
+                    dx[(int64_t)o] += (1 - s) * dy[(int64_t)o];
+                    if (has) dx[(int64_t)o - D] += s * dy[(int64_t)o];
+                    dz[(b * T + t) * H + h] += s * (1 - s) * dy[(int64_t)o] * (p - xt[i]);
+                }
+            }
+}
+
+/* model.kv_shift's op: x (2,2,5,3), z (2,5,2) of scale 3 (both tails of the sigmoid), with
+ * and without packed instances (row 0: one instance; row 1: instances from t = 0, 2, 3), a
+ * decoded chunk's previous row, and a shape past the OpenMP threshold */
+static void test_token_shift(void) {
+    const int64_t B = 2, H = 2, T = 5, D = 3;
+    static const int32_t doc[10] = {0, 0, 0, 0, 0, 0, 0, 2, 3, 3};
+    for (int with_doc = 0; with_doc <= 1; with_doc++) {
+        const int64_t spec[2][5] = {{4, B, H, T, D}, {3, B, T, H}};
+        leaves L;
+        leaves_init(&L, 61 + with_doc, 2, spec, 3.0f);
+        st_tensor *x = L.t[0], *z = L.t[1];
+        const int32_t *dm = with_doc ? doc : NULL;
+        env e;
+        st_ctx *ctx = env_open(&e, 1, 0);
+        st_tensor *y = st_token_shift(ctx, x, z, NULL, dm);
+        double ref[60];
+        shift_ref(x->data, z->data, dm, NULL, B, H, T, D, NULL, ref, NULL, NULL);
+        char what[64];
+        snprintf(what, sizeof what, "token_shift%s forward", with_doc ? " (instances)" : "");
+        CHECK(y && y->ndim == 4 && y->shape[2] == T);
+        close_ref(what, y->data, ref, 60, 1e-6, 4e-6);
+        env_close(&e);
+        args a = {.a = x, .b = z, .ids = dm};
+        snprintf(what, sizeof what, "token_shift%s", with_doc ? " (instances)" : "");
+        gradcheck(what, build_shift, &a, L.t, 2, 0, GC_EPS, GC_ATOL, GC_RTOL, 0);
+        check_accumulates(what, build_shift, &a, L.t, 2, 0);
+        st_params_free(&L.p);
+    }
+    {   /* a decoded chunk (B = 1, no gradient): its row -1 is the previous token's */
+        const int64_t spec[2][5] = {{4, 1, H, T, D}, {3, 1, T, H}};
+        leaves L;
+        leaves_init(&L, 63, 2, spec, 3.0f);
+        const float prev[6] = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f, -0.75f};
+        env e;
+        st_ctx *ctx = env_open(&e, 0, 0);
+        st_tensor *y = st_token_shift(ctx, L.t[0], L.t[1], prev, NULL);
+        double ref[30];
+        shift_ref(L.t[0]->data, L.t[1]->data, NULL, prev, 1, H, T, D, NULL, ref, NULL, NULL);
+        close_ref("token_shift with a previous row", y->data, ref, 30, 1e-6, 4e-6);
+        env_close(&e);
+        st_params_free(&L.p);
+    }
+    const int64_t BL = 2, HL = 4, TL = 256, DL = 32;
+    const int64_t spec[2][5] = {{4, BL, HL, TL, DL}, {3, BL, TL, HL}};
+    leaves L;
+    leaves_init(&L, 64, 2, spec, 3.0f);
+    const int64_t n = BL * HL * TL * DL;
+    int32_t *ldoc = malloc((size_t)(BL * TL) * sizeof(int32_t));
+    for (int64_t i = 0; i < BL * TL; i++) ldoc[i] = (int32_t)(i % TL / 40 * 40);   /* instances of 40 */
+    float *dy = malloc((size_t)n * sizeof(float));
+    fill_normal(dy, n, 65, 1.0f, 0.0f);
+    double *rdx = calloc((size_t)n, sizeof(double)), *rdz = calloc((size_t)(BL * TL * HL), sizeof(double));
+    shift_ref(L.t[0]->data, L.t[1]->data, ldoc, NULL, BL, HL, TL, DL, dy, NULL, rdx, rdz);
+    args a = {.a = L.t[0], .b = L.t[1], .ids = ldoc};
+    const grad_ref refs[2] = {{"token_shift large dx", rdx, 1e-6, 1e-5}, {"token_shift large dz", rdz, 1e-5, 1e-4}};
+    backward_threads("token_shift", build_shift, &a, &L, dy, refs);
+    free(ldoc); free(dy); free(rdx); free(rdz);
     st_params_free(&L.p);
 }
 
@@ -223,6 +353,8 @@ static void test_gqa(void) {
 int main(void) {
     omp_set_num_threads(2);
     test_rmsnorm();
+    test_rmsnorm_groups();
+    test_token_shift();
     test_glu();
     test_sigmoid_gate();
     test_gqa();

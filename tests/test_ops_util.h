@@ -112,7 +112,7 @@ typedef struct args {
  * accumulation). For every op: gradients after one backward from zero (g1) and after the
  * same backward starting from 0.25 must differ by exactly 0.25 (up to one rounding). */
 static inline void check_accumulates(const char *name, gc_build_fn build, void *user, st_tensor **lv, int n, int train) {
-    float *g1[4];
+    float *g1[4] = {0};
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < n; i++)
             for (int64_t j = 0; j < st_numel(lv[i]); j++) lv[i]->grad[j] = pass ? 0.25f : 0.0f;

@@ -11,6 +11,7 @@
 #include "st_ops.h"
 #include "st_matmul.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Below this many elements a kernel runs on one thread: the OpenMP fork/join costs more
@@ -167,6 +168,13 @@ static inline float ops_erfc_pos(float z) {
     p = p * t + 1.00002368f;
     p = p * t - 1.26551223f;
     return t * ops_expf(p - z * z);
+}
+
+/* sigmoid without overflow for either sign: e^-|z| stays in (0, 1] (the gates of
+ * sigmoid_gate.c and token_shift.c) */
+static inline float ops_sigmoid(float z) {
+    const float e = expf(-fabsf(z));
+    return z >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
 }
 
 /* The dropout keep-mask draw: st_hash_uniform (inline in st_common.h, so the mask loop

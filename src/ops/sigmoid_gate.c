@@ -8,14 +8,6 @@
  * forward writes y's bf16 copy with the bf16 backend, as the output projection reads it. */
 #include "ops_internal.h"
 
-#include <math.h>
-
-/* sigmoid without overflow for either sign: e^-|z| stays in (0, 1] */
-static inline float gate_sigmoid(float z) {
-    const float e = expf(-fabsf(z));
-    return z >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
-
 static void sigmoid_gate_backward(st_ctx *ctx, st_node *n) {
     const st_tensor *a = n->in[0], *z = n->in[1];
     const int64_t N = ops_rows(a), C = ops_cols(a), G = ops_cols(z), per = C / G;
@@ -28,7 +20,7 @@ static void sigmoid_gate_backward(st_ctx *ctx, st_node *n) {
     #pragma omp parallel for schedule(static) if (N * C > OPS_PAR_MIN)
     for (int64_t r = 0; r < N; r++)
         for (int64_t g = 0; g < G; g++) {
-            const float s = gate_sigmoid(z->data[r * G + g]);
+            const float s = ops_sigmoid(z->data[r * G + g]);
             const int64_t c0 = r * C + g * per;
             float acc = 0.0f;   /* sum dy a over the group, in one fixed order */
             for (int64_t c = c0; c < c0 + per; c++) {
@@ -52,7 +44,7 @@ st_tensor *st_sigmoid_gate(st_ctx *ctx, st_tensor *a, st_tensor *z) {
     #pragma omp parallel for schedule(static) if (N * C > OPS_PAR_MIN)
     for (int64_t r = 0; r < N; r++) {
         for (int64_t g = 0; g < G; g++) {
-            const float s = gate_sigmoid(z->data[r * G + g]);
+            const float s = ops_sigmoid(z->data[r * G + g]);
             for (int64_t c = r * C + g * per; c < r * C + (g + 1) * per; c++) out->data[c] = a->data[c] * s;
         }
         if (outh) ops_round_row(outh + r * C, out->data + r * C, C);
