@@ -57,6 +57,13 @@ typedef enum st_qk_norm_kind { ST_QK_NORM_NONE = 0, ST_QK_NORM_RMS, ST_QK_NORM_C
 typedef enum st_out_gate_kind {
     ST_OUT_GATE_NONE = 0, ST_OUT_GATE_ELEMENTWISE, ST_OUT_GATE_HEADWISE, ST_OUT_GATE_COUNT
 } st_out_gate_kind;
+/* The Forgetting Transformer's Pro block pieces (Lin et al. 2025): a per-head RMSNorm of the
+ * attention output (before the output gate, if any), and a data-dependent token shift of
+ * the keys, the values or both. */
+typedef enum st_out_norm_kind { ST_OUT_NORM_NONE = 0, ST_OUT_NORM_RMS, ST_OUT_NORM_COUNT } st_out_norm_kind;
+typedef enum st_kv_shift_kind {
+    ST_KV_SHIFT_NONE = 0, ST_KV_SHIFT_KEY, ST_KV_SHIFT_VALUE, ST_KV_SHIFT_BOTH, ST_KV_SHIFT_COUNT
+} st_kv_shift_kind;
 typedef enum st_kerple_kind { ST_KERPLE_LOG = 0, ST_KERPLE_POWER } st_kerple_kind;
 typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;
 typedef enum st_rf_scope { ST_RF_FIXED = 0, ST_RF_PER_LAYER, ST_RF_PER_HEAD } st_rf_scope;
@@ -77,6 +84,8 @@ typedef struct st_model_config {
     int bias;               /* 1 (default): biases in the q/k/v, output and FFN projections */
     int qk_norm;            /* st_qk_norm_kind: none (default) or rmsnorm per head */
     int out_gate;           /* st_out_gate_kind: none (default), elementwise, headwise */
+    int out_norm;           /* st_out_norm_kind: none (default) or rmsnorm per head */
+    int kv_shift;           /* st_kv_shift_kind: none (default), key, value, both */
     int n_kv_heads;         /* key/value heads (grouped-query attention; divides n_heads);
                              * -1 (default) = n_heads: st_model_kv_heads */
     int pos;                /* st_pos_kind */
@@ -148,6 +157,10 @@ const char *st_qk_norm_name(int k);
 int st_qk_norm_from_name(const char *name);
 const char *st_out_gate_name(int k);          /* "none" / "elementwise" / "headwise" */
 int st_out_gate_from_name(const char *name);
+const char *st_out_norm_name(int k);          /* "none" / "rmsnorm" */
+int st_out_norm_from_name(const char *name);
+const char *st_kv_shift_name(int k);          /* "none" / "key" / "value" / "both" */
+int st_kv_shift_from_name(const char *name);
 /* The feed-forward width (model.d_ff, or its default for model.ffn) and the rows of
  * ffn.fc1.weight (2 d_ff for the gated units: gate rows, then value rows). */
 int st_model_d_ff(const st_model_config *c);
@@ -232,6 +245,8 @@ typedef struct st_model {
         int fc1_w, fc1_b, fc2_w, fc2_b;
         int q_norm, k_norm;     /* qk_norm rmsnorm: (D) weights, else -1 */
         int out_gate_w;         /* out_gate: (C, C) or (H, C) weights, else -1 */
+        int out_norm_w;         /* out_norm rmsnorm: (C) weights, else -1 */
+        int k_shift_w, v_shift_w;   /* kv_shift: (n_kv_heads, C) gate weights, else -1 */
         int pos[ST_POS_MAX_PARAMS];
         int logn_scale;     /* attn_scale learned_logn: s (H), else -1 */
     } *blocks;
@@ -249,6 +264,12 @@ typedef struct st_model {
      * of batch row b attends to rows [doc[b T + t], t] only; owned by the caller (the
      * trainer) for the next forward and its backward; NULL: plain causal attention. */
     const int32_t *doc;
+    /* model.kv_shift while decoding with a KV cache: per layer the last decoded token's k and
+     * v rows before the shift (L, 2, n_kv_heads, D), row -1 of the next chunk when
+     * shift_valid (else that chunk's first token has none); owned by the cache (decode.c
+     * points here for one chunk), NULL otherwise. */
+    float *shift_rows;
+    int shift_valid;
     /* inference forwards add each layer's attention statistics here (NULL: none); owned by
      * the caller (the evaluation, st_eval_opts.attn_stats) */
     struct st_attn_acc *attn_acc;
@@ -378,6 +399,9 @@ typedef struct st_kv_cache {
      * whatever the precision, (L, n_heads, rows), shifted with the keys; the sums continue
      * over the whole text since the reset. NULL otherwise. */
     float *gate;
+    /* model.kv_shift: each layer's last token's k and v rows before the shift (L, 2,
+     * n_kv_heads, D) fp32, valid while len > 0 (a reset forgets them). NULL otherwise. */
+    float *shift;
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for
@@ -397,7 +421,8 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
 /* Forget every token (also the bias tables: call it after changing the parameters). */
 void st_kv_cache_reset(st_kv_cache *c);
 void st_kv_cache_free(st_kv_cache *c);
-/* Bytes the cache holds: keys and values (and rerope's unrotated keys), bias tables. */
+/* Bytes the cache holds: keys and values (and rerope's unrotated keys), bias tables, FoX's
+ * gate sums, model.kv_shift's carried rows. */
 double st_kv_cache_bytes(const st_kv_cache *c);
 
 /* Run n_new tokens (ids, each in [0, V)) through the model in inference mode at positions

@@ -255,6 +255,37 @@ def out_gate(cfg, a, h, p, pre):
     return a * g
 
 
+def kv_shift(cfg, k, v, h, p, pre, doc=None):
+    """model.kv_shift (the Forgetting Transformer's Pro block, ShiftLinear): per key/value
+    head x_t <- s x_{t-1} + (1 - s) x_t, s = sigmoid(h W^T), W (n_kv_heads x C), of k and/or
+    v (B, Hkv, T, D) before the q/k norm and the positions; a row with no predecessor (t = 0,
+    or a packed instance's first token: doc[b][t] = t) mixes in zeros"""
+    kind = cfg.get("kv_shift", "none")
+    T = k.shape[2]
+    has = torch.arange(T)[None, :] > 0 if doc is None else doc < torch.arange(T)[None, :]   # (B or 1, T)
+
+    def shift(x, w):
+        s = torch.sigmoid(h @ w.T).transpose(1, 2)[..., None]   # (B, Hkv, T, 1)
+        prev = torch.cat([torch.zeros_like(x[:, :, :1]), x[:, :, :-1]], dim=2) * has[:, None, :, None]
+        return s * prev + (1 - s) * x
+    if kind in ("key", "both"):
+        k = shift(k, p[pre + "attn.k_shift.weight"])
+    if kind in ("value", "both"):
+        v = shift(v, p[pre + "attn.v_shift.weight"])
+    return k, v
+
+
+def out_norm(cfg, a, p, pre, H, eps):
+    """model.out_norm: the merged attention output a (B, T, C) RMS-normalised per head over
+    its D values, times the weights (C) (a GroupNorm without the mean)"""
+    if cfg.get("out_norm", "none") == "none":
+        return a
+    B, T, C = a.shape
+    a = a.reshape(B, T, H, C // H)
+    a = a * torch.rsqrt((a * a).mean(-1, keepdim=True) + eps)
+    return a.reshape(B, T, C) * p[pre + "attn.out_norm.weight"]
+
+
 def logits(cfg, p, ids):
     """(B, T, V) next-token logits of ids (B, T)"""
     B, T = ids.shape
@@ -278,6 +309,7 @@ def logits(cfg, p, ids):
         q, k, v = qkv.split([H * D, Hkv * D, Hkv * D], dim=-1)
         q = q.reshape(B, T, H, D).transpose(1, 2)
         k, v = [z.reshape(B, T, Hkv, D).transpose(1, 2) for z in (k, v)]
+        k, v = kv_shift(cfg, k, v, h, p, pre, cfg.get("_doc"))
         if cfg.get("qk_norm", "none") == "rmsnorm":   # per head over D, before the positions
             q = q * torch.rsqrt((q * q).mean(-1, keepdim=True) + eps) * p[pre + "attn.q_norm.weight"]
             k = k * torch.rsqrt((k * k).mean(-1, keepdim=True) + eps) * p[pre + "attn.k_norm.weight"]
@@ -307,7 +339,7 @@ def logits(cfg, p, ids):
             s = s + cope_term(q, s, p[pre + "attn.cope_pos"], 1 / math.sqrt(D))
         a = torch.softmax(s, dim=-1) @ v
         a = a.transpose(1, 2).reshape(B, T, C)
-        a = out_gate(cfg, a, h, p, pre)
+        a = out_gate(cfg, out_norm(cfg, a, p, pre, H, eps), h, p, pre)
         x = x + lin(cfg, a, p, pre + "attn.out")
         x = x + ffn(cfg, norm(cfg, x, p, pre + "ln2", eps), p, pre)
     x = norm(cfg, x, p, "ln_f", eps)

@@ -131,6 +131,7 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
         q, k, v = torch_ref.lin(cfg, h, p, pre + "attn.qkv").split([H * D, Hkv * D, Hkv * D], dim=-1)
         q = q.reshape(B, T, H, D).transpose(1, 2)
         k, v = [z.reshape(B, T, Hkv, D).transpose(1, 2) for z in (k, v)]
+        k, v = torch_ref.kv_shift(cfg, k, v, h, p, pre)   # over the text: masks do not cut it
         if cfg.get("qk_norm", "none") == "rmsnorm":   # per head over D, before the positions
             rms = {"norm": "rmsnorm"}
             q = torch_ref.norm(rms, q, p, pre + "attn.q_norm", eps)
@@ -183,7 +184,7 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
         if stats is not None:
             stats.append(attn_stats(P, stats_far, stats_from))
         a = (P @ v).transpose(1, 2).reshape(B, T, C)
-        a = torch_ref.out_gate(cfg, a, h, p, pre)
+        a = torch_ref.out_gate(cfg, torch_ref.out_norm(cfg, a, p, pre, H, eps), h, p, pre)
         x = x + torch_ref.lin(cfg, a, p, pre + "attn.out")
         x = x + torch_ref.ffn(cfg, torch_ref.norm(cfg, x, p, pre + "ln2", eps), p, pre)
     x = torch_ref.norm(cfg, x, p, "ln_f", eps)
@@ -214,7 +215,8 @@ def check(d):
     plain = logits(cfg, dict(xf, kind="none", window=0, sinks=0, block=0), p, torch.tensor(batch["ids"]))
     moved = (plain - ref).abs().max().item()
     block = [f"{k}={cfg[k]}" for k, dflt in (("norm", "layernorm"), ("ffn", "gelu"), ("bias", True),
-             ("qk_norm", "none"), ("attn_scale", "none"), ("out_gate", "none")) if cfg.get(k, dflt) != dflt]
+             ("qk_norm", "none"), ("attn_scale", "none"), ("out_gate", "none"), ("out_norm", "none"),
+             ("kv_shift", "none")) if cfg.get(k, dflt) != dflt]
     if cfg.get("n_kv_heads", -1) not in (-1, 0, None, cfg["n_heads"]):
         block.append(f"kv_heads={cfg['n_kv_heads']}")
     if cfg.get("scaling", {}).get("transform", "none") != "none":

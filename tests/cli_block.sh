@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_block.sh - the decoder block's options end to end (model.norm, ffn, bias, qk_norm,
-# n_kv_heads, out_gate; docs/model-format.md): a LLaMA-style run (RMSNorm, SwiGLU, no biases,
+# n_kv_heads, out_gate, out_norm, kv_shift; docs/model-format.md): a LLaMA-style run (RMSNorm, SwiGLU, no biases,
 # q/k norm, grouped-query attention) trains, resumes bit for bit, evaluates in both
 # protocols and with a transform, generates the same text with the KV cache as without it
 # (the cache reports its key/value heads), exports the documented tensor names and shapes,
@@ -109,6 +109,48 @@ expect_rc 0 "bf16 output gate" "$BIN" train cfg.json --out obf --quiet --set mod
 expect_rc 2 "unknown out_gate" "$BIN" train cfg.json --out b8 --set model.out_gate=sigmoid
 expect_err "model.out_gate"
 [ -e b8 ] && bad "b8 was written" || ok
+
+# the Forgetting Transformer's Pro block (model.out_norm, out_gate, kv_shift) on the LLaMA block
+PRO=(--set model.pos=fox --set model.out_norm=rmsnorm --set model.out_gate=elementwise --set model.kv_shift=both)
+expect_rc 0 "train pro block" "$BIN" train cfg.json --out pro "${LL[@]}" "${PRO[@]}" --set train.log_every=1
+expect_err "output rmsnorm, elementwise output gate, key/value shift"
+expect_rc 0 "train pro block, stopped" "$BIN" train cfg.json --out pro2 --quiet "${LL[@]}" "${PRO[@]}" \
+    --set train.log_every=1 --stop-after 9
+expect_rc 0 "resume pro block" "$BIN" train --resume pro2 --quiet
+cmp -s <(grep -o '"loss": [^,]*' pro/metrics.jsonl) <(grep -o '"loss": [^,]*' pro2/metrics.jsonl) && ok ||
+    bad "a resumed pro-block run differs from a whole one"
+expect_rc 0 "eval pro block" "$BIN" eval pro --lengths 32,128 --json ep.json --quiet
+expect_rc 0 "eval pro block, sliding" "$BIN" eval pro --lengths 128 --mode sliding --stride 16 --json ep2.json --quiet
+"$PY" -c "
+import json, math
+for f in ('ep.json', 'ep2.json'):
+    for r in json.load(open(f))['results']:
+        assert r['status'] == 'ok' and math.isfinite(r['loss']) and r['loss'] < 6, (f, r['loss'])" && ok ||
+    bad "pro-block eval losses"
+same_text "generate, pro block" pro --prompt "the quick" --tokens 40 --context 128 --seed 2
+same_text "generate, pro block, sliding cache" pro --prompt "the" --tokens 70 --context 128 --seed 3 --window 24
+expect_rc 0 "train, value shift + output norm (gpt-2 block, alibi)" "$BIN" train cfg.json --out vs --quiet \
+    --set model.pos=alibi --set model.kv_shift=value --set model.out_norm=rmsnorm --set train.steps=6
+same_text "generate, value shift" vs --prompt "the" --tokens 30 --context 64 --seed 5
+expect_rc 0 "export pro block" "$BIN" export pro --out exp_pro
+"$PY" - <<'EOF2' && ok || bad "pro-block tensors in the export"
+import json, struct
+f = open("exp_pro/model.safetensors", "rb")
+n = struct.unpack("<Q", f.read(8))[0]
+h = {k: v["shape"] for k, v in json.loads(f.read(n)).items() if k != "__metadata__"}
+for l in (0, 1):   # n_kv_heads 2: a shift gate per key/value head
+    assert h[f"blocks.{l}.attn.k_shift.weight"] == [2, 32] and h[f"blocks.{l}.attn.v_shift.weight"] == [2, 32], h
+    assert h[f"blocks.{l}.attn.out_norm.weight"] == [32] and h[f"blocks.{l}.attn.out_gate.weight"] == [32, 32], h
+m = json.load(open("exp_pro/config.json"))["model"]
+assert m["out_norm"] == "rmsnorm" and m["kv_shift"] == "both", m
+EOF2
+expect_rc 0 "bf16 pro block" "$BIN" train cfg.json --out pbf --quiet "${LL[@]}" "${PRO[@]}" --set train.precision=bf16 \
+    --set train.steps=4
+expect_rc 2 "unknown kv_shift" "$BIN" train cfg.json --out b9 --set model.kv_shift=keys
+expect_err "model.kv_shift"
+expect_rc 2 "unknown out_norm" "$BIN" train cfg.json --out b10 --set model.out_norm=layernorm
+expect_err "model.out_norm"
+for d in b9 b10; do [ -e "$d" ] && bad "$d was written"; done; ok
 
 # the presets load and differ in the block only (same parameters at their sizes)
 for p in block_gpt2 block_llama; do

@@ -57,6 +57,14 @@ static inline void gate_elementwise(st_model_config *c) { c->out_gate = ST_OUT_G
 static inline void llama_gqa_gate_headwise(st_model_config *c) {
     llama_block(c); c->n_kv_heads = 2; c->out_gate = ST_OUT_GATE_HEADWISE;
 }
+/* the Forgetting Transformer's Pro block (model.out_norm, out_gate, kv_shift, with the
+ * LLaMA block's q/k norm), and the shifts alone: keys with multi-query, values with the
+ * GPT-2 block and the output norm */
+static inline void pro_block(st_model_config *c) {
+    llama_block(c); c->out_norm = ST_OUT_NORM_RMS; c->out_gate = ST_OUT_GATE_ELEMENTWISE; c->kv_shift = ST_KV_SHIFT_BOTH;
+}
+static inline void llama_mqa_key_shift(st_model_config *c) { llama_block(c); c->n_kv_heads = 1; c->kv_shift = ST_KV_SHIFT_KEY; }
+static inline void value_shift_out_norm(st_model_config *c) { c->kv_shift = ST_KV_SHIFT_VALUE; c->out_norm = ST_OUT_NORM_RMS; }
 static inline void geglu_block(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->gelu_exact = 1; c->norm = ST_NORM_RMS; }
 static const struct variant variants[] = {
     {ST_POS_NONE, 0, 0, "none", 0, NULL},
@@ -90,6 +98,9 @@ static const struct variant variants[] = {
     {ST_POS_ALIBI, 0, 0, "alibi, elementwise output gate", 0, gate_elementwise},
     {ST_POS_ROPE, 0, 0, "rope, llama block, 2 kv heads, headwise output gate", 0, llama_gqa_gate_headwise},
     {ST_POS_FOX, 0, 0, "fox, elementwise output gate", 0, gate_elementwise},
+    {ST_POS_FOX, 0, 0, "fox, pro block (output norm and gate, key/value shift)", 0, pro_block},
+    {ST_POS_ROPE, 0, 0, "rope, llama block, multi-query, key shift", 0, llama_mqa_key_shift},
+    {ST_POS_ALIBI, 0, 0, "alibi, value shift, output norm", 0, value_shift_out_norm},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

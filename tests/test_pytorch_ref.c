@@ -29,7 +29,8 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
                " \"tie_embeddings\": %s, \"xpos\": {\"gamma\": %.9g}, \"cope\": {\"n_pos\": %d},"
                " \"scaling\": {\"transform\": \"%s\", \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g,"
                " \"yarn_beta\": %.17g}, \"norm\": \"%s\", \"ffn\": \"%s\", \"bias\": %s, \"qk_norm\": \"%s\","
-               " \"n_kv_heads\": %d, \"embed_scale\": %.9g, \"out_gate\": \"%s\"}}\n",
+               " \"n_kv_heads\": %d, \"embed_scale\": %.9g, \"out_gate\": \"%s\", \"out_norm\": \"%s\","
+               " \"kv_shift\": \"%s\"}}\n",
             c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, c->alibi_heads, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
@@ -39,7 +40,7 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
             c->tie_embeddings ? "true" : "false", c->xpos_gamma, c->cope_npos, st_transform_name(c->scaling),
             c->scaling_scale, c->scaling_len, c->yarn_alpha, c->yarn_beta, st_norm_name(c->norm), st_ffn_name(c->ffn),
             c->bias ? "true" : "false", st_qk_norm_name(c->qk_norm), st_model_kv_heads(c), c->embed_scale,
-            st_out_gate_name(c->out_gate));
+            st_out_gate_name(c->out_gate), st_out_norm_name(c->out_norm), st_kv_shift_name(c->kv_shift));
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -116,6 +117,14 @@ static void alibi_heads2_interp(st_model_config *c) { scale_alibi(c); c->alibi_h
  * would leave every gate near 0.5) */
 static void gate_elem(st_model_config *c) { c->out_gate = ST_OUT_GATE_ELEMENTWISE; c->init_std = 0.3f; }
 static void gate_head_llama(st_model_config *c) { llama_gqa(c); c->out_gate = ST_OUT_GATE_HEADWISE; c->init_std = 0.3f; }
+/* the Forgetting Transformer's Pro block (model.out_norm, out_gate, kv_shift on the LLaMA
+ * block), and the shifts alone, O(1) shift weights (gates away from 0.5) */
+static void pro_llama(st_model_config *c) {
+    llama(c); c->out_norm = ST_OUT_NORM_RMS; c->out_gate = ST_OUT_GATE_ELEMENTWISE; c->kv_shift = ST_KV_SHIFT_BOTH;
+    c->init_std = 0.3f;
+}
+static void key_shift_norm(st_model_config *c) { c->kv_shift = ST_KV_SHIFT_KEY; c->out_norm = ST_OUT_NORM_RMS; c->init_std = 0.3f; }
+static void value_shift_gqa(st_model_config *c) { llama_gqa(c); c->kv_shift = ST_KV_SHIFT_VALUE; c->init_std = 0.3f; }
 static void emb_sqrt(st_model_config *c) { c->embed_scale = 0; }
 static void emb_2_5(st_model_config *c) { c->embed_scale = 2.5f; }
 
@@ -185,6 +194,9 @@ int main(void) {
         {ST_POS_FOX, 0, 0, 6, 1, 0, 0, NULL, 0, 1},       /* per-instance mask, untied head */
         {ST_POS_FOX, 0, 0, 4, 0, 1, 0, llama_gqa, 0, 0},
         {ST_POS_FOX, 0, 0, 4, 0, 1, 0, learned_logn, 0, 0},
+        {ST_POS_FOX, 0, 0, 4, 0, 1, 0, pro_llama, 0, 1},          /* FoX Pro, per-instance mask */
+        {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, key_shift_norm, 0, 0},   /* model.kv_shift key, model.out_norm */
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, value_shift_gqa, 0, 1},   /* values, 2 key/value heads */
     };
     enum { NV = sizeof vs / sizeof vs[0] };
     static char dirs[NV][512], labels[NV][256];
@@ -230,11 +242,12 @@ int main(void) {
         char *dir = dirs[vi];
         CHECK(test_tmpdir(dir, sizeof dirs[vi]) != NULL);
         CHECK(write_case(dir, &m, ids, tg, B, T, loss->data[0]));
-        snprintf(labels[vi], sizeof labels[vi], "%s heads=%d alibi_heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s block %s/%s/bias=%d/qk=%s/kv=%d/gate=%s",
+        snprintf(labels[vi], sizeof labels[vi], "%s heads=%d alibi_heads=%d rf=%s/%d/%s gelu=%s tie=%d%s%s%s block %s/%s/bias=%d/qk=%s/kv=%d/gate=%s/onorm=%s/shift=%s",
                  st_pos_name(c.pos), c.n_heads, c.alibi_heads, st_rf_name(c.rf_kind), c.rf_scope, c.rf_param == ST_RF_LOG ? "log" : "softplus",
                  c.gelu_exact ? "erf" : "tanh", c.tie_embeddings, vs[vi].rpos ? " random positions" : vs[vi].doc ? " doc mask" : "",
                  c.scaling ? " scaling " : "", c.scaling ? st_transform_name(c.scaling) : "", st_norm_name(c.norm),
-                 st_ffn_name(c.ffn), c.bias, st_qk_norm_name(c.qk_norm), st_model_kv_heads(&c), st_out_gate_name(c.out_gate));
+                 st_ffn_name(c.ffn), c.bias, st_qk_norm_name(c.qk_norm), st_model_kv_heads(&c), st_out_gate_name(c.out_gate),
+                 st_out_norm_name(c.out_norm), st_kv_shift_name(c.kv_shift));
         char path[600];
         snprintf(path, sizeof path, "%.511s/label.txt", dir);
         FILE *lf = fopen(path, "w");

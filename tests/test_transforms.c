@@ -172,7 +172,8 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
                " \"t5_buckets\": %d, \"t5_max_distance\": %d, \"rope_base\": %.9g, \"ln_eps\": %.9g,"
                " \"gelu\": \"%s\", \"tie_embeddings\": %s, \"norm\": \"%s\", \"ffn\": \"%s\", \"bias\": %s,"
                " \"qk_norm\": \"%s\", \"n_kv_heads\": %d, \"attn_scale\": \"%s\", \"attn_scale_len\": %d,"
-               " \"xpos\": {\"gamma\": %.9g}, \"embed_scale\": %.9g, \"out_gate\": \"%s\", \"scaling\": {\"transform\": \"%s\","
+               " \"xpos\": {\"gamma\": %.9g}, \"embed_scale\": %.9g, \"out_gate\": \"%s\", \"out_norm\": \"%s\","
+               " \"kv_shift\": \"%s\", \"scaling\": {\"transform\": \"%s\","
                " \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g, \"yarn_beta\": %.17g}},\n"
                " \"transform\": {\"kind\": \"%s\", \"scale\": %.17g,"
                " \"sinks\": %lld, \"window\": %lld, \"positions\": \"%s\", \"clip\": %lld, \"block\": %lld,"
@@ -183,7 +184,8 @@ static int write_case(const char *dir, st_model *m, const st_transform *xf, cons
             c->tie_embeddings ? "true" : "false", st_norm_name(c->norm), st_ffn_name(c->ffn), c->bias ? "true" : "false",
             st_qk_norm_name(c->qk_norm), st_model_kv_heads(c),
             c->attn_scale == ST_ATTN_SCALE_LOGN ? "logn" : c->attn_scale == ST_ATTN_SCALE_LEARNED ? "learned_logn" : "none",
-            c->attn_scale_len, c->xpos_gamma, c->embed_scale, st_out_gate_name(c->out_gate), st_transform_name(c->scaling),
+            c->attn_scale_len, c->xpos_gamma, c->embed_scale, st_out_gate_name(c->out_gate), st_out_norm_name(c->out_norm),
+            st_kv_shift_name(c->kv_shift), st_transform_name(c->scaling),
             c->scaling_scale,
             c->scaling_len, c->yarn_alpha, c->yarn_beta, st_transform_name(xf->kind), xf->scale, (long long)xf->sinks,
             (long long)xf->window, xf->cache_positions ? "cache" : "text", (long long)st_transform_clip(xf),

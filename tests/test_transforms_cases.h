@@ -35,6 +35,12 @@ static void learned_logn(st_model_config *c) { c->attn_scale = ST_ATTN_SCALE_LEA
 /* model.out_gate: per value, and per head in the LLaMA block */
 static void gate_elem(st_model_config *c) { c->out_gate = ST_OUT_GATE_ELEMENTWISE; }
 static void llama_gate_head(st_model_config *c) { llama_gqa(c); c->out_gate = ST_OUT_GATE_HEADWISE; }
+/* the Forgetting Transformer's Pro block (model.out_norm, out_gate, kv_shift) on the LLaMA
+ * block, and a key shift alone with multi-query heads */
+static void pro_block(st_model_config *c) {
+    llama_gqa(c); c->out_norm = ST_OUT_NORM_RMS; c->out_gate = ST_OUT_GATE_ELEMENTWISE; c->kv_shift = ST_KV_SHIFT_BOTH;
+}
+static void key_shift_mqa(st_model_config *c) { llama_mqa(c); c->kv_shift = ST_KV_SHIFT_KEY; }
 /* ALiBi on the first 2 heads only (model.alibi_heads): the others unbiased */
 static void alibi_heads2(st_model_config *c) { c->alibi_heads = 2; }
 /* trained scalings (model.scaling.*): yarn with a ramp of its own, alibi_interp */
@@ -92,6 +98,9 @@ static const xcase cases[] = {
     {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, gate_elem, "elementwise output gate", 0},
     {ST_POS_ROPE, ST_XF_YARN, 0, 2, 7, 0, 0, llama_gate_head, "llama block, headwise output gate", 0},
     {ST_POS_FOX, ST_XF_NONE, 0, 0, 0, 0, 0, gate_elem, "elementwise output gate", 4},
+    {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, pro_block, "pro block (output norm and gate, key/value shift)", 0},
+    {ST_POS_FOX, ST_XF_NONE, 0, 0, 0, 0, 0, pro_block, "pro block", 4},
+    {ST_POS_ROPE, ST_XF_REROPE, 0, 2, 9, 6, 0, key_shift_mqa, "multi-query, key shift", 0},
     /* sinks + window alone keep a trained scaling (st_model_set_transform) */
     {ST_POS_ROPE, ST_XF_NONE, 0, 3, 7, 0, 0, trained_yarn, "trained yarn s=3", 0},
     {ST_POS_ALIBI, ST_XF_NONE, 0, 2, 6, 0, 1, trained_alibi, "trained alibi_interp s=2.5", 0},

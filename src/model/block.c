@@ -1,5 +1,5 @@
 /* block.c - the decoder block's variation points (model.norm, model.ffn, model.bias,
- * model.qk_norm): one table per choice, read by the parameter table (model.c) and by the
+ * model.qk_norm, model.out_gate, model.out_norm, model.kv_shift): one table per choice, read by the parameter table (model.c) and by the
  * forward pieces every path shares (st_block_qkv2, st_block_out, the final norm).
  *
  *   norm      layernorm: (x - mean) / sqrt(var + eps) w + b   (GPT-2; the default)
@@ -26,7 +26,16 @@
  *               headwise:    a_h * sigmoid(w_h . h), W_g (H, C): one scalar per head
  *             no bias, weights decayed; the gate gives each head a way to output nothing
  *             other than attending to a sink token. h is recomputed from x here (one norm
- *             more) so every forward path (training, tails, the KV cache) gets it alike. */
+ *             more) so every forward path (training, tails, the KV cache) gets it alike.
+ *   out_norm  rmsnorm: the attention output RMS-normalised per head over its D values,
+ *             weights (C) (a GroupNorm without the mean, one group per head), before the
+ *             output gate: the Forgetting Transformer's Pro block (Lin et al. 2025)
+ *   kv_shift  a data-dependent token shift of the keys, values or both, per key/value head
+ *             (the Pro block's ShiftLinear): k_t <- s k_{t-1} + (1 - s) k_t with
+ *             s = sigmoid(w_h . h_t), W (n_kv_heads, C), no bias, decayed; applied to the
+ *             projected rows, before the q/k norm and the position method. A sequence's,
+ *             a packed instance's or a window's first token has no predecessor (k_{-1} = 0);
+ *             the KV cache carries the last token's rows to the next chunk. */
 #include "model_internal.h"
 
 #include <math.h>
@@ -37,6 +46,8 @@ static const char *const norm_names[ST_NORM_COUNT] = {"layernorm", "rmsnorm"};
 static const char *const ffn_names[ST_FFN_COUNT] = {"gelu", "swiglu", "geglu"};
 static const char *const qk_norm_names[ST_QK_NORM_COUNT] = {"none", "rmsnorm"};
 static const char *const out_gate_names[ST_OUT_GATE_COUNT] = {"none", "elementwise", "headwise"};
+static const char *const out_norm_names[ST_OUT_NORM_COUNT] = {"none", "rmsnorm"};
+static const char *const kv_shift_names[ST_KV_SHIFT_COUNT] = {"none", "key", "value", "both"};
 
 static int find(const char *const *names, int n, const char *name) {
     for (int i = 0; i < n; i++) if (strcmp(names[i], name) == 0) return i;
@@ -51,6 +62,10 @@ const char *st_qk_norm_name(int k) { return k >= 0 && k < ST_QK_NORM_COUNT ? qk_
 int st_qk_norm_from_name(const char *name) { return find(qk_norm_names, ST_QK_NORM_COUNT, name); }
 const char *st_out_gate_name(int k) { return k >= 0 && k < ST_OUT_GATE_COUNT ? out_gate_names[k] : "?"; }
 int st_out_gate_from_name(const char *name) { return find(out_gate_names, ST_OUT_GATE_COUNT, name); }
+const char *st_out_norm_name(int k) { return k >= 0 && k < ST_OUT_NORM_COUNT ? out_norm_names[k] : "?"; }
+int st_out_norm_from_name(const char *name) { return find(out_norm_names, ST_OUT_NORM_COUNT, name); }
+const char *st_kv_shift_name(int k) { return k >= 0 && k < ST_KV_SHIFT_COUNT ? kv_shift_names[k] : "?"; }
+int st_kv_shift_from_name(const char *name) { return find(kv_shift_names, ST_KV_SHIFT_COUNT, name); }
 
 int st_model_d_ff(const st_model_config *c) {
     if (c->d_ff > 0) return c->d_ff;
@@ -100,9 +115,31 @@ int st_block_qk_norm(st_model *m, st_ctx *ctx, int l, st_tensor **q, st_tensor *
     return *q && *k;
 }
 
-st_tensor *st_block_out_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a) {
-    if (m->cfg.out_gate == ST_OUT_GATE_NONE || !a) return a;
+int st_block_kv_shift(st_model *m, st_ctx *ctx, int l, st_tensor *h, st_tensor **k, st_tensor **v) {
+    if (m->cfg.kv_shift == ST_KV_SHIFT_NONE) return 1;
     const struct st_block_params *b = &m->blocks[l];
+    const int64_t Hkv = (*k)->shape[1], T = (*k)->shape[2], D = (*k)->shape[3];
+    float *carry = m->shift_rows ? m->shift_rows + (size_t)(l * 2 * Hkv * D) : NULL;   /* (2, Hkv, D) */
+    st_tensor **xs[2] = {k, v};
+    const int w[2] = {b->k_shift_w, b->v_shift_w};
+    for (int i = 0; i < 2; i++) {
+        if (w[i] < 0) continue;
+        st_tensor *raw = *xs[i];   /* (B,Hkv,T,D), contiguous: st_split_qkv_gqa's */
+        float *prev = carry ? carry + i * Hkv * D : NULL;
+        if (!(*xs[i] = st_token_shift(ctx, raw, st_block_linear(m, ctx, h, w[i], -1), m->shift_valid ? prev : NULL,
+                                      m->doc)))
+            return 0;
+        if (prev && T > 0)   /* decoding (B = 1): the chunk's last rows are the next one's row -1 */
+            for (int64_t g = 0; g < Hkv; g++) memcpy(prev + g * D, raw->data + (g * T + T - 1) * D, (size_t)D * sizeof(float));
+    }
+    return 1;
+}
+
+st_tensor *st_block_out_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a) {
+    const struct st_block_params *b = &m->blocks[l];
+    if (m->cfg.out_norm != ST_OUT_NORM_NONE && a)   /* per head, before the gate */
+        a = st_rmsnorm_groups(ctx, a, opt(m, b->out_norm_w), m->cfg.n_heads, m->cfg.ln_eps);
+    if (m->cfg.out_gate == ST_OUT_GATE_NONE || !a) return a;
     st_tensor *h = st_block_norm(m, ctx, x, b->ln1_w, b->ln1_b);
     return st_sigmoid_gate(ctx, a, st_block_linear(m, ctx, h, b->out_gate_w, -1));
 }
@@ -127,7 +164,9 @@ void st_block_label(const st_model_config *c, char *buf, size_t n) {
     if (c->ffn != ST_FFN_GELU) ADD(", %s (d_ff %d)", st_ffn_name(c->ffn), st_model_d_ff(c));
     if (!c->bias) ADD(", no biases");
     if (c->qk_norm != ST_QK_NORM_NONE) ADD(", q/k %s", st_qk_norm_name(c->qk_norm));
+    if (c->out_norm != ST_OUT_NORM_NONE) ADD(", output %s", st_out_norm_name(c->out_norm));
     if (c->out_gate != ST_OUT_GATE_NONE) ADD(", %s output gate", st_out_gate_name(c->out_gate));
+    if (c->kv_shift != ST_KV_SHIFT_NONE) ADD(", %s shift", c->kv_shift == ST_KV_SHIFT_BOTH ? "key/value" : st_kv_shift_name(c->kv_shift));
     if (st_model_kv_heads(c) != c->n_heads) ADD(", %d key/value heads", st_model_kv_heads(c));
 #undef ADD
 }

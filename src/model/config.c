@@ -58,7 +58,8 @@ int st_model_config_validate(const st_model_config *c, const char *file, st_erro
         !(c->dropout_emb >= 0.0f && c->dropout_emb < 1.0f) || !(c->dropout_attn >= 0.0f && c->dropout_attn < 1.0f) ||
         !(c->dropout_resid >= 0.0f && c->dropout_resid < 1.0f) || c->t5_buckets < 2 || c->norm < 0 ||
         c->norm >= ST_NORM_COUNT || c->ffn < 0 || c->ffn >= ST_FFN_COUNT || c->qk_norm < 0 ||
-        c->qk_norm >= ST_QK_NORM_COUNT || c->out_gate < 0 || c->out_gate >= ST_OUT_GATE_COUNT ||
+        c->qk_norm >= ST_QK_NORM_COUNT || c->out_gate < 0 || c->out_gate >= ST_OUT_GATE_COUNT || c->out_norm < 0 ||
+        c->out_norm >= ST_OUT_NORM_COUNT || c->kv_shift < 0 || c->kv_shift >= ST_KV_SHIFT_COUNT ||
         (c->bias != 0 && c->bias != 1))
         BAD("%s: model: a size, name or scale is outside what any model allows (see configs/README.md for the ranges)", f);
     /* cross-key rules */

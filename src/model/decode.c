@@ -43,10 +43,15 @@ static double cache_tab_bytes(const st_kv_cache *c) {
 static double cache_gate_bytes(const st_kv_cache *c, int gated) {
     return gated ? (double)c->n_layers * c->n_heads * (double)c->rows * sizeof(float) : 0.0;
 }
+/* model.kv_shift's carried rows: the last token's k and v before the shift, (L, 2, n_kv_heads,
+ * D) floats when `shifted`. */
+static double cache_shift_bytes(const st_kv_cache *c, int shifted) {
+    return shifted ? 2.0 * c->n_layers * c->n_kv_heads * c->head_dim * sizeof(float) : 0.0;
+}
 /* Everything the cache holds: k, v (and rerope's unrotated keys), the tables if any, the
- * gate sums (gates: their bytes). */
-static double cache_bytes(const st_kv_cache *c, int tables, double gates) {
-    return (c->clip > 0 ? 3.0 : 2.0) * cache_kv_bytes(c) + (tables ? cache_tab_bytes(c) : 0.0) + gates;
+ * gate sums and the shift's rows (their bytes). */
+static double cache_bytes(const st_kv_cache *c, int tables, double extra) {
+    return (c->clip > 0 ? 3.0 : 2.0) * cache_kv_bytes(c) + (tables ? cache_tab_bytes(c) : 0.0) + extra;
 }
 
 int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int precision, st_error *e) {
@@ -97,7 +102,9 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     /* a distance bias is tabulated once per reset; a general one is evaluated per chunk */
     const int tables = st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE;
     const double gates = cache_gate_bytes(c, st_pos_method_of(cfg->pos)->gate != NULL);
-    const double kv = cache_kv_bytes(c), tab = tables ? cache_tab_bytes(c) : 0.0, total = cache_bytes(c, tables, gates);
+    const double shift = cache_shift_bytes(c, cfg->kv_shift != ST_KV_SHIFT_NONE);
+    const double kv = cache_kv_bytes(c), tab = tables ? cache_tab_bytes(c) : 0.0;
+    const double total = cache_bytes(c, tables, gates + shift);
     const double have = (double)st_mem_total();
     if (have > 0 && total > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "kv cache: a window of %lld tokens (model.n_layers %d, model.d_model %d) "
@@ -115,7 +122,8 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
     for (int i = 0; i < (c->clip > 0 ? 3 : 2) && ok; i++) ok = (*kv_buf[i] = st_aligned_alloc((size_t)kv, e)) != NULL;
     c->bias = ok && tab > 0 ? st_aligned_alloc((size_t)tab, e) : NULL;
     c->gate = ok && gates > 0 ? st_aligned_alloc((size_t)gates, e) : NULL;
-    if (!ok || (tab > 0 && !c->bias) || (gates > 0 && !c->gate)) {
+    c->shift = ok && shift > 0 ? st_aligned_alloc((size_t)shift, e) : NULL;
+    if (!ok || (tab > 0 && !c->bias) || (gates > 0 && !c->gate) || (shift > 0 && !c->shift)) {
         st_kv_cache_free(c);
         return ST_ERR_MEMORY;
     }
@@ -124,7 +132,7 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
 }
 
 double st_kv_cache_bytes(const st_kv_cache *c) {
-    return cache_bytes(c, c->bias != NULL, cache_gate_bytes(c, c->gate != NULL));
+    return cache_bytes(c, c->bias != NULL, cache_gate_bytes(c, c->gate != NULL) + cache_shift_bytes(c, c->shift != NULL));
 }
 
 void st_kv_cache_reset(st_kv_cache *c) {
@@ -159,6 +167,7 @@ void st_kv_cache_free(st_kv_cache *c) {
     st_aligned_free(c->k2h);
     st_aligned_free(c->bias);
     st_aligned_free(c->gate);
+    st_aligned_free(c->shift);
     memset(c, 0, sizeof *c);
 }
 
@@ -305,6 +314,7 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
     if (c->n_layers != cfg->n_layers || c->n_heads != cfg->n_heads || c->head_dim * c->n_heads != cfg->d_model ||
         c->n_kv_heads != st_model_kv_heads(cfg) ||
         c->slides != st_kv_cache_slides(cfg->pos) || !c->gate != !st_pos_method_of(cfg->pos)->gate ||
+        !c->shift != (cfg->kv_shift == ST_KV_SHIFT_NONE) ||
         (st_pos_method_of(cfg->pos)->bias_form == ST_POS_BIAS_DISTANCE && !c->bias))
         return st_fail(e, ST_ERR_CONFIG, "decode: the kv cache was made for another model");
     if (!c->slides && c->n_seen + n_new > c->window)
@@ -332,7 +342,11 @@ int st_model_decode(st_model *m, st_kv_cache *c, st_ctx *ctx, const int32_t *ids
     while (ok && done < n_new) {
         n = make_room(c, n_new - done);
         st_arena_rewind(ctx->arena, start);   /* only the last chunk's x is needed */
+        m->shift_rows = c->shift;   /* model.kv_shift: the previous token's rows, if any */
+        m->shift_valid = c->len > 0;
         x = decode_chunk(m, c, ctx, ids + done, n, e);
+        m->shift_rows = NULL;
+        m->shift_valid = 0;
         ok = x != NULL;
         done += n;
     }

@@ -57,6 +57,12 @@ static int64_t out_gate_rows(const st_model_config *c) {
     return c->out_gate == ST_OUT_GATE_ELEMENTWISE ? c->d_model : c->out_gate == ST_OUT_GATE_HEADWISE ? c->n_heads : 0;
 }
 
+/* model.kv_shift's gate rows: n_kv_heads for each of k and v shifted */
+static int64_t kv_shift_rows(const st_model_config *c) {
+    const int64_t n = c->kv_shift == ST_KV_SHIFT_BOTH ? 2 : c->kv_shift != ST_KV_SHIFT_NONE ? 1 : 0;
+    return n * st_model_kv_heads(c);
+}
+
 /* Floats of the position method's tensors (model level + every layer; a method declares
  * the same tensors in every layer). */
 static double pos_param_count(const st_model_config *c, const st_pos_method *pm) {
@@ -93,7 +99,8 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     const double per_block = (double)(QKV + C) * C + (double)(F1 + F) * C + (ln_b ? 4.0 : 2.0) * C +
                              (lin_b ? (double)(QKV + 2 * C + F1) : 0.0) + (c->qk_norm ? 2.0 * D : 0.0) +
                              (c->attn_scale == ST_ATTN_SCALE_LEARNED ? (double)c->n_heads : 0.0) +
-                             (double)out_gate_rows(c) * C;
+                             (double)out_gate_rows(c) * C + (c->out_norm ? (double)C : 0.0) +
+                             (double)kv_shift_rows(c) * C;
     double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * per_block + (ln_b ? 2.0 : 1.0) * C +
                     pos_param_count(c, pm);
     double need = nparam * (weights_only ? 4.0 : 16.0), have = (double)st_mem_total();
@@ -118,6 +125,7 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
         /* absent tensors (model.norm rmsnorm: no LN bias; model.bias false: no projection
          * biases; no qk_norm) keep index -1 and are not declared, so names stay dense */
         b->ln1_b = b->ln2_b = b->qkv_b = b->out_b = b->fc1_b = b->fc2_b = b->q_norm = b->k_norm = b->out_gate_w = -1;
+        b->out_norm_w = b->k_shift_w = b->v_shift_w = -1;
 #define P(field, suffix, nd, d0, d1, decay, init, v) do { \
         snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix); \
         b->field = add_param(m, nm, nd, d0, d1, decay, init, v); } while (0)
@@ -129,6 +137,11 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
             P(q_norm, "attn.q_norm.weight", 1, D, 1, 0, ST_INIT_ONE, 0);
             P(k_norm, "attn.k_norm.weight", 1, D, 1, 0, ST_INIT_ONE, 0);
         }
+        if (c->kv_shift == ST_KV_SHIFT_KEY || c->kv_shift == ST_KV_SHIFT_BOTH)
+            P(k_shift_w, "attn.k_shift.weight", 2, Hkv, C, 1, ST_INIT_NORMAL, std);
+        if (c->kv_shift == ST_KV_SHIFT_VALUE || c->kv_shift == ST_KV_SHIFT_BOTH)
+            P(v_shift_w, "attn.v_shift.weight", 2, Hkv, C, 1, ST_INIT_NORMAL, std);
+        if (c->out_norm) P(out_norm_w, "attn.out_norm.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
         if (c->out_gate) P(out_gate_w, "attn.out_gate.weight", 2, out_gate_rows(c), C, 1, ST_INIT_NORMAL, std);
         P(out_w, "attn.out.weight", 2, C, C, 1, ST_INIT_NORMAL, rstd);
         if (lin_b) P(out_b, "attn.out.bias", 1, C, 1, 0, ST_INIT_ZERO, 0);
@@ -270,6 +283,7 @@ int st_block_qkv2(st_model *m, st_ctx *ctx, int l, st_tensor *x, int64_t pos0, i
     if (pm->gate && !(*gate = pm->gate(m, ctx, l, h))) return 0;   /* FoX: from the same input as q, k, v */
     st_tensor *qkv = st_block_linear(m, ctx, h, b->qkv_w, b->qkv_b);
     if (!qkv || !st_split_qkv_gqa(ctx, qkv, c->n_heads, st_model_kv_heads(c), q, k, v)) return 0;
+    if (!st_block_kv_shift(m, ctx, l, h, k, v)) return 0;   /* on the projected rows */
     if (!st_block_qk_norm(m, ctx, l, q, k)) return 0;   /* before the position method */
     if (q2 && !clipped_qk(m, ctx, *q, *k, q2, k2)) return 0;
     st_tensor *q_raw = *q;
@@ -316,7 +330,7 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, const st_attn_gate *gate, st_
 st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a, uint64_t ls) {
     const st_model_config *c = &m->cfg;
     const struct st_block_params *b = &m->blocks[l];
-    a = st_block_out_gate(m, ctx, l, x, st_merge_heads(ctx, a));   /* model.out_gate, if any */
+    a = st_block_out_gate(m, ctx, l, x, st_merge_heads(ctx, a));   /* model.out_norm, out_gate, if any */
     a = st_block_linear(m, ctx, a, b->out_w, b->out_b);
     a = st_dropout(ctx, a, c->dropout_resid, st_hash64(ls, 2));
     x = st_add(ctx, x, a);

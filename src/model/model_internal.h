@@ -68,9 +68,14 @@ st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor
 st_tensor *st_block_norm(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b);
 st_tensor *st_block_linear(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b);
 int st_block_qk_norm(st_model *m, st_ctx *ctx, int l, st_tensor **q, st_tensor **k);
-/* model.out_gate: the merged attention output a (B,T,C) times sigmoid(W_g LN1(x)), the
- * gate per value or per head; a itself without a gate. */
+/* model.out_norm then model.out_gate: the merged attention output a (B,T,C) normalised per
+ * head, then times sigmoid(W_g LN1(x)), the gate per value or per head; a itself with
+ * neither. */
 st_tensor *st_block_out_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a);
+/* model.kv_shift: k and/or v (B,Hkv,T,D) token-shifted by gates from h = LN1(x) (B,T,C),
+ * within m->doc's instances; while decoding (m->shift_rows) row -1 is the carried previous
+ * token's (when m->shift_valid) and the chunk's last raw rows are carried on. 0 on failure. */
+int st_block_kv_shift(st_model *m, st_ctx *ctx, int l, st_tensor *h, st_tensor **k, st_tensor **v);
 st_tensor *st_block_ffn(st_model *m, st_ctx *ctx, int l, st_tensor *h);
 /* Grouped-query attention: k, v (and k2 when not NULL) from n_kv_heads to n_heads heads
  * for the attention kernels that take one key head per query head (no-op without

@@ -55,6 +55,8 @@ static const st_cenum en_norm = { NULL, 0, st_norm_from_name, st_norm_name, ST_N
 static const st_cenum en_ffn = { NULL, 0, st_ffn_from_name, st_ffn_name, ST_FFN_COUNT };
 static const st_cenum en_qk_norm = { NULL, 0, st_qk_norm_from_name, st_qk_norm_name, ST_QK_NORM_COUNT };
 static const st_cenum en_out_gate = { NULL, 0, st_out_gate_from_name, st_out_gate_name, ST_OUT_GATE_COUNT };
+static const st_cenum en_out_norm = { NULL, 0, st_out_norm_from_name, st_out_norm_name, ST_OUT_NORM_COUNT };
+static const st_cenum en_kv_shift = { NULL, 0, st_kv_shift_from_name, st_kv_shift_name, ST_KV_SHIFT_COUNT };
 static const st_cenum en_source = NAMES(source_names);
 static const st_cenum en_tokenizer = NAMES(tokenizer_names);
 static const st_cenum en_syn_mode = NAMES(syn_mode_names);
@@ -105,6 +107,8 @@ const st_ckey st_config_keys[] = {
     BOOL("model.bias", model.bias, "true"),
     ENUM("model.qk_norm", model.qk_norm, en_qk_norm, "none"),
     ENUM("model.out_gate", model.out_gate, en_out_gate, "none"),
+    ENUM("model.out_norm", model.out_norm, en_out_norm, "none"),
+    ENUM("model.kv_shift", model.kv_shift, en_kv_shift, "none"),
     INT("model.n_kv_heads", model.n_kv_heads, -1, 256, "-1"),
     ENUM("model.pos", model.pos, en_pos, "alibi"),
     INT("model.max_len", model.max_len, 1, 1 << 24, "1024"),
