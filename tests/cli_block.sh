@@ -153,7 +153,7 @@ expect_err "model.out_norm"
 for d in b9 b10; do [ -e "$d" ] && bad "$d was written"; done; ok
 
 # the presets load and differ in the block only (same parameters at their sizes)
-for p in block_gpt2 block_llama; do
+for p in block_gpt2 block_llama block_fox_pro; do
     expect_rc 0 "$p loads" "$BIN" train "$SRC/configs/$p.json" --out "p_$p" --quiet --set train.steps=0 \
         --set data.path=corpus.txt --set train.seq_len=32 --set train.eval_batches=0
 done
@@ -163,6 +163,12 @@ a = json.load(open(sys.argv[1] + "/configs/block_gpt2.json"))
 b = json.load(open(sys.argv[1] + "/configs/block_llama.json"))
 assert {k: v for k, v in a.items() if k != "model"} == {k: v for k, v in b.items() if k != "model"}
 assert b["model"]["norm"] == "rmsnorm" and b["model"]["ffn"] == "swiglu" and b["model"]["bias"] is False
+# the Pro block: the LLaMA preset with FoX, its four pieces, and d_ff 704 (the gate's C^2 per
+# layer about paid for by 3 x 64 x C fewer feed-forward weights)
+c = json.load(open(sys.argv[1] + "/configs/block_fox_pro.json"))
+assert {k: v for k, v in c.items() if k != "model"} == {k: v for k, v in b.items() if k != "model"}
+pro = {"pos": "fox", "qk_norm": "rmsnorm", "out_norm": "rmsnorm", "out_gate": "elementwise", "kv_shift": "both", "d_ff": 704}
+assert c["model"] == dict(b["model"], **pro), c["model"]
 EOF2
 
 # a sweep over the block keys labels its points and runs them
