@@ -128,6 +128,8 @@ for f in ('ep.json', 'ep2.json'):
         assert r['status'] == 'ok' and math.isfinite(r['loss']) and r['loss'] < 6, (f, r['loss'])" && ok ||
     bad "pro-block eval losses"
 same_text "generate, pro block" pro --prompt "the quick" --tokens 40 --context 128 --seed 2
+expect_rc 0 "generate, pro block (log)" "$BIN" generate pro --prompt "the" --tokens 8 --context 48
+expect_err "kv cache: .* bytes): keys and values, gate sums, shift rows$"
 same_text "generate, pro block, sliding cache" pro --prompt "the" --tokens 70 --context 128 --seed 3 --window 24
 expect_rc 0 "train, value shift + output norm (gpt-2 block, alibi)" "$BIN" train cfg.json --out vs --quiet \
     --set model.pos=alibi --set model.kv_shift=value --set model.out_norm=rmsnorm --set train.steps=6

@@ -300,10 +300,13 @@ static int engine_init(gen_engine *g, const gen_opts *o, gen_run *r, st_error *e
     st_kv_cache *c = &g->cache;
     if ((rc = st_kv_cache_init(c, &r->m, o->context < fed_max && !xf_slides ? o->context : fed_max, precision, e)))
         return rc;
-    /* grouped-query attention keeps n_kv_heads per layer: the cache shrinks by the group */
+    /* grouped-query attention keeps n_kv_heads per layer: the cache shrinks by the group;
+     * the total also holds what the method and block keep beside the rows, named here */
     st_log(ST_LOG_INFO, "kv cache: %lld rows x %d layers x %d key/value heads (of %d query heads) x %d, %s: %.1f MiB "
-           "(%.0f bytes)", (long long)c->rows, c->n_layers, c->n_kv_heads, c->n_heads, c->head_dim,
-           st_precision_name(c->precision), st_kv_cache_bytes(c) / 1048576.0, st_kv_cache_bytes(c));
+           "(%.0f bytes): keys and values%s%s%s%s", (long long)c->rows, c->n_layers, c->n_kv_heads, c->n_heads,
+           c->head_dim, st_precision_name(c->precision), st_kv_cache_bytes(c) / 1048576.0, st_kv_cache_bytes(c),
+           c->k2 || c->k2h ? ", unrotated keys" : "", c->bias ? ", bias tables" : "", c->gate ? ", gate sums" : "",
+           c->shift ? ", shift rows" : "");
     return ST_OK;
 }
 
