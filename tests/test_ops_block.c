@@ -16,7 +16,10 @@ static st_tensor *build_rms_groups(st_ctx *ctx, void *u) {
     args *a = u;
     return st_rmsnorm_groups(ctx, a->a, a->b, a->i0, 1e-5f);
 }
-static st_tensor *build_shift(st_ctx *ctx, void *u) { args *a = u; return st_token_shift(ctx, a->a, a->b, NULL, a->ids); }
+static st_tensor *build_shift(st_ctx *ctx, void *u) {
+    args *a = u;
+    return st_token_shift(ctx, a->a, a->b, NULL, a->ids);
+}
 static st_tensor *build_glu(st_ctx *ctx, void *u) { args *a = u; return st_glu(ctx, a->a, a->i0); }
 static st_tensor *build_sgate(st_ctx *ctx, void *u) { args *a = u; return st_sigmoid_gate(ctx, a->a, a->b); }
 
@@ -32,7 +35,10 @@ static void rmsnorm_ref(const float *x, const float *w, const float *dy, int64_t
         const double rs = 1.0 / sqrt(v / (double)D + 1e-5);
         for (int64_t c = 0; c < D; c++) {
             if (y) y[r * D + c] = xr[c] * rs * wr[c];
-            if (dy) { sgx += (double)dy[r * D + c] * wr[c] * xr[c] * rs; dw[r % G * D + c] += dy[r * D + c] * xr[c] * rs; }
+            if (dy) {
+                sgx += (double)dy[r * D + c] * wr[c] * xr[c] * rs;
+                dw[r % G * D + c] += dy[r * D + c] * xr[c] * rs;
+            }
         }
         if (dy)
             for (int64_t c = 0; c < D; c++)
@@ -140,7 +146,8 @@ static void test_rmsnorm_groups(void) {
     double *rdx = malloc((size_t)(N * C) * sizeof(double)), *rdw = calloc((size_t)C, sizeof(double));
     rmsnorm_ref(L.t[0]->data, L.t[1]->data, dy, N, C, NG, NULL, rdx, rdw);
     args a = {.a = L.t[0], .b = L.t[1], .i0 = (int)NG};
-    const grad_ref refs[2] = {{"rmsnorm groups large dx", rdx, 1e-5, 1e-4}, {"rmsnorm groups large dw", rdw, 1e-4, 1e-4}};
+    const grad_ref refs[2] = {{"rmsnorm groups large dx", rdx, 1e-5, 1e-4},
+                              {"rmsnorm groups large dw", rdw, 1e-4, 1e-4}};
     backward_threads("rmsnorm groups", build_rms_groups, &a, &L, dy, refs);
     free(dy); free(rdx); free(rdw);
     st_params_free(&L.p);

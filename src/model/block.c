@@ -1,6 +1,7 @@
 /* block.c - the decoder block's variation points (model.norm, model.ffn, model.bias,
- * model.qk_norm, model.out_gate, model.out_norm, model.kv_shift): one table per choice, read by the parameter table (model.c) and by the
- * forward pieces every path shares (st_block_qkv2, st_block_out, the final norm).
+ * model.qk_norm, model.out_gate, model.out_norm, model.kv_shift): one table per choice, read
+ * by the parameter table (model.c) and by the forward pieces every path shares
+ * (st_block_qkv2, st_block_out, the final norm).
  *
  *   norm      layernorm: (x - mean) / sqrt(var + eps) w + b   (GPT-2; the default)
  *             rmsnorm:   x / sqrt(mean(x^2) + eps) w           (LLaMA; no bias tensor)
@@ -130,12 +131,13 @@ int st_block_kv_shift(st_model *m, st_ctx *ctx, int l, st_tensor *h, st_tensor *
                                       m->doc)))
             return 0;
         if (prev && T > 0)   /* decoding (B = 1): the chunk's last rows are the next one's row -1 */
-            for (int64_t g = 0; g < Hkv; g++) memcpy(prev + g * D, raw->data + (g * T + T - 1) * D, (size_t)D * sizeof(float));
+            for (int64_t g = 0; g < Hkv; g++)
+                memcpy(prev + g * D, raw->data + (g * T + T - 1) * D, (size_t)D * sizeof(float));
     }
     return 1;
 }
 
-st_tensor *st_block_out_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a) {
+st_tensor *st_block_out_norm_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a) {
     const struct st_block_params *b = &m->blocks[l];
     if (m->cfg.out_norm != ST_OUT_NORM_NONE && a)   /* per head, before the gate */
         a = st_rmsnorm_groups(ctx, a, opt(m, b->out_norm_w), m->cfg.n_heads, m->cfg.ln_eps);
@@ -166,7 +168,8 @@ void st_block_label(const st_model_config *c, char *buf, size_t n) {
     if (c->qk_norm != ST_QK_NORM_NONE) ADD(", q/k %s", st_qk_norm_name(c->qk_norm));
     if (c->out_norm != ST_OUT_NORM_NONE) ADD(", output %s", st_out_norm_name(c->out_norm));
     if (c->out_gate != ST_OUT_GATE_NONE) ADD(", %s output gate", st_out_gate_name(c->out_gate));
-    if (c->kv_shift != ST_KV_SHIFT_NONE) ADD(", %s shift", c->kv_shift == ST_KV_SHIFT_BOTH ? "key/value" : st_kv_shift_name(c->kv_shift));
+    if (c->kv_shift != ST_KV_SHIFT_NONE)
+        ADD(", %s shift", c->kv_shift == ST_KV_SHIFT_BOTH ? "key/value" : st_kv_shift_name(c->kv_shift));
     if (st_model_kv_heads(c) != c->n_heads) ADD(", %d key/value heads", st_model_kv_heads(c));
 #undef ADD
 }

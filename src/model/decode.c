@@ -132,7 +132,8 @@ int st_kv_cache_init(st_kv_cache *c, const st_model *m, int64_t window, int prec
 }
 
 double st_kv_cache_bytes(const st_kv_cache *c) {
-    return cache_bytes(c, c->bias != NULL, cache_gate_bytes(c, c->gate != NULL) + cache_shift_bytes(c, c->shift != NULL));
+    const double extra = cache_gate_bytes(c, c->gate != NULL) + cache_shift_bytes(c, c->shift != NULL);
+    return cache_bytes(c, c->bias != NULL, extra);
 }
 
 void st_kv_cache_reset(st_kv_cache *c) {

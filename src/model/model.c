@@ -330,7 +330,7 @@ int st_block_bias(st_model *m, st_ctx *ctx, int l, const st_attn_gate *gate, st_
 st_tensor *st_block_out(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a, uint64_t ls) {
     const st_model_config *c = &m->cfg;
     const struct st_block_params *b = &m->blocks[l];
-    a = st_block_out_gate(m, ctx, l, x, st_merge_heads(ctx, a));   /* model.out_norm, out_gate, if any */
+    a = st_block_out_norm_gate(m, ctx, l, x, st_merge_heads(ctx, a));   /* model.out_norm, out_gate, if any */
     a = st_block_linear(m, ctx, a, b->out_w, b->out_b);
     a = st_dropout(ctx, a, c->dropout_resid, st_hash64(ls, 2));
     x = st_add(ctx, x, a);

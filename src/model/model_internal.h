@@ -71,7 +71,7 @@ int st_block_qk_norm(st_model *m, st_ctx *ctx, int l, st_tensor **q, st_tensor *
 /* model.out_norm then model.out_gate: the merged attention output a (B,T,C) normalised per
  * head, then times sigmoid(W_g LN1(x)), the gate per value or per head; a itself with
  * neither. */
-st_tensor *st_block_out_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a);
+st_tensor *st_block_out_norm_gate(st_model *m, st_ctx *ctx, int l, st_tensor *x, st_tensor *a);
 /* model.kv_shift: k and/or v (B,Hkv,T,D) token-shifted by gates from h = LN1(x) (B,T,C),
  * within m->doc's instances; while decoding (m->shift_rows) row -1 is the carried previous
  * token's (when m->shift_valid) and the chunk's last raw rows are carried on. 0 on failure. */
