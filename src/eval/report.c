@@ -173,6 +173,19 @@ static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
     return o;
 }
 
+/* The block's departures from the GPT-2 block (model.norm, ffn, bias, qk_norm, n_kv_heads,
+ * out_gate), as attn_scale is given when not none: scripts/plot.py averages eval reports
+ * whose model objects agree as seeds of one experiment, and a swiglu and a geglu run (or
+ * two runs that differ in another block key but not in parameter count) must not agree. */
+static void add_block_json(cJSON *mo, const st_model_config *m) {
+    if (m->norm != ST_NORM_LAYER) cJSON_AddStringToObject(mo, "norm", st_norm_name(m->norm));
+    if (m->ffn != ST_FFN_GELU) cJSON_AddStringToObject(mo, "ffn", st_ffn_name(m->ffn));
+    if (!m->bias) cJSON_AddBoolToObject(mo, "bias", 0);
+    if (m->qk_norm != ST_QK_NORM_NONE) cJSON_AddStringToObject(mo, "qk_norm", st_qk_norm_name(m->qk_norm));
+    if (st_model_kv_heads(m) != m->n_heads) cJSON_AddNumberToObject(mo, "n_kv_heads", st_model_kv_heads(m));
+    if (m->out_gate != ST_OUT_GATE_NONE) cJSON_AddStringToObject(mo, "out_gate", st_out_gate_name(m->out_gate));
+}
+
 cJSON *st_eval_model_json(const st_run_config *c, size_t n_params) {
     cJSON *mo = cJSON_CreateObject();
     cJSON_AddStringToObject(mo, "pos", st_pos_name(c->model.pos));
@@ -185,6 +198,7 @@ cJSON *st_eval_model_json(const st_run_config *c, size_t n_params) {
         snprintf(sc, sizeof sc, "%s%g", st_transform_name(c->model.scaling), c->model.scaling_scale);
         cJSON_AddStringToObject(mo, "scaling", sc);
     }
+    add_block_json(mo, &c->model);
     cJSON_AddNumberToObject(mo, "n_layers", c->model.n_layers);
     cJSON_AddNumberToObject(mo, "d_model", c->model.d_model);
     cJSON_AddNumberToObject(mo, "n_heads", c->model.n_heads);

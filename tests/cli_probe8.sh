@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# cli_probe8.sh - the findings of the eighth round of black-box probes (the newest features
+# in combination with the older ones, and the docs' example commands) that are not checked
+# beside their feature's own tests:
+#   - eval reports' "model" object named pos, sizes and parameters but not the block: the
+#     eval reports of a swiglu and a geglu run (same parameter count) had equal model
+#     objects, so scripts/plot.py averaged the two models into one line as if they were
+#     seeds of one experiment (and so would any two runs that differ in model.norm, bias,
+#     qk_norm, n_kv_heads or out_gate but happen to match in parameters). The object now
+#     carries the block keys that differ from the GPT-2 block (as attn_scale when not
+#     none), in eval, eval --task and passkey reports alike.
+. "$(dirname "$0")/lib_cli.sh" cli_probe8
+
+# ---- the block in eval reports' model object ----
+tiny_text_run alibi
+for f in swiglu geglu; do
+    expect_rc 0 "train $f" "$BIN" train cfg.json --out "r_$f" --quiet --set model.ffn=$f
+    expect_rc 0 "eval $f" "$BIN" eval "r_$f" --lengths 32,64 --quiet
+done
+expect_rc 0 "train llama-style block" "$BIN" train cfg.json --out r_ll --quiet --set model.norm=rmsnorm \
+    --set model.ffn=swiglu --set model.bias=false --set model.qk_norm=rmsnorm --set model.n_kv_heads=2 \
+    --set model.out_gate=headwise
+expect_rc 0 "eval llama-style block" "$BIN" eval r_ll --lengths 32 --quiet
+"$PY" - "$SRC/scripts" <<'EOF' && ok || bad "eval reports of other blocks have other model objects"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from sweep_json import report_key
+a = json.load(open("r_swiglu/eval_valid_nonoverlapping.json"))
+b = json.load(open("r_geglu/eval_valid_nonoverlapping.json"))
+assert a["model"]["params"] == b["model"]["params"], (a["model"], b["model"])   # the premise
+assert a["model"]["ffn"] == "swiglu" and b["model"]["ffn"] == "geglu", (a["model"], b["model"])
+assert report_key(a) != report_key(b)   # plot.py: two experiments, not two seeds of one
+m = json.load(open("r_ll/eval_valid_nonoverlapping.json"))["model"]
+want = {"norm": "rmsnorm", "ffn": "swiglu", "bias": False, "qk_norm": "rmsnorm", "n_kv_heads": 2,
+        "out_gate": "headwise"}
+assert all(m.get(k) == v for k, v in want.items()), m
+assert not any(k in a["model"] for k in ("norm", "bias", "qk_norm", "n_kv_heads", "out_gate")), a["model"]
+EOF
+
+finish cli_probe8
