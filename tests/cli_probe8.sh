@@ -9,6 +9,8 @@
 #     qk_norm, n_kv_heads or out_gate but happen to match in parameters). The object now
 #     carries the block keys that differ from the GPT-2 block (as attn_scale when not
 #     none), in eval, eval --task and passkey reports alike.
+#   - extend into a directory holding a run said "continue it with --resume DIR", a flag
+#     extend does not have (exit 2, unknown option): it names `stretch train --resume`.
 . "$(dirname "$0")/lib_cli.sh" cli_probe8
 
 # ---- the block in eval reports' model object ----
@@ -36,5 +38,11 @@ want = {"norm": "rmsnorm", "ffn": "swiglu", "bias": False, "qk_norm": "rmsnorm",
 assert all(m.get(k) == v for k, v in want.items()), m
 assert not any(k in a["model"] for k in ("norm", "bias", "qk_norm", "n_kv_heads", "out_gate")), a["model"]
 EOF
+
+# ---- extend into an existing run: the command that continues it ----
+expect_rc 0 "extend" "$BIN" extend r_swiglu --to 64 --steps 1 --out ext --quiet
+expect_rc 3 "extend again" "$BIN" extend r_swiglu --to 64 --steps 1 --out ext --quiet
+expect_err "continue it with stretch train --resume ext"
+expect_rc 0 "the advice works" "$BIN" train --resume ext --quiet
 
 finish cli_probe8
