@@ -11,6 +11,13 @@
 #     none), in eval, eval --task and passkey reports alike.
 #   - extend into a directory holding a run said "continue it with --resume DIR", a flag
 #     extend does not have (exit 2, unknown option): it names `stretch train --resume`.
+#   - an export directory (model.safetensors, config.json, tokenizer.json) passed for a run:
+#     `train --resume EXPORT` took its config.json for a run stopped before its first
+#     checkpoint and trained a new run into the export (exit 0), and `train --out EXPORT`
+#     (the refusal's advice was that --resume) or `extend --out EXPORT` with --force
+#     replaced the export's config.json and tokenizer.json beside the model.safetensors
+#     they described. Refused now (exit 3, the files untouched), as export refuses a run
+#     directory even with --force.
 . "$(dirname "$0")/lib_cli.sh" cli_probe8
 
 # ---- the block in eval reports' model object ----
@@ -44,5 +51,19 @@ expect_rc 0 "extend" "$BIN" extend r_swiglu --to 64 --steps 1 --out ext --quiet
 expect_rc 3 "extend again" "$BIN" extend r_swiglu --to 64 --steps 1 --out ext --quiet
 expect_err "continue it with stretch train --resume ext"
 expect_rc 0 "the advice works" "$BIN" train --resume ext --quiet
+
+# ---- an export directory is never a run's ----
+expect_rc 0 "export" "$BIN" export r_swiglu --out exp
+cp exp/config.json exp_config.json
+expect_rc 3 "train --resume EXPORT" "$BIN" train --resume exp --quiet
+expect_err "an export"
+expect_rc 3 "train --out EXPORT" "$BIN" train cfg.json --out exp --quiet
+expect_err "holds an export"
+expect_rc 3 "train --out EXPORT --force" "$BIN" train cfg.json --out exp --force --quiet
+expect_rc 3 "extend --out EXPORT --force" "$BIN" extend r_swiglu --to 64 --steps 1 --out exp --force --quiet
+[ ! -e exp/checkpoints ] && [ ! -e exp/metrics.jsonl ] && cmp -s exp/config.json exp_config.json && ok \
+    || bad "the export was trained into or its config.json replaced"
+expect_rc 0 "the export still loads" "$BIN" train cfg.json --out from_exp --quiet --set train.steps=0 \
+    --set model.ffn=swiglu --set train.init_from=exp/model.safetensors
 
 finish cli_probe8

@@ -131,6 +131,14 @@ static int remove_run(const char *dir, st_error *e) {
 
 /* How many entries dir holds (0 when it does not exist); refuses an occupied dir unless
  * force, with the caller's advice (NULL: stretch train's flags). Touches nothing. */
+int st_rundir_is_export(const char *dir) {
+    char path[ST_PATH_BUF + 32];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (access(path, F_OK) != 0) return 0;
+    snprintf(path, sizeof path, "%s/checkpoints", dir);
+    return access(path, F_OK) != 0;
+}
+
 static int inspect(const char *dir, int force, const char *advice, int *entries, st_error *e) {
     /* "" would make every derived path absolute ("/config.json"): never a run directory */
     int prc = st_path_check(dir, "run directory (--out)", e);
@@ -142,6 +150,12 @@ static int inspect(const char *dir, int force, const char *advice, int *entries,
         char first[256] = "";
         int n = count_entries(dir, 1, first, sizeof first);
         if (n < 0) return st_fail(e, ST_ERR_IO, "%s: cannot read directory: %s", dir, strerror(errno));
+        /* an export's config.json reads as a run's, and --force would replace it and its
+         * tokenizer.json beside the model.safetensors they describe: refused even then, as
+         * stretch export refuses a run directory */
+        if (st_rundir_is_export(dir))
+            return st_fail(e, ST_ERR_IO, "%s: holds an export (model.safetensors, no checkpoints/), not a run: "
+                           "a run there would replace the export's config.json; choose another --out", dir);
         if (n > 0 && !force) {
             char cfg[ST_PATH_BUF];
             snprintf(cfg, sizeof cfg, "%s/config.json", dir);

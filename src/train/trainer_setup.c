@@ -98,6 +98,11 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
         /* a run directory is one with config.json (rank 0 alone runs this) */
         if (access(path, F_OK) != 0)
             return st_fail(e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from)", t->dir);
+        /* an export's config.json would pass for a run stopped before its first checkpoint,
+         * and the "resume" would train a new run into the export */
+        if (st_rundir_is_export(t->dir))
+            return st_fail(e, ST_ERR_IO, "%s: an export (model.safetensors, no checkpoints/), not a run: nothing to "
+                           "resume (a run starting from its weights: train.init_from=%s/model.safetensors)", t->dir, t->dir);
         if (cfg_in) t->cfg = *cfg_in;
         else if ((rc = st_run_config_load(path, NULL, 0, &t->cfg, e))) return rc;
         if ((rc = st_dir_lock(t->dir, "a run is writing it", &t->lock_fd, e))) return rc;
