@@ -13,9 +13,18 @@
 # style tables come from scripts/results_extension.py. A point whose JSON exists is skipped,
 # so the script resumes where it stopped. One thread per run (OPENBLAS_CORETYPE as set).
 set -euo pipefail
+case "${1:-}" in   # --help printed the stretch error of a run named --help/rope, after creating OUT
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "extend_passkey.sh: error: unknown option '$1' (usage: bash scripts/extend_passkey.sh [BASE_DIR] [OUT_DIR])" >&2
+        exit 2 ;;
+esac
 BIN=${STRETCH_BIN:-build/stretch}
 BASE=${1:-runs/sweep_task_passkey}
 OUT=${2:-runs/extend_passkey}
+for m in rope alibi; do   # before OUT is made: a wrong BASE leaves nothing behind
+    [ -f "$BASE/$m/config.json" ] || { echo "extend_passkey.sh: error: $BASE/$m: no such run (run" \
+        "build/stretch sweep configs/sweep_task_passkey.json first, or give its out directory)" >&2; exit 3; }
+done
 SIZES=32,64,128,256,512,1024
 mkdir -p "$OUT"
 run() { # method transform budget

@@ -18,6 +18,10 @@
 #     replaced the export's config.json and tokenizer.json beside the model.safetensors
 #     they described. Refused now (exit 3, the files untouched), as export refuses a run
 #     directory even with --force.
+#   - scripts/extend_passkey.sh (docs/results-extension.md) took --help for its BASE_DIR:
+#     it created runs/extend_passkey, then failed in stretch eval on a run "--help/rope";
+#     it prints its header now, and a BASE_DIR without the rope and alibi runs is an error
+#     (exit 3) before OUT_DIR is made.
 . "$(dirname "$0")/lib_cli.sh" cli_probe8
 
 # ---- the block in eval reports' model object ----
@@ -65,5 +69,15 @@ expect_rc 3 "extend --out EXPORT --force" "$BIN" extend r_swiglu --to 64 --steps
     || bad "the export was trained into or its config.json replaced"
 expect_rc 0 "the export still loads" "$BIN" train cfg.json --out from_exp --quiet --set train.steps=0 \
     --set model.ffn=swiglu --set train.init_from=exp/model.safetensors
+
+# ---- scripts/extend_passkey.sh: --help, and a missing base before anything is made ----
+(cd "$T" && STRETCH_BIN="$BIN" bash "$SRC/scripts/extend_passkey.sh" --help >out.txt 2>err.txt)
+[ $? = 0 ] && ok || bad "extend_passkey.sh --help: not exit 0"
+expect_out "BASE_DIR"
+[ ! -e runs ] && ok || bad "extend_passkey.sh --help made runs/"
+(cd "$T" && STRETCH_BIN="$BIN" bash "$SRC/scripts/extend_passkey.sh" nobase epout >out.txt 2>err.txt)
+[ $? = 3 ] && ok || bad "extend_passkey.sh with a missing BASE_DIR: not exit 3"
+expect_err "nobase/rope: no such run"
+[ ! -e epout ] && ok || bad "extend_passkey.sh made OUT_DIR for a missing BASE_DIR"
 
 finish cli_probe8
