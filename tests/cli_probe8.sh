@@ -18,6 +18,11 @@
 #     replaced the export's config.json and tokenizer.json beside the model.safetensors
 #     they described. Refused now (exit 3, the files untouched), as export refuses a run
 #     directory even with --force.
+#   - train.init_from a `stretch export`'s model.safetensors with a model key that has no
+#     tensor set otherwise (the swiglu export loaded as geglu: same tensors) trained another
+#     function without a word, where a checkpoint or run directory warns naming the key
+#     (configs/README.md, train.init_from): the export's config.json beside the file is
+#     compared now (d_ff and n_kv_heads resolved on both sides, so no false alarm).
 #   - scripts/extend_passkey.sh (docs/results-extension.md) took --help for its BASE_DIR:
 #     it created runs/extend_passkey, then failed in stretch eval on a run "--help/rope";
 #     it prints its header now, and a BASE_DIR without the rope and alibi runs is an error
@@ -69,6 +74,14 @@ expect_rc 3 "extend --out EXPORT --force" "$BIN" extend r_swiglu --to 64 --steps
     || bad "the export was trained into or its config.json replaced"
 expect_rc 0 "the export still loads" "$BIN" train cfg.json --out from_exp --quiet --set train.steps=0 \
     --set model.ffn=swiglu --set train.init_from=exp/model.safetensors
+
+# ---- init_from an export: model keys without tensors compared with the export's config ----
+expect_rc 0 "init_from the swiglu export as geglu" "$BIN" train cfg.json --out from_exp_geglu --set train.steps=0 \
+    --set model.ffn=geglu --set train.init_from=exp/model.safetensors
+expect_err 'model.ffn: "swiglu" vs "geglu"'
+expect_rc 0 "init_from the export as it was trained" "$BIN" train cfg.json --out from_exp_same --set train.steps=0 \
+    --set model.ffn=swiglu --set train.init_from=exp/model.safetensors
+grep -q 'differ.* from the run that trained' err.txt && bad "a warning for the export's own keys: $(grep differ err.txt)" || ok
 
 # ---- scripts/extend_passkey.sh: --help, and a missing base before anything is made ----
 (cd "$T" && STRETCH_BIN="$BIN" bash "$SRC/scripts/extend_passkey.sh" --help >out.txt 2>err.txt)

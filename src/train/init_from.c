@@ -135,6 +135,31 @@ static void warn_model_keys(const st_run_config *base, const st_run_config *c, c
                n > 3 ? "; ..." : "");
 }
 
+/* Exported weights carry no config, but `stretch export` writes the run's config.json
+ * beside model.safetensors: its model keys are those the weights were trained with, so a
+ * key without a tensor that differs (a swiglu export loaded as geglu) is warned about as for
+ * a checkpoint. The export resolves model.d_ff and model.n_kv_heads (0 and -1 are rules),
+ * so both sides are compared resolved. A file without an export's config.json: nothing. */
+static void warn_export_keys(const st_run_config *c, const char *st_path) {
+    char cfg[ST_PATH_BUF + 16];
+    const char *slash = strrchr(st_path, '/');
+    if (slash) snprintf(cfg, sizeof cfg, "%.*s/config.json", (int)(slash - st_path), st_path);
+    else snprintf(cfg, sizeof cfg, "config.json");
+    if (access(cfg, R_OK) != 0) return;
+    st_run_config *two = malloc(2 * sizeof *two);   /* large: paths */
+    if (!two) return;
+    st_error le = {0};
+    if (!st_run_config_load(cfg, NULL, 0, &two[0], &le)) {
+        two[1] = *c;
+        for (int i = 0; i < 2; i++) {
+            two[i].model.d_ff = st_model_d_ff(&two[i].model);
+            two[i].model.n_kv_heads = st_model_kv_heads(&two[i].model);
+        }
+        warn_model_keys(&two[0], &two[1], st_path);
+    }
+    free(two);
+}
+
 int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char *pinned, char **origin,
                       st_error *e) {
     const st_train_config *tc = &c->train;
@@ -145,6 +170,7 @@ int st_init_from_load(const st_run_config *c, st_model *m, int quiet, const char
         if (!rc && !(*origin = origin_json(tc->init_from, "safetensors", tc->init_from, NULL, NULL)))
             rc = st_fail(e, ST_ERR_IO, "%s: train.init_from: %s: cannot read it again for init_from.json", c->file,
                          tc->init_from);
+        if (!rc && !quiet) warn_export_keys(c, tc->init_from);
         return rc;
     }
     char path[ST_PATH_BUF];
