@@ -297,6 +297,9 @@ int st_config_range(const char *path, double *lo, double *hi, int *xlo, int *int
 /* The step of a run's latest checkpoint (the name checkpoints/latest points to), -1 when
  * it has none: where an interrupted run resumes, without reading the checkpoint. */
 int64_t st_run_latest_step(const char *run_dir);
+/* 1 when dir holds a `stretch export` (model.safetensors and no checkpoints/): never a
+ * run directory, to train into (even with --force), to resume or to extend. */
+int st_rundir_is_export(const char *dir);
 /* 1 when path is a directory (a run) or a file that starts as a stretch checkpoint, else 0
  * (e.g. a safetensors export): how train.init_from tells its two kinds apart. */
 int st_checkpoint_is(const char *path);

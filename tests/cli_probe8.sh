@@ -17,7 +17,9 @@
 #     (the refusal's advice was that --resume) or `extend --out EXPORT` with --force
 #     replaced the export's config.json and tokenizer.json beside the model.safetensors
 #     they described. Refused now (exit 3, the files untouched), as export refuses a run
-#     directory even with --force.
+#     directory even with --force. `extend EXPORT` (exit 3) advised "name its weights",
+#     which extend cannot take: it says what extend fine-tunes and how to start a run from
+#     an export's weights.
 #   - train.init_from a `stretch export`'s model.safetensors with a model key that has no
 #     tensor set otherwise (the swiglu export loaded as geglu: same tensors) trained another
 #     function without a word, where a checkpoint or run directory warns naming the key
@@ -72,6 +74,9 @@ expect_rc 3 "train --out EXPORT --force" "$BIN" train cfg.json --out exp --force
 expect_rc 3 "extend --out EXPORT --force" "$BIN" extend r_swiglu --to 64 --steps 1 --out exp --force --quiet
 [ ! -e exp/checkpoints ] && [ ! -e exp/metrics.jsonl ] && cmp -s exp/config.json exp_config.json && ok \
     || bad "the export was trained into or its config.json replaced"
+expect_rc 3 "extend EXPORT" "$BIN" extend exp --to 64 --steps 1 --quiet
+expect_err "extend fine-tunes a run directory"
+[ ! -e exp-to64 ] && ok || bad "extend EXPORT made exp-to64"
 expect_rc 0 "the export still loads" "$BIN" train cfg.json --out from_exp --quiet --set train.steps=0 \
     --set model.ffn=swiglu --set train.init_from=exp/model.safetensors
 

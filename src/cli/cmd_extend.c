@@ -274,6 +274,14 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
     overrides *o = malloc(sizeof *o);
     const char **sets = calloc(MAX_SETS + 16, sizeof *sets);
     if (!base || !cfg || !o || !sets) { rc = st_fail(&e, ST_ERR_MEMORY, "out of memory"); goto out; }
+    /* an export's config.json loads like a run's; its weights are no checkpoint to extend
+     * (the init_from message would advise naming its model.safetensors, which extend cannot) */
+    if (st_rundir_is_export(a.run)) {
+        rc = st_fail(&e, ST_ERR_IO, "%s: an export (model.safetensors, no checkpoints/), not a run: extend fine-tunes "
+                     "a run directory's latest checkpoint (from an export's weights: stretch train CONFIG --set "
+                     "train.init_from=%s/model.safetensors --set train.seq_len=N)", a.run, a.run);
+        goto out;
+    }
     if ((rc = st_run_config_load(path, NULL, 0, base, &e))) {
         if (rc == ST_ERR_IO) st_fail(&e, ST_ERR_IO, "%s: not a run directory (no readable config.json)", a.run);
         goto out;

@@ -24,9 +24,6 @@ void st_config_value_str(const struct st_ckey *k, const st_run_config *c, char *
  * another --out, stretch train's flags). */
 int st_rundir_check(const char *dir, int force, const char *advice, st_error *e);
 int st_rundir_prepare(const char *dir, int force, const char *advice, int *lock_fd, st_error *e);
-/* 1 when dir holds a `stretch export` (model.safetensors and no checkpoints/): never a
- * run directory, to train into (even with --force) or to resume. */
-int st_rundir_is_export(const char *dir);
 /* 1 when the run has written a checkpoint (checkpoints/latest or a step file exists). */
 int st_rundir_has_checkpoint(const char *dir);
 /* Write checkpoints/step_NNNNNNNN.ckpt, update `latest`, delete step files beyond keep. */
