@@ -25,6 +25,10 @@
 #     function without a word, where a checkpoint or run directory warns naming the key
 #     (configs/README.md, train.init_from): the export's config.json beside the file is
 #     compared now (d_ff and n_kv_heads resolved on both sides, so no false alarm).
+#   - a sweep variant named "." or ".." (no grid after it) named the point's run directory
+#     OUT/. (OUT itself: "in use by another stretch process", exit 3, after the points
+#     before it had trained) or OUT/.. (OUT's parent, never empty: exit 3); such a name
+#     becomes "_" / "__", as a "/" in a name becomes "_".
 #   - scripts/extend_passkey.sh (docs/results-extension.md) took --help for its BASE_DIR:
 #     it created runs/extend_passkey, then failed in stretch eval on a run "--help/rope";
 #     it prints its header now, and a BASE_DIR without the rope and alibi runs is an error
@@ -87,6 +91,16 @@ expect_err 'model.ffn: "swiglu" vs "geglu"'
 expect_rc 0 "init_from the export as it was trained" "$BIN" train cfg.json --out from_exp_same --set train.steps=0 \
     --set model.ffn=swiglu --set train.init_from=exp/model.safetensors
 grep -q 'differ.* from the run that trained' err.txt && bad "a warning for the export's own keys: $(grep differ err.txt)" || ok
+
+# ---- sweep variants named . and .. ----
+cat > swdot.json <<'EOF2'
+{"base": "cfg.json", "set": {"train.steps": 2, "train.eval_every": 2, "train.schedule.warmup": 0},
+ "variants": [{"name": ".", "model.pos": "alibi"}, {"name": "..", "model.pos": "none"}],
+ "eval": {"lengths": [32]}, "out": "swdot/out"}
+EOF2
+expect_rc 0 "sweep with variants . and .." "$BIN" sweep swdot.json --quiet
+[ -f swdot/out/_/config.json ] && [ -f swdot/out/__/config.json ] && [ ! -e swdot/out/config.json ] \
+    && [ ! -e swdot/config.json ] && ok || bad "the points . and .. did not get directories of their own"
 
 # ---- scripts/extend_passkey.sh: --help, and a missing base before anything is made ----
 (cd "$T" && STRETCH_BIN="$BIN" bash "$SRC/scripts/extend_passkey.sh" --help >out.txt 2>err.txt)

@@ -358,6 +358,10 @@ static int add_variant(sweep_point *pt, const cJSON *var, const char *file, st_e
         snprintf(pt->name, sizeof pt->name, "%s", nm->valuestring);
         for (char *p = pt->name; *p; p++)
             if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') *p = '_';
+        /* OUT/. is OUT itself (whose lock the sweep holds) and OUT/.. its parent: as a
+         * point's own name (no grid part after it) neither is a directory of its own */
+        if (!strcmp(pt->name, ".") || !strcmp(pt->name, ".."))
+            for (char *p = pt->name; *p; p++) *p = '_';
     }
     return rc;
 }
