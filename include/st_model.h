@@ -186,8 +186,13 @@ int64_t st_pos_max_len(const st_model_config *c);
 /* Why method pos has that limit, naming the config key that sets it ("model.max_len: ..."). */
 const char *st_pos_limit_why(int pos);
 /* NULL, or why the method cannot attend to a span with keys masked inside it (attention
- * sinks + window; data.task.doc_mask): CoPE counts its gates over one contiguous span. */
+ * sinks + window): CoPE counts its gates over one contiguous span, FoX's sinks would need
+ * the gates of the keys the window dropped. */
 const char *st_pos_no_sinks(int pos);
+/* NULL, or why the method cannot be trained with data.task.doc_mask (each token sees the
+ * keys of its own instance only): CoPE's training gates count over the whole causal row.
+ * Not st_pos_no_sinks: the mask keeps one contiguous span of keys, as a window does. */
+const char *st_pos_no_doc_mask(int pos);
 /* NULL, or why the method cannot give attention sinks their cache positions (StreamingLLM's
  * re-positioning, st_transform.cache_positions). */
 const char *st_pos_no_cache_positions(int pos);

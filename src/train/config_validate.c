@@ -170,9 +170,9 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
     if (max_len > 0 && t->seq_len > max_len)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.seq_len: %d exceeds the %lld tokens %s positions represent; %s",
                        file, t->seq_len, (long long)max_len, st_pos_name(c->model.pos), st_pos_limit_why(c->model.pos));
-    if (c->data.task_doc_mask && st_pos_no_sinks(c->model.pos))
+    if (c->data.task_doc_mask && st_pos_no_doc_mask(c->model.pos))
         return st_fail(e, ST_ERR_CONFIG, "%s: data.task.doc_mask: not available with model.pos \"%s\" in training: %s",
-                       file, st_pos_name(c->model.pos), st_pos_no_sinks(c->model.pos));
+                       file, st_pos_name(c->model.pos), st_pos_no_doc_mask(c->model.pos));
     if (t->random_positions > 0) {
         if (t->random_positions <= t->seq_len)
             return st_fail(e, ST_ERR_CONFIG, "%s: train.random_positions: %lld must exceed train.seq_len (%d): the "

@@ -43,4 +43,5 @@ const st_pos_method st_pos_cope = {
     .no_sinks = "its contextual positions count gates over one contiguous span of keys, which sinks + window "
                 "would cut (a window alone works)",
     .no_cache_positions = "it has no sinks (its gates count over one contiguous span of keys)",
+    .no_doc_mask = "its contextual positions count gates over the whole causal row of a training window",
 };

@@ -79,6 +79,10 @@ typedef struct st_pos_method {
                              * distance-form bias (the sinks' bias at the capped distance) */
     const char *no_sinks;   /* NULL, or why attention sinks (keys outside the window) cannot
                              * be used with this method (cope: gates count over one span) */
+    const char *no_doc_mask; /* NULL, or why data.task.doc_mask (keys before the instance
+                             * masked) cannot be trained with this method (cope: its training
+                             * gates count over the whole causal row); a method may refuse
+                             * sinks and still take the mask, whose kept keys are one span */
     const char *unscaled_note; /* NULL, or a warning for a fresh run at model.embed_scale 1 (the
                              * method adds fixed-norm positions the small initial token
                              * embeddings drown in: sinusoidal) */

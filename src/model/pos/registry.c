@@ -54,6 +54,7 @@ const char *st_pos_limit_why(int pos) {
 }
 
 const char *st_pos_no_sinks(int pos) { return st_pos_method_of(pos)->no_sinks; }
+const char *st_pos_no_doc_mask(int pos) { return st_pos_method_of(pos)->no_doc_mask; }
 const char *st_pos_no_cache_positions(int pos) { return st_pos_method_of(pos)->no_cache_positions; }
 const char *st_pos_unscaled_note(int pos) { return st_pos_method_of(pos)->unscaled_note; }
 
