@@ -51,7 +51,7 @@ for f in swiglu geglu; do
 done
 expect_rc 0 "train llama-style block" "$BIN" train cfg.json --out r_ll --quiet --set model.norm=rmsnorm \
     --set model.ffn=swiglu --set model.bias=false --set model.qk_norm=rmsnorm --set model.n_kv_heads=2 \
-    --set model.out_gate=headwise
+    --set model.out_gate=headwise --set model.out_norm=rmsnorm --set model.kv_shift=key
 expect_rc 0 "eval llama-style block" "$BIN" eval r_ll --lengths 32 --quiet
 "$PY" - "$SRC/scripts" <<'EOF' && ok || bad "eval reports of other blocks have other model objects"
 import json, sys
@@ -64,9 +64,10 @@ assert a["model"]["ffn"] == "swiglu" and b["model"]["ffn"] == "geglu", (a["model
 assert report_key(a) != report_key(b)   # plot.py: two experiments, not two seeds of one
 m = json.load(open("r_ll/eval_valid_nonoverlapping.json"))["model"]
 want = {"norm": "rmsnorm", "ffn": "swiglu", "bias": False, "qk_norm": "rmsnorm", "n_kv_heads": 2,
-        "out_gate": "headwise"}
+        "out_gate": "headwise", "out_norm": "rmsnorm", "kv_shift": "key"}
 assert all(m.get(k) == v for k, v in want.items()), m
-assert not any(k in a["model"] for k in ("norm", "bias", "qk_norm", "n_kv_heads", "out_gate")), a["model"]
+assert not any(k in a["model"] for k in ("norm", "bias", "qk_norm", "n_kv_heads", "out_gate", "out_norm", "kv_shift")), \
+    a["model"]
 EOF
 
 # ---- extend into an existing run: the command that continues it ----

@@ -174,7 +174,7 @@ static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
 }
 
 /* The block's departures from the GPT-2 block (model.norm, ffn, bias, qk_norm, n_kv_heads,
- * out_gate), as attn_scale is given when not none: scripts/plot.py averages eval reports
+ * out_gate, out_norm, kv_shift), as attn_scale is given when not none: scripts/plot.py averages eval reports
  * whose model objects agree as seeds of one experiment, and a swiglu and a geglu run (or
  * two runs that differ in another block key but not in parameter count) must not agree. */
 static void add_block_json(cJSON *mo, const st_model_config *m) {
@@ -184,6 +184,8 @@ static void add_block_json(cJSON *mo, const st_model_config *m) {
     if (m->qk_norm != ST_QK_NORM_NONE) cJSON_AddStringToObject(mo, "qk_norm", st_qk_norm_name(m->qk_norm));
     if (st_model_kv_heads(m) != m->n_heads) cJSON_AddNumberToObject(mo, "n_kv_heads", st_model_kv_heads(m));
     if (m->out_gate != ST_OUT_GATE_NONE) cJSON_AddStringToObject(mo, "out_gate", st_out_gate_name(m->out_gate));
+    if (m->out_norm != ST_OUT_NORM_NONE) cJSON_AddStringToObject(mo, "out_norm", st_out_norm_name(m->out_norm));
+    if (m->kv_shift != ST_KV_SHIFT_NONE) cJSON_AddStringToObject(mo, "kv_shift", st_kv_shift_name(m->kv_shift));
 }
 
 cJSON *st_eval_model_json(const st_run_config *c, size_t n_params) {
