@@ -129,8 +129,6 @@ static int remove_run(const char *dir, st_error *e) {
     return ST_OK;
 }
 
-/* How many entries dir holds (0 when it does not exist); refuses an occupied dir unless
- * force, with the caller's advice (NULL: stretch train's flags). Touches nothing. */
 int st_rundir_is_export(const char *dir) {
     char path[ST_PATH_BUF + 32];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -139,6 +137,8 @@ int st_rundir_is_export(const char *dir) {
     return access(path, F_OK) != 0;
 }
 
+/* How many entries dir holds (0 when it does not exist); refuses an occupied dir unless
+ * force, with the caller's advice (NULL: stretch train's flags). Touches nothing. */
 static int inspect(const char *dir, int force, const char *advice, int *entries, st_error *e) {
     /* "" would make every derived path absolute ("/config.json"): never a run directory */
     int prc = st_path_check(dir, "run directory (--out)", e);
