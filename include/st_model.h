@@ -61,8 +61,8 @@ typedef enum st_out_gate_kind {
  * attention output (before the output gate, if any), and a data-dependent token shift of
  * the keys, the values or both. */
 typedef enum st_out_norm_kind { ST_OUT_NORM_NONE = 0, ST_OUT_NORM_RMS, ST_OUT_NORM_COUNT } st_out_norm_kind;
-typedef enum st_kv_shift_kind {
-    ST_KV_SHIFT_NONE = 0, ST_KV_SHIFT_KEY, ST_KV_SHIFT_VALUE, ST_KV_SHIFT_BOTH, ST_KV_SHIFT_COUNT
+typedef enum st_kv_shift_kind {   /* key and value are bits: both = key | value */
+    ST_KV_SHIFT_NONE = 0, ST_KV_SHIFT_KEY = 1, ST_KV_SHIFT_VALUE = 2, ST_KV_SHIFT_BOTH = 3, ST_KV_SHIFT_COUNT
 } st_kv_shift_kind;
 typedef enum st_kerple_kind { ST_KERPLE_LOG = 0, ST_KERPLE_POWER } st_kerple_kind;
 typedef enum st_rf_kind { ST_RF_EXP = 0, ST_RF_GAUSSIAN, ST_RF_RECIPROCAL, ST_RF_COUNT } st_rf_kind;

@@ -59,8 +59,7 @@ static int64_t out_gate_rows(const st_model_config *c) {
 
 /* model.kv_shift's gate rows: n_kv_heads for each of k and v shifted */
 static int64_t kv_shift_rows(const st_model_config *c) {
-    const int64_t n = c->kv_shift == ST_KV_SHIFT_BOTH ? 2 : c->kv_shift != ST_KV_SHIFT_NONE ? 1 : 0;
-    return n * st_model_kv_heads(c);
+    return (!!(c->kv_shift & ST_KV_SHIFT_KEY) + !!(c->kv_shift & ST_KV_SHIFT_VALUE)) * (int64_t)st_model_kv_heads(c);
 }
 
 /* Floats of the position method's tensors (model level + every layer; a method declares
@@ -137,10 +136,8 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
             P(q_norm, "attn.q_norm.weight", 1, D, 1, 0, ST_INIT_ONE, 0);
             P(k_norm, "attn.k_norm.weight", 1, D, 1, 0, ST_INIT_ONE, 0);
         }
-        if (c->kv_shift == ST_KV_SHIFT_KEY || c->kv_shift == ST_KV_SHIFT_BOTH)
-            P(k_shift_w, "attn.k_shift.weight", 2, Hkv, C, 1, ST_INIT_NORMAL, std);
-        if (c->kv_shift == ST_KV_SHIFT_VALUE || c->kv_shift == ST_KV_SHIFT_BOTH)
-            P(v_shift_w, "attn.v_shift.weight", 2, Hkv, C, 1, ST_INIT_NORMAL, std);
+        if (c->kv_shift & ST_KV_SHIFT_KEY) P(k_shift_w, "attn.k_shift.weight", 2, Hkv, C, 1, ST_INIT_NORMAL, std);
+        if (c->kv_shift & ST_KV_SHIFT_VALUE) P(v_shift_w, "attn.v_shift.weight", 2, Hkv, C, 1, ST_INIT_NORMAL, std);
         if (c->out_norm) P(out_norm_w, "attn.out_norm.weight", 1, C, 1, 0, ST_INIT_ONE, 0);
         if (c->out_gate) P(out_gate_w, "attn.out_gate.weight", 2, out_gate_rows(c), C, 1, ST_INIT_NORMAL, std);
         P(out_w, "attn.out.weight", 2, C, C, 1, ST_INIT_NORMAL, rstd);
