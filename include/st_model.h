@@ -198,6 +198,9 @@ const char *st_pos_no_doc_mask(int pos);
 const char *st_pos_no_cache_positions(int pos);
 /* NULL, or what a fresh run of the method at model.embed_scale 1 should be warned of. */
 const char *st_pos_unscaled_note(int pos);
+/* Whether method pos reads config key `key` ("model.fire.c"): 1 yes, 0 no (another
+ * method's key, without effect here), -1 no method's own key. */
+int st_pos_key_reader(const char *key, int pos);
 /* Set the method's keys to a variant in which every parameter it can have is learned
  * (selfcheck, tests). */
 void st_pos_exercise(st_model_config *c);

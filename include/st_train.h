@@ -144,11 +144,13 @@ int st_run_config_set(st_run_config *c, const char *assignment, st_error *e);
 /* Fill derived defaults (eval.lengths from train.seq_len) and check every range and
  * cross-key constraint. */
 int st_run_config_validate(st_run_config *c, st_error *e);
-/* Optimizer and schedule keys set away from their defaults that the chosen optimizer or
- * schedule does not read (momentum under adamw, betas and eps under sgd, min_lr_ratio
- * under constant and inv_sqrt), as "key value, ..." in buf; returns their number. They
- * are allowed (a sweep over optimizer.name or schedule.kind shares one base) and named
- * when a training starts, so a config's reader knows what ran. */
+/* Keys set away from their defaults that this run does not read: another position
+ * method's (model.alibi_heads in a rope run; st_pos_key_reader), and the optimizer's and
+ * schedule's that the chosen ones do not (momentum under adamw, betas and eps under sgd,
+ * min_lr_ratio under constant and inv_sqrt), as "key value, ..." in buf; returns their
+ * number. They are allowed (a sweep over model.pos, optimizer.name or schedule.kind
+ * shares one base) and named when a training starts, so a config's reader knows what
+ * ran. */
 int st_run_config_unread(const st_run_config *c, char *buf, size_t n);
 /* Canonical JSON of the whole config (section NULL) or one section ("model", ...):
  * fixed key order, floats in the shortest form that reads back to the same float.

@@ -192,11 +192,21 @@ check '[ "$(cd "$TMP/kl/checkpoints" && ls step_*.ckpt | tr "\n" " ")" = "step_0
 
 # optimizer and schedule keys the chosen ones do not read are named when the training
 # starts (review 42), not refused: a sweep over optimizer.name shares one base
-expect 0 "not read by this optimizer and schedule, so without effect: train.optimizer.beta1 0.8, train.schedule.min_lr_ratio 0.5" \
+expect 0 "not read by this position method, optimizer and schedule, so without effect: train.optimizer.beta1 0.8, train.schedule.min_lr_ratio 0.5" \
     "$BIN" train "$TMP/kl.json" --out "$TMP/unread" --set train.steps=3 --set train.optimizer.name=sgd \
     --set train.optimizer.beta1=0.8 --set train.schedule.kind=constant --set train.schedule.min_lr_ratio=0.5
 run "$BIN" train "$TMP/kl.json" --out "$TMP/read" --set train.steps=3 --set train.optimizer.beta1=0.8
-check '[ "$RC" = 0 ] && ! grep -q "not read by this optimizer" "$TMP/err"' "adamw's own beta1 was called unread: $ERR"
+check '[ "$RC" = 0 ] && ! grep -q "not read by this" "$TMP/err"' "adamw's own beta1 was called unread: $ERR"
+# so are another position method's keys (probe 8: model.alibi_heads in a rope run trained
+# without a word); the method's own keys, and the defaults, are not named
+expect 0 "so without effect: model.alibi_heads 1, model.t5_buckets 8, model.fire.hidden 8" \
+    "$BIN" train "$TMP/kl.json" --out "$TMP/unread_pos" --set train.steps=3 --set model.pos=rope \
+    --set model.alibi_heads=1 --set model.rope_base=500 --set model.t5_buckets=8 --set model.fire.hidden=8
+for m in "pos=alibi --set model.alibi_heads=1" "pos=xpos --set model.rope_base=500" \
+         "pos=fire --set model.fire.c=0.5" "pos=alibi_rf --set model.rf.kind=gaussian --set model.alibi_max_bias=4"; do
+    run "$BIN" train "$TMP/kl.json" --out "$TMP/read_pos" --force --set train.steps=3 --set model.$m
+    check '[ "$RC" = 0 ] && ! grep -q "not read by this" "$TMP/err"' "model.$m: its own key was called unread: $ERR"
+done
 
 rm -rf "$TMP"
 echo "cli_train: $PASS passed, $FAIL failed"

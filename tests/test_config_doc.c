@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct row { char key[300], type[256], def[256], range[256]; int seen; } row;
+typedef struct row { char key[300], type[256], def[256], range[256], meaning[256]; int seen; } row;
 
 static void trim(char *s) {
     size_t n = strlen(s), a = 0;
@@ -61,6 +61,7 @@ static int read_rows(const char *text, row *rows, int cap) {
         snprintf(r->type, sizeof r->type, "%s", cell[1]);
         snprintf(r->def, sizeof r->def, "%s", cell[2]);
         snprintf(r->range, sizeof r->range, "%s", cell[3]);
+        snprintf(r->meaning, sizeof r->meaning, "%s", cell[4]);
     }
     return n;
 }
@@ -168,6 +169,26 @@ int main(void) {
         size_t wl = strlen(want);
         int ok = wl == 0 || (!strncmp(r->range, want, wl) && (r->range[wl] == 0 || !strncmp(r->range + wl, ", ", 2)));
         CHECK_MSG(ok, "%s: range is \"%s\" in the README, the table says \"%s\"", k->path, r->range, want);
+    }
+    /* a position method's key: the methods its meaning starts with ("`rope`, `xpos`: ...")
+     * are the ones that read it (st_pos_key_reader, from each method's table), so the
+     * warning naming another method's key set in a run (st_run_config_unread) says what
+     * the README says */
+    for (int j = 0; j < n; j++) {
+        int named[ST_POS_COUNT] = {0};
+        for (const char *q = rows[j].meaning; *q == '`';) {   /* "`a`, `b`" at the start */
+            char name[32];
+            const size_t l = strcspn(q + 1, "`");
+            snprintf(name, sizeof name, "%.*s", (int)(l < 31 ? l : 31), q + 1);
+            const int p = st_pos_from_name(name);
+            if (p >= 0) named[p] = 1;
+            q += l + 2;
+            if (*q == ',' && q[1] == ' ') q += 2;
+        }
+        for (int p = 0; p < ST_POS_COUNT; p++)
+            CHECK_MSG((st_pos_key_reader(rows[j].key, p) == 1) == named[p], "%s: the README %s %s as reading it, its "
+                      "table says it %s", rows[j].key, named[p] ? "names" : "does not name", st_pos_name(p),
+                      st_pos_key_reader(rows[j].key, p) == 1 ? "does" : "does not");
     }
     /* the table's defaults are what the default config holds: each one applied (a default
      * its own key rejects would leave zero), and the modules' defaults are the same rows */

@@ -154,7 +154,8 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
                    st_pos_name(mc->pos), (double)mc->init_std, note);
         char unread[512];
         if (t->rank == 0 && st_run_config_unread(&t->cfg, unread, sizeof unread))
-            st_log(ST_LOG_WARN, "%s: not read by this optimizer and schedule, so without effect: %s", t->cfg.file, unread);
+            st_log(ST_LOG_WARN, "%s: not read by this position method, optimizer and schedule, so without effect: %s",
+                   t->cfg.file, unread);
         /* refuse an occupied dir now; with --force the old run is replaced only at the end
          * of setup, once data, model and memory have all been checked */
         if ((rc = st_rundir_check(t->dir, t->opts.force, t->opts.occupied_advice, e))) return rc;

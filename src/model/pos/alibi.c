@@ -74,6 +74,7 @@ static const char *alibi_variant(const st_model_config *c, char *buf, size_t n) 
 
 const st_pos_method st_pos_alibi = {
     .name = "alibi",
+    .keys = "model.alibi_max_bias model.alibi_heads",
     .bias_form = ST_POS_BIAS_DISTANCE,
     .slides = 1,
     .variant_key = "alibi_heads",

@@ -117,6 +117,7 @@ static int rf_validate(const st_model_config *c, const char *f, st_error *e) {
 
 const st_pos_method st_pos_alibi_rf = {
     .name = "alibi_rf",
+    .keys = "model.alibi_max_bias model.rf",
     .bias_form = ST_POS_BIAS_DISTANCE,
     .slides = 1,
     .variant_key = "rf_kind",

@@ -34,6 +34,7 @@ static void cope_bias_init(st_pos_bias *pb) {
 
 const st_pos_method st_pos_cope = {
     .name = "cope",
+    .keys = "model.cope",
     .bias_form = ST_POS_BIAS_GENERAL,
     .slides = 1,
     .validate = cope_validate,

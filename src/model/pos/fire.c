@@ -215,6 +215,7 @@ static int fire_params(const st_model_config *c, int layer, st_pos_decl *out) {
 
 const st_pos_method st_pos_fire = {
     .name = "fire",
+    .keys = "model.fire",
     .abs_indices = 1,
     .bias_form = ST_POS_BIAS_GENERAL,
     /* the bias depends on the absolute query position: a slid cache would see positions

@@ -96,6 +96,7 @@ static void kerple_exercise(st_model_config *c) { c->kerple_kind = ST_KERPLE_POW
 
 const st_pos_method st_pos_kerple = {
     .name = "kerple",
+    .keys = "model.kerple",
     .bias_form = ST_POS_BIAS_DISTANCE,
     .slides = 1,
     .variant_key = "kerple_kind",

@@ -32,6 +32,7 @@ static st_tensor *learned_embed(st_model *m, st_ctx *ctx, st_tensor *x, int64_t 
 
 const st_pos_method st_pos_learned = {
     .name = "learned",
+    .keys = "model.max_len",
     .abs_indices = 1,
     .bias_form = ST_POS_BIAS_NONE,
     .slides = 0,

@@ -61,6 +61,10 @@ typedef struct st_pos_decl {
 
 typedef struct st_pos_method {
     const char *name;
+    const char *keys;       /* the config keys of its own it reads, space-separated; a key
+                             * names its sub-object too ("model.fire": model.fire.*). Another
+                             * method's key set in a run of this one is named as without
+                             * effect (st_pos_key_reader, st_run_config_unread) */
     int bias_form;          /* ST_POS_BIAS_* */
     int slides;             /* KV cache may drop its oldest keys */
     const char *variant_key;

@@ -58,6 +58,23 @@ const char *st_pos_no_doc_mask(int pos) { return st_pos_method_of(pos)->no_doc_m
 const char *st_pos_no_cache_positions(int pos) { return st_pos_method_of(pos)->no_cache_positions; }
 const char *st_pos_unscaled_note(int pos) { return st_pos_method_of(pos)->unscaled_note; }
 
+/* 1 when pm->keys names key or an object holding it ("model.fire" holds model.fire.c) */
+static int lists_key(const st_pos_method *pm, const char *key) {
+    for (const char *p = pm->keys; p && *p;) {
+        const size_t n = strcspn(p, " ");
+        if (n && strncmp(p, key, n) == 0 && (key[n] == 0 || key[n] == '.')) return 1;
+        p += n;
+        p += *p == ' ';
+    }
+    return 0;
+}
+
+int st_pos_key_reader(const char *key, int pos) {
+    int listed = 0;
+    for (int i = 0; i < ST_POS_COUNT; i++) listed |= lists_key(methods[i], key);
+    return listed ? lists_key(st_pos_method_of(pos), key) : -1;
+}
+
 void st_pos_exercise(st_model_config *c) {
     const st_pos_method *pm = st_pos_method_of(c->pos);
     if (pm->exercise) pm->exercise(c);

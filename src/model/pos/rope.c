@@ -34,6 +34,7 @@ static int rope_qk(st_model *m, st_ctx *ctx, int layer, st_tensor **q, st_tensor
 
 const st_pos_method st_pos_rope = {
     .name = "rope",
+    .keys = "model.rope_base",
     .abs_indices = 1,
     .bias_form = ST_POS_BIAS_NONE,
     .slides = 1,

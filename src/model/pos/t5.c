@@ -60,6 +60,7 @@ static int t5_validate(const st_model_config *c, const char *f, st_error *e) {
 
 const st_pos_method st_pos_t5 = {
     .name = "t5",
+    .keys = "model.t5_buckets model.t5_max_distance",
     .bias_form = ST_POS_BIAS_DISTANCE,
     .slides = 1,
     .validate = t5_validate,

@@ -83,6 +83,7 @@ static void xpos_cache_keys(const st_model *m, st_kv_cache *c, int64_t p0, int64
 
 const st_pos_method st_pos_xpos = {
     .name = "xpos",
+    .keys = "model.rope_base model.xpos",
     .abs_indices = 1,
     .bias_form = ST_POS_BIAS_NONE,
     .slides = 1,
