@@ -66,6 +66,13 @@ grep -q "1 of 3 lengths could not be evaluated" err.txt && ok || bad "no summary
 $PY -c 'import json,sys; r=json.load(open("lrn.json"))["results"]; sys.exit(0 if [x["status"] for x in r]==["ok","ok","config"] and "max_len" in r[2]["error"] else 1)' && ok || bad "learned JSON rows"
 expect_rc 2 "learned none evaluable" "$BIN" eval learned --lengths 64,128
 grep -q "max_len" err.txt && ok || bad "message names max_len"
+# (probe 8) the default report is not replaced by one of errors, as eval --task's; --json
+# writes the error rows and the exit is still the first row's
+grep -q "no length evaluated: .*not written (an earlier report stays" err.txt && ok || bad "no word on the report"
+expect_rc 2 "learned none evaluable, --json" "$BIN" eval learned --lengths 64,128 --json lrn_none.json
+grep -q "max_len" err.txt && ok || bad "--json: message names max_len"
+$PY -c 'import json,sys; r=json.load(open("lrn_none.json"))["results"]; sys.exit(0 if [x["status"] for x in r]==["config","config"] else 1)' \
+    && ok || bad "--json of an eval of no length: not the two error rows"
 
 # --- byte-level text: bits per byte = loss / ln 2
 $PY -c '

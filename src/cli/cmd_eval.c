@@ -284,7 +284,19 @@ static int evaluate(const eval_args *a, int is_dir, int rank, st_error *e) {
     int rc = st_eval_checkpoint(a->src, &a->plan, rep, e);
     if (rep->n > 0 && rank == 0) st_eval_report_print(rep, stdout);
     fflush(stdout);
-    if (!rc && rank == 0) rc = save_report(a, is_dir, rep, e);
+    /* no length evaluated (error rows alone): --json writes them, as eval --task does; the
+     * default report is left as it was, not replaced by one of errors */
+    if (rank == 0 && rc && rep->n > 0 && !a->json) {
+        char path[ST_PATH_BUF];
+        default_json_path(a->src, is_dir, rep, a->plan.data_path, path, sizeof path);
+        cli_line("eval", 0, "no length evaluated: %s not written (an earlier report stays; --json FILE writes one "
+                 "with each length's reason)", path);
+    } else if (rank == 0 && (!rc || rep->n > 0)) {
+        st_error se = {0};
+        const int src = save_report(a, is_dir, rep, &se);
+        if (src && !rc) { rc = src; *e = se; }
+        else if (src) st_log(ST_LOG_WARN, "%s", se.msg);
+    }
     st_eval_report_free(rep);
     free(rep);
     return rc ? cli_report("eval", e) : 0;
