@@ -197,6 +197,10 @@ expect 0 "not read by this position method, optimizer and schedule, so without e
     --set train.optimizer.beta1=0.8 --set train.schedule.kind=constant --set train.schedule.min_lr_ratio=0.5
 run "$BIN" train "$TMP/kl.json" --out "$TMP/read" --set train.steps=3 --set train.optimizer.beta1=0.8
 check '[ "$RC" = 0 ] && ! grep -q "not read by this" "$TMP/err"' "adamw's own beta1 was called unread: $ERR"
+# --zero without mpirun (probe 8: accepted without a word) trains as an ordinary run and
+# says that nothing is sharded
+expect 0 "--zero: one rank (not under mpirun -np N with N > 1), so the optimizer moments are not sharded" \
+    "$BIN" train "$TMP/kl.json" --out "$TMP/zero1" --set train.steps=3 --zero
 # so are another position method's keys (probe 8: model.alibi_heads in a rope run trained
 # without a word); the method's own keys, and the defaults, are not named
 expect 0 "so without effect: model.alibi_heads 1, model.t5_buckets 8, model.fire.hidden 8" \

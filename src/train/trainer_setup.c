@@ -398,6 +398,9 @@ int st_trainer_setup(trainer *t, const st_run_config *cfg_in, st_error *e) {
         if (!rc && !t->opts.quiet)
             st_log(ST_LOG_INFO, "ZeRO-1: optimizer moments sharded, %.1f MiB on this rank instead of %.1f MiB",
                    (double)(t->zero.hi - t->zero.lo) * 8.0 / 1048576.0, (double)t->model.params.n * 8.0 / 1048576.0);
+    } else if (t->opts.zero) {   /* allowed (one launch line for 1..N ranks), but it saves nothing */
+        st_log(ST_LOG_WARN, "--zero: one rank (not under mpirun -np N with N > 1), so the optimizer moments are "
+               "not sharded and the run is an ordinary one");
     }
     if (!rc) rc = setup_buffers(t, e);
     if (!rc) note_resume_changes(t);
