@@ -164,8 +164,20 @@ int st_kv_shift_from_name(const char *name);
 /* The feed-forward width (model.d_ff, or its default for model.ffn) and the rows of
  * ffn.fc1.weight (2 d_ff for the gated units: gate rows, then value rows). */
 int st_model_d_ff(const st_model_config *c);
-/* ", rmsnorm, swiglu (d_ff 384), no biases, 2 key/value heads": the block's departures
- * from the GPT-2 block, for log lines ("" for the default block). */
+/* One way the block departs from GPT-2's: its config key under model (the reports'
+ * model object), its value (name when a string; else number, a JSON bool when boolean)
+ * and the log wording ("swiglu (d_ff 384)"). */
+#define ST_BLOCK_MAX_DEPARTURES 8
+typedef struct st_block_departure {
+    const char *key, *name;
+    double number;
+    int boolean;
+    char label[48];
+} st_block_departure;
+/* Fills d[0..n) (n <= ST_BLOCK_MAX_DEPARTURES) with c's departures, in a fixed order. */
+int st_block_departures(const st_model_config *c, st_block_departure *d);
+/* ", rmsnorm, swiglu (d_ff 384), no biases, 2 key/value heads": the departures' labels,
+ * for log lines ("" for the default block). */
 void st_block_label(const st_model_config *c, char *buf, size_t n);
 /* Key/value heads: model.n_kv_heads, or n_heads when it is -1. */
 int st_model_kv_heads(const st_model_config *c);

@@ -173,19 +173,18 @@ static cJSON *result_json(const st_eval_report *rep, const st_eval_row *row) {
     return o;
 }
 
-/* The block's departures from the GPT-2 block (model.norm, ffn, bias, qk_norm, n_kv_heads,
- * out_gate, out_norm, kv_shift), as attn_scale is given when not none: scripts/plot.py averages eval reports
+/* The block's departures from the GPT-2 block (st_block_departures: model.norm, ffn, bias,
+ * qk_norm, ...), as attn_scale is given when not none: scripts/plot.py averages eval reports
  * whose model objects agree as seeds of one experiment, and a swiglu and a geglu run (or
  * two runs that differ in another block key but not in parameter count) must not agree. */
 static void add_block_json(cJSON *mo, const st_model_config *m) {
-    if (m->norm != ST_NORM_LAYER) cJSON_AddStringToObject(mo, "norm", st_norm_name(m->norm));
-    if (m->ffn != ST_FFN_GELU) cJSON_AddStringToObject(mo, "ffn", st_ffn_name(m->ffn));
-    if (!m->bias) cJSON_AddBoolToObject(mo, "bias", 0);
-    if (m->qk_norm != ST_QK_NORM_NONE) cJSON_AddStringToObject(mo, "qk_norm", st_qk_norm_name(m->qk_norm));
-    if (st_model_kv_heads(m) != m->n_heads) cJSON_AddNumberToObject(mo, "n_kv_heads", st_model_kv_heads(m));
-    if (m->out_gate != ST_OUT_GATE_NONE) cJSON_AddStringToObject(mo, "out_gate", st_out_gate_name(m->out_gate));
-    if (m->out_norm != ST_OUT_NORM_NONE) cJSON_AddStringToObject(mo, "out_norm", st_out_norm_name(m->out_norm));
-    if (m->kv_shift != ST_KV_SHIFT_NONE) cJSON_AddStringToObject(mo, "kv_shift", st_kv_shift_name(m->kv_shift));
+    st_block_departure d[ST_BLOCK_MAX_DEPARTURES];
+    const int n = st_block_departures(m, d);
+    for (int i = 0; i < n; i++) {
+        if (d[i].name) cJSON_AddStringToObject(mo, d[i].key, d[i].name);
+        else if (d[i].boolean) cJSON_AddBoolToObject(mo, d[i].key, d[i].number != 0);
+        else cJSON_AddNumberToObject(mo, d[i].key, d[i].number);
+    }
 }
 
 cJSON *st_eval_model_json(const st_run_config *c, size_t n_params) {

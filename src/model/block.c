@@ -158,18 +158,43 @@ st_tensor *st_block_ffn(st_model *m, st_ctx *ctx, int l, st_tensor *h) {
     return st_block_linear(m, ctx, h, b->fc2_w, b->fc2_b);
 }
 
-void st_block_label(const st_model_config *c, char *buf, size_t n) {
-    int o = 0;
-    buf[0] = 0;
-#define ADD(...) do { if (o >= 0 && (size_t)o < n) o += snprintf(buf + o, n - (size_t)o, __VA_ARGS__); } while (0)
-    if (c->norm != ST_NORM_LAYER) ADD(", %s", st_norm_name(c->norm));
-    if (c->ffn != ST_FFN_GELU) ADD(", %s (d_ff %d)", st_ffn_name(c->ffn), st_model_d_ff(c));
-    if (!c->bias) ADD(", no biases");
-    if (c->qk_norm != ST_QK_NORM_NONE) ADD(", q/k %s", st_qk_norm_name(c->qk_norm));
-    if (c->out_norm != ST_OUT_NORM_NONE) ADD(", output %s", st_out_norm_name(c->out_norm));
-    if (c->out_gate != ST_OUT_GATE_NONE) ADD(", %s output gate", st_out_gate_name(c->out_gate));
+/* The one list of the block's departures from GPT-2's: the log label and the reports'
+ * model object are both read off it, so a new block option is added here alone. */
+int st_block_departures(const st_model_config *c, st_block_departure *d) {
+    int n = 0;
+#define DEP(k, s, num, b, ...)                                                                      \
+    do {                                                                                            \
+        d[n] = (st_block_departure){.key = (k), .name = (s), .number = (num), .boolean = (b)};      \
+        snprintf(d[n].label, sizeof d[n].label, __VA_ARGS__);                                       \
+        n++;                                                                                        \
+    } while (0)
+    const int kv = st_model_kv_heads(c);
+    if (c->norm != ST_NORM_LAYER) DEP("norm", st_norm_name(c->norm), 0, 0, "%s", st_norm_name(c->norm));
+    if (c->ffn != ST_FFN_GELU)
+        DEP("ffn", st_ffn_name(c->ffn), 0, 0, "%s (d_ff %d)", st_ffn_name(c->ffn), st_model_d_ff(c));
+    if (!c->bias) DEP("bias", NULL, 0, 1, "no biases");
+    if (c->qk_norm != ST_QK_NORM_NONE)
+        DEP("qk_norm", st_qk_norm_name(c->qk_norm), 0, 0, "q/k %s", st_qk_norm_name(c->qk_norm));
+    if (c->out_norm != ST_OUT_NORM_NONE)
+        DEP("out_norm", st_out_norm_name(c->out_norm), 0, 0, "output %s", st_out_norm_name(c->out_norm));
+    if (c->out_gate != ST_OUT_GATE_NONE)
+        DEP("out_gate", st_out_gate_name(c->out_gate), 0, 0, "%s output gate", st_out_gate_name(c->out_gate));
     if (c->kv_shift != ST_KV_SHIFT_NONE)
-        ADD(", %s shift", c->kv_shift == ST_KV_SHIFT_BOTH ? "key/value" : st_kv_shift_name(c->kv_shift));
-    if (st_model_kv_heads(c) != c->n_heads) ADD(", %d key/value heads", st_model_kv_heads(c));
-#undef ADD
+        DEP("kv_shift", st_kv_shift_name(c->kv_shift), 0, 0, "%s shift",
+            c->kv_shift == ST_KV_SHIFT_BOTH ? "key/value" : st_kv_shift_name(c->kv_shift));
+    if (kv != c->n_heads) DEP("n_kv_heads", NULL, kv, 0, "%d key/value heads", kv);
+#undef DEP
+    return n;
+}
+
+void st_block_label(const st_model_config *c, char *buf, size_t n) {
+    st_block_departure d[ST_BLOCK_MAX_DEPARTURES];
+    const int k = st_block_departures(c, d);
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < k && o < n; i++) {
+        const int w = snprintf(buf + o, n - o, ", %s", d[i].label);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
 }
