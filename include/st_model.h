@@ -51,7 +51,12 @@ typedef enum st_attn_scale_kind {
 /* The decoder block's options (src/model/block.c): norm, feed-forward, q/k norm. */
 typedef enum st_norm_kind { ST_NORM_LAYER = 0, ST_NORM_RMS, ST_NORM_COUNT } st_norm_kind;
 typedef enum st_ffn_kind { ST_FFN_GELU = 0, ST_FFN_SWIGLU, ST_FFN_GEGLU, ST_FFN_COUNT } st_ffn_kind;
-typedef enum st_qk_norm_kind { ST_QK_NORM_NONE = 0, ST_QK_NORM_RMS, ST_QK_NORM_COUNT } st_qk_norm_kind;
+/* q/k RMSNorm: per head over D with weights (D) shared by the heads (Qwen 3), per head
+ * with each head's own weights (H D; the Forgetting Transformer's Pro block), or over the
+ * whole projection of H D values with weights (H D) (OLMo 2) */
+typedef enum st_qk_norm_kind {
+    ST_QK_NORM_NONE = 0, ST_QK_NORM_RMS, ST_QK_NORM_RMS_HEADS, ST_QK_NORM_RMS_FULL, ST_QK_NORM_COUNT
+} st_qk_norm_kind;
 /* A sigmoid gate on the attention output before its projection (Qiu et al. 2025): one
  * gate per value (elementwise) or per head (headwise). */
 typedef enum st_out_gate_kind {
@@ -82,7 +87,7 @@ typedef struct st_model_config {
     int norm;               /* st_norm_kind: layernorm (default) or rmsnorm */
     int ffn;                /* st_ffn_kind: gelu (default), swiglu, geglu */
     int bias;               /* 1 (default): biases in the q/k/v, output and FFN projections */
-    int qk_norm;            /* st_qk_norm_kind: none (default) or rmsnorm per head */
+    int qk_norm;            /* st_qk_norm_kind: none (default), rmsnorm, rmsnorm_heads, rmsnorm_full */
     int out_gate;           /* st_out_gate_kind: none (default), elementwise, headwise */
     int out_norm;           /* st_out_norm_kind: none (default) or rmsnorm per head */
     int kv_shift;           /* st_kv_shift_kind: none (default), key, value, both */
@@ -263,7 +268,7 @@ typedef struct st_model {
     struct st_block_params {
         int ln1_w, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_w, ln2_b;
         int fc1_w, fc1_b, fc2_w, fc2_b;
-        int q_norm, k_norm;     /* qk_norm rmsnorm: (D) weights, else -1 */
+        int q_norm, k_norm;     /* qk_norm: (D), or (H D) and (n_kv_heads D) weights, else -1 */
         int out_gate_w;         /* out_gate: (C, C) or (H, C) weights, else -1 */
         int out_norm_w;         /* out_norm rmsnorm: (C) weights, else -1 */
         int k_shift_w, v_shift_w;   /* kv_shift: (n_kv_heads, C) gate weights, else -1 */

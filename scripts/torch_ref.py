@@ -221,6 +221,20 @@ def norm(cfg, x, p, name, eps):
     return F.layer_norm(x, (x.shape[-1],), p[name + ".weight"], p[name + ".bias"], eps)
 
 
+def qk_norm(cfg, x, w, eps):
+    """model.qk_norm of q or k (B, heads, T, D), before the positions: RMS over each head's
+    D values with weights (D) shared by the heads (rmsnorm, Qwen 3) or each head's own
+    (heads*D) (rmsnorm_heads, FoX Pro), or over the token's whole heads*D row
+    (rmsnorm_full, OLMo 2: RMSNorm of the projection before it is split into heads)"""
+    kind = cfg.get("qk_norm", "none")
+    if kind == "none":
+        return x
+    if kind != "rmsnorm":
+        w = w.reshape(x.shape[1], 1, x.shape[3])
+    dims = (1, 3) if kind == "rmsnorm_full" else (-1,)
+    return x * torch.rsqrt((x * x).mean(dim=dims, keepdim=True) + eps) * w
+
+
 def lin(cfg, x, p, name):
     """x W^T (+ b unless model.bias is false)"""
     y = x @ p[name + ".weight"].T
@@ -310,9 +324,9 @@ def logits(cfg, p, ids):
         q = q.reshape(B, T, H, D).transpose(1, 2)
         k, v = [z.reshape(B, T, Hkv, D).transpose(1, 2) for z in (k, v)]
         k, v = kv_shift(cfg, k, v, h, p, pre, cfg.get("_doc"))
-        if cfg.get("qk_norm", "none") == "rmsnorm":   # per head over D, before the positions
-            q = q * torch.rsqrt((q * q).mean(-1, keepdim=True) + eps) * p[pre + "attn.q_norm.weight"]
-            k = k * torch.rsqrt((k * k).mean(-1, keepdim=True) + eps) * p[pre + "attn.k_norm.weight"]
+        if cfg.get("qk_norm", "none") != "none":
+            q = qk_norm(cfg, q, p[pre + "attn.q_norm.weight"], eps)
+            k = qk_norm(cfg, k, p[pre + "attn.k_norm.weight"], eps)
         if cfg["pos"] in ("rope", "xpos"):
             P = positions(cfg, T)
             q, k = rope(q, cfg, P), rope(k, cfg, P)

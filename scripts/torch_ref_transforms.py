@@ -132,10 +132,9 @@ def logits(cfg, xf, p, ids, stats=None, stats_far=0, stats_from=0):
         q = q.reshape(B, T, H, D).transpose(1, 2)
         k, v = [z.reshape(B, T, Hkv, D).transpose(1, 2) for z in (k, v)]
         k, v = torch_ref.kv_shift(cfg, k, v, h, p, pre)   # over the text: masks do not cut it
-        if cfg.get("qk_norm", "none") == "rmsnorm":   # per head over D, before the positions
-            rms = {"norm": "rmsnorm"}
-            q = torch_ref.norm(rms, q, p, pre + "attn.q_norm", eps)
-            k = torch_ref.norm(rms, k, p, pre + "attn.k_norm", eps)
+        if cfg.get("qk_norm", "none") != "none":   # before the positions
+            q = torch_ref.qk_norm(cfg, q, p[pre + "attn.q_norm.weight"], eps)
+            k = torch_ref.qk_norm(cfg, k, p[pre + "attn.k_norm.weight"], eps)
         k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
         # log-n attention scaling: the query times f(n), n = the keys the mask leaves it
         # (docs/position-methods.md, model.attn_scale), so the content term only

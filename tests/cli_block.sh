@@ -169,7 +169,7 @@ assert b["model"]["norm"] == "rmsnorm" and b["model"]["ffn"] == "swiglu" and b["
 # layer about paid for by 3 x 64 x C fewer feed-forward weights)
 c = json.load(open(sys.argv[1] + "/configs/block_fox_pro.json"))
 assert {k: v for k, v in c.items() if k != "model"} == {k: v for k, v in b.items() if k != "model"}
-pro = {"pos": "fox", "qk_norm": "rmsnorm", "out_norm": "rmsnorm", "out_gate": "elementwise", "kv_shift": "both", "d_ff": 704}
+pro = {"pos": "fox", "qk_norm": "rmsnorm_heads", "out_norm": "rmsnorm", "out_gate": "elementwise", "kv_shift": "both", "d_ff": 704}
 assert c["model"] == dict(b["model"], **pro), c["model"]
 EOF2
 

@@ -65,6 +65,10 @@ static inline void pro_block(st_model_config *c) {
 }
 static inline void llama_mqa_key_shift(st_model_config *c) { llama_block(c); c->n_kv_heads = 1; c->kv_shift = ST_KV_SHIFT_KEY; }
 static inline void value_shift_out_norm(st_model_config *c) { c->kv_shift = ST_KV_SHIFT_VALUE; c->out_norm = ST_OUT_NORM_RMS; }
+/* the q/k norm with each head's own weights (the official Pro block's), and over the whole
+ * projection (OLMo 2), with grouped-query attention (k's weights (n_kv_heads D)) */
+static inline void pro_block_heads_gqa(st_model_config *c) { pro_block(c); c->qk_norm = ST_QK_NORM_RMS_HEADS; c->n_kv_heads = 1; }
+static inline void llama_full_qk_gqa(st_model_config *c) { llama_block(c); c->qk_norm = ST_QK_NORM_RMS_FULL; c->n_kv_heads = 1; }
 static inline void geglu_block(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->gelu_exact = 1; c->norm = ST_NORM_RMS; }
 static const struct variant variants[] = {
     {ST_POS_NONE, 0, 0, "none", 0, NULL},
@@ -101,6 +105,8 @@ static const struct variant variants[] = {
     {ST_POS_FOX, 0, 0, "fox, pro block (output norm and gate, key/value shift)", 0, pro_block},
     {ST_POS_ROPE, 0, 0, "rope, llama block, multi-query, key shift", 0, llama_mqa_key_shift},
     {ST_POS_ALIBI, 0, 0, "alibi, value shift, output norm", 0, value_shift_out_norm},
+    {ST_POS_FOX, 0, 0, "fox, pro block, per-head q/k norm weights, multi-query", 0, pro_block_heads_gqa},
+    {ST_POS_ROPE, 0, 0, "rope, llama block, whole-row q/k norm, multi-query", 0, llama_full_qk_gqa},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

@@ -123,6 +123,10 @@ static void pro_llama(st_model_config *c) {
     llama(c); c->out_norm = ST_OUT_NORM_RMS; c->out_gate = ST_OUT_GATE_ELEMENTWISE; c->kv_shift = ST_KV_SHIFT_BOTH;
     c->init_std = 0.3f;
 }
+/* the q/k norm with each head's own weights (the official Pro block's, here with 2
+ * key/value heads), and over the whole projection (OLMo 2) */
+static void pro_heads_gqa(st_model_config *c) { pro_llama(c); c->qk_norm = ST_QK_NORM_RMS_HEADS; c->n_kv_heads = 2; }
+static void olmo2_full(st_model_config *c) { llama(c); c->qk_norm = ST_QK_NORM_RMS_FULL; c->n_kv_heads = 2; }
 static void key_shift_norm(st_model_config *c) { c->kv_shift = ST_KV_SHIFT_KEY; c->out_norm = ST_OUT_NORM_RMS; c->init_std = 0.3f; }
 static void value_shift_gqa(st_model_config *c) { llama_gqa(c); c->kv_shift = ST_KV_SHIFT_VALUE; c->init_std = 0.3f; }
 static void emb_sqrt(st_model_config *c) { c->embed_scale = 0; }
@@ -197,6 +201,8 @@ int main(void) {
         {ST_POS_FOX, 0, 0, 4, 0, 1, 0, pro_llama, 0, 1},          /* FoX Pro, per-instance mask */
         {ST_POS_ALIBI, 0, 0, 4, 0, 1, 0, key_shift_norm, 0, 0},   /* model.kv_shift key, model.out_norm */
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, value_shift_gqa, 0, 1},   /* values, 2 key/value heads */
+        {ST_POS_FOX, 0, 0, 4, 0, 1, 0, pro_heads_gqa, 0, 1},      /* model.qk_norm rmsnorm_heads */
+        {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, olmo2_full, 0, 0},        /* model.qk_norm rmsnorm_full */
     };
     enum { NV = sizeof vs / sizeof vs[0] };
     static char dirs[NV][512], labels[NV][256];

@@ -17,8 +17,11 @@
  *             and full forwards repeat k, v to H heads (st_repeat_heads, whose backward sums
  *             a group's gradients), the KV cache keeps n_kv_heads and maps head h to h / g
  *   qk_norm   rmsnorm: q and k RMS-normalised per head over the head size, weights (D)
- *             shared by the heads, before the position method (OLMo 2, Qwen 3); the
- *             softmax scale stays 1/sqrt(D)
+ *             shared by the heads (Qwen 3); rmsnorm_heads: the same with each head's own
+ *             weights, (H D) and (n_kv_heads D) (the Forgetting Transformer's Pro block);
+ *             rmsnorm_full: over each token's whole projection of H D values, weights as
+ *             rmsnorm_heads (OLMo 2). Before the position method; the softmax scale stays
+ *             1/sqrt(D)
  *   out_gate  the attention output a (B,T,C, heads merged) times a sigmoid gate computed
  *             from the block's normalised input h = LN1(x), before the output projection
  *             (Qiu et al. 2025, "Gated Attention for Large Language Models", arXiv
@@ -45,7 +48,7 @@
 
 static const char *const norm_names[ST_NORM_COUNT] = {"layernorm", "rmsnorm"};
 static const char *const ffn_names[ST_FFN_COUNT] = {"gelu", "swiglu", "geglu"};
-static const char *const qk_norm_names[ST_QK_NORM_COUNT] = {"none", "rmsnorm"};
+static const char *const qk_norm_names[ST_QK_NORM_COUNT] = {"none", "rmsnorm", "rmsnorm_heads", "rmsnorm_full"};
 static const char *const out_gate_names[ST_OUT_GATE_COUNT] = {"none", "elementwise", "headwise"};
 static const char *const out_norm_names[ST_OUT_NORM_COUNT] = {"none", "rmsnorm"};
 static const char *const kv_shift_names[ST_KV_SHIFT_COUNT] = {"none", "key", "value", "both"};
@@ -108,11 +111,25 @@ st_tensor *st_block_linear(st_model *m, st_ctx *ctx, st_tensor *x, int w, int b)
     return st_linear(ctx, x, opt(m, w), opt(m, b));
 }
 
+/* x (B,H,T,D) with weights w (H D): the heads merged to (B,T,H D), one RMSNorm group per
+ * head (rmsnorm_heads) or one for the whole row (rmsnorm_full), split again */
+static st_tensor *qk_norm_wide(st_model *m, st_ctx *ctx, st_tensor *x, int w) {
+    const int H = (int)x->shape[1];
+    st_tensor *r = st_merge_heads(ctx, x);
+    r = r ? st_rmsnorm_groups(ctx, r, opt(m, w), m->cfg.qk_norm == ST_QK_NORM_RMS_HEADS ? H : 1, m->cfg.ln_eps) : NULL;
+    return r ? st_split_heads(ctx, r, H) : NULL;
+}
+
 int st_block_qk_norm(st_model *m, st_ctx *ctx, int l, st_tensor **q, st_tensor **k) {
     if (m->cfg.qk_norm == ST_QK_NORM_NONE) return 1;
     const struct st_block_params *b = &m->blocks[l];
-    *q = st_rmsnorm(ctx, *q, opt(m, b->q_norm), m->cfg.ln_eps);
-    *k = st_rmsnorm(ctx, *k, opt(m, b->k_norm), m->cfg.ln_eps);
+    if (m->cfg.qk_norm == ST_QK_NORM_RMS) {   /* rows of D, weights shared by the heads */
+        *q = st_rmsnorm(ctx, *q, opt(m, b->q_norm), m->cfg.ln_eps);
+        *k = st_rmsnorm(ctx, *k, opt(m, b->k_norm), m->cfg.ln_eps);
+    } else {
+        *q = qk_norm_wide(m, ctx, *q, b->q_norm);
+        *k = *q ? qk_norm_wide(m, ctx, *k, b->k_norm) : NULL;
+    }
     return *q && *k;
 }
 

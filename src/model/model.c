@@ -90,13 +90,16 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     const int64_t V = c->vocab_size, C = c->d_model, F = c->d_ff, L = c->n_layers, F1 = st_model_fc1_rows(c);
     const int64_t D = C / c->n_heads, Hkv = st_model_kv_heads(c), QKV = (c->n_heads + 2 * Hkv) * D;
     const int ln_b = c->norm == ST_NORM_LAYER, lin_b = c->bias != 0;
+    /* q/k norm weights: (D) shared by the heads, or each head's own (H D, Hkv D) */
+    const int wide = c->qk_norm == ST_QK_NORM_RMS_HEADS || c->qk_norm == ST_QK_NORM_RMS_FULL;
+    const int64_t QN = !c->qk_norm ? 0 : wide ? c->n_heads * D : D, KN = !c->qk_norm ? 0 : wide ? Hkv * D : D;
     const float std = c->init_std, rstd = c->init_std / sqrtf(2.0f * (float)L);
 
     /* Refuse sizes that cannot fit before allocating anything: parameters, grads and
      * the two AdamW moments are 4 floats per parameter. */
     const st_pos_method *pm = st_pos_method_of(c->pos);
     const double per_block = (double)(QKV + C) * C + (double)(F1 + F) * C + (ln_b ? 4.0 : 2.0) * C +
-                             (lin_b ? (double)(QKV + 2 * C + F1) : 0.0) + (c->qk_norm ? 2.0 * D : 0.0) +
+                             (lin_b ? (double)(QKV + 2 * C + F1) : 0.0) + (double)(QN + KN) +
                              (c->attn_scale == ST_ATTN_SCALE_LEARNED ? (double)c->n_heads : 0.0) +
                              (double)out_gate_rows(c) * C + (c->out_norm ? (double)C : 0.0) +
                              (double)kv_shift_rows(c) * C;
@@ -133,8 +136,8 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
         P(qkv_w, "attn.qkv.weight", 2, QKV, C, 1, ST_INIT_NORMAL, std);
         if (lin_b) P(qkv_b, "attn.qkv.bias", 1, QKV, 1, 0, ST_INIT_ZERO, 0);
         if (c->qk_norm) {
-            P(q_norm, "attn.q_norm.weight", 1, D, 1, 0, ST_INIT_ONE, 0);
-            P(k_norm, "attn.k_norm.weight", 1, D, 1, 0, ST_INIT_ONE, 0);
+            P(q_norm, "attn.q_norm.weight", 1, QN, 1, 0, ST_INIT_ONE, 0);
+            P(k_norm, "attn.k_norm.weight", 1, KN, 1, 0, ST_INIT_ONE, 0);
         }
         if (c->kv_shift & ST_KV_SHIFT_KEY) P(k_shift_w, "attn.k_shift.weight", 2, Hkv, C, 1, ST_INIT_NORMAL, std);
         if (c->kv_shift & ST_KV_SHIFT_VALUE) P(v_shift_w, "attn.v_shift.weight", 2, Hkv, C, 1, ST_INIT_NORMAL, std);
