@@ -75,6 +75,8 @@ typedef struct st_train_config {
     float clip_norm;        /* global gradient-norm clip, 0 = off */
     int64_t eval_every;     /* steps between validations (0: only at the end) */
     int eval_batches;       /* validation batches of (B, T) (0: no validation) */
+    int patience;           /* stop once this many validations in a row did not lower the
+                             * best validation loss (0: off; st_train_patience_left) */
     int64_t checkpoint_every; /* steps between checkpoints (0: only at the end) */
     int keep_last;          /* step checkpoints kept (best.ckpt is extra) */
     int threads;            /* OpenMP + BLAS threads, 0 = all cores */
@@ -348,7 +350,7 @@ typedef struct st_train_result {
     size_t arena_bytes;     /* step arena capacity, sized before the first step */
     size_t arena_high_water;/* most of it any micro-step used */
     int arena_grew;         /* 1 if a step needed more than the initial size */
-    int stopped;            /* 0 done, 1 time limit, 2 stop_after, 3 signal */
+    int stopped;            /* 0 done, 1 time limit, 2 stop_after, 3 signal, 4 train.patience */
 } st_train_result;
 
 /* Train. cfg: a loaded config; may be NULL with resume (RUN_DIR/config.json is used).

@@ -212,6 +212,29 @@ for m in "pos=alibi --set model.alibi_heads=1" "pos=xpos --set model.rope_base=5
     check '[ "$RC" = 0 ] && ! grep -q "not read by this" "$TMP/err"' "model.$m: its own key was called unread: $ERR"
 done
 
+# ---- train.patience (early stopping): a learning rate of 1e-30 leaves the weights as they
+# are, so the validation loss never goes below step 2's: validations at 4, 6, 8 do not
+# improve and patience 3 stops at step 8 with a checkpoint; a resume has nothing to train;
+# one interrupted at step 5 stops where the uninterrupted run did; raising patience in
+# config.json goes on ----
+PT=(--set train.steps=40 --set train.eval_every=2 --set train.patience=3 --set train.optimizer.lr=1e-30)
+expect 0 "train.patience 3: no lower validation loss than" "$BIN" train "$TMP/kl.json" --out "$TMP/pat" "${PT[@]}"
+check '[ "$(cat "$TMP/pat/checkpoints/latest")" = step_00000008.ckpt ] && [ -s "$TMP/pat/checkpoints/best.ckpt" ]' \
+    "patience 3 did not stop at step 8: latest $(cat "$TMP/pat/checkpoints/latest")"
+expect 0 "the run stopped early at step 8 (no lower validation loss since step 2); nothing to train" \
+    "$BIN" train --resume "$TMP/pat"
+check '[ "$(cat "$TMP/pat/checkpoints/latest")" = step_00000008.ckpt ]' "a resume trained past the early stop"
+run "$BIN" train "$TMP/kl.json" --out "$TMP/pat2" "${PT[@]}" --quiet --stop-after 5
+run "$BIN" train --resume "$TMP/pat2" --quiet
+check '[ "$RC" = 0 ] && [ "$(cat "$TMP/pat2/checkpoints/latest")" = step_00000008.ckpt ]' \
+    "interrupted at 5, the resumed run stopped at $(cat "$TMP/pat2/checkpoints/latest"): $ERR"
+sed -i 's/"patience": 3/"patience": 5/' "$TMP/pat/config.json"
+expect 0 "train.patience 5: no lower validation loss than" "$BIN" train --resume "$TMP/pat"
+check '[ "$(cat "$TMP/pat/checkpoints/latest")" = step_00000012.ckpt ]' "patience 5 did not stop at step 12"
+expect 2 "train.patience: counts validations, which need train.eval_every > 0" \
+    "$BIN" train "$TMP/kl.json" --out "$TMP/pat3" "${PT[@]}" --set train.eval_every=0
+check '[ ! -e "$TMP/pat3" ]' "a refused config left a run directory"
+
 rm -rf "$TMP"
 echo "cli_train: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

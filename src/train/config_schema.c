@@ -225,6 +225,7 @@ const st_ckey st_config_keys[] = {
     FLT("train.clip_norm", train.clip_norm, 0, 1e9, 0, "1"),
     I64("train.eval_every", train.eval_every, 0, BIG, "200"),
     INT("train.eval_batches", train.eval_batches, 0, 1 << 20, "20"),
+    INT("train.patience", train.patience, 0, 1 << 20, "0"),
     I64("train.checkpoint_every", train.checkpoint_every, 0, BIG, "500"),
     INT("train.keep_last", train.keep_last, 1, 1 << 20, "2"),
     INT("train.threads", train.threads, 0, 4096, "0"),

@@ -188,6 +188,9 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
                            "represent; %s", file, (long long)t->random_positions, (long long)max_len,
                            st_pos_name(c->model.pos), st_pos_limit_why(c->model.pos));
     }
+    if (t->patience > 0 && (t->eval_every == 0 || t->eval_batches == 0))
+        return st_fail(e, ST_ERR_CONFIG, "%s: train.patience: counts validations, which need train.eval_every > 0 and "
+                       "train.eval_batches > 0 (got %lld and %d)", file, (long long)t->eval_every, t->eval_batches);
     if (t->sched.kind == ST_SCHED_INV_SQRT && t->sched.warmup < 1)
         return st_fail(e, ST_ERR_CONFIG, "%s: train.schedule.warmup: must be >= 1 with kind \"inv_sqrt\"", file);
     const int decays = t->sched.kind == ST_SCHED_COSINE || t->sched.kind == ST_SCHED_LINEAR || t->sched.kind == ST_SCHED_WSD;

@@ -281,11 +281,26 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
     return ST_OK;
 }
 
+/* train.patience: the validations since the best one, those at multiples of
+ * train.eval_every after best_step up to step. Read off the state, so a resumed run counts
+ * as the uninterrupted one did. */
+static int64_t evals_since_best(const st_train_config *tc, const st_train_state *st, int64_t step) {
+    const int64_t best = st->best_step > 0 ? st->best_step : 0;
+    return step / tc->eval_every - best / tc->eval_every;
+}
+
 static int loop(trainer *t, st_train_result *res, st_error *e) {
     const st_train_config *tc = &t->cfg.train;
     const double t0 = st_time();
     const int64_t step0 = t->st.step;
     int rc = ST_OK;
+    if (tc->patience > 0 && step0 > 0 && step0 < tc->steps && evals_since_best(tc, &t->st, step0) >= tc->patience) {
+        res->stopped = 4;
+        st_progress_note(&t->pg, ST_LOG_INFO, "train.patience %d: the run stopped early at step %lld (no lower "
+                         "validation loss since step %lld); nothing to train (raise train.patience in %s/config.json "
+                         "to go on)", tc->patience, (long long)step0, (long long)t->st.best_step, t->dir);
+        return ST_OK;
+    }
     if (t->opts.stop_after > 0 && step0 >= t->opts.stop_after && step0 < tc->steps)
         st_log(ST_LOG_WARN, "--stop-after %lld: the run is at step %lld already; nothing to train (--resume without "
                "it continues to step %lld)", (long long)t->opts.stop_after, (long long)step0, (long long)tc->steps);
@@ -305,7 +320,7 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         res->loss = loss;
         res->tokens_per_s = tps;
 
-        int best = 0;
+        int best = 0, patience_out = 0;
         if (tc->eval_batches > 0 && ((tc->eval_every > 0 && step % tc->eval_every == 0) || last)) {
             double val;
             if ((rc = validate(t, &val, e))) return rc;
@@ -313,13 +328,14 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
             t->st.last_val = val;
             if (best) { t->st.best_val = val; t->st.best_step = step; }
             if (!prc) prc = st_progress_val(&t->pg, step, val, best, &t->model, &pe);
+            patience_out = tc->patience > 0 && !last && evals_since_best(tc, &t->st, step) >= tc->patience;
         }
         int sig = g_stop_signal;
         int out_of_time = tc->max_seconds > 0 && session >= tc->max_seconds;
         if (st_train_dist_stop(t->dist, &sig, &out_of_time))   /* a signal on any rank stops all */
             return st_fail(e, ST_ERR_GENERIC, "step %lld: the ranks could not agree on stopping", (long long)step);
         int stop_after = t->opts.stop_after > 0 && step >= t->opts.stop_after;
-        int save_step = last || sig || out_of_time || stop_after ||
+        int save_step = last || sig || out_of_time || stop_after || patience_out ||
                         (tc->checkpoint_every > 0 && step % tc->checkpoint_every == 0);
         /* ZeRO-1: rank 0 gathers the full moments for the writes (every rank takes part) */
         if ((save_step || best) && t->zero.on) rc = st_zero_gather(&t->zero, t->dist, &t->model.params, e);
@@ -334,6 +350,14 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
             return st_fail(e, ST_ERR_INTERRUPTED, "interrupted by %s after step %lld; saved %s; continue with: %s",
                            signal_label(sig), (long long)step, t->last_ckpt,
                            st_trainer_resume_command(t->dir, t->ranks, cont, sizeof cont));
+        }
+        if (patience_out) {   /* every rank saw the same validation loss */
+            res->stopped = 4;
+            st_progress_note(&t->pg, ST_LOG_INFO, "train.patience %d: no lower validation loss than %.4f (step %lld) "
+                             "in %d validations; stopped at step %lld of %lld, saved %s (best.ckpt: step %lld)",
+                             tc->patience, t->st.best_val, (long long)t->st.best_step, tc->patience, (long long)step,
+                             (long long)tc->steps, t->last_ckpt, (long long)t->st.best_step);
+            break;
         }
         if (out_of_time) {
             res->stopped = 1;
