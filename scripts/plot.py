@@ -13,7 +13,9 @@ in train.seed are averaged: runs of one sweep (the directory of its results.json
 with one protocol; eval reports that agree in model, training length and precision, checkpoint step,
 data, split, mode, stride, tokens, precision and transform. A label shared by runs that
 differ otherwise gets what tells them apart, naming only what is known for both and
-differs, e.g. "alibi [out runs/b]", "alibi [seq_len 32]", "alibi [mode sliding]",
+differs, and of that the fewest fields that tell them apart (what was chosen before what
+follows from it: the data before its vocabulary and parameter count), e.g. "alibi [out
+runs/b]", "alibi [seq_len 32]", "alibi [mode sliding]", "alibi [data source=wikitext]",
 "alibi [eval report]". The average is the mean loss over seeds, shown as exp(mean loss),
 i.e. the geometric mean of perplexity (bits per byte: the arithmetic mean); a perplexity
 that overflows (a diverged run) is inf, not drawn, with a warning. Lengths a run could

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# cli_probe9.sh - the findings of the ninth round of black-box probes (help texts against
+# behaviour, resource limits, a researcher's end-to-end workflow) that are not checked
+# beside their feature's own tests:
+#   - plot.py (and results_tables.py) labelled eval reports of runs on two data sets with
+#     every field that differed: "alibi [data bytes_exact=True,bytes_per_token=1,
+#     changed_since_training=False,hash=...,source=text,tokenizer=byte,unit=byte, params
+#     116480, split_tokens 8192, step 30, vocab_size 256]"; the legend was wider than the
+#     figure and tight_layout squeezed the axes to a sliver at its left edge (two methods
+#     on tinyshakespeare and WikiText-2: nothing readable). A label names the fewest fields
+#     that tell the runs apart, what was chosen before what follows from it, and of the
+#     data its fields that differ: "alibi [data source=text]", "alibi [data source=synthetic]".
+. "$(dirname "$0")/lib_cli.sh" cli_probe9
+
+# ---- plot labels of eval reports on two data sets ----
+tiny_text_run alibi
+tiny_synthetic_cfg syn.json
+expect_rc 0 "train text" "$BIN" train cfg.json --out r_text --quiet
+expect_rc 0 "train synthetic" "$BIN" train syn.json --out r_syn --quiet --set model.pos=alibi
+expect_rc 0 "eval text" "$BIN" eval r_text --lengths 16,32 --quiet
+expect_rc 0 "eval synthetic" "$BIN" eval r_syn --lengths 16,32 --quiet
+if "$PY" -c "import matplotlib" 2>/dev/null; then
+    # the line names are listed by an --only that names none of them
+    expect_rc 2 "plot of two data sets' reports" "$PY" "$SRC/scripts/plot.py" r_text/eval_valid_nonoverlapping.json \
+        r_syn/eval_valid_nonoverlapping.json --only x -o p.png
+    expect_err "have: alibi \[data source=text\], alibi \[data source=synthetic\])"
+    grep -q 'params\|vocab_size\|hash=' err.txt && bad "a label names what follows from the data: $(cat err.txt)" || ok
+    expect_rc 0 "the plot" "$PY" "$SRC/scripts/plot.py" r_text/eval_valid_nonoverlapping.json \
+        r_syn/eval_valid_nonoverlapping.json -o p.png
+else
+    skip "plot.py (no matplotlib)"
+fi
+# the rule itself, without matplotlib: one field that tells the runs apart is enough
+"$PY" - "$SRC/scripts" <<'EOF' && ok || bad "labels of two data sets' reports"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from sweep_json import report_key, split_labels
+a = json.load(open("r_text/eval_valid_nonoverlapping.json"))
+b = json.load(open("r_syn/eval_valid_nonoverlapping.json"))
+runs = [{"label": "alibi", "key": report_key(d)} for d in (a, b)]
+split_labels(runs)
+assert [r["label"] for r in runs] == ["alibi [data source=text]", "alibi [data source=synthetic]"], runs
+# the same data, another protocol: the protocol alone
+c = dict(a, mode="sliding", stride=16)
+runs = [{"label": "alibi", "key": report_key(d)} for d in (a, c)]
+split_labels(runs)
+assert [r["label"] for r in runs] == ["alibi [mode nonoverlapping]", "alibi [mode sliding]"], runs
+EOF
+
+finish cli_probe9
