@@ -10,6 +10,11 @@
 #     on tinyshakespeare and WikiText-2: nothing readable). A label names the fewest fields
 #     that tell the runs apart, what was chosen before what follows from it, and of the
 #     data its fields that differ: "alibi [data source=text]", "alibi [data source=synthetic]".
+#   - a sweep's results.md said "Evaluation: valid split, ..." of a sweep whose
+#     eval.max_tokens scored 4,096 of the split's 55,780 bytes (most shipped results sweeps
+#     set max_tokens), and a variant with another eval.max_tokens read as the header's: the
+#     header says "the first N bytes of the valid split (eval.max_tokens)", such a row
+#     "[N bytes]" in its pos column.
 . "$(dirname "$0")/lib_cli.sh" cli_probe9
 
 # ---- plot labels of eval reports on two data sets ----
@@ -46,5 +51,18 @@ runs = [{"label": "alibi", "key": report_key(d)} for d in (a, c)]
 split_labels(runs)
 assert [r["label"] for r in runs] == ["alibi [mode nonoverlapping]", "alibi [mode sliding]"], runs
 EOF
+
+# ---- results.md: the part of the split eval.max_tokens scored ----
+cat > swmt.json <<'EOF2'
+{"base": "cfg.json", "set": {"train.steps": 2, "train.eval_every": 2, "train.schedule.warmup": 0},
+ "variants": [{"name": "a", "model.pos": "alibi"}, {"name": "a-full", "model.pos": "alibi", "eval.max_tokens": 0}],
+ "eval": {"lengths": [16], "max_tokens": 300}, "out": "swmt"}
+EOF2
+expect_rc 0 "sweep with eval.max_tokens" "$BIN" sweep swmt.json --quiet
+grep -q '^Evaluation: the first 300 bytes of the valid split (eval.max_tokens), nonoverlapping' swmt/results.md && ok \
+    || bad "results.md does not say eval.max_tokens cut the split: $(grep Evaluation swmt/results.md)"
+full=$("$PY" -c "import json; print(json.load(open('swmt/a-full/eval_valid_nonoverlapping.json'))['split_tokens'])")
+grep -q "^| a-full | alibi \[$full bytes\] |" swmt/results.md && ok || bad "the full split's row: $(grep a-full swmt/results.md)"
+grep -q '^| a | alibi |' swmt/results.md && ok || bad "the header's row: $(grep '^| a |' swmt/results.md)"
 
 finish cli_probe9

@@ -301,27 +301,45 @@ static void group_key(const sweep_point *pt, char *out, size_t n) {
     snprintf(out, n, "%s", pt->group);
 }
 
-/* What of report's protocol (split, mode and stride) differs from ref's, the one the table's
- * header states: " [sliding, stride 32]", "" when nothing does. A sweep may set eval.mode
- * per variant, and a sliding row must not read as nonoverlapping. */
+/* What of report's protocol (split, mode, stride and the tokens evaluated) differs from
+ * ref's, the one the table's header states: " [sliding, stride 32]", "" when nothing does.
+ * A sweep may set eval.mode or eval.max_tokens per variant, and a sliding row must not read
+ * as nonoverlapping, nor a row of 4096 tokens as one of the header's. */
 static void protocol_note(const cJSON *report, const cJSON *ref, char *out, size_t n) {
     out[0] = 0;
     if (!report || !ref || report == ref) return;
     const char *split = str(report, "split"), *mode = str(report, "mode");
-    const double stride = num(report, "stride");
+    const double stride = num(report, "stride"), tokens = num(report, "split_tokens");
     const int other_split = strcmp(split, str(ref, "split")) != 0;
     const int other_mode = strcmp(mode, str(ref, "mode")) != 0 || (isfinite(stride) && stride != num(ref, "stride"));
-    if (!other_split && !other_mode) return;
-    char st[64] = "";
+    const int other_tokens = isfinite(tokens) && tokens != num(ref, "split_tokens");
+    if (!other_split && !other_mode && !other_tokens) return;
+    char st[64] = "", tk[64] = "";
     if (other_mode && isfinite(stride) && strcmp(mode, "sliding") == 0)   /* 0: the default, L/2 per length */
         snprintf(st, sizeof st, stride > 0 ? ", stride %.0f" : ", stride L/2", stride);
-    snprintf(out, n, " [%s%s%s%s%s]", other_split ? split : "", other_split ? " split" : "", other_split && other_mode ? ", " : "",
-             other_mode ? mode : "", st);
+    if (other_tokens)
+        snprintf(tk, sizeof tk, "%s%.0f %ss", other_split || other_mode ? ", " : "", tokens,
+                 str(get(report, "data"), "unit"));
+    snprintf(out, n, " [%s%s%s%s%s%s]", other_split ? split : "", other_split ? " split" : "", other_split && other_mode ? ", " : "",
+             other_mode ? mode : "", st, tk);
+}
+
+/* The part of its split the header's report evaluated: "the first 4096 bytes of the " when
+ * eval.max_tokens cut the split short (the header said "valid split" of a sweep that
+ * scored 4,096 of its 55,780 bytes), else "". */
+static const char *split_scope(const sweep *s, const sweep_point *pt, const cJSON *report, char *out, size_t n) {
+    out[0] = 0;
+    const int own = pt->overrides && get(pt->overrides, "eval.max_tokens");
+    const int64_t max = own || s->plan.max_tokens < 0 ? pt->cfg.eval.max_tokens : s->plan.max_tokens;
+    if (max > 0 && num(report, "split_tokens") == (double)max)
+        snprintf(out, n, "the first %lld %ss of the ", (long long)max, str(get(report, "data"), "unit"));
+    return out;
 }
 
 static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
     const cJSON *first = NULL;
-    for (int i = 0; i < s->n_points && !first; i++) first = get(s->points[i].record, "report");
+    int i0 = 0;
+    for (; i0 < s->n_points && !first; i0++) first = get(s->points[i0].record, "report");
     const char *unit = first ? str(get(first, "data"), "unit") : "";
     int bpb = strcmp(unit, "byte") == 0;
     fprintf(f, "# Sweep `%s`\n\n", s->file);
@@ -333,9 +351,11 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
         protocol_note(get(s->points[i].record, "report"), first, note, sizeof note);
         mixed = note[0] != 0;
     }
+    char scope[96];
     if (first)
-        fprintf(f, "Evaluation: %s split, %s windows%s%s; unit: %s. Cells: perplexity%s at each evaluation length "
-                "(n/a: could not be evaluated, see results.json).\n\n", str(first, "split"), str(first, "mode"),
+        fprintf(f, "Evaluation: %s%s split%s, %s windows%s%s; unit: %s. Cells: perplexity%s at each evaluation length "
+                "(n/a: could not be evaluated, see results.json).\n\n", split_scope(s, &s->points[i0 - 1], first, scope,
+                sizeof scope), str(first, "split"), scope[0] ? " (eval.max_tokens)" : "", str(first, "mode"),
                 cJSON_IsNumber(get(first, "stride")) ? " (stride in results.json)" : "",
                 mixed ? " unless a row's pos says otherwise (`[sliding, stride S]`)" : "", unit,
                 bpb ? " / bits per byte" : "");
