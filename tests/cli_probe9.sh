@@ -15,6 +15,9 @@
 #     set max_tokens), and a variant with another eval.max_tokens read as the header's: the
 #     header says "the first N bytes of the valid split (eval.max_tokens)", such a row
 #     "[N bytes]" in its pos column.
+#   - range errors that named a rule the value keeps: extend --batch 2000000 "integer >= 1
+#     expected" (the bound is train.batch_size's 2^20), --steps / --warmup 2e12 ">= 0"
+#     (1e12), eval --task --threads 5000 ">= 0" (4096, as eval's own --threads says).
 . "$(dirname "$0")/lib_cli.sh" cli_probe9
 
 # ---- plot labels of eval reports on two data sets ----
@@ -64,5 +67,15 @@ grep -q '^Evaluation: the first 300 bytes of the valid split (eval.max_tokens), 
 full=$("$PY" -c "import json; print(json.load(open('swmt/a-full/eval_valid_nonoverlapping.json'))['split_tokens'])")
 grep -q "^| a-full | alibi \[$full bytes\] |" swmt/results.md && ok || bad "the full split's row: $(grep a-full swmt/results.md)"
 grep -q '^| a | alibi |' swmt/results.md && ok || bad "the header's row: $(grep '^| a |' swmt/results.md)"
+
+# ---- range errors state the range ----
+expect_rc 2 "extend --batch past 2^20" "$BIN" extend r_text --to 64 --steps 1 --batch 2000000
+expect_err "--batch '2000000': integer in \[1, 1048576\]"
+expect_rc 2 "extend --steps past 1e12" "$BIN" extend r_text --to 64 --steps 2000000000000
+expect_err "--steps '2000000000000': integer in \[0, 1e12\]"
+expect_rc 2 "extend --warmup past 1e12" "$BIN" extend r_text --to 64 --steps 1 --warmup 2000000000000
+expect_err "--warmup '2000000000000': integer in \[0, 1e12\]"
+expect_rc 2 "eval --task --threads past 4096" "$BIN" eval r_text --task passkey --threads 5000
+expect_err "--threads '5000': expected an integer in \[0, 4096\]"
 
 finish cli_probe9

@@ -89,7 +89,7 @@ static int parse_value(const char *f, const char *v, task_args *a) {
         if ((a->precision = st_precision_from_name(v)) < 0)
             return cli_usage("eval", "--precision '%s': expected fp32 or bf16", v);
     } else if (!strcmp(f, "--threads")) {
-        if (!cli_int_arg(v, 0, 4096, &a->threads)) return cli_usage("eval", "--threads '%s': expected an integer >= 0", v);
+        if (!cli_int_arg(v, 0, 4096, &a->threads)) return cli_usage("eval", "--threads '%s': expected an integer in [0, 4096] (as train.threads; 0: all cores)", v);
     } else {
         return not_for_tasks(f);
     }

@@ -67,6 +67,8 @@ static const char *user_set(const extend_args *a, const char *set) {
     return NULL;
 }
 
+/* A range error states the whole range: "--batch 2000000: integer >= 1 expected" named a
+ * rule the value keeps (the bound is train.batch_size's 2^20). */
 static int parse(int argc, char **argv, extend_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
@@ -83,12 +85,12 @@ static int parse(int argc, char **argv, extend_args *a) {
         if (rc) return rc;
         if (!v) return cli_usage("extend", "unknown option '%s'", f);
         if (!strcmp(f, "--to")) { if (!cli_int_arg(v, 1, 1 << 24, &a->to)) return cli_usage("extend", "--to '%s': integer in [1, 16777216] expected", v); }
-        else if (!strcmp(f, "--steps")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->steps)) return cli_usage("extend", "--steps '%s': integer >= 0 expected", v); }
+        else if (!strcmp(f, "--steps")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->steps)) return cli_usage("extend", "--steps '%s': integer in [0, 1e12] expected (as train.steps)", v); }
         else if (!strcmp(f, "--budget")) { if (!cli_num_arg(v, 1e-9, 1e6, &a->budget)) return cli_usage("extend", "--budget '%s': a fraction in (0, 1e6] of the base run's tokens expected", v); }
         else if (!strcmp(f, "--scale")) { if (!cli_num_arg(v, 1.0, 1e6, &a->scale)) return cli_usage("extend", "--scale '%s': a number in [1, 1e6] expected", v); }
-        else if (!strcmp(f, "--batch")) { if (!cli_int_arg(v, 1, 1 << 20, &a->batch)) return cli_usage("extend", "--batch '%s': integer >= 1 expected", v); }
+        else if (!strcmp(f, "--batch")) { if (!cli_int_arg(v, 1, 1 << 20, &a->batch)) return cli_usage("extend", "--batch '%s': integer in [1, 1048576] expected (as train.batch_size)", v); }
         else if (!strcmp(f, "--lr")) { if ((rc = cli_key_arg("extend", f, v, "train.optimizer.lr", NULL, &a->lr))) return rc; }
-        else if (!strcmp(f, "--warmup")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->warmup)) return cli_usage("extend", "--warmup '%s': integer >= 0 expected", v); }
+        else if (!strcmp(f, "--warmup")) { if (!cli_int_arg(v, 0, (int64_t)1e12, &a->warmup)) return cli_usage("extend", "--warmup '%s': integer in [0, 1e12] expected (as train.schedule.warmup)", v); }
         else if (!strcmp(f, "--transform")) a->transform = v;
         else if (!strcmp(f, "--stop-after")) { if (!cli_int_arg(v, 1, INT64_MAX, &a->opts.stop_after)) return cli_usage("extend", "--stop-after needs a step number >= 1"); }
         else if (!strcmp(f, "--out") || !strcmp(f, "-o")) { a->out = v; if ((rc = cli_out_dir_arg("extend", f, v))) return rc; }
