@@ -18,6 +18,8 @@
 #   - range errors that named a rule the value keeps: extend --batch 2000000 "integer >= 1
 #     expected" (the bound is train.batch_size's 2^20), --steps / --warmup 2e12 ">= 0"
 #     (1e12), eval --task --threads 5000 ">= 0" (4096, as eval's own --threads says).
+#   - generate --help gave --scale's default as context / train.seq_len; it is
+#     max(1, context / train.seq_len), as docs/evaluation.md says.
 . "$(dirname "$0")/lib_cli.sh" cli_probe9
 
 # ---- plot labels of eval reports on two data sets ----
@@ -77,5 +79,9 @@ expect_rc 2 "extend --warmup past 1e12" "$BIN" extend r_text --to 64 --steps 1 -
 expect_err "--warmup '2000000000000': integer in \[0, 1e12\]"
 expect_rc 2 "eval --task --threads past 4096" "$BIN" eval r_text --task passkey --threads 5000
 expect_err "--threads '5000': expected an integer in \[0, 4096\]"
+
+# ---- generate --help: --scale's default ----
+expect_rc 0 "generate --help" "$BIN" generate --help
+expect_out "default max(1, context / train.seq_len)"
 
 finish cli_probe9

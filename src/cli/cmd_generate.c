@@ -129,7 +129,7 @@ static int help(void) {
            "                       in bf16 they differ by the cache's bf16 rounding of keys and values)\n"
            "  --precision P        fp32 or bf16 products and KV cache (default: the run's train.precision)\n"
            "  --transform NAME     inference-time transform: pi, ntk, dynamic_ntk, yarn, rerope (rope runs),\n"
-           "                       alibi_interp (alibi runs); --scale S (default context / train.seq_len),\n"
+           "                       alibi_interp (alibi runs); --scale S (default max(1, context / train.seq_len)),\n"
            "                       --clip W (rerope)\n"
            "  --sinks K --window W attention sinks + window (StreamingLLM): each query sees the first K\n"
            "                       tokens and its last W; --positions cache puts the sinks at their cache\n"
