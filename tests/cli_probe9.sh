@@ -18,6 +18,12 @@
 #   - range errors that named a rule the value keeps: extend --batch 2000000 "integer >= 1
 #     expected" (the bound is train.batch_size's 2^20), --steps / --warmup 2e12 ">= 0"
 #     (1e12), eval --task --threads 5000 ">= 0" (4096, as eval's own --threads says).
+#   - bench had no memory bound: --preset tiny --batch 65536 --seq 1024 grew an uncapped arena
+#     to 16 GiB, filled it, then stopped on "arena overflow: ... (no limit set)" for the next
+#     1 TiB (the OOM killer's business where less is free), naming no flag; --eval-batch
+#     1048576 --eval 16777216 asked malloc for 128 TiB ("could not allocate ... bytes").
+#     Shapes whose token ids and kept attention probabilities alone pass 90% of memory are
+#     refused up front (exit 6, naming the flags), and the arenas are capped there.
 #   - generate --help gave --scale's default as context / train.seq_len; it is
 #     max(1, context / train.seq_len), as docs/evaluation.md says.
 . "$(dirname "$0")/lib_cli.sh" cli_probe9
@@ -83,5 +89,16 @@ expect_err "--threads '5000': expected an integer in \[0, 4096\]"
 # ---- generate --help: --scale's default ----
 expect_rc 0 "generate --help" "$BIN" generate --help
 expect_out "default max(1, context / train.seq_len)"
+
+# ---- bench: shapes past the machine are refused before anything is allocated ----
+# (under a 4 GB address-space limit, so that a bench that tries them fails fast)
+(ulimit -v 4000000; "$BIN" bench --preset tiny --batch 65536 --seq 1024 --sgemm 0 --no-eval --threads 1 --steps 1 \
+    >out.txt 2>err.txt); rc=$?
+[ $rc = 6 ] && ok || bad "bench --batch 65536 --seq 1024: exit $rc, expected 6"
+expect_err "--batch 65536 x --seq 1024: a training step keeps at least"
+(ulimit -v 4000000; "$BIN" bench --preset tiny --eval-batch 1048576 --eval 16777216 --sgemm 0 --no-train --threads 1 \
+    >out.txt 2>err.txt); rc=$?
+[ $rc = 6 ] && ok || bad "bench --eval-batch 1048576 --eval 16777216: exit $rc, expected 6"
+expect_err "--eval-batch 1048576 x --eval length 16777216: the token ids alone need"
 
 finish cli_probe9

@@ -121,6 +121,13 @@ static void scratch_close(bench_scratch *s) {
     free(s->t);
 }
 
+/* The arenas' cap, as training's (st_model_step_bytes): a shape past the machine ends in an
+ * error (ST_ERR_MEMORY) instead of an arena grown until the OOM killer steps in. */
+static size_t bench_cap(void) {
+    const size_t mem = st_mem_total();
+    return mem ? mem / 10 * 9 : (size_t)-1;
+}
+
 static int scratch_open(bench_scratch *s, int64_t n, size_t nt, int V, uint64_t seed, size_t arena0,
                         st_mm *mm, st_error *e) {
     memset(s, 0, sizeof *s);
@@ -129,7 +136,7 @@ static int scratch_open(bench_scratch *s, int64_t n, size_t nt, int V, uint64_t 
     if (!s->ids || !s->t) { scratch_close(s); return ST_ERR_MEMORY; }
     random_ids(s->ids, (size_t)(2 * n), V, seed);
     reset_peak_rss();
-    int rc = st_arena_init(&s->arena, arena0, (size_t)-1, e);
+    int rc = st_arena_init(&s->arena, arena0, bench_cap(), e);
     if (!rc) rc = st_ctx_init(&s->ctx, &s->arena, 1 << 16, e);
     if (rc) scratch_close(s);
     else s->ctx.mm = mm;
@@ -371,11 +378,38 @@ static int bench_decode(st_model *m, const st_bench_config *c, st_mm *mm, st_ben
     return rc;
 }
 
+/* Shapes the machine cannot hold, refused before anything is allocated, naming the flags:
+ * the arenas had no cap, so --batch 65536 --seq 1024 of the tiny preset grew a 16 GiB
+ * arena, filled it, then stopped on "arena overflow: ... (no limit set)" asking for the
+ * next 1 TiB (on a machine without that much free, the OOM killer's business). What is
+ * counted are lower bounds: the token ids, and in training the attention probabilities
+ * every layer keeps for backward (n_layers x n_heads x B x T^2 floats). The arenas are
+ * capped too (bench_cap), so a shape past what these count ends in an error as well. */
+static int check_sizes(const st_bench_config *c, st_error *e) {
+    const double cap = (double)bench_cap(), gib = 1073741824.0;
+    const double B = (double)c->B, T = (double)c->T;
+    const double attn = (double)c->model.n_layers * c->model.n_heads * B * T * T * 4.0;
+    if (c->steps > 0 && 8.0 * B * T + attn > cap)
+        return st_fail(e, ST_ERR_MEMORY, "bench: --batch %lld x --seq %lld: a training step keeps at least %.2f GiB "
+                       "(the attention probabilities of %d layers x %d heads for backward, and the token ids); the "
+                       "cap is %.2f GiB, 90%% of this machine's memory (lower --batch or --seq, or --no-train)",
+                       (long long)c->B, (long long)c->T, (8.0 * B * T + attn) / gib, c->model.n_layers,
+                       c->model.n_heads, cap / gib);
+    for (int i = 0; i < c->n_eval; i++)
+        if (8.0 * (double)c->eval_B * (double)c->eval_lengths[i] > cap)
+            return st_fail(e, ST_ERR_MEMORY, "bench: --eval-batch %lld x --eval length %lld: the token ids alone need "
+                           "%.2f GiB; the cap is %.2f GiB, 90%% of this machine's memory", (long long)c->eval_B,
+                           (long long)c->eval_lengths[i], 8.0 * (double)c->eval_B * (double)c->eval_lengths[i] / gib,
+                           cap / gib);
+    return ST_OK;
+}
+
 int st_bench_run(const st_bench_config *c, st_bench_result *r, st_error *e) {
     memset(r, 0, sizeof *r);
     if (c->B < 1 || c->T < 1 || c->steps < 0 || c->eval_B < 1 || c->n_eval < 0 || c->n_eval > ST_BENCH_MAX_EVAL)
         return st_fail(e, ST_ERR_CONFIG, "bench: B, T, eval batch must be >= 1, steps >= 0, at most %d eval lengths",
                        ST_BENCH_MAX_EVAL);
+    if (check_sizes(c, e)) return e->code;
     st_set_threads(c->threads);
     st_blas_query(&r->blas);
     const char *ct = getenv("OPENBLAS_CORETYPE");
