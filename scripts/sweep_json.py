@@ -164,18 +164,20 @@ def _ordered(names, first, last):
     return sorted(names, key=lambda f: (1 if f in tail else 0, rank.get(f, len(first)), tail.get(f, 0), f))
 
 
-def _telling(fields, dicts, keys, first=FIELD_ORDER, last=FIELD_LAST):
-    """The fewest of fields, taken in the order above, that tell keys apart as well as all
-    of them do"""
+def _telling(fields, dicts, keys, first=FIELD_ORDER, last=FIELD_LAST, must=("split", "mode")):
+    """The split and the protocol whenever they differ (the title lists them joined,
+    "nonoverlapping / sliding": each line says which is its own), and of the other fields
+    the fewest, taken in the order above, that tell keys apart as well as all of them do"""
     def classes(fs):
         return len({json.dumps([dicts[k].get(f) for f in fs], sort_keys=True) for k in keys})
-    want, chosen = classes(fields), []
-    for f in _ordered(fields, first, last):
+    rest = [f for f in fields if f not in must]
+    want, chosen = classes(rest), []
+    for f in _ordered(rest, first, last):
+        if classes(chosen) == want:
+            break
         if classes(chosen + [f]) > classes(chosen):
             chosen.append(f)
-            if classes(chosen) == want:
-                break
-    return chosen
+    return _ordered(chosen + [f for f in fields if f in must], first, last)
 
 
 def _shown(f, v, all_v):
@@ -186,7 +188,7 @@ def _shown(f, v, all_v):
     subs = sorted(set().union(*all_v))
     ds = dict(enumerate(all_v))
     differ = [s for s in subs if len({json.dumps(d.get(s)) for d in all_v}) > 1]
-    sub = _telling(differ, ds, list(ds), DATA_ORDER, DATA_LAST)
+    sub = _telling(differ, ds, list(ds), DATA_ORDER, DATA_LAST, ())
     return "%s %s" % (f, ",".join("%s=%s" % (s, brief(v.get(s))) for s in sub))
 
 

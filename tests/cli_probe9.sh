@@ -9,7 +9,9 @@
 #     figure and tight_layout squeezed the axes to a sliver at its left edge (two methods
 #     on tinyshakespeare and WikiText-2: nothing readable). A label names the fewest fields
 #     that tell the runs apart, what was chosen before what follows from it, and of the
-#     data its fields that differ: "alibi [data source=text]", "alibi [data source=synthetic]".
+#     data its fields that differ: "alibi [data source=text]", "alibi [data source=synthetic]";
+#     the split and mode whenever they differ, even where another field tells the runs apart
+#     (the title lists the modes joined: each line says which is its own).
 #   - a sweep's results.md said "Evaluation: valid split, ..." of a sweep whose
 #     eval.max_tokens scored 4,096 of the split's 55,780 bytes (most shipped results sweeps
 #     set max_tokens), and a variant with another eval.max_tokens read as the header's: the
@@ -61,6 +63,13 @@ c = dict(a, mode="sliding", stride=16)
 runs = [{"label": "alibi", "key": report_key(d)} for d in (a, c)]
 split_labels(runs)
 assert [r["label"] for r in runs] == ["alibi [mode nonoverlapping]", "alibi [mode sliding]"], runs
+# the data, and the protocol whenever it differs (the title lists the modes joined), though
+# the data alone tells these two apart
+d = dict(b, mode="sliding", stride=16)
+runs = [{"label": "alibi", "key": report_key(x)} for x in (a, d)]
+split_labels(runs)
+assert [r["label"] for r in runs] == ["alibi [data source=text, mode nonoverlapping]",
+                                      "alibi [data source=synthetic, mode sliding]"], runs
 EOF
 
 # ---- results.md: the part of the split eval.max_tokens scored ----
