@@ -21,7 +21,8 @@ static const char *usage_text =
     "       [--syn-mode markov|copy]  (copy: the data.synthetic.copy defaults; set others in a run config)\n"
     "       (--path, --cache-dir: text and wikitext; --valid-frac, --test-frac: text; --seed, --syn-*:\n"
     "       synthetic; --bpe-vocab: --tokenizer bpe; a flag the source does not read is refused)\n"
-    "       stretch data --config RUN.json [--set section.key=value ...] [--show N] [--size S] [--save-tokenizer FILE]\n"
+    "       stretch data --config RUN.json [--set section.key=value ...] [--show N] [--size S]\n"
+    "       [--save-tokenizer FILE [--force]]\n"
     "       (a run config's data section; a task run: its task, sizes and the first N training rows, or\n"
     "       N instances of size S)";
 
