@@ -26,6 +26,11 @@
 #     1048576 --eval 16777216 asked malloc for 128 TiB ("could not allocate ... bytes").
 #     Shapes whose token ids and kept attention probabilities alone pass 90% of memory are
 #     refused up front (exit 6, naming the flags), and the arenas are capped there.
+#   - extend --to 1024 --batch 1048576 was refused for memory (exit 6) with "a training step
+#     of train.batch_size 1048576 x train.seq_len 1024 tokens needs about 44813 GiB ... (lower
+#     train.batch_size or train.seq_len)", keys the user did not write: it names --to and
+#     --batch now, as extend's config errors name the flags that set their keys.
+#   - data --help's --config line listed --save-tokenizer FILE without the --force it takes.
 #   - generate --help gave --scale's default as context / train.seq_len; it is
 #     max(1, context / train.seq_len), as docs/evaluation.md says.
 . "$(dirname "$0")/lib_cli.sh" cli_probe9
@@ -94,6 +99,16 @@ expect_rc 2 "extend --warmup past 1e12" "$BIN" extend r_text --to 64 --steps 1 -
 expect_err "--warmup '2000000000000': integer in \[0, 1e12\]"
 expect_rc 2 "eval --task --threads past 4096" "$BIN" eval r_text --task passkey --threads 5000
 expect_err "--threads '5000': expected an integer in \[0, 4096\]"
+
+# ---- extend: a step too large for memory names the flags that sized it ----
+(ulimit -v 4000000; "$BIN" extend r_text --to 1024 --steps 1 --batch 1048576 --out ext_big >out.txt 2>err.txt); rc=$?
+[ $rc = 6 ] && ok || bad "extend --to 1024 --batch 1048576: exit $rc, expected 6"
+expect_err "error: --to, --batch: a training step of train.batch_size 1048576 x train.seq_len 1024"
+[ ! -e ext_big ] && ok || bad "extend made ext_big for a refused step"
+
+# ---- data --help: --save-tokenizer's --force on both lines ----
+expect_rc 0 "data --help" "$BIN" data --help
+[ "$(grep -c -- '--save-tokenizer FILE \[--force\]' out.txt)" = 2 ] && ok || bad "data --help: $(grep save-tok out.txt)"
 
 # ---- generate --help: --scale's default ----
 expect_rc 0 "generate --help" "$BIN" generate --help

@@ -337,7 +337,9 @@ int cmd_extend(int argc, char **argv, st_dist *dist) {
                    o->base_tokens, dir);
     }
     rc = st_train(cfg, dir, &a.opts, NULL, &e);
-    if (rc == ST_ERR_CONFIG) blame_flags(&a, path, o, &e);   /* e.g. --to longer than the data */
+    /* e.g. --to longer than the data; a step too large for memory names its keys, which
+     * --to and --batch set ("train.batch_size 1 x train.seq_len 32768 ... needs 40 GiB") */
+    if (rc == ST_ERR_CONFIG || rc == ST_ERR_MEMORY) blame_flags(&a, path, o, &e);
     /* extend sets train.init_from itself: a base checkpoint that cannot be read is the base
      * run's, not a key of RUN/config.json (which has none) */
     char prefix[ST_PATH_BUF + 32];
