@@ -20,10 +20,11 @@
 #   - range errors that named a rule the value keeps: extend --batch 2000000 "integer >= 1
 #     expected" (the bound is train.batch_size's 2^20), --steps / --warmup 2e12 ">= 0"
 #     (1e12), eval --task --threads 5000 ">= 0" (4096, as eval's own --threads says).
-#   - bench had no memory bound: --preset tiny --batch 65536 --seq 1024 grew an uncapped arena
-#     to 16 GiB, filled it, then stopped on "arena overflow: ... (no limit set)" for the next
-#     1 TiB (the OOM killer's business where less is free), naming no flag; --eval-batch
-#     1048576 --eval 16777216 asked malloc for 128 TiB ("could not allocate ... bytes").
+#   - bench had no memory bound: its arenas had no cap, so --preset tiny --batch 65536 --seq
+#     1024 asked for a 16 GiB chunk at once (under a 4 GB address-space limit: "arena
+#     overflow: needed 17179869376 bytes, ... (no limit set)"; without one, on this 23 GiB
+#     machine, the chunk is granted and written, the OOM killer's business where less is
+#     free), naming no flag; --eval-batch 1048576 --eval 16777216 asked malloc for 128 TiB.
 #     Shapes whose token ids and kept attention probabilities alone pass 90% of memory are
 #     refused up front (exit 6, naming the flags), and the arenas are capped there.
 #   - extend --to 1024 --batch 1048576 was refused for memory (exit 6) with "a training step
