@@ -327,13 +327,12 @@ static void protocol_note(const cJSON *report, const cJSON *ref, char *out, size
 /* The part of its split the header's report evaluated: "the first 4096 bytes of the " when
  * eval.max_tokens cut the split short (the header said "valid split" of a sweep that
  * scored 4,096 of its 55,780 bytes), else "". */
-static const char *split_scope(const sweep *s, const sweep_point *pt, const cJSON *report, char *out, size_t n) {
+static void split_scope(const sweep *s, const sweep_point *pt, const cJSON *report, char *out, size_t n) {
     out[0] = 0;
     const int own = pt->overrides && get(pt->overrides, "eval.max_tokens");
     const int64_t max = own || s->plan.max_tokens < 0 ? pt->cfg.eval.max_tokens : s->plan.max_tokens;
     if (max > 0 && num(report, "split_tokens") == (double)max)
         snprintf(out, n, "the first %lld %ss of the ", (long long)max, str(get(report, "data"), "unit"));
-    return out;
 }
 
 static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
@@ -351,11 +350,12 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
         protocol_note(get(s->points[i].record, "report"), first, note, sizeof note);
         mixed = note[0] != 0;
     }
-    char scope[96];
+    char scope[96] = "";
+    if (first) split_scope(s, &s->points[i0 - 1], first, scope, sizeof scope);   /* before the call that reads it */
     if (first)
         fprintf(f, "Evaluation: %s%s split%s, %s windows%s%s; unit: %s. Cells: perplexity%s at each evaluation length "
-                "(n/a: could not be evaluated, see results.json).\n\n", split_scope(s, &s->points[i0 - 1], first, scope,
-                sizeof scope), str(first, "split"), scope[0] ? " (eval.max_tokens)" : "", str(first, "mode"),
+                "(n/a: could not be evaluated, see results.json).\n\n", scope, str(first, "split"),
+                scope[0] ? " (eval.max_tokens)" : "", str(first, "mode"),
                 cJSON_IsNumber(get(first, "stride")) ? " (stride in results.json)" : "",
                 mixed ? " unless a row's pos says otherwise (`[sliding, stride S]`)" : "", unit,
                 bpb ? " / bits per byte" : "");
