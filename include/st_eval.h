@@ -165,6 +165,8 @@ typedef struct st_eval_report {
     int split, mode, unit;      /* resolved plan, dataset unit (ST_UNIT_*) */
     int64_t stride_arg;         /* sliding stride as requested (0 = L/2) */
     int64_t split_tokens;       /* tokens of the split evaluated (after max_tokens) */
+    int64_t split_total;        /* tokens of the whole split (more than split_tokens when
+                                 * max_tokens cut it short) */
     int bytes_exact;            /* bpb from per-token byte lengths (1) or an average (0) */
     double bytes_per_token;     /* average over the split (byte units) */
     double entropy_rate;        /* synthetic corpus: ideal loss (nats/token), else 0 */

@@ -19,6 +19,10 @@ expect_rc 0 "train learned" "$BIN" train syn.json --out learned --set model.pos=
 # --- defaults from the run's eval section; table + default JSON path
 expect_rc 0 "eval defaults" "$BIN" eval alibi
 grep -q "nonoverlapping" out.txt && ok || bad "table lacks the mode"
+grep -q "valid split: 2001 tokens (2000 targets)" out.txt && ok || bad "the header does not give the whole split"
+# (probe 9) --max-tokens: the header says the part of the split, not only its count
+expect_rc 0 "eval --max-tokens" "$BIN" eval alibi --lengths 16 --max-tokens 100 --json mt.json
+grep -q "valid split: the first 100 of 2001 tokens (99 targets)" out.txt && ok || bad "--max-tokens header: $(grep split: out.txt)"
 [ -f alibi/eval_valid_nonoverlapping.json ] && ok || bad "default JSON path alibi/eval_valid_nonoverlapping.json missing"
 
 # --- every target once, buckets add up, nonoverlapping vs sliding S=L

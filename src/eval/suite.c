@@ -340,6 +340,7 @@ static int eval_checkpoint(const char *path, const st_eval_plan *plan_in, st_eva
         goto out;
     }
     rep->split_tokens = n;
+    rep->split_total = et.n;
 
     st_eval_opts opts = plan.opts;
     opts.buckets = plan.buckets;
