@@ -215,8 +215,8 @@ done
 # ---- train.patience (early stopping): a learning rate of 1e-30 leaves the weights as they
 # are, so the validation loss never goes below step 2's: validations at 4, 6, 8 do not
 # improve and patience 3 stops at step 8 with a checkpoint; a resume has nothing to train;
-# one interrupted at step 5 stops where the uninterrupted run did; raising patience in
-# config.json goes on ----
+# one interrupted at step 5 stops where the uninterrupted run did; raising patience with
+# --set goes on ----
 PT=(--set train.steps=40 --set train.eval_every=2 --set train.patience=3 --set train.optimizer.lr=1e-30)
 expect 0 "train.patience 3: no lower validation loss than" "$BIN" train "$TMP/kl.json" --out "$TMP/pat" "${PT[@]}"
 check '[ "$(cat "$TMP/pat/checkpoints/latest")" = step_00000008.ckpt ] && [ -s "$TMP/pat/checkpoints/best.ckpt" ]' \
@@ -228,8 +228,7 @@ run "$BIN" train "$TMP/kl.json" --out "$TMP/pat2" "${PT[@]}" --quiet --stop-afte
 run "$BIN" train --resume "$TMP/pat2" --quiet
 check '[ "$RC" = 0 ] && [ "$(cat "$TMP/pat2/checkpoints/latest")" = step_00000008.ckpt ]' \
     "interrupted at 5, the resumed run stopped at $(cat "$TMP/pat2/checkpoints/latest"): $ERR"
-sed -i 's/"patience": 3/"patience": 5/' "$TMP/pat/config.json"
-expect 0 "train.patience 5: no lower validation loss than" "$BIN" train --resume "$TMP/pat"
+expect 0 "train.patience 5: no lower validation loss than" "$BIN" train --resume "$TMP/pat" --set train.patience=5
 check '[ "$(cat "$TMP/pat/checkpoints/latest")" = step_00000012.ckpt ]' "patience 5 did not stop at step 12"
 expect 2 "train.patience: counts validations, which need train.eval_every > 0" \
     "$BIN" train "$TMP/kl.json" --out "$TMP/pat3" "${PT[@]}" --set train.eval_every=0

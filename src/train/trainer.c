@@ -111,7 +111,7 @@ static double validation_mean(trainer *t, st_loader *vl) {
         if (vl->task) {
             vl->draws = (uint64_t)b * (uint64_t)tc->batch_size;
             st_loader_next(vl, tc->batch_size, tc->seq_len, t->x, t->y);
-            w = (double)kept_targets(t->y, tc->batch_size * tc->seq_len);
+            w = (double)kept_targets(t->y, (int64_t)tc->batch_size * tc->seq_len);
         }
         sum += t->val_losses[b] * w;   /* text: w = 1, the plain sum (x 1 is exact) */
         total += w;
@@ -297,8 +297,9 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
     if (tc->patience > 0 && step0 > 0 && step0 < tc->steps && evals_since_best(tc, &t->st, step0) >= tc->patience) {
         res->stopped = 4;
         st_progress_note(&t->pg, ST_LOG_INFO, "train.patience %d: the run stopped early at step %lld (no lower "
-                         "validation loss since step %lld); nothing to train (raise train.patience in %s/config.json "
-                         "to go on)", tc->patience, (long long)step0, (long long)t->st.best_step, t->dir);
+                         "validation loss since step %lld); nothing to train (to go on: stretch train --resume %s --set "
+                         "train.patience=N with N > %d)", tc->patience, (long long)step0, (long long)t->st.best_step,
+                         t->dir, tc->patience);
         return ST_OK;
     }
     if (t->opts.stop_after > 0 && step0 >= t->opts.stop_after && step0 < tc->steps)
