@@ -295,5 +295,14 @@ cmp -s <(table sw1) <(table sw2) && [ "$(wc -l <sw2/results.csv)" = 7 ] && ok ||
 expect_rc 0 "sweep, 2 ranks, again" timeout 300 "${MPI[@]}" "$BIN" sweep sweep.json --quiet --threads 1 --out sw2
 [ "$(grep -c 'finished earlier, skipped' err.txt)" = 3 ] && ok || bad "a finished 2-rank sweep ran again"
 
+# ---- train.patience: every rank sees the same validation loss, so 2 ranks stop together,
+# at the step one process with grad_accum 2 stops at (lr 1e-30: no validation improves
+# on the first, patience 2 stops at the second after it) ----
+PAT=(--set train.steps=60 --set train.eval_every=4 --set train.patience=2 --set train.optimizer.lr=1e-30 --quiet)
+expect_rc 0 "patience, 2 ranks" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out pat2 "${PAT[@]}"
+expect_rc 0 "patience, 1 process" "$BIN" train tiny.json --out pat1 "${PAT[@]}" --set train.grad_accum=2
+[ "$(cat pat2/checkpoints/latest)" = step_00000012.ckpt ] && [ "$(cat pat1/checkpoints/latest)" = step_00000012.ckpt ] \
+    && ok || bad "patience: stopped at $(cat pat2/checkpoints/latest) (2 ranks), $(cat pat1/checkpoints/latest) (1)"
+
 echo "mpi_train ($BTL): $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
