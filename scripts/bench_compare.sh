@@ -342,7 +342,9 @@ def best_modes():
                "and >= 60% of the bf16 GEMM rate).",
         "avx512_bf16": "bf16 on a CPU with AVX512-BF16 and no AMX (on M, bf16 >= 1.6x fp32; the 3x and 60% "
                        "targets are set for AMX and are shown here without a verdict).",
-        "none": "none apply: this CPU has no native bf16 (stretch emulates it), so bf16 is shown for reference."}[hw])
+        "none": "none apply: this CPU has no native bf16 (stretch emulates it), so bf16 is shown for reference."}[hw]
+      if "bf16" in precisions else "Targets of issue #22 in this run: none measured: bf16 was not run "
+      "(--precisions fp32).")
     P("")
     for c in checks:
         P(c)
@@ -524,6 +526,7 @@ P("")
 P("```")
 P(f"scripts/bench_compare.sh --rounds {rounds} --threads {threads}" + (" --haswell" if haswell else "")
   + (" --single-thread" if single else "")
+  + ("" if precisions == ["fp32", "bf16"] else f" --precisions '{' '.join(precisions)}'")
   + ("" if presets == ["S", "M"] else f" --presets '{' '.join(presets)}' --eval-preset {eval_preset}"))
 P("# one configuration by hand (the bench re-executes itself to apply --coretype / --omp-wait):")
 P(f"build/stretch bench --preset M --coretype {core} --json m.json")
