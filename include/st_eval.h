@@ -201,8 +201,8 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f);
 /* JSON of the whole report (malloc'd string), and a file writer (atomic rename). */
 char *st_eval_report_json(const st_eval_report *rep);
 /* The report's "model" object of a run's config: pos, its variant, attn_scale, the trained
- * scaling ("yarn4"), the block keys that differ from the GPT-2 block (norm, ffn, bias,
- * qk_norm, n_kv_heads, out_gate, out_norm, kv_shift), sizes and parameter count; every
+ * scaling ("yarn4"), the block keys that differ from the GPT-2 block (st_block_departures),
+ * sizes and parameter count; every
  * report that names a model (eval, eval --task, passkey) carries the same one. */
 struct cJSON *st_eval_model_json(const st_run_config *c, size_t n_params);
 int st_eval_report_save(const st_eval_report *rep, const char *path, st_error *e);

@@ -76,7 +76,8 @@ typedef struct st_train_config {
     int64_t eval_every;     /* steps between validations (0: only at the end) */
     int eval_batches;       /* validation batches of (B, T) (0: no validation) */
     int patience;           /* stop once this many validations in a row did not lower the
-                             * best validation loss (0: off; st_train_patience_left) */
+                             * best validation loss (0: off; counted from the state's
+                             * best_step, so a resume counts as the uninterrupted run) */
     int64_t checkpoint_every; /* steps between checkpoints (0: only at the end) */
     int keep_last;          /* step checkpoints kept (best.ckpt is extra) */
     int threads;            /* OpenMP + BLAS threads, 0 = all cores */

@@ -88,10 +88,10 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     /* a byte-level metric over multi-byte tokens (BPE): the count is of tokens */
     const int multibyte = rep->unit == ST_UNIT_BYTE && rep->bytes_per_token != 1.0;
     /* max_tokens: "the first 8192 of 55780 bytes", so a partial split does not read as whole */
-    if (rep->split_total > rep->split_tokens) fprintf(f, "the first %lld of ", (long long)rep->split_tokens);
-    fprintf(f, "%lld %ss (%lld targets", (long long)(rep->split_total > rep->split_tokens ? rep->split_total
-                                                                                           : rep->split_tokens),
-            multibyte ? "token" : st_unit_name(rep->unit), (long long)(rep->split_tokens - 1));
+    const int64_t whole = rep->split_total > rep->split_tokens ? rep->split_total : rep->split_tokens;
+    if (whole > rep->split_tokens) fprintf(f, "the first %lld of ", (long long)rep->split_tokens);
+    fprintf(f, "%lld %ss (%lld targets", (long long)whole, multibyte ? "token" : st_unit_name(rep->unit),
+            (long long)(rep->split_tokens - 1));
     if (multibyte) fprintf(f, ", %.3f bytes per token", rep->bytes_per_token);
     fprintf(f, "), %s, %d thread%s, %s matmuls", st_eval_mode_name(rep->mode), rep->threads,
             rep->threads == 1 ? "" : "s", st_precision_name(rep->precision));

@@ -354,10 +354,10 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         }
         if (patience_out) {   /* every rank saw the same validation loss */
             res->stopped = 4;
-            st_progress_note(&t->pg, ST_LOG_INFO, "train.patience %d: no lower validation loss than %.4f (step %lld) "
-                             "in %d validations; stopped at step %lld of %lld, saved %s (best.ckpt: step %lld)",
-                             tc->patience, t->st.best_val, (long long)t->st.best_step, tc->patience, (long long)step,
-                             (long long)tc->steps, t->last_ckpt, (long long)t->st.best_step);
+            st_progress_note(&t->pg, ST_LOG_INFO, "train.patience %d: no lower validation loss than %.4f (step %lld, "
+                             "best.ckpt) in %d validations; stopped at step %lld of %lld, saved %s", tc->patience,
+                             t->st.best_val, (long long)t->st.best_step, tc->patience, (long long)step,
+                             (long long)tc->steps, t->last_ckpt);
             break;
         }
         if (out_of_time) {
