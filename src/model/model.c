@@ -57,6 +57,13 @@ static int64_t out_gate_rows(const st_model_config *c) {
     return c->out_gate == ST_OUT_GATE_ELEMENTWISE ? c->d_model : c->out_gate == ST_OUT_GATE_HEADWISE ? c->n_heads : 0;
 }
 
+/* model.qk_norm's weights for q (heads = n_heads) or k (n_kv_heads): (D) shared by the
+ * heads (rmsnorm), each head's own otherwise (st_block_qk_norm) */
+static int64_t qk_norm_len(const st_model_config *c, int64_t heads) {
+    const int64_t D = c->d_model / c->n_heads;
+    return c->qk_norm == ST_QK_NORM_NONE ? 0 : c->qk_norm == ST_QK_NORM_RMS ? D : heads * D;
+}
+
 /* model.kv_shift's gate rows: n_kv_heads for each of k and v shifted */
 static int64_t kv_shift_rows(const st_model_config *c) {
     return (!!(c->kv_shift & ST_KV_SHIFT_KEY) + !!(c->kv_shift & ST_KV_SHIFT_VALUE)) * (int64_t)st_model_kv_heads(c);
@@ -90,9 +97,7 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     const int64_t V = c->vocab_size, C = c->d_model, F = c->d_ff, L = c->n_layers, F1 = st_model_fc1_rows(c);
     const int64_t D = C / c->n_heads, Hkv = st_model_kv_heads(c), QKV = (c->n_heads + 2 * Hkv) * D;
     const int ln_b = c->norm == ST_NORM_LAYER, lin_b = c->bias != 0;
-    /* q/k norm weights: (D) shared by the heads, or each head's own (H D, Hkv D) */
-    const int wide = c->qk_norm == ST_QK_NORM_RMS_HEADS || c->qk_norm == ST_QK_NORM_RMS_FULL;
-    const int64_t QN = !c->qk_norm ? 0 : wide ? c->n_heads * D : D, KN = !c->qk_norm ? 0 : wide ? Hkv * D : D;
+    const int64_t QN = qk_norm_len(c, c->n_heads), KN = qk_norm_len(c, Hkv);
     const float std = c->init_std, rstd = c->init_std / sqrtf(2.0f * (float)L);
 
     /* Refuse sizes that cannot fit before allocating anything: parameters, grads and
