@@ -110,6 +110,10 @@ void st_dataset_free(st_dataset *ds);
  * (never 0). A checkpoint records it, so a resume notices a corpus that changed under a
  * tokenizer that did not (a byte-level run's tokenizer hash is the same for any text). */
 uint64_t st_dataset_hash(const st_dataset *ds);
+/* The id of the token "0" when "0".."9" are ten single tokens with consecutive ids (byte,
+ * BPE, task vocabularies: model.abacus.digit0), else -1 (a word vocabulary, whose
+ * numbers are words). */
+int32_t st_dataset_digit0(const st_dataset *ds);
 
 /* Tokenizer files: written next to a run / export ("tokenizer.json"), read back by eval
  * and generate. Loading a tokenizer whose hash differs from a checkpoint's is an error.

@@ -139,6 +139,11 @@ typedef struct st_model_config {
     float xpos_gamma;       /* 512: scale zeta^(position / gamma) */
     /* cope */
     int cope_npos;          /* 64: rows of the contextual position table (positions clamp) */
+    /* Abacus embeddings (model.abacus.*, McLeish et al. 2024, arXiv 2405.17399), added to
+     * any method's: a learned row per digit's place within its run of digits */
+    int abacus_rows;        /* 0 (default): none; else rows of abacus_emb.weight */
+    int abacus_digit0;      /* id of the token "0" ("1".."9" follow it); -1 in a run config =
+                             * the dataset's (st_dataset_digit0), set when training starts */
 } st_model_config;
 
 /* Defaults for every field: the model rows of the config key table
@@ -298,6 +303,12 @@ typedef struct st_model {
     /* inference forwards add each layer's attention statistics here (NULL: none); owned by
      * the caller (the evaluation, st_eval_opts.attn_stats) */
     struct st_attn_acc *attn_acc;
+    /* model.abacus: the table's index (-1: none); abacus_k, the random offset k of the next
+     * training forward's digits (train.abacus_max_k; set by the trainer, 0 otherwise);
+     * abacus_run0, the digits just before row 0 of the next forward (a KV cache's
+     * st_kv_cache.abacus_run while decoding, 0 otherwise) */
+    int p_abacus;
+    int64_t abacus_k, abacus_run0;
 } st_model;
 
 /* Attention statistics summed over the query rows of inference forwards (st_ops.h's
@@ -427,6 +438,9 @@ typedef struct st_kv_cache {
     /* model.kv_shift: each layer's last token's k and v rows before the shift (L, 2,
      * n_kv_heads, D) fp32, valid while len > 0 (a reset forgets them). NULL otherwise. */
     float *shift;
+    /* model.abacus: the run of digits the decoded text ends in (0 after a reset), so a
+     * digit decoded next takes the place after it */
+    int64_t abacus_run;
 } st_kv_cache;
 
 /* 1 when a cache for position method `pos` drops its oldest keys past the window, 0 for

@@ -70,6 +70,9 @@ typedef struct st_train_config {
                                * subset of [0, N) as positions (Ruoss et al. 2023), shared by
                                * its batch rows; 0 = off. Methods reading absolute indices
                                * only; evaluation uses the natural positions 0..n-1. */
+    int abacus_max_k;       /* model.abacus: each micro-batch's digits take the rows k + 1..
+                             * for k drawn from {0..abacus_max_k} (McLeish et al.'s max_k);
+                             * 0 = no offset. Evaluation uses k = 0. */
     st_optim_config optim;
     st_schedule_config sched;
     float clip_norm;        /* global gradient-norm clip, 0 = off */
@@ -204,7 +207,7 @@ int64_t st_lr_wsd_decay(const st_train_config *t);
 /* Does weight decay apply to this parameter? For the members of the no_decay groups,
  * exactly when their group is not in the mask (the option decides, whatever info->decay
  * says): bias = 1-d "*.bias", norm = "ln*.weight" (last name component starts with
- * "ln"), embedding = is_embedding or a name starting with "tok_emb" / "pos_emb". For
+ * "ln"), embedding = is_embedding (abacus_emb) or a name starting with "tok_emb" / "pos_emb". For
  * every other parameter, info->decay. */
 int st_param_decays(const st_param_info *info, int no_decay_mask);
 

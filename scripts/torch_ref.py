@@ -211,7 +211,23 @@ def embed(cfg, p, ids):
         x = x + pe
     elif cfg["pos"] == "learned":
         x = x + p["pos_emb.weight"][positions(cfg, T)]
-    return x
+    return x + abacus(cfg, p, ids)
+
+
+def abacus(cfg, p, ids):
+    """model.abacus (McLeish et al. 2024, arXiv 2405.17399): the i-th digit of a run of digit
+    tokens ("0".."9" = ids digit0..digit0+9) reads row i + k of abacus_emb, every other token
+    row 0; k is the batch's training offset (train.abacus_max_k, "abacus_k" in batch.json)"""
+    ab = cfg.get("abacus", {})
+    if ab.get("rows", 0) == 0:
+        return 0.0
+    d0 = ab["digit0"]
+    digit = (ids >= d0) & (ids < d0 + 10)
+    t = torch.arange(ids.shape[1]).expand_as(ids)
+    # the latest non-digit at or before t (-1: none yet); a digit's place is its distance
+    last_other = torch.where(digit, torch.full_like(t, -1), t).cummax(dim=1).values
+    row = torch.where(digit, t - last_other + cfg.get("_abacus_k", 0), torch.zeros_like(t))
+    return p["abacus_emb.weight"][row]
 
 
 def norm(cfg, x, p, name, eps):
@@ -380,6 +396,7 @@ def check_case(d):
         cfg["_positions"] = torch.tensor(batch["positions"])
     if "doc" in batch:
         cfg["_doc"] = torch.tensor(batch["doc"])
+    cfg["_abacus_k"] = batch.get("abacus_k", 0)
     for t in p.values():
         t.requires_grad_(True)
     loss = forward(cfg, p, ids, tg)

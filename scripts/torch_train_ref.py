@@ -20,7 +20,7 @@ training is written from configs/README.md with PyTorch's own pieces:
     an L2 term in the gradient, not what stretch documents);
   - the learning rate of update s (1-based) from the schedule formulas of configs/README.md;
   - weight-decay groups from the documented names: 1-d `*.bias` ("bias"), norm gains
-    `ln*.weight` / `*_norm.weight` ("norm"), `tok_emb` / `pos_emb` ("embedding"); outside
+    `ln*.weight` / `*_norm.weight` ("norm"), `tok_emb` / `pos_emb` / `abacus_emb` ("embedding"); outside
     the groups the matrices (`*.weight`) and FIRE's `w1`, `w2` decay and every other
     position-method parameter never does (docs/position-methods.md).
 Writes DIR/verdict ("ok" or "mismatch") and exits 1 on any mismatch.
@@ -68,7 +68,7 @@ def decays(name, shape, no_decay):
         return "bias" not in no_decay
     if last == "weight" and (comp.startswith("ln") or comp.endswith("_norm")):
         return "norm" not in no_decay
-    if name.startswith("tok_emb") or name.startswith("pos_emb"):
+    if name.startswith("tok_emb") or name.startswith("pos_emb") or name.startswith("abacus_emb"):
         return "embedding" not in no_decay
     return last == "weight" or (".fire." in name and last in ("w1", "w2"))
 

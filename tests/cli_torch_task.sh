@@ -7,15 +7,17 @@
 # exact/wrong and k/n; per cell: accuracy, token accuracy and answer loss (1e-5). Tasks with
 # answers at the end (copy, addition), between prompt chunks (MQAR, flip-flop) and a needle
 # at five depths (passkey), under ALiBi, RoPE, T5, NoPE and KERPLE, at 1x and 2x (4x for
-# copy) the largest training size. Skipped when /usr/bin/python3 has no torch.
+# copy) the largest training size; and FIRE with Abacus embeddings on addition, whose digit
+# runs continue across the cache's prompt chunk and answer tokens. Skipped when /usr/bin/python3 has no torch.
 . "$(dirname "$0")/lib_cli.sh" torch_task
 
 need_torch cli_torch_task
-# task pos min max steps scales
-while read -r task pos lo hi steps scales; do
+# task pos min max steps scales [abacus rows: model.abacus, scored under the name task-abacus]
+while read -r task pos lo hi steps scales abacus; do
+    [ -n "$abacus" ] && task=$task-abacus
     cat > "$task.json" <<EOF
-{"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "$pos"},
- "data": {"source": "task", "task": {"name": "$task", "min_size": $lo, "max_size": $hi}},
+{"model": {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos": "$pos", "abacus": {"rows": ${abacus:-0}}},
+ "data": {"source": "task", "task": {"name": "${task%-abacus}", "min_size": $lo, "max_size": $hi}},
  "train": {"batch_size": 8, "seq_len": 48, "steps": $steps, "eval_batches": 1, "threads": 1,
            "optimizer": {"lr": 0.01}, "schedule": {"kind": "constant", "warmup": 0}}}
 EOF
@@ -37,6 +39,7 @@ EOF
 done <<'EOF'
 copy alibi 2 4 60 1,2,4
 addition none 1 3 40 1,2
+addition fire 1 3 40 1,2,4 64
 mqar rope 2 4 40 1,2
 flipflop t5 4 8 40 1,2
 passkey kerple 8 12 40 1,2

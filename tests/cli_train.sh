@@ -192,7 +192,7 @@ check '[ "$(cd "$TMP/kl/checkpoints" && ls step_*.ckpt | tr "\n" " ")" = "step_0
 
 # optimizer and schedule keys the chosen ones do not read are named when the training
 # starts (review 42), not refused: a sweep over optimizer.name shares one base
-expect 0 "not read by this position method, optimizer and schedule, so without effect: train.optimizer.beta1 0.8, train.schedule.min_lr_ratio 0.5" \
+expect 0 "not read by this position method, optimizer, schedule and Abacus setting, so without effect: train.optimizer.beta1 0.8, train.schedule.min_lr_ratio 0.5" \
     "$BIN" train "$TMP/kl.json" --out "$TMP/unread" --set train.steps=3 --set train.optimizer.name=sgd \
     --set train.optimizer.beta1=0.8 --set train.schedule.kind=constant --set train.schedule.min_lr_ratio=0.5
 run "$BIN" train "$TMP/kl.json" --out "$TMP/read" --set train.steps=3 --set train.optimizer.beta1=0.8

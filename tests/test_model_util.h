@@ -69,6 +69,10 @@ static inline void value_shift_out_norm(st_model_config *c) { c->kv_shift = ST_K
  * projection (OLMo 2), with grouped-query attention (k's weights (n_kv_heads D)) */
 static inline void pro_block_heads_gqa(st_model_config *c) { pro_block(c); c->qk_norm = ST_QK_NORM_RMS_HEADS; c->n_kv_heads = 1; }
 static inline void llama_full_qk_gqa(st_model_config *c) { llama_block(c); c->qk_norm = ST_QK_NORM_RMS_FULL; c->n_kv_heads = 1; }
+/* Abacus embeddings: ids 1..10 are the digits (the vocabulary has 11), so runs of every
+ * length occur and 0 ends them */
+static inline void abacus(st_model_config *c) { c->abacus_rows = 256; c->abacus_digit0 = 1; }
+static inline void abacus_llama_gqa(st_model_config *c) { fire_small(c); abacus(c); llama_block(c); c->n_kv_heads = 1; }
 static inline void geglu_block(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->gelu_exact = 1; c->norm = ST_NORM_RMS; }
 static const struct variant variants[] = {
     {ST_POS_NONE, 0, 0, "none", 0, NULL},
@@ -107,6 +111,8 @@ static const struct variant variants[] = {
     {ST_POS_ALIBI, 0, 0, "alibi, value shift, output norm", 0, value_shift_out_norm},
     {ST_POS_FOX, 0, 0, "fox, pro block, per-head q/k norm weights, multi-query", 0, pro_block_heads_gqa},
     {ST_POS_ROPE, 0, 0, "rope, llama block, whole-row q/k norm, multi-query", 0, llama_full_qk_gqa},
+    {ST_POS_NONE, 0, 0, "none + abacus", 0, abacus},
+    {ST_POS_FIRE, 0, 0, "fire + abacus, llama block, multi-query", 0, abacus_llama_gqa},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

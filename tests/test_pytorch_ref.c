@@ -30,7 +30,7 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
                " \"scaling\": {\"transform\": \"%s\", \"scale\": %.17g, \"train_len\": %d, \"yarn_alpha\": %.17g,"
                " \"yarn_beta\": %.17g}, \"norm\": \"%s\", \"ffn\": \"%s\", \"bias\": %s, \"qk_norm\": \"%s\","
                " \"n_kv_heads\": %d, \"embed_scale\": %.9g, \"out_gate\": \"%s\", \"out_norm\": \"%s\","
-               " \"kv_shift\": \"%s\"}}\n",
+               " \"kv_shift\": \"%s\", \"abacus\": {\"rows\": %d, \"digit0\": %d}}}\n",
             c->n_layers, c->n_heads, c->d_model, pos_json(c->pos), c->alibi_max_bias, c->alibi_heads, st_rf_name(c->rf_kind),
             c->rf_scope == ST_RF_FIXED ? "fixed" : c->rf_scope == ST_RF_PER_LAYER ? "layer" : "head",
             c->rf_rho, c->rf_param == ST_RF_LOG ? "log" : "softplus", c->t5_buckets, c->t5_max_distance, c->rope_base, c->ln_eps,
@@ -40,7 +40,8 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
             c->tie_embeddings ? "true" : "false", c->xpos_gamma, c->cope_npos, st_transform_name(c->scaling),
             c->scaling_scale, c->scaling_len, c->yarn_alpha, c->yarn_beta, st_norm_name(c->norm), st_ffn_name(c->ffn),
             c->bias ? "true" : "false", st_qk_norm_name(c->qk_norm), st_model_kv_heads(c), c->embed_scale,
-            st_out_gate_name(c->out_gate), st_out_norm_name(c->out_norm), st_kv_shift_name(c->kv_shift));
+            st_out_gate_name(c->out_gate), st_out_norm_name(c->out_norm), st_kv_shift_name(c->kv_shift),
+            c->abacus_rows, c->abacus_digit0);
     fclose(f);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st_model_save_safetensors(m, path, &e)) return 0;
@@ -69,6 +70,7 @@ static int write_case(const char *dir, st_model *m, const int32_t *ids, const in
         for (int64_t t = 0; t < T; t++) fprintf(f, "%s%lld", t ? "," : "", (long long)m->positions[t]);
         fprintf(f, "]");
     }
+    if (m->abacus_k) fprintf(f, ", \"abacus_k\": %lld", (long long)m->abacus_k);   /* train.abacus_max_k's draw */
     if (m->doc) {   /* per-instance attention mask of packed rows (data.task.doc_mask) */
         fprintf(f, ", \"doc\": [");
         for (int64_t b = 0; b < B; b++) {
@@ -107,6 +109,9 @@ static void llama(st_model_config *c) {
     c->norm = ST_NORM_RMS; c->ffn = ST_FFN_SWIGLU; c->bias = 0; c->qk_norm = ST_QK_NORM_RMS; c->d_ff = 0;
 }
 static void llama_gqa(st_model_config *c) { llama(c); c->n_kv_heads = 2; }
+/* Abacus embeddings: ids 20..29 are the digits (the batch is made of runs of them) */
+static void abacus(st_model_config *c) { c->abacus_rows = 24; c->abacus_digit0 = 20; }
+static void abacus_fire(st_model_config *c) { fire_small(c); abacus(c); llama(c); }
 static void llama_mqa(st_model_config *c) { llama(c); c->n_kv_heads = 1; }
 static void geglu(st_model_config *c) { c->ffn = ST_FFN_GEGLU; c->norm = ST_NORM_RMS; }
 static void scale_alibi(st_model_config *c) { c->scaling = ST_XF_ALIBI_INTERP; c->scaling_scale = 4; c->scaling_len = 4; }
@@ -203,6 +208,9 @@ int main(void) {
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, value_shift_gqa, 0, 1},   /* values, 2 key/value heads */
         {ST_POS_FOX, 0, 0, 4, 0, 1, 0, pro_heads_gqa, 0, 1},      /* model.qk_norm rmsnorm_heads */
         {ST_POS_ROPE, 0, 0, 4, 0, 1, 0, olmo2_full, 0, 0},        /* model.qk_norm rmsnorm_full */
+        {ST_POS_NONE, 0, 0, 4, 0, 1, 0, abacus, 0, 0},            /* model.abacus (NoPE + Abacus) */
+        {ST_POS_NONE, 0, 0, 4, 0, 1, 0, abacus, 1, 0},            /* ... at a training offset k */
+        {ST_POS_FIRE, 0, 0, 4, 0, 1, 0, abacus_fire, 1, 1},       /* FIRE + Abacus, random positions, doc mask */
     };
     enum { NV = sizeof vs / sizeof vs[0] };
     static char dirs[NV][512], labels[NV][256];
@@ -241,6 +249,13 @@ int main(void) {
             m.positions = P;
         }
         if (vs[vi].doc) m.doc = doc;
+        if (c.abacus_rows) {   /* runs of 1..7 digits (D), row 1 starting with one (no carry from
+                                * row 0's last run); rpos: offset k = 7 */
+            static const char runs[] = "DDNDDDDNDDD" "DNNDDDDDDDN";
+            for (int i = 0; i < 22; i++)
+                ids[i] = runs[i] == 'D' ? 20 + (int32_t)st_rng_below(&r, 10) : (int32_t)st_rng_below(&r, 20);
+            m.abacus_k = vs[vi].rpos ? 7 : 0;
+        }
         st_params_zero_grad(&m.params);
         st_ctx_begin(&ctx, 1, 0);
         st_tensor *loss = st_model_loss(&m, &ctx, ids, tg, B, T, 0, NULL, &e);

@@ -455,6 +455,19 @@ uint64_t st_dataset_hash(const st_dataset *ds) {
     return h ? h : 1;
 }
 
+int32_t st_dataset_digit0(const st_dataset *ds) {
+    if (!ds->tok) return ds->task ? ST_TT_DIGIT0 : -1;
+    int32_t id0 = -1;
+    for (int d = 0; d < 10; d++) {   /* each digit one token, and the ten in order */
+        const char ch = (char)('0' + d);
+        int32_t id[2];
+        if (st_tokenizer_encode(ds->tok, &ch, 1, id, 2) != 1 || id[0] < 0) return -1;
+        if (d == 0) id0 = id[0];
+        else if (id[0] != id0 + d) return -1;
+    }
+    return id0;
+}
+
 void st_dataset_free(st_dataset *ds) {
     if (!ds) return;
     for (int i = 0; i < 3; i++) free(ds->tokens[i]);

@@ -202,6 +202,7 @@ cJSON *st_eval_model_json(const st_run_config *c, size_t n_params) {
         snprintf(sc, sizeof sc, "%s%g", st_transform_name(c->model.scaling), c->model.scaling_scale);
         cJSON_AddStringToObject(mo, "scaling", sc);
     }
+    if (c->model.abacus_rows > 0) cJSON_AddNumberToObject(mo, "abacus_rows", c->model.abacus_rows);
     add_block_json(mo, &c->model);
     cJSON_AddNumberToObject(mo, "n_layers", c->model.n_layers);
     cJSON_AddNumberToObject(mo, "d_model", c->model.d_model);

@@ -142,6 +142,7 @@ void st_kv_cache_reset(st_kv_cache *c) {
     c->n_seen = 0;
     c->bias_ready = 0;
     c->pos_ref = 0;
+    c->abacus_run = 0;
 }
 
 /* The current length a dynamic transform sees after n_new more tokens: the keys the last
@@ -266,7 +267,9 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
     const int64_t clip = st_model_q2_clip(m);
     const st_pos_method *pm = st_pos_method_of(m->cfg.pos);
     if (pm->cache_keys) pm->cache_keys(m, c, p0, n);
+    m->abacus_run0 = c->abacus_run;   /* model.abacus: a run of digits goes on across chunks */
     st_tensor *x = st_model_embed(m, ctx, ids, 1, n, p0, 0, e);
+    m->abacus_run0 = 0;
     for (int l = 0; l < c->n_layers && x; l++) {
         st_tensor *x_in = x;
         st_arena_mark mark = st_arena_mark_get(ctx->arena);
@@ -301,6 +304,7 @@ static st_tensor *decode_chunk(st_model *m, st_kv_cache *c, st_ctx *ctx, const i
     if (x) {
         c->len = len0 + n;
         c->n_seen = p0 + n;
+        c->abacus_run = st_abacus_run_end(&m->cfg, ids, n, c->abacus_run);
     }
     return x;
 }

@@ -89,6 +89,9 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     int rc = st_model_config_validate(cfg, NULL, e);
     if (rc) return rc;
     if (cfg->vocab_size < 2) return st_fail(e, ST_ERR_CONFIG, "model.vocab_size: must be set (>= 2)");
+    if (cfg->abacus_rows > 0 && (cfg->abacus_digit0 < 0 || cfg->abacus_digit0 > cfg->vocab_size - 10))
+        return st_fail(e, ST_ERR_CONFIG, "model.abacus.digit0: %d: the ten digit ids must lie in the vocabulary "
+                       "[0, %d)", cfg->abacus_digit0, cfg->vocab_size);
     m->cfg = *cfg;
     st_model_config *c = &m->cfg;
     st_model_scaling(c, &m->scaling);   /* the trained scaling applies to every forward */
@@ -109,7 +112,7 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
                              (double)out_gate_rows(c) * C + (c->out_norm ? (double)C : 0.0) +
                              (double)kv_shift_rows(c) * C;
     double nparam = (double)V * C * (c->tie_embeddings ? 1 : 2) + L * per_block + (ln_b ? 2.0 : 1.0) * C +
-                    pos_param_count(c, pm);
+                    pos_param_count(c, pm) + (double)c->abacus_rows * C;
     double need = nparam * (weights_only ? 4.0 : 16.0), have = (double)st_mem_total();
     if (have > 0 && need > 0.9 * have)
         return st_fail(e, ST_ERR_MEMORY, "model: %.0f parameters (model.vocab_size %d, model.d_model %d, "
@@ -124,6 +127,12 @@ static int model_declare(st_model *m, const st_model_config *cfg, int weights_on
     m->p_lm_head = -1;
     m->n_pos = declare_pos(m, pm, -1, m->p_pos);
     if (m->n_pos < 0) return st_fail(e, ST_ERR_MEMORY, "model: cannot declare the parameters");
+    m->p_abacus = -1;
+    if (c->abacus_rows > 0) {   /* Abacus rows: N(0, init_std) as the other embeddings */
+        if ((m->p_abacus = add_param(m, "abacus_emb.weight", 2, c->abacus_rows, C, 1, ST_INIT_NORMAL, std)) < 0)
+            return st_fail(e, ST_ERR_MEMORY, "model: cannot declare the parameters");
+        m->params.info[m->p_abacus].is_embedding = 1;
+    }
     m->blocks = st_calloc((size_t)L, sizeof *m->blocks, e);
     if (!m->blocks) return ST_ERR_MEMORY;
     char nm[96];
@@ -253,6 +262,7 @@ st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t 
     const float s = st_model_embed_scale(c);
     if (s != 1.0f) x = st_scale(ctx, x, s);
     if (pm->embed) x = pm->embed(m, ctx, x, pos0, e);
+    x = st_abacus_embed(m, ctx, x, ids, B, T, e);
     if (!x) return NULL;
     return st_dropout(ctx, x, c->dropout_emb, st_hash64(seed, 0));
 }

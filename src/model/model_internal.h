@@ -17,6 +17,13 @@
  * the table. */
 st_tensor *st_model_embed(st_model *m, st_ctx *ctx, const int32_t *ids, int64_t B, int64_t T,
                           int64_t pos0, uint64_t seed, st_error *e);
+/* model.abacus (abacus.c): x (B,T,C) plus each token's Abacus row (m->abacus_run0 and
+ * m->abacus_k apply); x itself without a table. NULL on arena failure, or with *e set for
+ * a run of digits past the table. */
+st_tensor *st_abacus_embed(st_model *m, st_ctx *ctx, st_tensor *x, const int32_t *ids, int64_t B, int64_t T,
+                           st_error *e);
+/* The run of digits n tokens end in, continuing a run of run0 before them. */
+int64_t st_abacus_run_end(const st_model_config *c, const int32_t *ids, int64_t n, int64_t run0);
 /* Block l's queries (B,H,T,D), keys and values (B,Hkv,T,D: model.n_kv_heads) of x, transformed by the position method
  * at positions pos0.. (RoPE rotates them), queries log-n scaled (model.attn_scale; window:
  * the most keys a query sees, 0 = all before it). 0 on failure. */

@@ -158,6 +158,10 @@ const st_ckey st_config_keys[] = {
     /* cope */
     OBJ("model.cope"),
     INT("model.cope.n_pos", model.cope_npos, 1, 1 << 20, "64"),
+    /* Abacus embeddings (any method): McLeish et al. 2024 */
+    OBJ("model.abacus"),
+    INT("model.abacus.rows", model.abacus_rows, 0, 1 << 20, "0"),
+    INT("model.abacus.digit0", model.abacus_digit0, -1, 1 << 24, "-1"),
 
     OBJ("data"),
     STR("data.source", data.source, &en_source, "synthetic"),
@@ -208,6 +212,7 @@ const st_ckey st_config_keys[] = {
     I64("train.steps", train.steps, 0, BIG, "1000"),
     INT("train.grad_accum", train.grad_accum, 1, 1 << 16, "1"),
     I64("train.random_positions", train.random_positions, 0, 1 << 24, "0"),
+    INT("train.abacus_max_k", train.abacus_max_k, 0, 1 << 20, "0"),
     OBJ("train.optimizer"),
     ENUM("train.optimizer.name", train.optim.name, en_optim, "adamw"),
     FLT("train.optimizer.lr", train.optim.lr, 0, 100, 1, "0.001"),

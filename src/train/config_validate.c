@@ -188,6 +188,12 @@ int st_run_config_validate(st_run_config *c, st_error *e) {
                            "represent; %s", file, (long long)t->random_positions, (long long)max_len,
                            st_pos_name(c->model.pos), st_pos_limit_why(c->model.pos));
     }
+    /* the largest Abacus row training reads: a whole row of digits at the largest offset */
+    if (c->model.abacus_rows > 0 && (int64_t)c->model.abacus_rows < (int64_t)t->abacus_max_k + t->seq_len + 1)
+        return st_fail(e, ST_ERR_CONFIG, "%s: model.abacus.rows: %d rows; training reads up to row train.abacus_max_k "
+                       "+ train.seq_len = %lld (a window of digits at the largest offset), so it needs at least %lld",
+                       file, c->model.abacus_rows, (long long)t->abacus_max_k + t->seq_len,
+                       (long long)t->abacus_max_k + t->seq_len + 1);
     if (t->patience > 0 && (t->eval_every == 0 || t->eval_batches == 0))
         return st_fail(e, ST_ERR_CONFIG, "%s: train.patience: counts validations, which need train.eval_every > 0 and "
                        "train.eval_batches > 0 (got %lld and %d)", file, (long long)t->eval_every, t->eval_batches);
@@ -271,6 +277,9 @@ int st_run_config_unread(const st_run_config *c, char *buf, size_t n) {
         if (k->kind != CK_OBJ && st_pos_key_reader(k->path, c->model.pos) == 0)
             count += name_if_set(k, c, d, buf, n, &len);
     }
+    static const char *const abacus_keys[] = {"model.abacus.digit0", "train.abacus_max_k"};
+    for (size_t i = 0; i < 2 && c->model.abacus_rows == 0; i++)   /* the Abacus keys without a table */
+        count += name_if_set(st_config_find_key(abacus_keys[i]), c, d, buf, n, &len);
     for (size_t i = 0; i < sizeof unread_rules / sizeof unread_rules[0]; i++) {
         if (unread_rules[i].optim >= 0 && unread_rules[i].optim != c->train.optim.name) continue;
         if (unread_rules[i].sched >= 0 && unread_rules[i].sched != c->train.sched.kind) continue;

@@ -211,6 +211,10 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
                                 t->positions);
             t->model.positions = t->positions;
         }
+        /* Abacus offset k in {0..max_k}: the same function of the micro-batch */
+        if (tc->abacus_max_k > 0)
+            t->model.abacus_k = (int64_t)(st_hash64(tc->seed ^ SEED_ABACUS, t->loader.draws) %
+                                          (uint64_t)(tc->abacus_max_k + 1));
         st_loader_next(&t->loader, B, T, t->x, t->y);
         st_ctx_begin(&t->ctx, 1, 1);
         uint64_t dropout_seed = 0;
@@ -228,9 +232,11 @@ static int train_step(trainer *t, double lr, double *loss_out, double *gnorm_out
         const float seed = !t->loader.task ? 1.0f / (float)micro
                            : total > 0 ? (float)((double)nj / (double)total) : 0.0f;
         rc = st_backward(&t->ctx, loss, seed, e);
-        t->model.positions = NULL;   /* validation and evaluation: natural positions */
+        t->model.positions = NULL;   /* validation and evaluation: natural positions, k = 0 */
+        t->model.abacus_k = 0;
     }
     t->model.positions = NULL;
+    t->model.abacus_k = 0;
     if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
     if ((rc = st_train_dist_reduce(t->dist, &t->model.params, &loss_sum, &finite, e))) return rc;
     t->loader.draws = base + (uint64_t)(micro * B);

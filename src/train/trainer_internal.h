@@ -14,6 +14,7 @@
 #define SEED_DROPOUT 0x64726f706f7574ull /* "dropout" */
 #define SEED_VALID   0x76616c6964ull     /* "valid" */
 #define SEED_POSITIONS 0x706f73ull       /* "pos": train.random_positions */
+#define SEED_ABACUS 0x616261637573ull    /* "abacus": train.abacus_max_k */
 
 typedef struct trainer {
     st_run_config cfg;

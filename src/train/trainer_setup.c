@@ -154,7 +154,8 @@ static int setup_rundir(trainer *t, const st_run_config *cfg_in, char *ckpt, siz
                    st_pos_name(mc->pos), (double)mc->init_std, note);
         char unread[512];
         if (t->rank == 0 && st_run_config_unread(&t->cfg, unread, sizeof unread))
-            st_log(ST_LOG_WARN, "%s: not read by this position method, optimizer and schedule, so without effect: %s",
+            st_log(ST_LOG_WARN, "%s: not read by this position method, optimizer, schedule and Abacus setting, "
+                   "so without effect: %s",
                    t->cfg.file, unread);
         /* refuse an occupied dir now; with --force the old run is replaced only at the end
          * of setup, once data, model and memory have all been checked */
@@ -184,6 +185,11 @@ static int setup_model(trainer *t, st_error *e) {
     else if (c->model.vocab_size != t->ds.vocab_size)
         return st_fail(e, ST_ERR_CONFIG, "%s: model.vocab_size: %d does not match the dataset's vocabulary (%d); "
                        "omit it to use the dataset's", c->file, c->model.vocab_size, t->ds.vocab_size);
+    if (c->model.abacus_rows > 0 && c->model.abacus_digit0 < 0 &&   /* Abacus: the data's digits */
+        (c->model.abacus_digit0 = st_dataset_digit0(&t->ds)) < 0)
+        return st_fail(e, ST_ERR_CONFIG, "%s: model.abacus.digit0: the %s tokenizer does not give the digits 0-9 as "
+                       "ten single tokens with consecutive ids (Abacus places digits); set the id of \"0\" or use a "
+                       "byte, BPE or task vocabulary", c->file, st_data_tokenizer_name(&c->data));
     /* A window is seq_len + 1 consecutive tokens (inputs and their next-token targets) and
      * starts anywhere in [0, n - seq_len); seq_len + 2 tokens give at least two starts. */
     if (t->ds.n[ST_SPLIT_TRAIN] < (int64_t)tc->seq_len + 2)
@@ -255,8 +261,9 @@ static int setup_buffers(trainer *t, st_error *e) {
     if (!t->opts.quiet) {
         char blk[160];
         st_block_label(&c->model, blk, sizeof blk);
-        st_log(ST_LOG_INFO, "model: %s, %d layers, d_model %d, %d heads%s: %zu parameters; arena %.1f MiB "
-               "for (B=%d, T=%d)%s", st_pos_name(c->model.pos), c->model.n_layers, c->model.d_model,
+        st_log(ST_LOG_INFO, "model: %s%s, %d layers, d_model %d, %d heads%s: %zu parameters; arena %.1f MiB "
+               "for (B=%d, T=%d)%s", st_pos_name(c->model.pos), c->model.abacus_rows ? "+abacus" : "",
+               c->model.n_layers, c->model.d_model,
                c->model.n_heads, blk, st_model_num_params(&t->model), (double)cap / 1048576.0, tc->batch_size,
                tc->seq_len, t->ranks > 1 ? " per rank" : "");
     }

@@ -40,7 +40,9 @@ void st_pos_label(const st_model_config *c, char *buf, size_t n) {
     int o = snprintf(buf, n, "%s%s%s%s%s", st_pos_name(c->pos), v ? "-" : "", v ? v : "",
                      c->attn_scale ? "+" : "", c->attn_scale ? st_attn_scale_name(c->attn_scale) : "");
     if (c->scaling != 0 && o >= 0 && (size_t)o < n)   /* trained scaling: "rope+yarn4" */
-        snprintf(buf + o, n - (size_t)o, "+%s%g", st_transform_name(c->scaling), c->scaling_scale);
+        o += snprintf(buf + o, n - (size_t)o, "+%s%g", st_transform_name(c->scaling), c->scaling_scale);
+    if (c->abacus_rows > 0 && o >= 0 && (size_t)o < n)   /* Abacus embeddings: "fire+abacus" */
+        snprintf(buf + o, n - (size_t)o, "+abacus");
 }
 
 int64_t st_pos_max_len(const st_model_config *c) {
