@@ -15,7 +15,7 @@
 #   - a sweep's results.md said "Evaluation: valid split, ..." of a sweep whose
 #     eval.max_tokens scored 4,096 of the split's 55,780 bytes (most shipped results sweeps
 #     set max_tokens), and a variant with another eval.max_tokens read as the header's: the
-#     header says "the first N bytes of the valid split (eval.max_tokens)", such a row
+#     header says "the first N of M bytes of the valid split (eval.max_tokens)", such a row
 #     "[N bytes]" in its pos column.
 #   - range errors that named a rule the value keeps: extend --batch 2000000 "integer >= 1
 #     expected" (the bound is train.batch_size's 2^20), --steps / --warmup 2e12 ">= 0"
@@ -89,7 +89,8 @@ cat > swmt.json <<'EOF2'
  "eval": {"lengths": [16], "max_tokens": 300}, "out": "swmt"}
 EOF2
 expect_rc 0 "sweep with eval.max_tokens" "$BIN" sweep swmt.json --quiet
-grep -q '^Evaluation: the first 300 bytes of the valid split (eval.max_tokens), nonoverlapping' swmt/results.md && ok \
+whole=$("$PY" -c "import json; print(json.load(open('swmt/a/eval_valid_nonoverlapping.json'))['split_total'])")
+grep -q "^Evaluation: the first 300 of $whole bytes of the valid split (eval.max_tokens), nonoverlapping" swmt/results.md && ok \
     || bad "results.md does not say eval.max_tokens cut the split: $(grep Evaluation swmt/results.md)"
 full=$("$PY" -c "import json; print(json.load(open('swmt/a-full/eval_valid_nonoverlapping.json'))['split_tokens'])")
 grep -q "^| a-full | alibi \[$full bytes\] |" swmt/results.md && ok || bad "the full split's row: $(grep a-full swmt/results.md)"

@@ -259,6 +259,9 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON_AddStringToObject(o, "mode", st_eval_mode_name(rep->mode));
     if (rep->mode == ST_EVAL_SLIDING) cJSON_AddNumberToObject(o, "stride", (double)rep->stride_arg);
     cJSON_AddNumberToObject(o, "split_tokens", (double)rep->split_tokens);
+    /* the whole split's tokens: more than split_tokens when --max-tokens cut it short */
+    cJSON_AddNumberToObject(o, "split_total",
+                            (double)(rep->split_total > rep->split_tokens ? rep->split_total : rep->split_tokens));
     cJSON_AddStringToObject(o, "bucket_scale", rep->bucket_scale == ST_BUCKETS_LOG2 ? "log2" : "linear");
     cJSON_AddNumberToObject(o, "threads", rep->threads);
     cJSON_AddStringToObject(o, "precision", st_precision_name(rep->precision));

@@ -324,21 +324,20 @@ static void protocol_note(const cJSON *report, const cJSON *ref, char *out, size
              other_mode ? mode : "", st, tk);
 }
 
-/* The part of its split the header's report evaluated: "the first 4096 bytes of the " when
- * eval.max_tokens cut the split short (the header said "valid split" of a sweep that
- * scored 4,096 of its 55,780 bytes), else "". */
-static void split_scope(const sweep *s, const sweep_point *pt, const cJSON *report, char *out, size_t n) {
+/* The part of its split the header's report evaluated: "the first 4096 of 55780 bytes of
+ * the " when eval.max_tokens cut the split short (the header said "valid split" of a sweep
+ * that scored 4,096 of its 55,780 bytes), else "". The report's own counts say it; a
+ * report written before split_total existed says nothing. */
+static void split_scope(const cJSON *report, char *out, size_t n) {
     out[0] = 0;
-    const int own = pt->overrides && get(pt->overrides, "eval.max_tokens");
-    const int64_t max = own || s->plan.max_tokens < 0 ? pt->cfg.eval.max_tokens : s->plan.max_tokens;
-    if (max > 0 && num(report, "split_tokens") == (double)max)
-        snprintf(out, n, "the first %lld %ss of the ", (long long)max, str(get(report, "data"), "unit"));
+    const double scored = num(report, "split_tokens"), total = num(report, "split_total");
+    if (isfinite(scored) && isfinite(total) && total > scored)
+        snprintf(out, n, "the first %.0f of %.0f %ss of the ", scored, total, str(get(report, "data"), "unit"));
 }
 
 static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
     const cJSON *first = NULL;
-    int i0 = 0;
-    for (; i0 < s->n_points && !first; i0++) first = get(s->points[i0].record, "report");
+    for (int i = 0; i < s->n_points && !first; i++) first = get(s->points[i].record, "report");
     const char *unit = first ? str(get(first, "data"), "unit") : "";
     int bpb = strcmp(unit, "byte") == 0;
     fprintf(f, "# Sweep `%s`\n\n", s->file);
@@ -350,8 +349,8 @@ static void write_md(const sweep *s, FILE *f, const double *lens, int nl) {
         protocol_note(get(s->points[i].record, "report"), first, note, sizeof note);
         mixed = note[0] != 0;
     }
-    char scope[96] = "";
-    if (first) split_scope(s, &s->points[i0 - 1], first, scope, sizeof scope);   /* before the call that reads it */
+    char scope[128] = "";
+    if (first) split_scope(first, scope, sizeof scope);
     if (first)
         fprintf(f, "Evaluation: %s%s split%s, %s windows%s%s; unit: %s. Cells: perplexity%s at each evaluation length "
                 "(n/a: could not be evaluated, see results.json).\n\n", scope, str(first, "split"),
