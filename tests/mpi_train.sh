@@ -9,7 +9,7 @@
 #    |loss difference| <= 1e-6 at each of 50 steps with SGD + momentum, and at each of the
 #    first 10 steps with AdamW (tolerance derived below), while the 1-process batch-4 run
 #    without accumulation differs by > 1e-2 (so the check can fail);
-#    and the same for the LLaMA-style block (20 SGD steps);
+#    and the same for the LLaMA-style block and for Abacus offsets (20 SGD steps each);
 #  - determinism: two 2-rank runs write bit-identical loss traces;
 #  - resume: --stop-after 20 + --resume with 2 ranks == the uninterrupted run, bit for bit,
 #    also when rank 1 cannot see the run dir; resuming with 1 process is exit 5, and a
@@ -100,6 +100,11 @@ equiv adamw 1e-6 10
 # grow with it (7e-5 by step 20, measured); at lr 0.1 it trains and the bound holds
 equiv llama-sgd 1e-6 20 "${SGD[@]}" --set train.optimizer.lr=0.1 --set model.norm=rmsnorm --set model.ffn=swiglu \
     --set model.bias=false --set model.qk_norm=rmsnorm --set model.n_kv_heads=2
+# Abacus offsets (train.abacus_max_k) are drawn per micro-batch from its window index, so
+# rank r's micro-batch takes the offset of the one process's micro-batch r (ids 0..9 of the
+# synthetic vocabulary serve as the digits)
+equiv abacus-sgd 1e-6 20 "${SGD[@]}" --set model.abacus.rows=64 --set model.abacus.digit0=0 \
+    --set train.abacus_max_k=20
 expect_rc 0 "2 ranks" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out r2 --quiet
 expect_rc 0 "2 ranks again" timeout 300 "${MPI[@]}" "$BIN" train tiny.json --out r2b --quiet
 cmp -s <(losses r2) <(losses r2b) && ok || bad "two 2-rank runs differ"
