@@ -5,8 +5,9 @@
 #   - train.abacus_max_k draws its offset per micro-batch from the window index: a run
 #     stopped and resumed has the uninterrupted run's loss trace bit for bit, and the
 #     offset changes the trace (so it acts);
-#   - eval, eval --task and generate (KV cache = --no-cache) read the table; a run of
-#     digits longer than the table at evaluation is exit 2 naming model.abacus.rows;
+#   - eval, eval --task, sweeps (labelled "+abacus") and generate (KV cache = --no-cache)
+#     read the table; a run of digits longer than the table at evaluation is exit 2 naming
+#     model.abacus.rows;
 #   - refused with exit 2 naming the key, nothing written: a word vocabulary (no digit
 #     ids), too few rows for train.abacus_max_k + train.seq_len, a digit0 past the
 #     vocabulary; train.abacus_max_k without a table is named as without effect.
@@ -32,6 +33,16 @@ expect_rc 0 "without the offset" "$BIN" train add.json --out add-k0 --quiet --se
 [ "$(trace add | sed -n 2p)" != "$(trace add-k0 | sed -n 2p)" ] && ok || bad "train.abacus_max_k changes nothing"
 expect_rc 0 "eval --task" "$BIN" eval add --task --scales 1,2,4 --trials 4 --quiet --json task.json
 grep -Eq '"abacus_rows":[[:space:]]*48' task.json && ok || bad "the task report's model object lacks abacus_rows"
+
+# a sweep labels the Abacus run "none+abacus" in both its tables (perplexity and task)
+cat > sw.json <<'EOF2'
+{"base": "add.json", "set": {"train.steps": 2, "train.eval_every": 2},
+ "variants": [{"name": "plain", "model.abacus.rows": 0, "train.abacus_max_k": 0}, {"name": "ab"}],
+ "eval": {"lengths": [24], "task_scales": [1, 2], "task_trials": 2}, "out": "sw"}
+EOF2
+expect_rc 0 "sweep" "$BIN" sweep sw.json --quiet
+[ "$(grep -c '^| ab | none+abacus |' sw/results.md)" = 2 ] && [ "$(grep -c '^| plain | none |' sw/results.md)" = 2 ] &&
+    ok || bad "sweep labels: $(grep -E '^\| (ab|plain) ' sw/results.md)"
 
 # a byte-level text run: "0" is byte 48; numbers up to 6 digits
 for i in $(seq 1 300); do echo "line $i says $((i * 7919)) and $((i * 31))"; done > corpus.txt

@@ -35,13 +35,15 @@ static const char *str(const cJSON *o, const char *k) {
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* Position-method label: "alibi", "alibi_rf-exp", "rope+yarn4", ...: the method's variant
- * is under the key the registry names for it (st_pos_variant_key); st_pos_label's form. */
+/* Position-method label: "alibi", "alibi_rf-exp", "rope+yarn4", "fire+abacus", ...: the
+ * method's variant is under the key the registry names for it (st_pos_variant_key);
+ * st_pos_label's form. */
 static void pos_label(const cJSON *report, char *out, size_t n) {
     const cJSON *m = get(report, "model");
     const char *key = st_pos_variant_key(st_pos_from_name(str(m, "pos")));
     const char *v = key ? str(m, key) : "", *sc = str(m, "attn_scale"), *ts = str(m, "scaling");
-    snprintf(out, n, "%s%s%s%s%s%s%s", str(m, "pos"), v[0] ? "-" : "", v, sc[0] ? "+" : "", sc, ts[0] ? "+" : "", ts);
+    snprintf(out, n, "%s%s%s%s%s%s%s%s", str(m, "pos"), v[0] ? "-" : "", v, sc[0] ? "+" : "", sc, ts[0] ? "+" : "", ts,
+             num(m, "abacus_rows") > 0 ? "+abacus" : "");
 }
 
 /* The inference-time transform a report was evaluated with ("" when none). */
