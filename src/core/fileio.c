@@ -5,13 +5,17 @@
  * rename() stays on one file system), the file is flushed and fsync'ed, renamed over PATH,
  * and the directory is fsync'ed so the rename itself survives a power loss. A crash at any
  * point leaves the old file or the new one, never a torn one; a leftover temp file is
- * recognised by its ".tmp.PID" infix (st_rundir_clean_temps removes those of dead PIDs).
+ * recognised by its ".tmp.PID" infix (st_rundir_clean_temps removes those of dead PIDs in a
+ * run directory; every writer removes those of its own path, see remove_dead_temps).
  * The nonce keeps two writers of one path inside one process (sweep runs side by side)
  * from sharing a temp file. */
 #define _GNU_SOURCE
 #include "st_common.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,9 +95,43 @@ int st_replaceable_check(const char *path, const char *what, st_error *e) {
                    link ? "its target" : "into it");
 }
 
+/* The temp files of path (PATH.tmp.PID[.NONCE]) whose writer died: a SIGKILL, or a Ctrl-C
+ * before a handler was installed (a token cache or an export being written when the user
+ * stopped `stretch data`, `export` or a training still loading its data). Outside a run
+ * directory nothing else ever removed them, and each held up to a whole cache's or
+ * model's bytes. The next writer of the same path removes them: regular files only, never
+ * this process's (sweep runs side by side) nor a live PID's (possibly reused: kept). */
+static void remove_dead_temps(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const size_t blen = strlen(base);
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    DIR *d = dir ? opendir(dir) : NULL;
+    int removed = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *n = de->d_name, *p = n + blen + 5;
+        if (strncmp(n, base, blen) != 0 || strncmp(n + blen, ".tmp.", 5) != 0 || !isdigit((unsigned char)*p))
+            continue;
+        char *end;
+        errno = 0;
+        const long pid = strtol(p, &end, 10);
+        if (errno || pid <= 0 || (*end && *end != '.') || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            unlinkat(dirfd(d), n, 0) == 0)
+            removed++;
+    }
+    if (d) closedir(d);
+    if (removed) st_log(ST_LOG_INFO, "%s: removed %d temp file(s) left by interrupted writes", path, removed);
+    free(dir);
+}
+
 FILE *st_atomic_open(st_atomic_file *a, const char *path, st_error *e) {
     memset(a, 0, sizeof *a);
     if (st_path_check(path, "output file", e) || st_replaceable_check(path, path, e)) return NULL;
+    remove_dead_temps(path);
     size_t n = strlen(path) + 64;
     a->path = strdup(path);
     a->tmp = malloc(n);
@@ -163,6 +201,7 @@ int st_link_atomic(const char *existing, const char *path, st_error *e) {
     int rc = st_path_check(path, "output file", e);
     if (!rc) rc = st_replaceable_check(path, path, e);
     if (rc) return rc;
+    remove_dead_temps(path);
     size_t n = strlen(path) + 32;
     char *tmp = malloc(n);
     if (!tmp) return st_fail(e, ST_ERR_MEMORY, "%s: out of memory", path);
