@@ -185,12 +185,9 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
             st_fail(&e, ST_ERR_IO, "%s %s: cannot create: %s: %s", flag, path, dir, strerror(errno));
         } else {
             /* root passes access() where the file system still refuses (/proc, a
-             * read-only bind): the writer's temp file made and removed now, not after the
-             * command's work */
-            st_atomic_file af;
+             * read-only bind) */
             st_error pe = {0};
-            if (!st_atomic_open(&af, path, &pe)) st_fail(&e, pe.code ? pe.code : ST_ERR_IO, "%s %s", flag, pe.msg);
-            else st_atomic_abort(&af);
+            if (cli_writable_probe(path, &pe)) st_fail(&e, pe.code, "%s %s", flag, pe.msg);
         }
         return e.code ? cli_report(cmd, &e) : ST_OK;
     }
@@ -201,7 +198,18 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
     snprintf(what, sizeof what, "%s %s", flag, path);
     if (!st_replaceable_check(path, what, &e) && !force)
         st_fail(&e, ST_ERR_IO, "%s %s: the file exists; stretch %s replaces it only with --force", flag, path, cmd);
+    /* an existing file in a directory that takes no new file (a read-only mount) cannot be
+     * replaced either: eval --json FILE --force evaluated, then failed */
+    st_error pe = {0};
+    if (!e.code && cli_writable_probe(path, &pe)) st_fail(&e, pe.code, "%s %s", flag, pe.msg);
     return e.code ? cli_report(cmd, &e) : ST_OK;
+}
+
+int cli_writable_probe(const char *path, st_error *e) {
+    st_atomic_file af;
+    if (!st_atomic_open(&af, path, e)) return e->code ? e->code : ST_ERR_IO;
+    st_atomic_abort(&af);
+    return ST_OK;
 }
 
 /* 1 when s is one of the flags: the command's own that take a value, or a flag without

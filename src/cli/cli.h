@@ -106,6 +106,10 @@ int cli_out_dir_arg(const char *cmd, const char *flag, const char *dir);
  * of evaluation never ends in "cannot create". Refused in a run's checkpoints/ too
  * (cli_outside_checkpoints). */
 int cli_output_file(const char *cmd, const char *flag, const char *path, int force);
+/* The writer's temp file beside path made and removed now (st_atomic_open, st_atomic_abort),
+ * so that a report the file system refuses (a read-only mount, where root passes access())
+ * is refused before the command's work, not after it: ST_OK, or e set (ST_ERR_IO). */
+int cli_writable_probe(const char *path, st_error *e);
 /* One of the transform options (--transform, --scale, --clip, --sinks, --window; src/cli/
  * cli_transform.c) with value v into xf: returns 1 when `a` is one (*rc = ST_OK, or the
  * usage error's exit code already reported), 0 when it is not. */

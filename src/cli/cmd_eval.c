@@ -234,9 +234,10 @@ static int use_data(eval_args *a, st_error *e) {
 
 /* The default report's name depends on the run's eval section (split, mode, transform),
  * so a report that cannot be written (a source near the path limit, a symbolic link or a
- * FIFO at the name) would be refused after the evaluation: read the checkpoint's config
- * (its header, not the weights) and refuse the source before evaluating. */
-static int check_report_path(const eval_args *a, int is_dir) {
+ * FIFO at the name, a run on a read-only mount) would be refused after the evaluation:
+ * read the checkpoint's config (its header, not the weights) and refuse the source before
+ * evaluating. probe: this rank writes the report (the temp file is tried). */
+static int check_report_path(const eval_args *a, int is_dir, int probe) {
     if (a->json) return ST_OK;   /* cli_output_file checked it */
     st_eval_report *rep = calloc(1, sizeof *rep);
     if (!rep) return ST_OK;   /* the evaluation reports the shortage */
@@ -259,7 +260,14 @@ static int check_report_path(const eval_args *a, int is_dir) {
     }
     free(rep);
     if (rc) return ST_OK;   /* a load error: the evaluation reports it */
-    if (n <= ST_PATH_MAX) return st_replaceable_check(path, path, &e) ? cli_report("eval", &e) : ST_OK;
+    if (n <= ST_PATH_MAX) {
+        if (st_replaceable_check(path, path, &e)) return cli_report("eval", &e);
+        st_error pe = {0};
+        if (!probe || !cli_writable_probe(path, &pe)) return ST_OK;
+        st_fail(&e, pe.code, "%s (the default report): nothing was evaluated; name a report with --json OUT.json",
+                pe.msg);
+        return cli_report("eval", &e);
+    }
     return cli_usage("eval", "RUN_DIR|CHECKPOINT %.200s...: its default report would be %zu bytes long, and stretch "
                      "accepts paths of up to %d bytes: name the report with --json OUT.json or use a shorter path "
                      "(report: %.200s...)", a->src, n, ST_PATH_MAX, path);
@@ -325,7 +333,8 @@ int cmd_eval(int argc, char **argv, st_dist *dist) {
         st_fail(&e, ST_ERR_IO, "%s: no such run directory or checkpoint", a.src);
         return cli_report("eval", &e);
     }
-    if ((rc = check_report_path(&a, S_ISDIR(st.st_mode)))) return rc;
+    rc = check_report_path(&a, S_ISDIR(st.st_mode), st_dist_rank(dist) == 0);
+    if ((rc = st_dist_agree(dist, rc, &e))) return rc;
     if (a.plan.data_path && (rc = use_data(&a, &e))) return rc;
     if (a.threads >= 0) st_set_threads(a.threads);
     const int rank = st_dist_rank(dist);

@@ -144,16 +144,22 @@ void eval_task_path(const task_args *a, const char *name, char *out, size_t n) {
     snprintf(out, n, "%s/%s%s%s%s.json", dir, name, tag, a->prec_tag, stem);
 }
 
-/* The default report's name (without --json) must fit the path limit: checked before the
- * evaluation, so a source near the limit is not evaluated only to lose its report. task:
- * the run's registry task, NULL for passkey. */
+/* The default report's name (without --json) must fit the path limit and its directory
+ * take the file (not a read-only mount): checked before the evaluation, so a source is not
+ * evaluated only to lose its report. task: the run's registry task, NULL for passkey. */
 static int check_report_path(const task_args *a, const char *task) {
     if (a->json) return ST_OK;
     char name[64], path[2 * ST_PATH_BUF];
     if (task) snprintf(name, sizeof name, "eval_task_%s", task);
     else snprintf(name, sizeof name, "%s", a->split == ST_SPLIT_TEST ? "eval_test_passkey" : "eval_valid_passkey");
     eval_task_path(a, name, path, sizeof path);
-    if (strlen(path) <= ST_PATH_MAX) return ST_OK;
+    if (strlen(path) <= ST_PATH_MAX) {
+        st_error e = {0}, pe = {0};
+        if (!cli_writable_probe(path, &pe)) return ST_OK;
+        st_fail(&e, pe.code, "%s (the default report): nothing was evaluated; name a report with --json OUT.json",
+                pe.msg);
+        return cli_report("eval", &e);
+    }
     return cli_usage("eval", "RUN_DIR|CHECKPOINT %.200s...: its default report would be %zu bytes long, and stretch "
                      "accepts paths of up to %d bytes: name the report with --json OUT.json or use a shorter path",
                      a->src, strlen(path), ST_PATH_MAX);
