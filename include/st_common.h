@@ -129,6 +129,11 @@ int st_path_check(const char *path, const char *what, st_error *e);
 int st_dir_check(const char *dir, const char *what, st_error *e);
 /* mkdir -p (ST_ERR_IO naming the component that failed). */
 int st_mkdirs(const char *path, st_error *e);
+/* path as one word of a shell command in a message ("continue with: stretch train
+ * --resume DIR"): as it is when every byte is safe unquoted, else in single quotes (a
+ * ' as '\''), so the command pasted into bash names the same path; into buf, returned. A
+ * path too long for buf is cut (ST_PATH_BUF * 2 holds any accepted path). */
+const char *st_shell_word(const char *path, char *buf, size_t n);
 /* open(path, flags) of a regular file, its stat in *st: the fd, or -1 with e set
  * (ST_ERR_IO: cannot open, "is a directory", "not a regular file"). O_NONBLOCK is added,
  * so a FIFO in place of the file never blocks open() waiting for its other end; it is

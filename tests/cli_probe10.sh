@@ -13,6 +13,9 @@
 #     report, eval --task's, and eval --json FILE --force over an existing FILE evaluated
 #     every length, then failed (exit 3, the report lost); refused before evaluating now,
 #     naming --json. Reading a read-only run into a writable --json still works.
+#   - the commands a message says to run named the run directory unquoted: "continue it
+#     with stretch train --resume a b/run" pasted into bash resumed "a"; such a path is
+#     one shell word now ('a b/run'; the interruption's "continue with:" is the trainer's).
 # The read-only part mounts in a private mount namespace (unshare -m as root, unshare -rm
 # otherwise) and is skipped (exit 77) where that is not permitted.
 . "$(dirname "$0")/lib_cli.sh" cli_probe10
@@ -56,6 +59,16 @@ left=$(ls ex | grep -c "\.tmp\.$DEAD")
 touch "rep.json.tmp.$DEAD.123abc"
 expect_rc 0 "eval --json beside a dead writer's temp file" "$BIN" eval r --lengths 16 --json rep.json --quiet
 [ ! -e "rep.json.tmp.$DEAD.123abc" ] && ok || bad "eval --json left the dead writer's temp file"
+
+# ---- a path the shell splits, in a command the message says to run ----
+d="a b/it's ü"
+expect_rc 0 "train into a path with a space, a quote and UTF-8" "$BIN" train syn.json --out "$d" --quiet
+expect_rc 3 "train into it again" "$BIN" train syn.json --out "$d" --quiet
+cmd=$(sed -n "s/.*continue it with \(stretch train --resume .*\), replace it.*/\1/p" err.txt)
+[ "$cmd" = "stretch train --resume 'a b/it'\\''s ü'" ] && ok || bad "the advice's path is not one shell word: $cmd"
+expect_rc 0 "the advised command, pasted into bash" bash -c "\"\$0\" ${cmd#stretch } --quiet" "$BIN"
+expect_rc 2 "train --resume with --force" "$BIN" train --resume "$d" --force
+grep -qF "give the CONFIG with --out 'a b/it'\\''s ü' --force" err.txt && ok || bad "the --force advice: $(cat err.txt)"
 
 # ---- reports on a read-only file system ----
 if [ "$(id -u)" = 0 ]; then ns=(unshare -m); else ns=(unshare -rm); fi

@@ -92,9 +92,11 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
         return cli_usage("train", "--resume RUN_DIR takes the config from RUN_DIR/config.json; drop %s",
                          config ? "the CONFIG argument" : "--out");
     /* --force replaces a run, --resume continues it: taken together one would be ignored */
+    char word[2 * ST_PATH_BUF];   /* a path in a command to paste: quoted when the shell needs it */
     if (resume && opts.force)
         return cli_usage("train", "--resume RUN_DIR continues the run there and --force would replace it; drop "
-                         "--force (or, to start over, give the CONFIG with --out %s --force)", resume);
+                         "--force (or, to start over, give the CONFIG with --out %s --force)",
+                         st_shell_word(resume, word, sizeof word));
     if (!resume && !config) return cli_usage("train", "missing CONFIG.json");
 
     st_error e = {0};
@@ -113,7 +115,8 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
             }
             if (e.code == ST_ERR_IO && access(path, F_OK) != 0)
                 st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from; a run stopped "
-                        "before it wrote config.json starts again with: stretch train CONFIG --out %s)", resume, resume);
+                        "before it wrote config.json starts again with: stretch train CONFIG --out %s)", resume,
+                        st_shell_word(resume, word, sizeof word));
             if (e.code == ST_ERR_CONFIG) cli_blame_sets(path, sets, n_sets, 1, &e);
             return cli_report("train", &e);
         }

@@ -67,6 +67,23 @@ int st_mkdirs(const char *path, st_error *e) {
     return rc;
 }
 
+const char *st_shell_word(const char *path, char *buf, size_t n) {
+    if (!n) return buf;
+    int plain = *path != 0;
+    for (const unsigned char *c = (const unsigned char *)path; *c && plain; c++)   /* UTF-8 stays readable */
+        plain = isalnum(*c) || *c >= 0x80 || strchr("_./:@%+=,-", *c) != NULL;
+    if (plain) { snprintf(buf, n, "%s", path); return buf; }
+    size_t k = 0;
+    buf[k++] = '\'';
+    for (const char *c = path; *c && k + 5 < n; c++) {
+        if (*c == '\'') { memcpy(buf + k, "'\\''", 4); k += 4; }
+        else buf[k++] = *c;
+    }
+    if (k + 1 < n) buf[k++] = '\'';
+    buf[k < n ? k : n - 1] = 0;
+    return buf;
+}
+
 /* fsync of the directory holding path: makes the rename durable. */
 static void fsync_dir_of(const char *path) {
     char *dir = strdup(path);

@@ -163,9 +163,11 @@ static int inspect(const char *dir, int force, const char *advice, int *entries,
             if (advice) return st_fail(e, ST_ERR_IO, "%s: %s%s%s; %s", dir, run ? "already holds a run" :
                                        "directory is not empty (holds '", run ? "" : first, run ? "" : "')", advice);
             /* the command named in full: extend, which shares this check, has no --resume */
+            char word[2 * ST_PATH_BUF];
             if (run)
                 return st_fail(e, ST_ERR_IO, "%s: already holds a run; continue it with stretch train --resume %s, "
-                               "replace it with --force, or choose another --out", dir, dir);
+                               "replace it with --force, or choose another --out", dir,
+                               st_shell_word(dir, word, sizeof word));
             return st_fail(e, ST_ERR_IO, "%s: directory is not empty (holds '%s'); use --force to train "
                            "there anyway or choose another --out", dir, first);
         }
