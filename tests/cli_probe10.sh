@@ -13,6 +13,9 @@
 #     report, eval --task's, and eval --json FILE --force over an existing FILE evaluated
 #     every length, then failed (exit 3, the report lost); refused before evaluating now,
 #     naming --json. Reading a read-only run into a writable --json still works.
+#   - a file replaced atomically took mode 0644 whatever it had: a run made private
+#     (chmod 600 config.json) had its config.json, metrics.jsonl and latest rewritten
+#     world-readable on --resume; the replacement keeps the old file's mode now.
 #   - the commands a message says to run named the run directory unquoted: "continue it
 #     with stretch train --resume a b/run" pasted into bash resumed "a"; such a path is
 #     one shell word now ('a b/run'; the interruption's "continue with:" is the trainer's).
@@ -59,6 +62,13 @@ left=$(ls ex | grep -c "\.tmp\.$DEAD")
 touch "rep.json.tmp.$DEAD.123abc"
 expect_rc 0 "eval --json beside a dead writer's temp file" "$BIN" eval r --lengths 16 --json rep.json --quiet
 [ ! -e "rep.json.tmp.$DEAD.123abc" ] && ok || bad "eval --json left the dead writer's temp file"
+
+# ---- a replaced file keeps its permissions ----
+expect_rc 0 "train a run to make private" "$BIN" train syn.json --out priv --quiet --set train.steps=2
+chmod 600 priv/config.json priv/metrics.jsonl priv/checkpoints/latest
+expect_rc 0 "resume the private run" "$BIN" train --resume priv --quiet --set train.steps=4
+modes=$(stat -c %a priv/config.json priv/metrics.jsonl priv/checkpoints/latest | tr '\n' ' ')
+[ "$modes" = "600 600 600 " ] && ok || bad "files the resume replaced lost their mode 600: $modes"
 
 # ---- a path the shell splits, in a command the message says to run ----
 d="a b/it's ü"

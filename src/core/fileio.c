@@ -163,6 +163,10 @@ FILE *st_atomic_open(st_atomic_file *a, const char *path, st_error *e) {
         int fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno == EEXIST) continue;
         if (fd < 0) break;
+        /* the replacement keeps the permissions of the file it replaces: a run made private
+         * (chmod go-rwx) had its config.json, metrics.jsonl and checkpoints rewritten 0644 */
+        struct stat old;
+        if (stat(path, &old) == 0 && S_ISREG(old.st_mode)) (void)fchmod(fd, old.st_mode & 07777);
         a->f = fdopen(fd, "wb");
         if (!a->f) { close(fd); unlink(a->tmp); break; }
         return a->f;
