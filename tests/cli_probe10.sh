@@ -16,6 +16,12 @@
 #   - a file replaced atomically took mode 0644 whatever it had: a run made private
 #     (chmod 600 config.json) had its config.json, metrics.jsonl and latest rewritten
 #     world-readable on --resume; the replacement keeps the old file's mode now.
+#   - extend (or train with train.init_from) that failed after init_from.json and before
+#     config.json (a full disk: "config.json: write failed") left the directory holding
+#     init_from.json: the same command again was refused ("not empty (holds
+#     'init_from.json')", use --force) and `train --resume` advised `stretch train CONFIG
+#     --out DIR`, which an extension has not. Such a pin counts as a leftover now (removed
+#     when the start begins again), and --resume names the extend command.
 #   - the commands a message says to run named the run directory unquoted: "continue it
 #     with stretch train --resume a b/run" pasted into bash resumed "a"; such a path is
 #     one shell word now ('a b/run'; the interruption's "continue with:" is the trainer's).
@@ -69,6 +75,20 @@ chmod 600 priv/config.json priv/metrics.jsonl priv/checkpoints/latest
 expect_rc 0 "resume the private run" "$BIN" train --resume priv --quiet --set train.steps=4
 modes=$(stat -c %a priv/config.json priv/metrics.jsonl priv/checkpoints/latest | tr '\n' ' ')
 [ "$modes" = "600 600 600 " ] && ok || bad "files the resume replaced lost their mode 600: $modes"
+
+# ---- a start that died between init_from.json and config.json ----
+# (a full disk at config.json, a Ctrl-C during the setup: extend and train.init_from pin the
+# weights they start from in init_from.json first)
+expect_rc 0 "extend the tiny run" "$BIN" extend r --to 32 --steps 2 --out ext --quiet
+mkdir -p half/checkpoints
+cp ext/init_from.json half/
+expect_rc 3 "train --resume of the half-made extension" "$BIN" train --resume half --quiet
+expect_err "or the stretch extend command that made it"
+expect_rc 0 "the same extend again into it" "$BIN" extend r --to 32 --steps 2 --out half --quiet
+[ -f half/config.json ] && [ -f half/checkpoints/latest ] && ok || bad "the extension did not train: $(ls half)"
+mkdir -p userdir && cp ext/init_from.json userdir/ && echo notes > userdir/notes.txt
+expect_rc 3 "a directory holding init_from.json and a user's file" "$BIN" extend r --to 32 --steps 2 --out userdir --quiet
+expect_err "directory is not empty"
 
 # ---- a path the shell splits, in a command the message says to run ----
 d="a b/it's ü"

@@ -71,16 +71,32 @@ static int dead_temp(const char *name, int run_files_only) {
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
+/* RUN/init_from.json beside no config.json: the pin of a start (extend, train.init_from)
+ * that failed or was killed before it wrote config.json (a full disk, a Ctrl-C during its
+ * setup). Without config.json no --resume can use it, and it made the same command again
+ * refused ("not empty (holds 'init_from.json')"), --resume advising that very command. */
+static int stale_pin(const char *dir) {
+    char path[ST_PATH_BUF + 32];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (access(path, F_OK) == 0) return 0;
+    snprintf(path, sizeof path, "%s/init_from.json", dir);
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Number of entries in a directory other than . and .. and what a run that failed before
- * its first checkpoint left: an empty checkpoints/, and temp files of dead writers (a run
- * killed while it wrote config.json; -1 if the directory cannot be read). */
+ * its first checkpoint left: an empty checkpoints/, temp files of dead writers (a run
+ * killed while it wrote config.json) and a stale init_from.json (stale_pin); -1 if the
+ * directory cannot be read. */
 static int count_entries(const char *dir, int top, char *first, size_t n) {
     DIR *d = opendir(dir);
     if (!d) return -1;
+    const int pin = top && stale_pin(dir);
     int count = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || dead_temp(de->d_name, top)) continue;
+        if (pin && !strcmp(de->d_name, "init_from.json")) continue;
         if (!strcmp(de->d_name, "checkpoints")) {
             char sub[ST_PATH_BUF];
             snprintf(sub, sizeof sub, "%s/checkpoints", dir);
@@ -195,7 +211,13 @@ int st_rundir_prepare(const char *dir, int force, const char *advice, int *lock_
     if (rc || (rc = st_mkdirs(dir, e)) || (rc = st_dir_lock(dir, "a run is writing it", lock_fd, e))) return rc;
     if ((rc = inspect(dir, force, advice, &n, e))) return rc;
     if (n > 0 && (rc = remove_run(dir, e))) return rc;
-    if (n == 0) st_rundir_clean_temps(dir);   /* what count_entries passed over */
+    if (n == 0) {   /* what count_entries passed over */
+        st_rundir_clean_temps(dir);
+        char pin[ST_PATH_BUF + 32];
+        snprintf(pin, sizeof pin, "%s/init_from.json", dir);
+        if (stale_pin(dir) && unlink(pin) == 0)
+            st_log(ST_LOG_INFO, "%s: removed init_from.json of a start that wrote no config.json", dir);
+    }
     char cdir[ST_PATH_BUF];
     snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
     return st_mkdirs(cdir, e);
