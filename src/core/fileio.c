@@ -122,6 +122,7 @@ static void remove_dead_temps(const char *path) {
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     const size_t blen = strlen(base);
+    if (!blen) return;   /* "DIR/": no file name to match */
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     DIR *d = dir ? opendir(dir) : NULL;
     int removed = 0;
