@@ -41,6 +41,17 @@ static void default_out(const char *config, char *out, size_t n) {
     snprintf(out, n, "runs/%.*s", (int)len, base);
 }
 
+/* --resume DIR without DIR/config.json: how a run stopped before it wrote one starts again
+ * (an extension, whose init_from.json was written first, has no CONFIG to give). */
+static void no_config(const char *resume, st_error *e) {
+    char pin[ST_PATH_BUF + 32], word[2 * ST_PATH_BUF];
+    snprintf(pin, sizeof pin, "%s/init_from.json", resume);
+    st_fail(e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from; a run stopped before it wrote "
+            "config.json starts again with: stretch train CONFIG --out %s%s)", resume,
+            st_shell_word(resume, word, sizeof word),
+            access(pin, F_OK) == 0 ? ", or the stretch extend command that made it, with the same --out" : "");
+}
+
 int cmd_train(int argc, char **argv, st_dist *dist) {
     const char *sets[MAX_SETS];
     int n_sets = 0;
@@ -113,14 +124,7 @@ int cmd_train(int argc, char **argv, st_dist *dist) {
                 int rc = st_train(NULL, dir, &opts, NULL, &e);
                 return rc ? cli_report("train", &e) : 0;
             }
-            /* an extension (init_from.json written, config.json not) has no CONFIG to give */
-            char pin[ST_PATH_BUF + 32];
-            snprintf(pin, sizeof pin, "%s/init_from.json", resume);
-            if (e.code == ST_ERR_IO && access(path, F_OK) != 0)
-                st_fail(&e, ST_ERR_IO, "%s: not a run directory (no config.json to resume from; a run stopped "
-                        "before it wrote config.json starts again with: stretch train CONFIG --out %s%s)", resume,
-                        st_shell_word(resume, word, sizeof word), access(pin, F_OK) == 0 ?
-                        ", or the stretch extend command that made it, with the same --out" : "");
+            if (e.code == ST_ERR_IO && access(path, F_OK) != 0) no_config(resume, &e);
             if (e.code == ST_ERR_CONFIG) cli_blame_sets(path, sets, n_sets, 1, &e);
             return cli_report("train", &e);
         }
