@@ -97,6 +97,11 @@ expect_rc 3 "train into it again" "$BIN" train syn.json --out "$d" --quiet
 cmd=$(sed -n "s/.*continue it with \(stretch train --resume .*\), replace it.*/\1/p" err.txt)
 [ "$cmd" = "stretch train --resume 'a b/it'\\''s ü'" ] && ok || bad "the advice's path is not one shell word: $cmd"
 expect_rc 0 "the advised command, pasted into bash" bash -c "\"\$0\" ${cmd#stretch } --quiet" "$BIN"
+# the trainer's own "continue with:" (here after train.max_seconds; SIGINT's is the same)
+expect_rc 0 "a run that stops at its time limit" "$BIN" train syn.json --out "$d/timed" --set train.max_seconds=1e-9 \
+    --set train.steps=1000
+grep -qF "continue with: stretch train --resume 'a b/it'\\''s ü/timed'" err.txt && ok \
+    || bad "the time limit's advice: $(grep 'continue with' err.txt)"
 expect_rc 2 "train --resume with --force" "$BIN" train --resume "$d" --force
 grep -qF "give the CONFIG with --out 'a b/it'\\''s ü' --force" err.txt && ok || bad "the --force advice: $(cat err.txt)"
 

@@ -351,7 +351,7 @@ static int loop(trainer *t, st_train_result *res, st_error *e) {
         if ((save_step || best) && t->zero.on) st_zero_release(&t->zero, t->dist, &t->model.params);
         if (!rc && prc) rc = st_fail(e, prc, "%s", pe.msg);
         if ((rc = st_dist_agree(t->dist, rc, e))) return rc;
-        char cont[ST_PATH_BUF + 64];
+        char cont[2 * ST_PATH_BUF + 64];
         if (sig) {
             res->stopped = 3;
             return st_fail(e, ST_ERR_INTERRUPTED, "interrupted by %s after step %lld; saved %s; continue with: %s",

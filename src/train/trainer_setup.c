@@ -64,7 +64,7 @@ static int setup_state(trainer *t, const char *ckpt, st_error *e) {
     }
     /* checks only rank 0 can make (it alone read the checkpoint), agreed by all */
     const int64_t ws = t->st.world_size ? t->st.world_size : 1;
-    char cont[ST_PATH_BUF + 64];
+    char cont[2 * ST_PATH_BUF + 64];
     if (!rc && t->opts.resume && t->rank == 0 && ws != t->ranks)
         rc = st_fail(e, ST_ERR_CHECKPOINT, "%s: written by a run of %lld rank(s), this run has %d: resume with %s "
                      "(batches and dropout streams are cut per rank, so another count would not continue the same "
@@ -298,8 +298,10 @@ static int setup_buffers(trainer *t, st_error *e) {
 }
 
 const char *st_trainer_resume_command(const char *dir, int64_t ranks, char *buf, size_t n) {
-    if (ranks > 1) snprintf(buf, n, "mpirun -np %lld stretch train --resume %s", (long long)ranks, dir);
-    else snprintf(buf, n, "stretch train --resume %s", dir);
+    char word[2 * ST_PATH_BUF];   /* one shell word: "a b/it's" pastes as 'a b/it'\''s' */
+    st_shell_word(dir, word, sizeof word);
+    if (ranks > 1) snprintf(buf, n, "mpirun -np %lld stretch train --resume %s", (long long)ranks, word);
+    else snprintf(buf, n, "stretch train --resume %s", word);
     return buf;
 }
 
