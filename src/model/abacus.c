@@ -15,16 +15,19 @@
  * rows read). */
 #include "model_internal.h"
 
+/* r_t from r_{t-1} and the token x_t (see above) */
+static int64_t run_after(const st_model_config *c, int64_t r, int32_t id) {
+    return id >= c->abacus_digit0 && id < c->abacus_digit0 + 10 ? r + 1 : 0;
+}
+
 /* a_t of the B rows of T tokens (see above) into idx; a row past the table fails naming
  * the key. run0 continues row 0's first run (decoding, B = 1). */
 static int abacus_index(const st_model_config *c, const int32_t *ids, int64_t B, int64_t T, int64_t run0,
                         int64_t k, int32_t *idx, st_error *e) {
-    const int32_t d0 = c->abacus_digit0;
     for (int64_t b = 0; b < B; b++) {
         int64_t r = b == 0 ? run0 : 0;
         for (int64_t t = 0; t < T; t++) {
-            const int32_t id = ids[b * T + t];
-            r = id >= d0 && id < d0 + 10 ? r + 1 : 0;
+            r = run_after(c, r, ids[b * T + t]);
             const int64_t a = r > 0 ? r + k : 0;
             if (a >= c->abacus_rows)
                 return st_fail(e, ST_ERR_CONFIG, "model.abacus.rows: a run of %lld digits%s needs row %lld, the "
@@ -48,6 +51,6 @@ st_tensor *st_abacus_embed(st_model *m, st_ctx *ctx, st_tensor *x, const int32_t
 int64_t st_abacus_run_end(const st_model_config *c, const int32_t *ids, int64_t n, int64_t run0) {
     if (c->abacus_rows == 0) return 0;
     int64_t r = run0;
-    for (int64_t t = 0; t < n; t++) r = ids[t] >= c->abacus_digit0 && ids[t] < c->abacus_digit0 + 10 ? r + 1 : 0;
+    for (int64_t t = 0; t < n; t++) r = run_after(c, r, ids[t]);
     return r;
 }
