@@ -70,6 +70,12 @@ static void print_attn(const st_eval_report *rep, FILE *f) {
     }
 }
 
+/* The whole split's tokens: split_total, more than split_tokens when --max-tokens cut the
+ * split short (0 when the evaluation did not record it: then what was scored). */
+static int64_t split_whole(const st_eval_report *rep) {
+    return rep->split_total > rep->split_tokens ? rep->split_total : rep->split_tokens;
+}
+
 void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     const st_run_config *c = &rep->cfg;
     fprintf(f, "%s: step %lld, pos %s, %d layers x d %d (%zu params), trained at L=%d\n",
@@ -88,7 +94,7 @@ void st_eval_report_print(const st_eval_report *rep, FILE *f) {
     /* a byte-level metric over multi-byte tokens (BPE): the count is of tokens */
     const int multibyte = rep->unit == ST_UNIT_BYTE && rep->bytes_per_token != 1.0;
     /* max_tokens: "the first 8192 of 55780 bytes", so a partial split does not read as whole */
-    const int64_t whole = rep->split_total > rep->split_tokens ? rep->split_total : rep->split_tokens;
+    const int64_t whole = split_whole(rep);
     if (whole > rep->split_tokens) fprintf(f, "the first %lld of ", (long long)rep->split_tokens);
     fprintf(f, "%lld %ss (%lld targets", (long long)whole, multibyte ? "token" : st_unit_name(rep->unit),
             (long long)(rep->split_tokens - 1));
@@ -259,9 +265,7 @@ char *st_eval_report_json(const st_eval_report *rep) {
     cJSON_AddStringToObject(o, "mode", st_eval_mode_name(rep->mode));
     if (rep->mode == ST_EVAL_SLIDING) cJSON_AddNumberToObject(o, "stride", (double)rep->stride_arg);
     cJSON_AddNumberToObject(o, "split_tokens", (double)rep->split_tokens);
-    /* the whole split's tokens: more than split_tokens when --max-tokens cut it short */
-    cJSON_AddNumberToObject(o, "split_total",
-                            (double)(rep->split_total > rep->split_tokens ? rep->split_total : rep->split_tokens));
+    cJSON_AddNumberToObject(o, "split_total", (double)split_whole(rep));
     cJSON_AddStringToObject(o, "bucket_scale", rep->bucket_scale == ST_BUCKETS_LOG2 ? "log2" : "linear");
     cJSON_AddNumberToObject(o, "threads", rep->threads);
     cJSON_AddStringToObject(o, "precision", st_precision_name(rep->precision));
