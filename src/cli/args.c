@@ -212,6 +212,14 @@ int cli_writable_probe(const char *path, st_error *e) {
     return ST_OK;
 }
 
+int cli_default_report_writable(const char *cmd, const char *path) {
+    st_error e = {0}, pe = {0};
+    if (!cli_writable_probe(path, &pe)) return ST_OK;
+    st_fail(&e, pe.code, "%s (the default report): nothing was evaluated; name a report with --json OUT.json",
+            pe.msg);
+    return cli_report(cmd, &e);
+}
+
 /* 1 when s is one of the flags: the command's own that take a value, or a flag without
  * one that some command has. A value that is a flag means the value was left out
  * ("--source --cache-dir D" would take "--cache-dir" as the source). */

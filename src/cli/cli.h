@@ -110,6 +110,9 @@ int cli_output_file(const char *cmd, const char *flag, const char *path, int for
  * so that a report the file system refuses (a read-only mount, where root passes access())
  * is refused before the command's work, not after it: ST_OK, or e set (ST_ERR_IO). */
 int cli_writable_probe(const char *path, st_error *e);
+/* cli_writable_probe of a command's default report (no --json): ST_OK, or the refusal
+ * reported ("nothing was evaluated; name a report with --json OUT.json") and its code. */
+int cli_default_report_writable(const char *cmd, const char *path);
 /* One of the transform options (--transform, --scale, --clip, --sinks, --window; src/cli/
  * cli_transform.c) with value v into xf: returns 1 when `a` is one (*rc = ST_OK, or the
  * usage error's exit code already reported), 0 when it is not. */

@@ -262,11 +262,7 @@ static int check_report_path(const eval_args *a, int is_dir, int probe) {
     if (rc) return ST_OK;   /* a load error: the evaluation reports it */
     if (n <= ST_PATH_MAX) {
         if (st_replaceable_check(path, path, &e)) return cli_report("eval", &e);
-        st_error pe = {0};
-        if (!probe || !cli_writable_probe(path, &pe)) return ST_OK;
-        st_fail(&e, pe.code, "%s (the default report): nothing was evaluated; name a report with --json OUT.json",
-                pe.msg);
-        return cli_report("eval", &e);
+        return probe ? cli_default_report_writable("eval", path) : ST_OK;
     }
     return cli_usage("eval", "RUN_DIR|CHECKPOINT %.200s...: its default report would be %zu bytes long, and stretch "
                      "accepts paths of up to %d bytes: name the report with --json OUT.json or use a shorter path "

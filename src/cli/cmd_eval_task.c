@@ -153,13 +153,7 @@ static int check_report_path(const task_args *a, const char *task) {
     if (task) snprintf(name, sizeof name, "eval_task_%s", task);
     else snprintf(name, sizeof name, "%s", a->split == ST_SPLIT_TEST ? "eval_test_passkey" : "eval_valid_passkey");
     eval_task_path(a, name, path, sizeof path);
-    if (strlen(path) <= ST_PATH_MAX) {
-        st_error e = {0}, pe = {0};
-        if (!cli_writable_probe(path, &pe)) return ST_OK;
-        st_fail(&e, pe.code, "%s (the default report): nothing was evaluated; name a report with --json OUT.json",
-                pe.msg);
-        return cli_report("eval", &e);
-    }
+    if (strlen(path) <= ST_PATH_MAX) return cli_default_report_writable("eval", path);
     return cli_usage("eval", "RUN_DIR|CHECKPOINT %.200s...: its default report would be %zu bytes long, and stretch "
                      "accepts paths of up to %d bytes: name the report with --json OUT.json or use a shorter path",
                      a->src, strlen(path), ST_PATH_MAX);
